@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Airlock's build, tests and CI need. Idempotent: apt-get
+# skips what is already there. Run as root (or through sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git clang-format
+  # libraries
+  libboost1.81-all-dev libssl-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev
+  libseccomp-dev zlib1g-dev libgtest-dev libgmock-dev
+  # test clients and tools
+  curl openssl ca-certificates python3 python3-requests python3-yaml prometheus
+  iproute2 procps
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"

@@ -1,0 +1,71 @@
+#include "core/errc.hpp"
+
+#include <array>
+#include <string>
+
+namespace airlock::core {
+namespace {
+
+// Indexed by errc. Tokens are from the RFC 9209 registry; "http_request_denied" is the token
+// RFC 9209 gives for a request the proxy refuses by policy.
+constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
+    {200, "", "ok", "allowed"},
+    {403, "http_request_denied", "host_denied", "no rule allows this host"},
+    {403, "http_request_denied", "port_denied", "no rule allows this port for the host"},
+    {403, "http_request_denied", "method_denied", "the method is not allowed"},
+    {403, "http_request_denied", "path_denied", "the path is not allowed"},
+    {403, "http_request_denied", "upgrade_denied", "protocol upgrade not allowed"},
+    {403, "http_request_denied", "needs_inspection",
+     "the rule checks requests but the tunnel is not inspected"},
+    {403, "http_request_denied", "sni_mismatch", "TLS server name does not match CONNECT host"},
+    {403, "http_request_denied", "not_tls", "tunnel did not start with a TLS ClientHello"},
+    {403, "destination_ip_prohibited", "destination_ip_prohibited",
+     "destination address is prohibited"},
+    {407, "http_request_denied", "auth_required", "proxy authentication required"},
+    {400, "http_request_error", "bad_request", "malformed request"},
+    {400, "http_request_error", "unsupported_scheme", "only http:// and CONNECT are supported"},
+    {400, "http_request_error", "origin_form",
+     "origin-form request at the proxy port; use an absolute URL"},
+    {400, "http_request_error", "bad_port", "invalid port"},
+    {431, "http_request_error", "header_too_large", "request head too large"},
+    {413, "http_request_error", "body_too_large", "request body too large"},
+    {408, "http_request_error", "head_timeout", "request head not received in time"},
+    {503, "connection_limit_reached", "too_many_connections", "too many connections"},
+    {502, "dns_error", "dns_error", "name could not be resolved"},
+    {504, "dns_timeout", "dns_timeout", "name resolution timed out"},
+    {502, "connection_refused", "connect_refused", "upstream refused the connection"},
+    {504, "connection_timeout", "connect_timeout", "upstream connection timed out"},
+    {502, "http_response_incomplete", "upstream_error", "upstream failed"},
+    {504, "http_response_timeout", "upstream_timeout", "upstream did not answer in time"},
+    {502, "tls_certificate_error", "upstream_tls_failed", "upstream TLS failed"},
+    {502, "http_response_body_size", "response_too_large", "response too large"},
+    {500, "proxy_internal_error", "internal_error", "internal error"},
+    {503, "proxy_internal_response", "shutting_down", "proxy is shutting down"},
+}};
+
+class category final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "airlock"; }
+  std::string message(int ev) const override {
+    return std::string(info(static_cast<errc>(ev)).message);
+  }
+};
+
+}  // namespace
+
+const errc_info& info(errc e) noexcept {
+  auto i = static_cast<std::size_t>(e);
+  if (i >= table.size()) i = static_cast<std::size_t>(errc::internal_error);
+  return table[i];
+}
+
+const boost::system::error_category& airlock_category() noexcept {
+  static const category instance;
+  return instance;
+}
+
+boost::system::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), airlock_category()};
+}
+
+}  // namespace airlock::core

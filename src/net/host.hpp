@@ -1,0 +1,54 @@
+#pragma once
+// Host names and authorities as they arrive on the wire, brought to one canonical form before
+// any policy matching, so "127.1", "0x7f000001", "2130706433", "[::ffff:127.0.0.1]" and
+// "LOCALHOST." cannot slip past a rule or the address guard.
+
+#include <boost/asio/ip/address.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace airlock::net {
+
+enum class host_kind { dns, ipv4, ipv6 };
+
+struct normalized_host {
+  host_kind kind = host_kind::dns;
+  // dns: lower case, no trailing dot, each label 1..63 of [a-z0-9-_], total <= 253.
+  // ipv4: dotted quad. ipv6: RFC 5952 text without brackets. An IPv4-mapped IPv6 literal
+  // (::ffff:a.b.c.d) is reported as the ipv4 it maps to.
+  std::string text;
+  boost::asio::ip::address address;  // set for ipv4 / ipv6
+  bool is_ip() const noexcept { return kind != host_kind::dns; }
+};
+
+// Accepts a bare host ("Example.COM.", "10.0.0.1", "0x7f.1", "[::1]", "::1"). IPv4 follows
+// the WHATWG URL host parser: 1-4 parts, each decimal, 0x-hex or 0-octal, the last part
+// filling the remaining bytes. A name whose last label is numeric but is not a valid IPv4
+// address is rejected (as browsers do), as is anything with characters outside a host name.
+std::optional<normalized_host> normalize_host(std::string_view host);
+
+struct authority {
+  normalized_host host;
+  std::uint16_t port = 0;
+};
+
+// Parses "host[:port]" / "[v6]:port" (a Host header or CONNECT target). No userinfo, path,
+// query or fragment is allowed. When the port is absent, default_port is used unless
+// port_required. Port must be 1..65535 in plain decimal.
+std::optional<authority> parse_authority(std::string_view text, std::uint16_t default_port,
+                                         bool port_required);
+
+struct absolute_url {
+  authority target;
+  std::string_view path_and_query;  // "/" when the URL had no path; points into the input
+};
+
+// Parses an absolute-form request target "http://host[:port]/path?query". Only the http
+// scheme (any case) is accepted; userinfo and fragments are rejected. The returned view
+// points into `text`.
+std::optional<absolute_url> parse_http_url(std::string_view text);
+
+}  // namespace airlock::net

@@ -1,0 +1,112 @@
+#pragma once
+// The compiled, immutable policy. Built once per (re)load; every exchange holds a
+// std::shared_ptr<const snapshot> taken at its start, so a reload never changes the rules
+// under a request in flight.
+//
+// Thread safety: all const member functions may be called concurrently.
+
+#include "core/errc.hpp"
+#include "net/address_guard.hpp"
+#include "net/host.hpp"
+#include "policy/model.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace re2 {
+class RE2;
+}
+
+namespace airlock::policy {
+
+struct compiled_rule {
+  std::string name;
+  std::size_t index = 0;  // position in the file, stable within one snapshot
+  model::mode mode = model::mode::enforce;
+  bool inspect = false;
+  // true when the rule constrains something only visible inside HTTP (methods, paths, ...),
+  // so an opaque CONNECT tunnel cannot satisfy it.
+  bool checks_requests = false;
+  std::vector<std::uint16_t> ports;
+  std::vector<boost::asio::ip::address> pinned;  // empty = resolve with DNS
+  std::vector<net::cidr> allow_cidrs;
+  std::vector<std::string> upgrades;
+  const model::rule* source = nullptr;
+  // Matching state (exact host set, suffixes, re2 objects, method set) is private to the
+  // compiler; see snapshot::decide().
+  struct matcher;
+  std::shared_ptr<const matcher> match;
+};
+
+struct compiled_agent {
+  std::string name;
+  std::vector<const compiled_rule*> rules;
+  std::string token_sha256;
+  std::vector<net::cidr> sources;
+};
+
+// What the proxy is asked to decide about.
+struct request_target {
+  std::string_view method;        // "GET", "CONNECT", ...
+  const net::normalized_host* host = nullptr;
+  std::uint16_t port = 0;
+  std::string_view path;          // without query; empty for CONNECT
+  std::string_view upgrade;       // value of Upgrade header, lower-cased; empty if none
+  bool is_connect = false;        // opaque CONNECT (not an inner request of an inspected one)
+};
+
+struct decision {
+  core::errc reason = core::errc::host_denied;  // ok when allowed
+  const compiled_rule* rule = nullptr;  // the rule that allowed, or came closest to allowing
+  std::string detail;                   // "rule github: port 22 not allowed" (no secrets)
+  // A denial under report mode: the request goes through, but is recorded as would-deny.
+  bool report_only = false;
+  bool allowed() const noexcept { return reason == core::errc::ok || report_only; }
+};
+
+struct identity {
+  const compiled_agent* agent = nullptr;  // null when the client must (re)authenticate
+  core::errc error = core::errc::ok;      // auth_required when agent is null
+  std::string detail;
+};
+
+class snapshot {
+ public:
+  const model::policy& model() const noexcept { return model_; }
+  const std::string& version() const noexcept { return model_.version; }
+  const model::limits& limits() const noexcept { return model_.limits; }
+  const net::address_guard& guard() const noexcept { return *guard_; }
+
+  const compiled_agent* find_agent(std::string_view name) const noexcept;
+
+  // Resolves the agent for a request: a Proxy-Authorization header value (Basic
+  // base64(agent:token) or Bearer token), when present, must be valid (else auth_required);
+  // otherwise the first agent whose `sources` contains the client address; otherwise the
+  // agent named "default"; otherwise auth_required.
+  identity identify(std::string_view proxy_authorization,
+                    const boost::asio::ip::address& client) const;
+
+  // Matches the target against the agent's rules in order. The first rule that allows wins.
+  // When none does, the most specific refusal is returned (path > method > port > host).
+  decision decide(const compiled_agent& agent, const request_target& target) const;
+
+  // Everything needed to build a snapshot; used by the loader.
+  snapshot(model::policy m, std::vector<boost::asio::ip::tcp::endpoint> own_endpoints);
+  ~snapshot();
+  snapshot(const snapshot&) = delete;
+  snapshot& operator=(const snapshot&) = delete;
+
+ private:
+  friend struct compiler;
+  model::policy model_;
+  std::vector<compiled_rule> rules_;
+  std::vector<compiled_agent> agents_;
+  std::unique_ptr<net::address_guard> guard_;
+};
+
+}  // namespace airlock::policy

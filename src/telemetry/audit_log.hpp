@@ -1,0 +1,56 @@
+#pragma once
+// One JSON line per request (Boost.JSON), to stdout or a file. Records carry no secrets: the
+// proxy never puts header values or query strings in them.
+//
+// Thread safety: write() may be called from any thread. Lines are buffered and flushed at
+// least every flush_interval and when close() is called.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace airlock::telemetry {
+
+struct audit_record {
+  std::chrono::system_clock::time_point time;  // when the request arrived
+  std::string_view agent;
+  std::string_view method;
+  std::string_view scheme;    // "http", "https" (inspected), "connect" (opaque tunnel)
+  std::string_view host;
+  std::uint16_t port = 0;
+  std::string_view path;      // path only, never the query string
+  std::string_view rule;      // empty when no rule matched
+  std::string_view decision;  // "allow", "deny", "report" (would have denied), "error"
+  std::string_view reason;    // core::errc name
+  std::string_view detail;
+  unsigned status = 0;        // HTTP status sent to the client (200 for a tunnel)
+  std::uint64_t bytes_in = 0;   // request body bytes from client (tunnel: client->upstream)
+  std::uint64_t bytes_out = 0;  // response body bytes to client (tunnel: upstream->client)
+  std::chrono::microseconds duration{0};
+  std::string_view upstream;  // "ip:port" connected to; empty if none
+  std::string_view client;    // "ip:port" of the client
+  std::string_view policy_version;
+};
+
+class audit_log {
+ public:
+  // path: "-" for stdout, "off" to disable, else a file opened for append. Returns null and
+  // sets `error` when the file cannot be opened.
+  static std::unique_ptr<audit_log> open(const std::string& path, std::string& error);
+  ~audit_log();
+
+  void write(const audit_record& record) noexcept;
+  void flush() noexcept;
+
+  audit_log(const audit_log&) = delete;
+  audit_log& operator=(const audit_log&) = delete;
+
+ private:
+  struct impl;
+  explicit audit_log(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace airlock::telemetry
