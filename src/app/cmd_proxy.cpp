@@ -1,13 +1,236 @@
-// Placeholder until the component behind `airlock proxy` lands.
-#include "app/commands.hpp"
+// `airlock proxy`: load the policy, open the admin listener and the audit log, start the
+// workers, then serve until SIGTERM/SIGINT. SIGHUP (and POST /reload) reloads the policy.
 
+#include "app/commands.hpp"
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "net/host.hpp"
+#include "policy/loader.hpp"
+#include "proxy/server.hpp"
+#include "telemetry/admin_server.hpp"
+#include "telemetry/audit_log.hpp"
+#include "telemetry/metrics.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/json.hpp>
+
+#include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
 
 namespace airlock::app {
+namespace asio = boost::asio;
+using asio::ip::tcp;
 
-int cmd_proxy(args) {
-  std::fputs("airlock proxy: not built yet\n", stderr);
-  return 2;
+namespace {
+
+constexpr std::string_view usage =
+    "usage: airlock proxy --config FILE [--threads N] [--listen ADDR:PORT]\n"
+    "                     [--admin ADDR:PORT|off] [--log-level debug|info|warn|error]\n"
+    "\n"
+    "Runs the egress proxy with the policy in FILE. Prints\n"
+    "  listening proxy=ADDR:PORT admin=ADDR:PORT\n"
+    "on stdout once it accepts connections. SIGHUP or POST /reload on the admin port reloads\n"
+    "the policy; SIGTERM or SIGINT stops accepting, lets requests in flight finish, and exits.\n";
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::optional<tcp::endpoint> parse_admin(std::string_view text) {
+  auto a = net::parse_authority(text, 0, true);
+  if (a && a->host.is_ip()) return tcp::endpoint(a->host.address, a->port);
+  auto colon = text.rfind(':');
+  if (colon != std::string_view::npos && text.substr(colon + 1) == "0") {
+    auto h = text.substr(0, colon);
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    auto host = net::normalize_host(h);
+    if (host && host->is_ip()) return tcp::endpoint(host->address, 0);
+  }
+  return std::nullopt;
+}
+
+std::string endpoint_text(const tcp::endpoint& ep) {
+  return ep.address().is_v6() ? core::str_cat('[', ep.address().to_string(), "]:", ep.port())
+                              : core::str_cat(ep.address().to_string(), ':', ep.port());
+}
+
+}  // namespace
+
+int cmd_proxy(args a) {
+  proxy::server_options options;
+  std::string admin_override;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto arg = a[i];
+    auto value = [&]() -> std::optional<std::string_view> {
+      if (i + 1 < a.size()) return a[++i];
+      std::fprintf(stderr, "airlock proxy: %.*s needs a value\n", static_cast<int>(arg.size()),
+                   arg.data());
+      return std::nullopt;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage.data(), stdout);
+      return 0;
+    } else if (arg == "--config") {
+      auto v = value();
+      if (!v) return 2;
+      options.config_path = std::string(*v);
+    } else if (arg == "--threads") {
+      auto v = value();
+      if (!v) return 2;
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+      if (ec != std::errc{} || end != v->data() + v->size() || n == 0 || n > 1024) {
+        std::fputs("airlock proxy: --threads takes a number from 1 to 1024\n", stderr);
+        return 2;
+      }
+      options.threads = n;
+    } else if (arg == "--listen") {
+      auto v = value();
+      if (!v) return 2;
+      options.listen_override = std::string(*v);
+    } else if (arg == "--admin") {
+      auto v = value();
+      if (!v) return 2;
+      admin_override = std::string(*v);
+    } else if (arg == "--log-level") {
+      auto v = value();
+      if (!v) return 2;
+      core::log_level level;
+      if (!core::parse_log_level(*v, level)) {
+        std::fputs("airlock proxy: --log-level takes debug, info, warn or error\n", stderr);
+        return 2;
+      }
+      core::set_log_level(level);
+    } else {
+      std::fprintf(stderr, "airlock proxy: unknown option '%.*s'\n\n%s",
+                   static_cast<int>(arg.size()), arg.data(), usage.data());
+      return 2;
+    }
+  }
+  if (options.config_path.empty()) {
+    std::fprintf(stderr, "airlock proxy: --config FILE is required\n\n%s", usage.data());
+    return 2;
+  }
+
+  // A first look at the policy for what must exist before the workers: admin and audit.
+  auto initial = policy::load_file(options.config_path);
+  if (!initial.ok()) {
+    for (const auto& e : initial.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    std::fprintf(stderr, "airlock proxy: policy %s refused\n", options.config_path.c_str());
+    return 1;
+  }
+  const auto& model = initial.policy->model();
+
+  std::string audit_error;
+  auto audit = telemetry::audit_log::open(model.audit.path, audit_error);
+  if (!audit) {
+    std::fprintf(stderr, "airlock proxy: audit log: %s\n", audit_error.c_str());
+    return 1;
+  }
+  telemetry::metrics metrics(AIRLOCK_VERSION);
+
+  asio::io_context main_ioc{1};
+  std::string admin_text = admin_override.empty() ? model.listen.admin : admin_override;
+  std::unique_ptr<telemetry::admin_server> admin;
+  proxy::server* server_ptr = nullptr;
+  std::atomic<bool> ready{false};
+  if (!admin_text.empty() && admin_text != "off") {
+    auto ep = parse_admin(admin_text);
+    if (!ep) {
+      std::fprintf(stderr, "airlock proxy: admin address '%s' is not an IP address with a port\n",
+                   admin_text.c_str());
+      return 1;
+    }
+    telemetry::admin_handlers handlers;
+    handlers.metrics_text = [&metrics] { return metrics.serialize(); };
+    handlers.ready = [&ready] { return ready.load(); };
+    handlers.policy_json = [&server_ptr] {
+      boost::json::object o;
+      if (server_ptr) {
+        auto st = server_ptr->status();
+        o["version"] = st.version;
+        o["source"] = st.source;
+        o["loaded_at"] = rfc3339(st.loaded_at);
+        o["last_attempt"] = rfc3339(st.last_attempt);
+        o["last_error"] = st.last_error.empty() ? boost::json::value(nullptr)
+                                                : boost::json::value(st.last_error);
+      }
+      return boost::json::serialize(o);
+    };
+    handlers.reload = [&server_ptr](std::string& message) {
+      if (!server_ptr) {
+        message = "not started";
+        return false;
+      }
+      return server_ptr->reload("api", message);
+    };
+    try {
+      admin = std::make_unique<telemetry::admin_server>(main_ioc, *ep, std::move(handlers));
+    } catch (const boost::system::system_error& e) {
+      std::fprintf(stderr, "airlock proxy: cannot listen on admin %s: %s\n", admin_text.c_str(),
+                   e.code().message().c_str());
+      return 1;
+    }
+    options.extra_own_endpoints.push_back(admin->local_endpoint());
+  }
+
+  proxy::server server(options, audit.get(), &metrics);
+  std::vector<std::string> errors;
+  if (!server.start(errors)) {
+    for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.c_str());
+    std::fprintf(stderr, "airlock proxy: not started\n");
+    return 1;
+  }
+  server_ptr = &server;
+  if (admin) admin->start();
+  ready.store(true);
+
+  std::printf("listening proxy=%s admin=%s\n", endpoint_text(server.endpoint()).c_str(),
+              admin ? endpoint_text(admin->local_endpoint()).c_str() : "off");
+  std::fflush(stdout);
+  AIRLOCK_LOG(info, "proxy", "serving on ", endpoint_text(server.endpoint()), " with policy ",
+              server.current_policy()->version().substr(0, 12), " from ", options.config_path);
+
+  asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
+  std::thread stopper;
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      std::string message;
+      server.reload("signal", message);
+      audit->reopen();
+      signals.async_wait(on_signal);
+      return;
+    }
+    AIRLOCK_LOG(info, "proxy", "signal ", sig, ": draining and stopping");
+    ready.store(false);
+    stopper = std::thread([&] {
+      server.shutdown();
+      asio::post(main_ioc, [&] {
+        if (admin) admin->stop();
+        signals.cancel();
+      });
+    });
+  };
+  signals.async_wait(on_signal);
+  main_ioc.run();
+  if (stopper.joinable()) stopper.join();
+  audit->flush();
+  AIRLOCK_LOG(info, "proxy", "stopped");
+  return 0;
 }
 
 }  // namespace airlock::app

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds Airlock with -Wall -Wextra -Werror under AddressSanitizer + UndefinedBehaviorSanitizer
+# and runs the whole test suite (unit and integration) with ctest. This is what CI runs.
+# Usage: scripts/test.sh [ctest options...], e.g. scripts/test.sh -L unit
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${AIRLOCK_TEST_BUILD_DIR:-$root/build-test}
+"$root/scripts/build.sh" "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIRLOCK_WERROR=ON \
+  -DAIRLOCK_SANITIZE=ON -DAIRLOCK_BUILD_TESTS=ON
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$dir"
+ctest --output-on-failure --timeout 600 -j "${AIRLOCK_JOBS:-2}" "$@"

@@ -1,0 +1,278 @@
+#include "proxy/server.hpp"
+
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "net/host.hpp"
+#include "proxy/session.hpp"
+#include "telemetry/metrics.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <sys/socket.h>
+
+#include <future>
+#include <set>
+#include <thread>
+
+namespace airlock::proxy {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::optional<tcp::endpoint> parse_listen(std::string_view text) {
+  auto a = net::parse_authority(text, 0, true);
+  if (!a) {
+    // parse_authority refuses port 0, which means "any free port" here.
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || text.substr(colon + 1) != "0") return std::nullopt;
+    auto host = net::normalize_host(text.substr(0, colon));
+    if (!host || !host->is_ip()) {
+      // Accept [v6]:0 too.
+      auto h = text.substr(0, colon);
+      if (h.size() > 2 && h.front() == '[' && h.back() == ']')
+        host = net::normalize_host(h.substr(1, h.size() - 2));
+      if (!host || !host->is_ip()) return std::nullopt;
+    }
+    return tcp::endpoint(host->address, 0);
+  }
+  if (!a->host.is_ip()) return std::nullopt;
+  return tcp::endpoint(a->host.address, a->port);
+}
+
+asio::awaitable<void> accept_loop(worker& w) {
+  auto& shared = w.shared();
+  for (;;) {
+    auto [ec, socket] = co_await w.acceptor->async_accept(use_tuple);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !w.acceptor->is_open()) co_return;
+      // EMFILE and friends: back off briefly instead of spinning.
+      AIRLOCK_LOG(warn, "proxy", "accept failed: ", ec.message());
+      asio::steady_timer t(w.context(), std::chrono::milliseconds(50));
+      co_await t.async_wait(use_tuple);
+      continue;
+    }
+    boost::system::error_code pec;
+    auto peer = socket.remote_endpoint(pec);
+    if (pec) continue;
+    auto snap = shared.current();
+    const auto& limits = snap->limits();
+    if (!shared.limiter.try_acquire(peer.address(), limits.max_connections,
+                                    limits.max_connections_per_client)) {
+      // Over a cap: say so in one short answer and close, without reading the request.
+      static constexpr std::string_view busy =
+          "HTTP/1.1 503 Service Unavailable\r\n"
+          "Proxy-Status: airlock; error=connection_limit_reached; details=\"too many "
+          "connections\"\r\n"
+          "X-Airlock-Reason: too_many_connections\r\nContent-Type: text/plain\r\n"
+          "Content-Length: 35\r\nConnection: close\r\n\r\n"
+          "airlock: too many connections (503)";
+      socket.non_blocking(true, pec);
+      ::send(socket.native_handle(), busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      socket.shutdown(tcp::socket::shutdown_both, pec);
+      socket.close(pec);
+      AIRLOCK_LOG(debug, "proxy", "connection from ", peer.address().to_string(),
+                  " refused: connection cap");
+      continue;
+    }
+    asio::co_spawn(
+        w.context(),
+        [&w, s = std::move(socket), addr = peer.address()]() mutable -> asio::awaitable<void> {
+          client_slot slot(w.shared().limiter, addr);
+          co_await run_session(w, std::move(s));
+        },
+        asio::detached);
+  }
+}
+
+}  // namespace
+
+void worker::close_sessions(bool all) {
+  for (auto& e : sessions_) {
+    if (!all && !e.idle) continue;
+    boost::system::error_code ignored;
+    if (e.client) e.client->cancel(ignored);
+    if (all) {
+      if (e.client) e.client->close(ignored);
+      if (e.upstream) e.upstream->close(ignored);
+    }
+  }
+  if (all) pool_.clear();
+}
+
+server::server(server_options options, telemetry::audit_log* audit, telemetry::metrics* metrics)
+    : options_(std::move(options)) {
+  shared_.audit = audit;
+  shared_.metrics = metrics;
+}
+
+server::~server() { shutdown(); }
+
+policy::load_options server::load_options() const {
+  policy::load_options o;
+  o.own_endpoints = own_endpoints_;
+  return o;
+}
+
+bool server::start(std::vector<std::string>& errors) {
+  // First load: to learn where to listen. The second, after binding, knows the proxy's own
+  // endpoints so the address guard can refuse them.
+  auto first = policy::load_file(options_.config_path);
+  if (!first.ok()) {
+    for (const auto& e : first.errors) errors.push_back(e.to_string());
+    return false;
+  }
+  std::string listen_text = options_.listen_override.empty() ? first.policy->model().listen.proxy
+                                                             : options_.listen_override;
+  auto listen = parse_listen(listen_text);
+  if (!listen) {
+    errors.push_back(core::str_cat("listen address '", listen_text,
+                                   "' is not an IP address with a port"));
+    return false;
+  }
+
+  unsigned threads = options_.threads ? options_.threads : std::thread::hardware_concurrency();
+  if (threads == 0) threads = 1;
+  try {
+    for (unsigned i = 0; i < threads; ++i) {
+      auto w = std::make_unique<worker>(shared_);
+      w->acceptor.emplace(w->context());
+      auto& a = *w->acceptor;
+      tcp::endpoint ep = i == 0 ? *listen : endpoint_;
+      a.open(ep.protocol());
+      a.set_option(tcp::acceptor::reuse_address(true));
+      // One acceptor per worker on the same port; the kernel balances new connections.
+      int one = 1;
+      ::setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+      a.bind(ep);
+      a.listen(asio::socket_base::max_listen_connections);
+      if (i == 0) endpoint_ = a.local_endpoint();
+      workers_.push_back(std::move(w));
+    }
+  } catch (const boost::system::system_error& e) {
+    errors.push_back(core::str_cat("cannot listen on ", listen_text, ": ", e.code().message()));
+    workers_.clear();
+    return false;
+  }
+  own_endpoints_ = {endpoint_};
+  own_endpoints_.insert(own_endpoints_.end(), options_.extra_own_endpoints.begin(),
+                        options_.extra_own_endpoints.end());
+
+  auto second = policy::load_file(options_.config_path, load_options());
+  if (!second.ok()) {
+    for (const auto& e : second.errors) errors.push_back(e.to_string());
+    return false;
+  }
+  shared_.policy.store(second.policy);
+  {
+    std::lock_guard lock(reload_mutex_);
+    status_.version = second.policy->version();
+    status_.source = options_.config_path;
+    status_.loaded_at = status_.last_attempt = std::chrono::system_clock::now();
+  }
+  if (shared_.metrics) shared_.metrics->policy_loaded(true, second.policy->version(), "startup");
+
+  for (auto& w : workers_) {
+    asio::co_spawn(w->context(), accept_loop(*w), asio::detached);
+    w->thread = std::thread([ctx = &w->context()] {
+      for (;;) {
+        try {
+          ctx->run();
+          return;
+        } catch (const std::exception& e) {
+          // A handler threw: that session is gone, the worker carries on.
+          AIRLOCK_LOG(error, "proxy", "worker: unexpected exception: ", e.what());
+        }
+      }
+    });
+  }
+  return true;
+}
+
+
+bool server::reload(std::string_view trigger, std::string& message) {
+  std::lock_guard lock(reload_mutex_);
+  status_.last_attempt = std::chrono::system_clock::now();
+  auto result = policy::load_file(options_.config_path, load_options());
+  if (!result.ok()) {
+    message.clear();
+    for (const auto& e : result.errors) message += e.to_string() + "\n";
+    status_.last_error = message;
+    if (shared_.metrics) shared_.metrics->policy_loaded(false, "", trigger);
+    AIRLOCK_LOG(warn, "policy", "reload (", trigger, ") refused; the previous policy stays:\n",
+                message);
+    return false;
+  }
+  auto old = shared_.current();
+  // What changed, by name, for the log.
+  std::set<std::string> before, after;
+  for (const auto& r : old->rules()) before.insert(r.name);
+  for (const auto& r : result.policy->rules()) after.insert(r.name);
+  std::string added, removed;
+  for (const auto& n : after)
+    if (!before.count(n)) added += core::str_cat(added.empty() ? "" : ",", n);
+  for (const auto& n : before)
+    if (!after.count(n)) removed += core::str_cat(removed.empty() ? "" : ",", n);
+  shared_.policy.store(result.policy);
+  status_.version = result.policy->version();
+  status_.loaded_at = status_.last_attempt;
+  status_.last_error.clear();
+  if (shared_.metrics) shared_.metrics->policy_loaded(true, result.policy->version(), trigger);
+  message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (",
+                          trigger, ")", added.empty() ? "" : "; rules added: ", added,
+                          removed.empty() ? "" : "; rules removed: ", removed);
+  AIRLOCK_LOG(info, "policy", message);
+  return true;
+}
+
+reload_status server::status() const {
+  std::lock_guard lock(reload_mutex_);
+  return status_;
+}
+
+void server::shutdown() {
+  if (stopped_ || workers_.empty()) return;
+  stopped_ = true;
+  shared_.draining.store(true);
+  auto drain = shared_.current()->limits().drain_timeout;
+  // Stop accepting and close idle keep-alive connections at once.
+  for (auto& w : workers_) {
+    asio::post(w->context(), [&w] {
+      boost::system::error_code ignored;
+      w->acceptor->close(ignored);
+      w->close_sessions(false);
+      w->pool().clear();
+    });
+  }
+  // In-flight exchanges finish on their own; each session ends after its current exchange.
+  auto deadline = std::chrono::steady_clock::now() + drain;
+  for (;;) {
+    std::size_t open = 0;
+    for (auto& w : workers_) {
+      std::promise<std::size_t> p;
+      auto f = p.get_future();
+      asio::post(w->context(), [&w, &p] {
+        w->close_sessions(false);
+        p.set_value(w->session_count());
+      });
+      if (f.wait_for(std::chrono::seconds(1)) == std::future_status::ready) open += f.get();
+      else open += 1;
+    }
+    if (open == 0 || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& w : workers_) asio::post(w->context(), [&w] { w->close_sessions(true); });
+  // Give the cancelled coroutines a moment to unwind, then stop.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (auto& w : workers_) w->context().stop();
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+}  // namespace airlock::proxy

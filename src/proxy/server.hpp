@@ -1,0 +1,74 @@
+#pragma once
+// The running proxy: one worker thread per core, each with its own io_context and its own
+// SO_REUSEPORT acceptor on the proxy port (the kernel spreads connections across them), plus
+// the policy holder that reloads swap.
+//
+// Thread safety: start() and shutdown() from one controlling thread; reload() from any
+// thread (it serialises itself).
+
+#include "policy/loader.hpp"
+#include "proxy/worker.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace airlock::proxy {
+
+struct server_options {
+  std::string config_path;
+  unsigned threads = 0;          // 0 = one per core
+  std::string listen_override;   // replaces listen.proxy when not empty
+  // Other endpoints of this process (the admin listener) the address guard must refuse.
+  std::vector<boost::asio::ip::tcp::endpoint> extra_own_endpoints;
+};
+
+struct reload_status {
+  std::string version;
+  std::string source;
+  std::chrono::system_clock::time_point loaded_at;
+  std::string last_error;  // empty when the last attempt succeeded
+  std::chrono::system_clock::time_point last_attempt;
+};
+
+class server {
+ public:
+  server(server_options options, telemetry::audit_log* audit, telemetry::metrics* metrics);
+  ~server();
+
+  // Loads the policy, binds the proxy port and starts the workers. On failure returns false
+  // and fills errors (one line each).
+  bool start(std::vector<std::string>& errors);
+
+  boost::asio::ip::tcp::endpoint endpoint() const { return endpoint_; }
+  std::shared_ptr<const policy::snapshot> current_policy() const { return shared_.current(); }
+
+  // Loads the file again; on success swaps the snapshot (requests in flight keep theirs).
+  // message: a summary of what changed, or the load errors.
+  bool reload(std::string_view trigger, std::string& message);
+  reload_status status() const;
+
+  // Stops accepting, lets in-flight exchanges finish for up to drain_timeout, then closes
+  // what is left and joins the workers.
+  void shutdown();
+
+ private:
+  policy::load_options load_options() const;
+  void accept_loop_start(worker& w);
+
+  server_options options_;
+  shared_state shared_;
+  std::vector<std::unique_ptr<worker>> workers_;
+  boost::asio::ip::tcp::endpoint endpoint_;
+  std::vector<boost::asio::ip::tcp::endpoint> own_endpoints_;
+  mutable std::mutex reload_mutex_;
+  reload_status status_;
+  bool stopped_ = false;
+};
+
+}  // namespace airlock::proxy

@@ -1,0 +1,677 @@
+#include "proxy/session.hpp"
+
+#include "core/errc.hpp"
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "net/client_hello.hpp"
+#include "net/host.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/answer.hpp"
+#include "proxy/exchange_record.hpp"
+#include "proxy/hop_by_hop.hpp"
+#include "proxy/tunnel.hpp"
+#include "proxy/upstream_connector.hpp"
+#include "proxy/worker.hpp"
+#include "telemetry/metrics.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <optional>
+
+namespace airlock::proxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+using core::errc;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t relay_buffer_size = 64 * 1024;
+
+bool iequals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Host header value for the upstream: the port is left out when it is the scheme's default.
+std::string host_header(const net::normalized_host& host, std::uint16_t port,
+                        std::uint16_t default_port) {
+  std::string h = host.kind == net::host_kind::ipv6 ? core::str_cat('[', host.text, ']')
+                                                    : host.text;
+  if (port != default_port) h += core::str_cat(':', port);
+  return h;
+}
+
+// Smuggling defences beyond what Beast's parser enforces (RFC 9112 section 6.3): one
+// Content-Length at most, never both framing headers, and "chunked" as the only transfer
+// coding a request may use. Returns an empty string when the framing is acceptable.
+std::string framing_problem(const http::request_parser<http::buffer_body>& parser) {
+  const auto& req = parser.get();
+  std::size_t content_lengths = 0, transfer_encodings = 0, hosts = 0;
+  for (const auto& f : req) {
+    if (f.name() == http::field::content_length) ++content_lengths;
+    else if (f.name() == http::field::transfer_encoding) ++transfer_encodings;
+    else if (f.name() == http::field::host) ++hosts;
+  }
+  if (content_lengths > 1) return "more than one Content-Length";
+  if (hosts > 1) return "more than one Host";
+  if (transfer_encodings > 0) {
+    if (content_lengths > 0) return "both Content-Length and Transfer-Encoding";
+    if (req.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
+    if (transfer_encodings > 1 || !iequals(trim(req[http::field::transfer_encoding]), "chunked"))
+      return "unsupported Transfer-Encoding (only chunked)";
+  }
+  return {};
+}
+
+// A buffer for relaying bodies, taken only while a body is being relayed so that idle
+// keep-alive connections hold no large buffers.
+struct relay_buffer {
+  std::unique_ptr<char[]> data = std::make_unique<char[]>(relay_buffer_size);
+};
+
+// The per-connection state shared by the exchanges of one client connection.
+struct session_context {
+  worker& w;
+  beast::tcp_stream client;
+  tcp::endpoint client_endpoint;
+  std::string client_text;
+  beast::flat_buffer buffer;
+  std::list<session_entry>::iterator entry;
+};
+
+// Writes the answer, records the exchange. Returns whether the connection may continue.
+asio::awaitable<bool> send_answer(session_context& s, exchange_record& rec, errc why,
+                                  std::string detail, unsigned version, bool keep_alive) {
+  rec.reason = why;
+  rec.detail = std::move(detail);
+  auto res = make_answer(why, rec.detail, version, keep_alive);
+  rec.status = res.result_int();
+  s.client.expires_after(std::chrono::seconds(10));
+  auto [ec, n] = co_await http::async_write(s.client, res, use_tuple);
+  co_return !ec && keep_alive;
+}
+
+// Reads the next request body piece from the client into buf and writes it upstream
+// through the serializer; the classic Beast relay loop (example/doc/http_examples.hpp),
+// with each side's error kept apart so the caller knows whom to blame.
+struct relay_result {
+  beast::error_code read_ec;   // error on the side being read
+  beast::error_code write_ec;  // error on the side being written
+  std::uint64_t bytes = 0;
+};
+
+template <bool IsRequest, class ReadStream, class WriteStream>
+asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& from_buffer,
+                                         http::parser<IsRequest, http::buffer_body>& parser,
+                                         WriteStream& to,
+                                         http::serializer<IsRequest, http::buffer_body>& sr,
+                                         std::chrono::milliseconds idle_timeout) {
+  relay_result result;
+  relay_buffer buf;
+  do {
+    if (!parser.is_done()) {
+      parser.get().body().data = buf.data.get();
+      parser.get().body().size = relay_buffer_size;
+      beast::get_lowest_layer(from).expires_after(idle_timeout);
+      auto [ec, n] = co_await http::async_read(from, from_buffer, parser, use_tuple);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        result.read_ec = ec;
+        co_return result;
+      }
+      parser.get().body().size = relay_buffer_size - parser.get().body().size;
+      parser.get().body().data = buf.data.get();
+      parser.get().body().more = !parser.is_done();
+      result.bytes += parser.get().body().size;
+    } else {
+      parser.get().body().data = nullptr;
+      parser.get().body().size = 0;
+      parser.get().body().more = false;
+    }
+    beast::get_lowest_layer(to).expires_after(idle_timeout);
+    auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      result.write_ec = ec;
+      co_return result;
+    }
+  } while (!parser.is_done() || !sr.is_done());
+  co_return result;
+}
+
+// Waits for the first byte of the next request with the idle timeout (a kept-alive client
+// may think for a while), then gives the rest of the head head_timeout. Returns false when
+// the client went away or idled out.
+asio::awaitable<bool> wait_for_request(session_context& s, std::chrono::milliseconds idle) {
+  if (s.buffer.size() > 0) co_return true;
+  s.client.expires_after(idle);
+  auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(4096), use_tuple);
+  s.buffer.commit(n);
+  co_return !ec && n > 0;
+}
+
+asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
+                                     std::shared_ptr<const policy::snapshot> snap,
+                                     const policy::decision& decision,
+                                     const net::authority& target, unsigned version);
+
+// One request/response exchange on a plain-HTTP client connection. Returns whether the
+// client connection may carry another request.
+asio::awaitable<bool> serve_one(session_context& s) {
+  auto& shared = s.w.shared();
+  auto snap = shared.current();
+  const auto& limits = snap->limits();
+
+  if (!co_await wait_for_request(s, limits.idle_timeout)) co_return false;
+  s.entry->idle = false;
+
+  exchange_record rec(s.w, s.client_text, snap->version());
+  http::request_parser<http::buffer_body> req_p;
+  req_p.header_limit(static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.header_bytes,
+                                                                        UINT32_MAX)));
+  req_p.body_limit(limits.body_bytes);
+  s.client.expires_after(limits.head_timeout);
+  auto [rec_ec, rec_n] = co_await http::async_read_header(s.client, s.buffer, req_p, use_tuple);
+  if (rec_ec) {
+    if (rec_ec == http::error::end_of_stream && s.buffer.size() == 0) {
+      rec.skip();
+      co_return false;
+    }
+    if (rec_ec == beast::error::timeout) {
+      // The socket is closed by the timeout; nothing can be sent. Record it and drop.
+      rec.reason = errc::head_timeout;
+      rec.status = 408;
+      rec.detail = "request head not complete in time";
+      co_return false;
+    }
+    if (rec_ec == http::error::header_limit)
+      co_return co_await send_answer(s, rec, errc::header_too_large,
+                                     core::str_cat("limit is ", limits.header_bytes, " bytes"),
+                                     11, false);
+    if (rec_ec == http::error::body_limit)
+      co_return co_await send_answer(s, rec, errc::body_too_large,
+                                     core::str_cat("limit is ", limits.body_bytes, " bytes"), 11,
+                                     false);
+    co_return co_await send_answer(s, rec, errc::bad_request, rec_ec.message(), 11, false);
+  }
+
+  auto& req = req_p.get();
+  const unsigned version = req.version();
+  rec.method = std::string(req.method_string());
+  const bool has_body = req_p.chunked() || req_p.content_length().value_or(0) > 0;
+  // A refused request whose body we have not read ends the connection: we cannot know where
+  // the next request would start without reading (and we will not forward) the body.
+  const bool keep_after_refusal = !has_body && req.keep_alive() && !shared.draining.load();
+
+  std::size_t field_count = 0;
+  for ([[maybe_unused]] const auto& f : req) ++field_count;
+  if (field_count > limits.header_count)
+    co_return co_await send_answer(s, rec, errc::header_too_large,
+                                   core::str_cat("more than ", limits.header_count, " headers"),
+                                   version, false);
+  if (auto problem = framing_problem(req_p); !problem.empty())
+    co_return co_await send_answer(s, rec, errc::bad_request, problem, version, false);
+
+  // The target: CONNECT host:port, or an absolute http:// URL. Nothing else at a proxy port.
+  const bool is_connect = req.method() == http::verb::connect;
+  std::optional<net::authority> authority;
+  std::string path_and_query;
+  std::string_view target = req.target();
+  if (is_connect) {
+    rec.scheme = "connect";
+    authority = net::parse_authority(target, 0, true);
+    if (!authority) {
+      bool port_problem = target.find('/') == std::string_view::npos &&
+                          target.find('@') == std::string_view::npos;
+      co_return co_await send_answer(
+          s, rec, port_problem ? errc::bad_port : errc::bad_request,
+          core::str_cat("CONNECT needs host:port, got '", target.substr(0, 200), "'"), version,
+          false);
+    }
+  } else if (!target.empty() && target.front() == '/') {
+    co_return co_await send_answer(s, rec, errc::origin_form,
+                                   "send the absolute URL (http://host/path) to the proxy",
+                                   version, keep_after_refusal);
+  } else {
+    auto url = net::parse_http_url(target);
+    if (!url) {
+      auto scheme_end = target.find("://");
+      bool other_scheme = scheme_end != std::string_view::npos &&
+                          !iequals(target.substr(0, scheme_end), "http");
+      co_return co_await send_answer(
+          s, rec, other_scheme ? errc::unsupported_scheme : errc::bad_request,
+          other_scheme ? core::str_cat("scheme '", target.substr(0, std::min<std::size_t>(
+                                                                       scheme_end, 20)),
+                                       "' is not proxied; use CONNECT for https")
+                       : std::string("malformed request target"),
+          version, keep_after_refusal);
+    }
+    authority = url->target;
+    path_and_query = std::string(url->path_and_query);
+  }
+  rec.host = authority->host.text;
+  rec.port = authority->port;
+  std::string_view path = path_and_query;
+  path = path.substr(0, path.find('?'));
+  rec.path = std::string(path);
+
+  // Who is asking.
+  auto id = snap->identify(req[http::field::proxy_authorization], s.client_endpoint.address());
+  if (!id.agent)
+    co_return co_await send_answer(s, rec, errc::auth_required, id.detail, version,
+                                   keep_after_refusal);
+  rec.agent = id.agent->name;
+
+  // What the policy says.
+  std::string upgrade;
+  {
+    // Only an Upgrade announced in Connection counts (RFC 9110 section 7.8).
+    auto conn = req[http::field::connection];
+    if (!conn.empty() && req.count(http::field::upgrade)) {
+      std::string lowered(conn);
+      std::transform(lowered.begin(), lowered.end(), lowered.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lowered.find("upgrade") != std::string::npos) {
+        upgrade = std::string(trim(req[http::field::upgrade]));
+        std::transform(upgrade.begin(), upgrade.end(), upgrade.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      }
+    }
+  }
+  policy::request_target pt;
+  pt.method = req.method_string();
+  pt.host = &authority->host;
+  pt.port = authority->port;
+  pt.path = path;
+  pt.upgrade = upgrade;
+  pt.is_connect = is_connect;
+  auto decision = snap->decide(*id.agent, pt);
+  if (decision.rule) rec.rule = decision.rule->name;
+  if (!decision.allowed())
+    co_return co_await send_answer(s, rec, decision.reason, decision.detail, version,
+                                   keep_after_refusal);
+  if (decision.report_only) rec.report(decision.reason, decision.detail);
+
+  if (is_connect) {
+    co_await handle_connect(s, rec, snap, decision, *authority, version);
+    co_return false;
+  }
+
+  // Upstream: reuse an idle pooled connection to the same host:port when its address still
+  // passes the guard, else resolve, guard and connect.
+  const auto* rule = decision.rule;
+  beast::tcp_stream upstream(s.client.get_executor());
+  std::string pool_key = core::str_cat(authority->host.text, ':', authority->port);
+  bool reused = false;
+  if (auto pooled = s.w.pool().take(pool_key)) {
+    boost::system::error_code ep_ec;
+    auto ep = pooled->remote_endpoint(ep_ec);
+    bool pinned_ok = rule->pinned.empty() ||
+                     std::find(rule->pinned.begin(), rule->pinned.end(), ep.address()) !=
+                         rule->pinned.end();
+    if (!ep_ec && pinned_ok && snap->guard().check(ep.address(), ep.port(), rule->allow_cidrs).allowed) {
+      upstream.socket() = std::move(*pooled);
+      rec.upstream = to_string(ep);
+      reused = true;
+    }
+  }
+  if (shared.metrics) shared.metrics->pool_reuse(reused);
+
+  auto connect = [&]() -> asio::awaitable<connect_outcome> {
+    upstream_request ur;
+    ur.host = &authority->host;
+    ur.port = authority->port;
+    ur.pinned = rule->pinned;
+    ur.extra_allow = rule->allow_cidrs;
+    ur.dns_timeout = limits.dns_timeout;
+    ur.connect_timeout = limits.connect_timeout;
+    co_return co_await connect_upstream(upstream, snap->guard(), ur);
+  };
+  if (!reused) {
+    auto outcome = co_await connect();
+    if (outcome.error != errc::ok) {
+      rec.connect_failed(outcome.error);
+      co_return co_await send_answer(s, rec, outcome.error, outcome.detail, version,
+                                     keep_after_refusal);
+    }
+    rec.upstream = to_string(outcome.endpoint);
+    rec.connect_time = outcome.connect_time;
+  }
+  s.entry->upstream = &upstream.socket();
+  struct detach_upstream {
+    session_entry& e;
+    ~detach_upstream() { e.upstream = nullptr; }
+  } detach{*s.entry};
+
+  // Rewrite the head in place: origin-form target, Host from the target, no hop-by-hop.
+  const bool client_keep_alive = req.keep_alive();
+  const bool expect_continue = iequals(trim(req[http::field::expect]), "100-continue");
+  strip_hop_by_hop(req);
+  const bool upgrade_allowed =
+      !upgrade.empty() && std::find(rule->upgrades.begin(), rule->upgrades.end(),
+                                    upgrade.substr(0, upgrade.find('/'))) != rule->upgrades.end();
+  if (upgrade_allowed) {
+    req.set(http::field::connection, "upgrade");
+    req.set(http::field::upgrade, upgrade);
+  }
+  // We answer 100-continue ourselves once the request is allowed and connected; the origin
+  // then never sees Expect and cannot stall on it.
+  if (expect_continue) req.erase(http::field::expect);
+  req.target(path_and_query);
+  req.set(http::field::host, host_header(authority->host, authority->port, 80));
+  req.version(11);
+  req.keep_alive(true);
+
+  http::request_serializer<http::buffer_body> req_sr{req};
+  upstream.expires_after(limits.idle_timeout);
+  auto [hw_ec, hw_n] = co_await http::async_write_header(upstream, req_sr, use_tuple);
+  if (hw_ec) {
+    rec.failed_upstream(errc::upstream_error);
+    co_return co_await send_answer(s, rec, errc::upstream_error,
+                                   core::str_cat("writing request: ", hw_ec.message()), version,
+                                   false);
+  }
+  if (expect_continue && version >= 11) {
+    static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+    s.client.expires_after(limits.idle_timeout);
+    auto [cec, cn] = co_await asio::async_write(s.client.socket(), asio::buffer(cont), use_tuple);
+    if (cec) co_return false;
+  }
+  if (has_body || !req_sr.is_done()) {
+    auto body = co_await relay_body(s.client, s.buffer, req_p, upstream, req_sr,
+                                    limits.idle_timeout);
+    rec.bytes_in = body.bytes;
+    if (body.read_ec) {
+      // The origin has a partial request: it must never be completed or reused.
+      upstream.close();
+      if (body.read_ec == http::error::body_limit)
+        co_return co_await send_answer(s, rec, errc::body_too_large,
+                                       core::str_cat("limit is ", limits.body_bytes, " bytes"),
+                                       version, false);
+      rec.reason = errc::bad_request;
+      rec.detail = core::str_cat("reading request body: ", body.read_ec.message());
+      co_return co_await send_answer(s, rec, errc::bad_request, rec.detail, version, false);
+    }
+    if (body.write_ec) {
+      rec.failed_upstream(errc::upstream_error);
+      co_return co_await send_answer(s, rec, errc::upstream_error,
+                                     core::str_cat("sending request body: ",
+                                                   body.write_ec.message()),
+                                     version, false);
+    }
+  }
+
+  // Response head; interim 1xx answers other than 101 are dropped (we stripped Expect).
+  std::optional<http::response_parser<http::buffer_body>> res_p;
+  beast::flat_buffer up_buffer;
+  for (;;) {
+    res_p.emplace();
+    res_p->header_limit(static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.header_bytes,
+                                                                           UINT32_MAX)));
+    res_p->body_limit(limits.response_bytes);
+    if (req.method() == http::verb::head) res_p->skip(true);
+    upstream.expires_after(limits.response_timeout);
+    auto [ec, n] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
+    if (ec) {
+      errc why = ec == beast::error::timeout       ? errc::upstream_timeout
+                 : ec == http::error::body_limit   ? errc::response_too_large
+                                                   : errc::upstream_error;
+      rec.failed_upstream(why);
+      upstream.close();
+      co_return co_await send_answer(s, rec, why,
+                                     core::str_cat("reading response: ", ec.message()), version,
+                                     false);
+    }
+    auto status = res_p->get().result_int();
+    if (status >= 100 && status < 200 && status != 101) continue;
+    break;
+  }
+  auto& res = res_p->get();
+  const unsigned status = res.result_int();
+  rec.status = status;
+
+  if (status == 101) {
+    if (!upgrade_allowed) {
+      upstream.close();
+      rec.failed_upstream(errc::upstream_error);
+      co_return co_await send_answer(s, rec, errc::upstream_error,
+                                     "origin switched protocols without an allowed upgrade",
+                                     version, false);
+    }
+    // Pass the 101 on and become a tunnel for the upgraded protocol.
+    strip_hop_by_hop(res);
+    res.set(http::field::connection, "upgrade");
+    res.set(http::field::upgrade, upgrade);
+    http::response_serializer<http::buffer_body> sr{res};
+    s.client.expires_after(limits.idle_timeout);
+    auto [wec, wn] = co_await http::async_write_header(s.client, sr, use_tuple);
+    if (wec) co_return false;
+    // Bytes already buffered past the heads belong to the new protocol.
+    if (s.buffer.size() > 0) {
+      auto [e1, n1] = co_await asio::async_write(upstream.socket(), s.buffer.data(), use_tuple);
+      s.buffer.consume(s.buffer.size());
+      if (e1) co_return false;
+    }
+    if (up_buffer.size() > 0) {
+      auto [e2, n2] = co_await asio::async_write(s.client.socket(), up_buffer.data(), use_tuple);
+      up_buffer.consume(up_buffer.size());
+      if (e2) co_return false;
+    }
+    s.client.expires_never();
+    upstream.expires_never();
+    auto totals = co_await splice(s.client.socket(), upstream.socket(), limits.idle_timeout);
+    rec.bytes_in += totals.client_to_upstream;
+    rec.bytes_out += totals.upstream_to_client;
+    co_return false;
+  }
+
+  const bool upstream_keep_alive = res_p->keep_alive();
+  strip_hop_by_hop(res);
+  const bool no_body = req.method() == http::verb::head || status == 204 || status == 304;
+  bool keep_alive = client_keep_alive && !shared.draining.load();
+  if (!no_body && !res_p->chunked() && !res_p->content_length()) {
+    // Close-delimited response: re-frame as chunked for HTTP/1.1 clients, else close.
+    if (version >= 11) res.chunked(true);
+    else keep_alive = false;
+  }
+  res.version(version >= 11 ? 11 : 10);
+  res.keep_alive(keep_alive);
+
+  http::response_serializer<http::buffer_body> res_sr{res};
+  s.client.expires_after(limits.idle_timeout);
+  auto [wh_ec, wh_n] = co_await http::async_write_header(s.client, res_sr, use_tuple);
+  if (wh_ec) co_return false;
+  bool upstream_clean = res_p->is_done();
+  if (!no_body) {
+    auto body = co_await relay_body(upstream, up_buffer, *res_p, s.client, res_sr,
+                                    limits.idle_timeout);
+    rec.bytes_out = body.bytes;
+    if (body.read_ec) {
+      // Cut off: the client gets an incomplete response, never a silently truncated "whole"
+      // one (the connection closes before the declared length / final chunk).
+      rec.failed_upstream(body.read_ec == http::error::body_limit ? errc::response_too_large
+                                                                  : errc::upstream_error);
+      rec.detail = core::str_cat("response body: ", body.read_ec.message());
+      co_return false;
+    }
+    if (body.write_ec) co_return false;
+    upstream_clean = res_p->is_done();
+  }
+  if (upstream_keep_alive && upstream_clean && up_buffer.size() == 0 && !shared.draining.load()) {
+    upstream.expires_never();
+    s.w.pool().put(pool_key, std::move(upstream.socket()));
+  }
+  co_return keep_alive;
+}
+
+// After 200 to a CONNECT: the first bytes must be a TLS ClientHello whose SNI names the
+// CONNECT host (an IP-literal target may omit SNI, and may carry non-TLS traffic since
+// there is no name to check).
+asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
+                                     std::shared_ptr<const policy::snapshot> snap,
+                                     const policy::decision& decision,
+                                     const net::authority& target, unsigned version) {
+  const auto& limits = snap->limits();
+  const auto* rule = decision.rule;
+  beast::tcp_stream upstream(s.client.get_executor());
+  upstream_request ur;
+  ur.host = &target.host;
+  ur.port = target.port;
+  ur.pinned = rule->pinned;
+  ur.extra_allow = rule->allow_cidrs;
+  ur.dns_timeout = limits.dns_timeout;
+  ur.connect_timeout = limits.connect_timeout;
+  auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
+  if (outcome.error != errc::ok) {
+    rec.connect_failed(outcome.error);
+    co_await send_answer(s, rec, outcome.error, outcome.detail, version, false);
+    co_return;
+  }
+  rec.upstream = to_string(outcome.endpoint);
+  rec.connect_time = outcome.connect_time;
+  s.entry->upstream = &upstream.socket();
+  struct detach_upstream {
+    session_entry& e;
+    ~detach_upstream() { e.upstream = nullptr; }
+  } detach{*s.entry};
+
+  static constexpr std::string_view established = "HTTP/1.1 200 Connection Established\r\n\r\n";
+  s.client.expires_after(limits.idle_timeout);
+  auto [wec, wn] = co_await asio::async_write(s.client.socket(), asio::buffer(established),
+                                              use_tuple);
+  if (wec) co_return;
+  rec.status = 200;
+
+  // Collect the ClientHello (it may arrive in pieces, and may already be in the buffer if the
+  // client did not wait for our 200).
+  net::client_hello hello;
+  s.client.expires_after(limits.head_timeout);
+  for (;;) {
+    auto data = s.buffer.cdata();
+    hello = net::parse_client_hello(
+        {static_cast<const std::uint8_t*>(data.data()), data.size()});
+    if (hello.status != net::hello_status::need_more) break;
+    if (s.buffer.size() >= net::max_client_hello_bytes) {
+      hello.status = net::hello_status::malformed;
+      break;
+    }
+    auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(16 * 1024), use_tuple);
+    s.buffer.commit(n);
+    if (ec) {
+      rec.reason = ec == beast::error::timeout ? errc::head_timeout : errc::bad_request;
+      rec.detail = "client sent no TLS ClientHello";
+      co_return;
+    }
+  }
+  s.client.expires_never();
+
+  errc refusal = errc::ok;
+  std::string why;
+  const bool name_based = !target.host.is_ip();
+  switch (hello.status) {
+    case net::hello_status::complete:
+      if (!hello.server_name) {
+        if (name_based) {
+          refusal = errc::sni_mismatch;
+          why = core::str_cat("CONNECT ", target.host.text, " sent no SNI");
+        }
+      } else {
+        auto sni = net::normalize_host(*hello.server_name);
+        if (!sni || sni->text != target.host.text) {
+          refusal = errc::sni_mismatch;
+          why = core::str_cat("CONNECT ", target.host.text, " but SNI ",
+                              sni ? sni->text : std::string("(invalid)"));
+        }
+      }
+      break;
+    case net::hello_status::not_tls:
+    case net::hello_status::malformed:
+    case net::hello_status::need_more:
+      if (name_based || hello.status == net::hello_status::malformed) {
+        refusal = errc::not_tls;
+        why = core::str_cat("CONNECT ", target.host.text, " did not start with a TLS ClientHello");
+      }
+      break;
+  }
+  if (refusal != errc::ok) {
+    const auto mode = rule->mode;
+    if (mode == policy::model::mode::report) {
+      rec.report(refusal, why);
+    } else {
+      rec.reason = refusal;
+      rec.detail = why;
+      rec.status = 403;
+      // A fatal TLS alert tells a TLS client plainly that the name was refused
+      // (unrecognized_name, RFC 6066 section 3; access_denied for non-TLS would be unread).
+      static constexpr std::array<std::uint8_t, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112};
+      if (hello.status == net::hello_status::complete)
+        co_await asio::async_write(s.client.socket(), asio::buffer(alert), use_tuple);
+      co_return;
+    }
+  }
+
+  // Forward what the client already sent, then relay.
+  if (s.buffer.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(upstream.socket(), s.buffer.data(), use_tuple);
+    rec.bytes_in += n;
+    s.buffer.consume(s.buffer.size());
+    if (ec) co_return;
+  }
+  auto* metrics = s.w.shared().metrics;
+  if (metrics) metrics->tunnel_opened();
+  auto totals = co_await splice(s.client.socket(), upstream.socket(), limits.idle_timeout);
+  if (metrics) metrics->tunnel_closed();
+  rec.bytes_in += totals.client_to_upstream;
+  rec.bytes_out += totals.upstream_to_client;
+}
+
+}  // namespace
+
+asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
+  boost::system::error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  if (ec) co_return;
+  socket.set_option(tcp::no_delay(true), ec);
+  session_context s{w, beast::tcp_stream(std::move(socket)), endpoint, to_string(endpoint),
+                    beast::flat_buffer(), {}};
+  s.entry = w.add_session(&s.client.socket());
+  struct unregister {
+    worker& w;
+    std::list<session_entry>::iterator it;
+    ~unregister() { w.remove_session(it); }
+  } guard{w, s.entry};
+
+  auto* metrics = w.shared().metrics;
+  if (metrics) metrics->connection_opened();
+  for (;;) {
+    s.entry->idle = true;
+    if (w.shared().draining.load()) break;
+    bool again = co_await serve_one(s);
+    if (!again) break;
+    // Do not let an idle connection keep a large buffer alive.
+    if (s.buffer.size() == 0 && s.buffer.capacity() > 16 * 1024) s.buffer.shrink_to_fit();
+  }
+  if (metrics) metrics->connection_closed();
+  s.client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  s.client.close();
+}
+
+}  // namespace airlock::proxy

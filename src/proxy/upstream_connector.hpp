@@ -1,0 +1,45 @@
+#pragma once
+// Resolve, guard, connect: the one way the proxy opens an upstream connection. The address
+// guard checks every address the name resolves to (or the rule pins) before any connect, and
+// the socket connects only to those checked addresses, so DNS rebinding between a check and
+// a second lookup cannot happen: there is no second lookup.
+
+#include "core/errc.hpp"
+#include "net/address_guard.hpp"
+#include "net/host.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <chrono>
+#include <span>
+#include <string>
+
+namespace airlock::proxy {
+
+struct upstream_request {
+  const net::normalized_host* host = nullptr;
+  std::uint16_t port = 0;
+  std::span<const boost::asio::ip::address> pinned;  // rule's fixed addresses, if any
+  std::span<const net::cidr> extra_allow;            // rule's CIDR exceptions
+  std::chrono::milliseconds dns_timeout{5'000};
+  std::chrono::milliseconds connect_timeout{5'000};
+};
+
+struct connect_outcome {
+  core::errc error = core::errc::ok;
+  std::string detail;  // e.g. "origin.test resolves to 127.0.0.1 (loopback)"
+  boost::asio::ip::tcp::endpoint endpoint;  // the address connected to
+  std::chrono::microseconds connect_time{0};
+};
+
+// "1.2.3.4:80" / "[::1]:443"
+std::string to_string(const boost::asio::ip::tcp::endpoint& ep);
+
+// On success `stream` is connected. On failure it is closed and the outcome says why.
+boost::asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stream,
+                                                         const net::address_guard& guard,
+                                                         const upstream_request& request);
+
+}  // namespace airlock::proxy

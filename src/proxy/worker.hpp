@@ -1,0 +1,72 @@
+#pragma once
+// What sessions share. `shared_state` is process-wide and thread-safe; a `worker` is one
+// thread with its own io_context, acceptor and upstream pool, so the hot path of a session
+// (which never leaves its worker) takes no lock.
+
+#include "policy/snapshot.hpp"
+#include "proxy/client_limiter.hpp"
+#include "proxy/connection_pool.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <optional>
+#include <thread>
+
+namespace airlock::telemetry {
+class audit_log;
+class metrics;
+}  // namespace airlock::telemetry
+
+namespace airlock::proxy {
+
+struct shared_state {
+  // The policy in force. A reload stores a new snapshot; each exchange loads it once.
+  std::atomic<std::shared_ptr<const policy::snapshot>> policy;
+  telemetry::audit_log* audit = nullptr;  // may be null (tests)
+  telemetry::metrics* metrics = nullptr;  // may be null (tests)
+  client_limiter limiter;
+  std::atomic<bool> draining{false};
+
+  std::shared_ptr<const policy::snapshot> current() const { return policy.load(); }
+};
+
+// A live session as the worker sees it, so shutdown can close idle connections at once and
+// everything else once the drain time is up.
+struct session_entry {
+  boost::asio::ip::tcp::socket* client = nullptr;
+  boost::asio::ip::tcp::socket* upstream = nullptr;  // set while an upstream is attached
+  bool idle = true;  // waiting for the next request head
+};
+
+class worker {
+ public:
+  explicit worker(shared_state& shared) : shared_(shared) {}
+
+  boost::asio::io_context& context() noexcept { return ioc_; }
+  shared_state& shared() noexcept { return shared_; }
+  connection_pool& pool() noexcept { return pool_; }
+
+  std::list<session_entry>::iterator add_session(boost::asio::ip::tcp::socket* client) {
+    return sessions_.insert(sessions_.end(), session_entry{client});
+  }
+  void remove_session(std::list<session_entry>::iterator it) { sessions_.erase(it); }
+
+  // Called on the worker's thread: close idle sessions (all when `all`).
+  void close_sessions(bool all);
+  std::size_t session_count() const noexcept { return sessions_.size(); }
+
+  std::optional<boost::asio::ip::tcp::acceptor> acceptor;
+  std::thread thread;
+
+ private:
+  boost::asio::io_context ioc_{1};
+  shared_state& shared_;
+  connection_pool pool_;
+  std::list<session_entry> sessions_;
+};
+
+}  // namespace airlock::proxy
