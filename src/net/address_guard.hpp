@@ -31,8 +31,12 @@ struct cidr {
   std::string to_string() const;
 };
 
-// Why an address is special, or nullopt when it is globally routable. The string is a short
-// category name ("loopback", "private", "link_local", "metadata", "cgnat", ...).
+// Why an address is special, or nullopt when it is globally routable. The string is a short,
+// stable category name used as audit and metric detail, one of: "unspecified", "loopback",
+// "private", "cgnat", "link_local", "metadata", "multicast", "broadcast", "documentation",
+// "benchmarking", "reserved". For an IPv4 address embedded in IPv6 (mapped, compatible,
+// NAT64, 6to4, Teredo) it is the embedded address's category; a NAT64 (64:ff9b::/96) or 6to4
+// address around a public IPv4 address is not special. The view is to a string literal.
 std::optional<std::string_view> special_purpose(const boost::asio::ip::address& a) noexcept;
 
 struct guard_verdict {
@@ -44,11 +48,22 @@ class address_guard {
  public:
   // block_special=false turns the special-purpose check off (not recommended; the
   // proxy_itself check stays). own_endpoints are the proxy's listening endpoints; an
-  // unspecified address (0.0.0.0 / ::) there means every local address on that port.
+  // unspecified address (0.0.0.0 / ::) there means every local address on that port, in
+  // either family (a dual-stack :: socket takes IPv4 too; refusing too much is harmless), and
+  // a target of 0.0.0.0 / :: counts as loopback (connect() to it reaches the local host).
+  // Reads the host's interface addresses once (getifaddrs) for the unspecified case; call at
+  // startup or reload, not per request.
   address_guard(bool block_special, std::vector<cidr> allow,
                 std::vector<boost::asio::ip::tcp::endpoint> own_endpoints);
+  // As above with the local interface addresses given (tests, or a caller that has them).
+  address_guard(bool block_special, std::vector<cidr> allow,
+                std::vector<boost::asio::ip::tcp::endpoint> own_endpoints,
+                std::vector<boost::asio::ip::address> local_addresses);
 
-  // extra_allow: the matched rule's own CIDR exceptions.
+  // Order: the proxy's own endpoints (always refused, "proxy_itself"), then the allow CIDRs
+  // (policy-wide and extra_allow, the matched rule's own exceptions: a match allows even a
+  // special address), then special_purpose() when block_special. An IPv4-mapped IPv6 address
+  // is treated as the IPv4 address it maps to throughout.
   guard_verdict check(const boost::asio::ip::address& a, std::uint16_t port,
                       std::span<const cidr> extra_allow = {}) const noexcept;
 
@@ -56,6 +71,10 @@ class address_guard {
   bool block_special_;
   std::vector<cidr> allow_;
   std::vector<boost::asio::ip::tcp::endpoint> own_;
+  std::vector<boost::asio::ip::address> local_;  // interface addresses, IPv4-mapped unmapped
 };
+
+// The addresses of the host's interfaces (getifaddrs); empty when that fails.
+std::vector<boost::asio::ip::address> local_interface_addresses();
 
 }  // namespace airlock::net

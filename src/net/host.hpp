@@ -37,18 +37,24 @@ struct authority {
 
 // Parses "host[:port]" / "[v6]:port" (a Host header or CONNECT target). No userinfo, path,
 // query or fragment is allowed. When the port is absent, default_port is used unless
-// port_required. Port must be 1..65535 in plain decimal.
+// port_required (or default_port is 0). Port must be 1..65535 in plain decimal without sign or
+// leading zeros ("80", not "080", "+80" or "0x50"), and an empty port ("host:") is refused: every
+// spelling that two parsers could read differently is an error. An IPv6 literal must be bracketed
+// (RFC 3986 section 3.2.2), with or without a port; "::1" alone is not an authority.
 std::optional<authority> parse_authority(std::string_view text, std::uint16_t default_port,
                                          bool port_required);
 
 struct absolute_url {
   authority target;
-  std::string_view path_and_query;  // "/" when the URL had no path; points into the input
+  // Origin-form target to send upstream: "/" when the URL had no path, "/?q" for
+  // "http://h?q" (RFC 9112 section 3.2.1: an empty path is sent as "/"). A copy, not a view,
+  // because that case has to be synthesised.
+  std::string path_and_query;
 };
 
 // Parses an absolute-form request target "http://host[:port]/path?query". Only the http
-// scheme (any case) is accepted; userinfo and fragments are rejected. The returned view
-// points into `text`.
+// scheme (any case) is accepted; userinfo, fragments, an empty host, and bytes that never
+// belong in a request target (controls, space, DEL, non-ASCII, backslash) are rejected.
 std::optional<absolute_url> parse_http_url(std::string_view text);
 
 }  // namespace airlock::net

@@ -268,9 +268,15 @@ void server::shutdown() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (auto& w : workers_) asio::post(w->context(), [&w] { w->close_sessions(true); });
-  // Give the cancelled coroutines a moment to unwind, then stop.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  for (auto& w : workers_) w->context().stop();
+  // Let the closed sessions unwind; run() returns once nothing is left, and stop() after a
+  // grace period covers anything that still is.
+  for (auto& w : workers_) asio::post(w->context(), [&w] { w->release_work(); });
+  auto unwind_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& w : workers_) {
+    while (!w->context().stopped() && std::chrono::steady_clock::now() < unwind_deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    w->context().stop();
+  }
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
 }

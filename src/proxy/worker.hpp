@@ -7,6 +7,7 @@
 #include "proxy/client_limiter.hpp"
 #include "proxy/connection_pool.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -59,11 +60,17 @@ class worker {
   void close_sessions(bool all);
   std::size_t session_count() const noexcept { return sessions_.size(); }
 
+  void release_work() { work_.reset(); }
+
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
   std::thread thread;
 
  private:
   boost::asio::io_context ioc_{1};
+  // Keeps run() going while the acceptor is closed during a drain, so posted shutdown steps
+  // still execute; released when the worker is stopped.
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+      ioc_.get_executor()};
   shared_state& shared_;
   connection_pool pool_;
   std::list<session_entry> sessions_;
