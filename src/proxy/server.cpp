@@ -169,6 +169,11 @@ bool server::start(std::vector<std::string>& errors) {
     for (const auto& e : second.errors) errors.push_back(e.to_string());
     return false;
   }
+  std::string tls_error;
+  if (!update_interception(*second.policy, tls_error)) {
+    errors.push_back(tls_error);
+    return false;
+  }
   shared_.policy.store(second.policy);
   {
     std::lock_guard lock(reload_mutex_);
@@ -209,6 +214,15 @@ bool server::reload(std::string_view trigger, std::string& message) {
                 message);
     return false;
   }
+  std::string tls_error;
+  if (!update_interception(*result.policy, tls_error)) {
+    message = tls_error;
+    status_.last_error = message;
+    if (shared_.metrics) shared_.metrics->policy_loaded(false, "", trigger);
+    AIRLOCK_LOG(warn, "policy", "reload (", trigger, ") refused; the previous policy stays: ",
+                message);
+    return false;
+  }
   auto old = shared_.current();
   // What changed, by name, for the log.
   std::set<std::string> before, after;
@@ -228,6 +242,23 @@ bool server::reload(std::string_view trigger, std::string& message) {
                           trigger, ")", added.empty() ? "" : "; rules added: ", added,
                           removed.empty() ? "" : "; rules removed: ", removed);
   AIRLOCK_LOG(info, "policy", message);
+  return true;
+}
+
+bool server::update_interception(const policy::snapshot& snap, std::string& error) {
+  const auto& files = snap.model().tls;
+  if (files.ca_cert.empty() || files.ca_key.empty()) {
+    shared_.tls.store(nullptr);
+    return true;
+  }
+  auto current = shared_.tls.load();
+  if (current && current->built_from(files)) return true;
+  auto built = interception::create(files, shared_.metrics, error);
+  if (!built) {
+    error = core::str_cat("tls: ", error);
+    return false;
+  }
+  shared_.tls.store(built);
   return true;
 }
 

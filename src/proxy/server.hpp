@@ -59,6 +59,8 @@ class server {
 
  private:
   policy::load_options load_options() const;
+  // (Re)builds TLS interception when the policy's CA files differ from the loaded ones.
+  bool update_interception(const policy::snapshot& snap, std::string& error);
   void accept_loop_start(worker& w);
 
   server_options options_;

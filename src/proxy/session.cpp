@@ -9,13 +9,17 @@
 #include "proxy/answer.hpp"
 #include "proxy/exchange_record.hpp"
 #include "proxy/hop_by_hop.hpp"
+#include "proxy/interception.hpp"
 #include "proxy/tunnel.hpp"
 #include "proxy/upstream_connector.hpp"
 #include "proxy/worker.hpp"
 #include "telemetry/metrics.hpp"
+#include "tls/contexts.hpp"
+#include "tls/leaf_cache.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -30,6 +34,7 @@ namespace airlock::proxy {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using asio::ip::tcp;
 using core::errc;
 
@@ -37,6 +42,16 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t relay_buffer_size = 64 * 1024;
+
+std::uint32_t header_limit(const policy::model::limits& limits) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.header_bytes, UINT32_MAX));
+}
+
+struct session_context;
+asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
+                                     std::shared_ptr<const policy::snapshot> snap,
+                                     const policy::decision& decision,
+                                     const net::authority& target, unsigned version);
 
 bool iequals(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
@@ -81,12 +96,6 @@ std::string framing_problem(const http::request_parser<http::buffer_body>& parse
   return {};
 }
 
-// A buffer for relaying bodies, taken only while a body is being relayed so that idle
-// keep-alive connections hold no large buffers.
-struct relay_buffer {
-  std::unique_ptr<char[]> data = std::make_unique<char[]>(relay_buffer_size);
-};
-
 // The per-connection state shared by the exchanges of one client connection.
 struct session_context {
   worker& w;
@@ -97,21 +106,41 @@ struct session_context {
   std::list<session_entry>::iterator entry;
 };
 
+using tls_upstream = ssl::stream<beast::tcp_stream>;
+
+// An intercepted CONNECT: the client speaks TLS to us (a leaf we minted), we speak TLS to the
+// origin (its real certificate verified). The upstream is connected lazily, and again when
+// the origin closes it between requests.
+struct tunnel_context {
+  net::authority target;
+  std::string agent;  // identified at CONNECT; inner requests cannot change it
+  std::shared_ptr<const interception> tls;
+  std::optional<tls_upstream> upstream;
+  beast::flat_buffer upstream_buffer;
+  std::string upstream_text;
+};
+
+template <class Stream>
+beast::tcp_stream& lowest(Stream& s) {
+  return beast::get_lowest_layer(s);
+}
+
 // Writes the answer, records the exchange. Returns whether the connection may continue.
-asio::awaitable<bool> send_answer(session_context& s, exchange_record& rec, errc why,
+template <class Client>
+asio::awaitable<bool> send_answer(Client& client, exchange_record& rec, errc why,
                                   std::string detail, unsigned version, bool keep_alive) {
   rec.reason = why;
   rec.detail = std::move(detail);
   auto res = make_answer(why, rec.detail, version, keep_alive);
   rec.status = res.result_int();
-  s.client.expires_after(std::chrono::seconds(10));
-  auto [ec, n] = co_await http::async_write(s.client, res, use_tuple);
+  lowest(client).expires_after(std::chrono::seconds(10));
+  auto [ec, n] = co_await http::async_write(client, res, use_tuple);
   co_return !ec && keep_alive;
 }
 
-// Reads the next request body piece from the client into buf and writes it upstream
-// through the serializer; the classic Beast relay loop (example/doc/http_examples.hpp),
-// with each side's error kept apart so the caller knows whom to blame.
+// Reads a body from one side through a parser and writes it to the other side through a
+// serializer, piece by piece (the relay loop of Beast's example/doc/http_examples.hpp), with
+// each side's error kept apart so the caller knows whom to blame.
 struct relay_result {
   beast::error_code read_ec;   // error on the side being read
   beast::error_code write_ec;  // error on the side being written
@@ -125,12 +154,13 @@ asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& f
                                          http::serializer<IsRequest, http::buffer_body>& sr,
                                          std::chrono::milliseconds idle_timeout) {
   relay_result result;
-  relay_buffer buf;
+  // Taken only while a body is relayed, so idle keep-alive connections hold no large buffer.
+  auto buf = std::make_unique<char[]>(relay_buffer_size);
   do {
     if (!parser.is_done()) {
-      parser.get().body().data = buf.data.get();
+      parser.get().body().data = buf.get();
       parser.get().body().size = relay_buffer_size;
-      beast::get_lowest_layer(from).expires_after(idle_timeout);
+      lowest(from).expires_after(idle_timeout);
       auto [ec, n] = co_await http::async_read(from, from_buffer, parser, use_tuple);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
@@ -138,7 +168,7 @@ asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& f
         co_return result;
       }
       parser.get().body().size = relay_buffer_size - parser.get().body().size;
-      parser.get().body().data = buf.data.get();
+      parser.get().body().data = buf.get();
       parser.get().body().more = !parser.is_done();
       result.bytes += parser.get().body().size;
     } else {
@@ -146,7 +176,7 @@ asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& f
       parser.get().body().size = 0;
       parser.get().body().more = false;
     }
-    beast::get_lowest_layer(to).expires_after(idle_timeout);
+    lowest(to).expires_after(idle_timeout);
     auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
@@ -158,287 +188,148 @@ asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& f
 }
 
 // Waits for the first byte of the next request with the idle timeout (a kept-alive client
-// may think for a while), then gives the rest of the head head_timeout. Returns false when
-// the client went away or idled out.
-asio::awaitable<bool> wait_for_request(session_context& s, std::chrono::milliseconds idle) {
-  if (s.buffer.size() > 0) co_return true;
-  s.client.expires_after(idle);
-  auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(4096), use_tuple);
-  s.buffer.commit(n);
+// may think for a while); the rest of the head then gets head_timeout. False when the client
+// went away or idled out.
+template <class Client>
+asio::awaitable<bool> wait_for_request(Client& client, beast::flat_buffer& buffer,
+                                       std::chrono::milliseconds idle) {
+  if (buffer.size() > 0) co_return true;
+  lowest(client).expires_after(idle);
+  auto [ec, n] = co_await client.async_read_some(buffer.prepare(4096), use_tuple);
+  buffer.commit(n);
   co_return !ec && n > 0;
 }
 
-asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
-                                     std::shared_ptr<const policy::snapshot> snap,
-                                     const policy::decision& decision,
-                                     const net::authority& target, unsigned version);
+std::string lower_copy(std::string_view v) {
+  std::string out(v);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
 
-// One request/response exchange on a plain-HTTP client connection. Returns whether the
-// client connection may carry another request.
-asio::awaitable<bool> serve_one(session_context& s) {
-  auto& shared = s.w.shared();
-  auto snap = shared.current();
-  const auto& limits = snap->limits();
+// The protocol a client asks to switch to, lower case; only an Upgrade announced in
+// Connection counts (RFC 9110 section 7.8).
+std::string requested_upgrade(const http::request<http::buffer_body>& req) {
+  auto conn = req[http::field::connection];
+  if (conn.empty() || !req.count(http::field::upgrade)) return {};
+  if (lower_copy(conn).find("upgrade") == std::string::npos) return {};
+  return lower_copy(trim(req[http::field::upgrade]));
+}
 
-  if (!co_await wait_for_request(s, limits.idle_timeout)) co_return false;
-  s.entry->idle = false;
-
-  exchange_record rec(s.w, s.client_text, snap->version());
-  http::request_parser<http::buffer_body> req_p;
-  req_p.header_limit(static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.header_bytes,
-                                                                        UINT32_MAX)));
-  req_p.body_limit(limits.body_bytes);
-  s.client.expires_after(limits.head_timeout);
-  auto [rec_ec, rec_n] = co_await http::async_read_header(s.client, s.buffer, req_p, use_tuple);
-  if (rec_ec) {
-    if (rec_ec == http::error::end_of_stream && s.buffer.size() == 0) {
-      rec.skip();
-      co_return false;
-    }
-    if (rec_ec == beast::error::timeout) {
-      // The socket is closed by the timeout; nothing can be sent. Record it and drop.
-      rec.reason = errc::head_timeout;
-      rec.status = 408;
-      rec.detail = "request head not complete in time";
-      co_return false;
-    }
-    if (rec_ec == http::error::header_limit)
-      co_return co_await send_answer(s, rec, errc::header_too_large,
-                                     core::str_cat("limit is ", limits.header_bytes, " bytes"),
-                                     11, false);
-    if (rec_ec == http::error::body_limit)
-      co_return co_await send_answer(s, rec, errc::body_too_large,
-                                     core::str_cat("limit is ", limits.body_bytes, " bytes"), 11,
-                                     false);
-    co_return co_await send_answer(s, rec, errc::bad_request, rec_ec.message(), 11, false);
-  }
-
-  auto& req = req_p.get();
-  const unsigned version = req.version();
-  rec.method = std::string(req.method_string());
-  const bool has_body = req_p.chunked() || req_p.content_length().value_or(0) > 0;
-  // A refused request whose body we have not read ends the connection: we cannot know where
-  // the next request would start without reading (and we will not forward) the body.
-  const bool keep_after_refusal = !has_body && req.keep_alive() && !shared.draining.load();
-
-  std::size_t field_count = 0;
-  for ([[maybe_unused]] const auto& f : req) ++field_count;
-  if (field_count > limits.header_count)
-    co_return co_await send_answer(s, rec, errc::header_too_large,
-                                   core::str_cat("more than ", limits.header_count, " headers"),
-                                   version, false);
-  if (auto problem = framing_problem(req_p); !problem.empty())
-    co_return co_await send_answer(s, rec, errc::bad_request, problem, version, false);
-
-  // The target: CONNECT host:port, or an absolute http:// URL. Nothing else at a proxy port.
-  const bool is_connect = req.method() == http::verb::connect;
-  std::optional<net::authority> authority;
-  std::string path_and_query;
-  std::string_view target = req.target();
-  if (is_connect) {
-    rec.scheme = "connect";
-    authority = net::parse_authority(target, 0, true);
-    if (!authority) {
-      bool port_problem = target.find('/') == std::string_view::npos &&
-                          target.find('@') == std::string_view::npos;
-      co_return co_await send_answer(
-          s, rec, port_problem ? errc::bad_port : errc::bad_request,
-          core::str_cat("CONNECT needs host:port, got '", target.substr(0, 200), "'"), version,
-          false);
-    }
-  } else if (!target.empty() && target.front() == '/') {
-    co_return co_await send_answer(s, rec, errc::origin_form,
-                                   "send the absolute URL (http://host/path) to the proxy",
-                                   version, keep_after_refusal);
-  } else {
-    auto url = net::parse_http_url(target);
-    if (!url) {
-      auto scheme_end = target.find("://");
-      bool other_scheme = scheme_end != std::string_view::npos &&
-                          !iequals(target.substr(0, scheme_end), "http");
-      co_return co_await send_answer(
-          s, rec, other_scheme ? errc::unsupported_scheme : errc::bad_request,
-          other_scheme ? core::str_cat("scheme '", target.substr(0, std::min<std::size_t>(
-                                                                       scheme_end, 20)),
-                                       "' is not proxied; use CONNECT for https")
-                       : std::string("malformed request target"),
-          version, keep_after_refusal);
-    }
-    authority = url->target;
-    path_and_query = std::string(url->path_and_query);
-  }
-  rec.host = authority->host.text;
-  rec.port = authority->port;
-  std::string_view path = path_and_query;
-  path = path.substr(0, path.find('?'));
-  rec.path = std::string(path);
-
-  // Who is asking.
-  auto id = snap->identify(req[http::field::proxy_authorization], s.client_endpoint.address());
-  if (!id.agent)
-    co_return co_await send_answer(s, rec, errc::auth_required, id.detail, version,
-                                   keep_after_refusal);
-  rec.agent = id.agent->name;
-
-  // What the policy says.
-  std::string upgrade;
-  {
-    // Only an Upgrade announced in Connection counts (RFC 9110 section 7.8).
-    auto conn = req[http::field::connection];
-    if (!conn.empty() && req.count(http::field::upgrade)) {
-      std::string lowered(conn);
-      std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lowered.find("upgrade") != std::string::npos) {
-        upgrade = std::string(trim(req[http::field::upgrade]));
-        std::transform(upgrade.begin(), upgrade.end(), upgrade.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+// A path with "." or ".." segments (also percent-encoded) would be matched by the policy as
+// written but resolved by the origin to somewhere else: refuse it rather than guess.
+bool has_dot_segment(std::string_view path) {
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    auto seg = path.substr(start, end - start);
+    // Count the dots, reading "%2e" / "%2E" as a dot; anything else means a normal segment.
+    std::size_t dots = 0;
+    bool only_dots = !seg.empty();
+    for (std::size_t k = 0; k < seg.size() && only_dots;) {
+      if (seg[k] == '.') {
+        ++dots;
+        ++k;
+      } else if (seg.size() - k >= 3 && seg[k] == '%' && seg[k + 1] == '2' &&
+                 (seg[k + 2] == 'e' || seg[k + 2] == 'E')) {
+        ++dots;
+        k += 3;
+      } else {
+        only_dots = false;
       }
     }
+    if (only_dots && (dots == 1 || dots == 2)) return true;
+    start = end + 1;
   }
-  policy::request_target pt;
-  pt.method = req.method_string();
-  pt.host = &authority->host;
-  pt.port = authority->port;
-  pt.path = path;
-  pt.upgrade = upgrade;
-  pt.is_connect = is_connect;
-  auto decision = snap->decide(*id.agent, pt);
-  if (decision.rule) rec.rule = decision.rule->name;
-  if (!decision.allowed())
-    co_return co_await send_answer(s, rec, decision.reason, decision.detail, version,
-                                   keep_after_refusal);
-  if (decision.report_only) rec.report(decision.reason, decision.detail);
+  return false;
+}
 
-  if (is_connect) {
-    co_await handle_connect(s, rec, snap, decision, *authority, version);
-    co_return false;
-  }
+struct forward_result {
+  bool client_continues = false;   // the client connection may carry another request
+  bool upstream_reusable = false;  // the upstream connection may carry another request
+};
 
-  // Upstream: reuse an idle pooled connection to the same host:port when its address still
-  // passes the guard, else resolve, guard and connect.
-  const auto* rule = decision.rule;
-  beast::tcp_stream upstream(s.client.get_executor());
-  std::string pool_key = core::str_cat(authority->host.text, ':', authority->port);
-  bool reused = false;
-  if (auto pooled = s.w.pool().take(pool_key)) {
-    boost::system::error_code ep_ec;
-    auto ep = pooled->remote_endpoint(ep_ec);
-    bool pinned_ok = rule->pinned.empty() ||
-                     std::find(rule->pinned.begin(), rule->pinned.end(), ep.address()) !=
-                         rule->pinned.end();
-    if (!ep_ec && pinned_ok && snap->guard().check(ep.address(), ep.port(), rule->allow_cidrs).allowed) {
-      upstream.socket() = std::move(*pooled);
-      rec.upstream = to_string(ep);
-      reused = true;
-    }
-  }
-  if (shared.metrics) shared.metrics->pool_reuse(reused);
+struct forward_params {
+  unsigned version = 11;
+  bool has_body = false;
+  bool client_keep_alive = true;
+  bool expect_continue = false;
+  bool head = false;
+  std::string upgrade;  // allowed upgrade protocol, empty if none
+};
 
-  auto connect = [&]() -> asio::awaitable<connect_outcome> {
-    upstream_request ur;
-    ur.host = &authority->host;
-    ur.port = authority->port;
-    ur.pinned = rule->pinned;
-    ur.extra_allow = rule->allow_cidrs;
-    ur.dns_timeout = limits.dns_timeout;
-    ur.connect_timeout = limits.connect_timeout;
-    co_return co_await connect_upstream(upstream, snap->guard(), ur);
-  };
-  if (!reused) {
-    auto outcome = co_await connect();
-    if (outcome.error != errc::ok) {
-      rec.connect_failed(outcome.error);
-      co_return co_await send_answer(s, rec, outcome.error, outcome.detail, version,
-                                     keep_after_refusal);
-    }
-    rec.upstream = to_string(outcome.endpoint);
-    rec.connect_time = outcome.connect_time;
-  }
-  s.entry->upstream = &upstream.socket();
-  struct detach_upstream {
-    session_entry& e;
-    ~detach_upstream() { e.upstream = nullptr; }
-  } detach{*s.entry};
-
-  // Rewrite the head in place: origin-form target, Host from the target, no hop-by-hop.
-  const bool client_keep_alive = req.keep_alive();
-  const bool expect_continue = iequals(trim(req[http::field::expect]), "100-continue");
-  strip_hop_by_hop(req);
-  const bool upgrade_allowed =
-      !upgrade.empty() && std::find(rule->upgrades.begin(), rule->upgrades.end(),
-                                    upgrade.substr(0, upgrade.find('/'))) != rule->upgrades.end();
-  if (upgrade_allowed) {
-    req.set(http::field::connection, "upgrade");
-    req.set(http::field::upgrade, upgrade);
-  }
-  // We answer 100-continue ourselves once the request is allowed and connected; the origin
-  // then never sees Expect and cannot stall on it.
-  if (expect_continue) req.erase(http::field::expect);
-  req.target(path_and_query);
-  req.set(http::field::host, host_header(authority->host, authority->port, 80));
-  req.version(11);
-  req.keep_alive(true);
+// Sends the (already rewritten) request head and body upstream and relays the response
+// back. Any answer of the proxy's own is sent here; the exchange record is filled in.
+template <class Client, class Upstream>
+asio::awaitable<forward_result> forward(session_context& s, Client& client,
+                                        beast::flat_buffer& client_buffer, Upstream& upstream,
+                                        beast::flat_buffer& up_buffer,
+                                        http::request_parser<http::buffer_body>& req_p,
+                                        exchange_record& rec, const policy::model::limits& limits,
+                                        const forward_params& fp) {
+  forward_result out;
+  auto& req = req_p.get();
+  const unsigned version = fp.version;
 
   http::request_serializer<http::buffer_body> req_sr{req};
-  upstream.expires_after(limits.idle_timeout);
+  lowest(upstream).expires_after(limits.idle_timeout);
   auto [hw_ec, hw_n] = co_await http::async_write_header(upstream, req_sr, use_tuple);
   if (hw_ec) {
     rec.failed_upstream(errc::upstream_error);
-    co_return co_await send_answer(s, rec, errc::upstream_error,
-                                   core::str_cat("writing request: ", hw_ec.message()), version,
-                                   false);
+    co_await send_answer(client, rec, errc::upstream_error,
+                         core::str_cat("writing request: ", hw_ec.message()), version, false);
+    co_return out;
   }
-  if (expect_continue && version >= 11) {
+  if (fp.expect_continue && version >= 11) {
     static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-    s.client.expires_after(limits.idle_timeout);
-    auto [cec, cn] = co_await asio::async_write(s.client.socket(), asio::buffer(cont), use_tuple);
-    if (cec) co_return false;
+    lowest(client).expires_after(limits.idle_timeout);
+    auto [cec, cn] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
+    if (cec) co_return out;
   }
-  if (has_body || !req_sr.is_done()) {
-    auto body = co_await relay_body(s.client, s.buffer, req_p, upstream, req_sr,
+  if (fp.has_body || !req_sr.is_done()) {
+    auto body = co_await relay_body(client, client_buffer, req_p, upstream, req_sr,
                                     limits.idle_timeout);
     rec.bytes_in = body.bytes;
     if (body.read_ec) {
-      // The origin has a partial request: it must never be completed or reused.
-      upstream.close();
-      if (body.read_ec == http::error::body_limit)
-        co_return co_await send_answer(s, rec, errc::body_too_large,
-                                       core::str_cat("limit is ", limits.body_bytes, " bytes"),
-                                       version, false);
-      rec.reason = errc::bad_request;
-      rec.detail = core::str_cat("reading request body: ", body.read_ec.message());
-      co_return co_await send_answer(s, rec, errc::bad_request, rec.detail, version, false);
+      // The origin holds a partial request: the connection is dropped, never completed.
+      if (body.read_ec == http::error::body_limit) {
+        co_await send_answer(client, rec, errc::body_too_large,
+                             core::str_cat("limit is ", limits.body_bytes, " bytes"), version,
+                             false);
+      } else {
+        co_await send_answer(client, rec, errc::bad_request,
+                             core::str_cat("reading request body: ", body.read_ec.message()),
+                             version, false);
+      }
+      co_return out;
     }
     if (body.write_ec) {
       rec.failed_upstream(errc::upstream_error);
-      co_return co_await send_answer(s, rec, errc::upstream_error,
-                                     core::str_cat("sending request body: ",
-                                                   body.write_ec.message()),
-                                     version, false);
+      co_await send_answer(client, rec, errc::upstream_error,
+                           core::str_cat("sending request body: ", body.write_ec.message()),
+                           version, false);
+      co_return out;
     }
   }
 
-  // Response head; interim 1xx answers other than 101 are dropped (we stripped Expect).
+  // Response head; interim 1xx answers other than 101 are dropped (we removed Expect).
   std::optional<http::response_parser<http::buffer_body>> res_p;
-  beast::flat_buffer up_buffer;
   for (;;) {
     res_p.emplace();
-    res_p->header_limit(static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.header_bytes,
-                                                                           UINT32_MAX)));
+    res_p->header_limit(header_limit(limits));
     res_p->body_limit(limits.response_bytes);
-    if (req.method() == http::verb::head) res_p->skip(true);
-    upstream.expires_after(limits.response_timeout);
+    if (fp.head) res_p->skip(true);
+    lowest(upstream).expires_after(limits.response_timeout);
     auto [ec, n] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
     if (ec) {
-      errc why = ec == beast::error::timeout       ? errc::upstream_timeout
-                 : ec == http::error::body_limit   ? errc::response_too_large
-                                                   : errc::upstream_error;
+      errc why = ec == beast::error::timeout     ? errc::upstream_timeout
+                 : ec == http::error::body_limit ? errc::response_too_large
+                                                 : errc::upstream_error;
       rec.failed_upstream(why);
-      upstream.close();
-      co_return co_await send_answer(s, rec, why,
-                                     core::str_cat("reading response: ", ec.message()), version,
-                                     false);
+      co_await send_answer(client, rec, why, core::str_cat("reading response: ", ec.message()),
+                           version, false);
+      co_return out;
     }
     auto status = res_p->get().result_int();
     if (status >= 100 && status < 200 && status != 101) continue;
@@ -449,44 +340,44 @@ asio::awaitable<bool> serve_one(session_context& s) {
   rec.status = status;
 
   if (status == 101) {
-    if (!upgrade_allowed) {
-      upstream.close();
+    if (fp.upgrade.empty()) {
       rec.failed_upstream(errc::upstream_error);
-      co_return co_await send_answer(s, rec, errc::upstream_error,
-                                     "origin switched protocols without an allowed upgrade",
-                                     version, false);
+      co_await send_answer(client, rec, errc::upstream_error,
+                           "origin switched protocols without an allowed upgrade", version,
+                           false);
+      co_return out;
     }
     // Pass the 101 on and become a tunnel for the upgraded protocol.
     strip_hop_by_hop(res);
     res.set(http::field::connection, "upgrade");
-    res.set(http::field::upgrade, upgrade);
+    res.set(http::field::upgrade, fp.upgrade);
     http::response_serializer<http::buffer_body> sr{res};
-    s.client.expires_after(limits.idle_timeout);
-    auto [wec, wn] = co_await http::async_write_header(s.client, sr, use_tuple);
-    if (wec) co_return false;
+    lowest(client).expires_after(limits.idle_timeout);
+    auto [wec, wn] = co_await http::async_write_header(client, sr, use_tuple);
+    if (wec) co_return out;
     // Bytes already buffered past the heads belong to the new protocol.
-    if (s.buffer.size() > 0) {
-      auto [e1, n1] = co_await asio::async_write(upstream.socket(), s.buffer.data(), use_tuple);
-      s.buffer.consume(s.buffer.size());
-      if (e1) co_return false;
+    if (client_buffer.size() > 0) {
+      auto [e1, n1] = co_await asio::async_write(upstream, client_buffer.data(), use_tuple);
+      client_buffer.consume(client_buffer.size());
+      if (e1) co_return out;
     }
     if (up_buffer.size() > 0) {
-      auto [e2, n2] = co_await asio::async_write(s.client.socket(), up_buffer.data(), use_tuple);
+      auto [e2, n2] = co_await asio::async_write(client, up_buffer.data(), use_tuple);
       up_buffer.consume(up_buffer.size());
-      if (e2) co_return false;
+      if (e2) co_return out;
     }
-    s.client.expires_never();
-    upstream.expires_never();
-    auto totals = co_await splice(s.client.socket(), upstream.socket(), limits.idle_timeout);
+    lowest(client).expires_never();
+    lowest(upstream).expires_never();
+    auto totals = co_await splice(client, upstream, limits.idle_timeout);
     rec.bytes_in += totals.client_to_upstream;
     rec.bytes_out += totals.upstream_to_client;
-    co_return false;
+    co_return out;
   }
 
   const bool upstream_keep_alive = res_p->keep_alive();
   strip_hop_by_hop(res);
-  const bool no_body = req.method() == http::verb::head || status == 204 || status == 304;
-  bool keep_alive = client_keep_alive && !shared.draining.load();
+  const bool no_body = fp.head || status == 204 || status == 304;
+  bool keep_alive = fp.client_keep_alive && !s.w.shared().draining.load();
   if (!no_body && !res_p->chunked() && !res_p->content_length()) {
     // Close-delimited response: re-frame as chunked for HTTP/1.1 clients, else close.
     if (version >= 11) res.chunked(true);
@@ -496,41 +387,365 @@ asio::awaitable<bool> serve_one(session_context& s) {
   res.keep_alive(keep_alive);
 
   http::response_serializer<http::buffer_body> res_sr{res};
-  s.client.expires_after(limits.idle_timeout);
-  auto [wh_ec, wh_n] = co_await http::async_write_header(s.client, res_sr, use_tuple);
-  if (wh_ec) co_return false;
-  bool upstream_clean = res_p->is_done();
+  lowest(client).expires_after(limits.idle_timeout);
+  auto [wh_ec, wh_n] = co_await http::async_write_header(client, res_sr, use_tuple);
+  if (wh_ec) co_return out;
   if (!no_body) {
-    auto body = co_await relay_body(upstream, up_buffer, *res_p, s.client, res_sr,
+    auto body = co_await relay_body(upstream, up_buffer, *res_p, client, res_sr,
                                     limits.idle_timeout);
     rec.bytes_out = body.bytes;
     if (body.read_ec) {
-      // Cut off: the client gets an incomplete response, never a silently truncated "whole"
-      // one (the connection closes before the declared length / final chunk).
+      // Cut off: the client sees an incomplete response (the connection closes before the
+      // declared length or the final chunk), never a truncated one that looks whole.
       rec.failed_upstream(body.read_ec == http::error::body_limit ? errc::response_too_large
                                                                   : errc::upstream_error);
       rec.detail = core::str_cat("response body: ", body.read_ec.message());
+      co_return out;
+    }
+    if (body.write_ec) co_return out;
+  }
+  out.client_continues = keep_alive;
+  out.upstream_reusable = upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0;
+  co_return out;
+}
+
+// Connects (or reconnects) the TLS upstream of an intercepted tunnel: TCP through the
+// address guard, then a handshake that verifies the origin's certificate for the CONNECT
+// name. On failure the tunnel's upstream is empty and the outcome says why.
+asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
+                                                      const policy::snapshot& snap,
+                                                      const policy::compiled_rule& rule) {
+  const auto& limits = snap.limits();
+  t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
+  t.upstream_buffer.clear();
+  upstream_request ur;
+  ur.host = &t.target.host;
+  ur.port = t.target.port;
+  ur.pinned = rule.pinned;
+  ur.extra_allow = rule.allow_cidrs;
+  ur.dns_timeout = limits.dns_timeout;
+  ur.connect_timeout = limits.connect_timeout;
+  auto outcome = co_await connect_upstream(t.upstream->next_layer(), snap.guard(), ur);
+  if (outcome.error != errc::ok) {
+    t.upstream.reset();
+    co_return outcome;
+  }
+  std::string error;
+  if (!tls::set_upstream_host(t.upstream->native_handle(), t.target.host.text, error)) {
+    t.upstream.reset();
+    outcome.error = errc::upstream_tls_failed;
+    outcome.detail = error;
+    co_return outcome;
+  }
+  auto started = std::chrono::steady_clock::now();
+  lowest(*t.upstream).expires_after(limits.connect_timeout);
+  auto [ec] = co_await t.upstream->async_handshake(ssl::stream_base::client, use_tuple);
+  if (ec) {
+    outcome.error = ec == beast::error::timeout ? errc::connect_timeout : errc::upstream_tls_failed;
+    outcome.detail = core::str_cat("TLS to ", t.target.host.text, ": ",
+                                   tls::handshake_failure_reason(t.upstream->native_handle(), ec));
+    t.upstream.reset();
+    co_return outcome;
+  }
+  if (auto* m = s.w.shared().metrics)
+    m->upstream_tls_time(std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started));
+  t.upstream_text = to_string(outcome.endpoint);
+  co_return outcome;
+}
+
+// One request/response exchange: on a plain client connection (tunnel == nullptr, targets
+// in absolute form) or inside an intercepted tunnel (origin-form targets for the CONNECT
+// host). Returns whether the client connection may carry another request.
+template <class Client>
+asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_context* tunnel) {
+  auto& shared = s.w.shared();
+  auto snap = shared.current();
+  const auto& limits = snap->limits();
+  auto& buffer = s.buffer;
+
+  if (!co_await wait_for_request(client, buffer, limits.idle_timeout)) co_return false;
+  s.entry->idle = false;
+
+  exchange_record rec(s.w, s.client_text, snap->version());
+  if (tunnel) rec.scheme = "https";
+  http::request_parser<http::buffer_body> req_p;
+  req_p.header_limit(header_limit(limits));
+  req_p.body_limit(limits.body_bytes);
+  lowest(client).expires_after(limits.head_timeout);
+  auto [rec_ec, rec_n] = co_await http::async_read_header(client, buffer, req_p, use_tuple);
+  if (rec_ec) {
+    if ((rec_ec == http::error::end_of_stream || rec_ec == ssl::error::stream_truncated) &&
+        buffer.size() == 0) {
+      rec.skip();
       co_return false;
     }
-    if (body.write_ec) co_return false;
-    upstream_clean = res_p->is_done();
+    if (rec_ec == beast::error::timeout) {
+      // The timeout closed the socket; nothing can be sent. Record it and drop the client.
+      rec.reason = errc::head_timeout;
+      rec.status = 408;
+      rec.detail = "request head not complete in time";
+      co_return false;
+    }
+    if (rec_ec == http::error::header_limit)
+      co_return co_await send_answer(client, rec, errc::header_too_large,
+                                     core::str_cat("limit is ", limits.header_bytes, " bytes"),
+                                     11, false);
+    if (rec_ec == http::error::body_limit)
+      co_return co_await send_answer(client, rec, errc::body_too_large,
+                                     core::str_cat("limit is ", limits.body_bytes, " bytes"), 11,
+                                     false);
+    co_return co_await send_answer(client, rec, errc::bad_request, rec_ec.message(), 11, false);
   }
-  if (upstream_keep_alive && upstream_clean && up_buffer.size() == 0 && !shared.draining.load()) {
+
+  auto& req = req_p.get();
+  const unsigned version = req.version();
+  rec.method = std::string(req.method_string());
+  const bool has_body = req_p.chunked() || req_p.content_length().value_or(0) > 0;
+  // A refused request whose body we have not read ends the connection: without reading the
+  // body (which we will not forward) we cannot know where the next request starts.
+  const bool keep_after_refusal = !has_body && req.keep_alive() && !shared.draining.load();
+
+  std::size_t field_count = 0;
+  for ([[maybe_unused]] const auto& f : req) ++field_count;
+  if (field_count > limits.header_count)
+    co_return co_await send_answer(client, rec, errc::header_too_large,
+                                   core::str_cat("more than ", limits.header_count, " headers"),
+                                   version, false);
+  if (auto problem = framing_problem(req_p); !problem.empty())
+    co_return co_await send_answer(client, rec, errc::bad_request, problem, version, false);
+
+  // The target: CONNECT host:port or an absolute http:// URL at the proxy port; inside an
+  // intercepted tunnel, an origin-form path for the CONNECT host.
+  const bool is_connect = req.method() == http::verb::connect;
+  std::optional<net::authority> authority;
+  std::string path_and_query;
+  std::string_view target = req.target();
+  if (tunnel) {
+    if (is_connect || target.empty() || target.front() != '/')
+      co_return co_await send_answer(client, rec, errc::bad_request,
+                                     "inside a tunnel only origin-form requests are allowed",
+                                     version, false);
+    authority = tunnel->target;
+    path_and_query = std::string(target);
+  } else if (is_connect) {
+    rec.scheme = "connect";
+    authority = net::parse_authority(target, 0, true);
+    if (!authority) {
+      bool port_problem = target.find('/') == std::string_view::npos &&
+                          target.find('@') == std::string_view::npos;
+      co_return co_await send_answer(
+          client, rec, port_problem ? errc::bad_port : errc::bad_request,
+          core::str_cat("CONNECT needs host:port, got '", target.substr(0, 200), "'"), version,
+          false);
+    }
+  } else if (!target.empty() && target.front() == '/') {
+    co_return co_await send_answer(client, rec, errc::origin_form,
+                                   "send the absolute URL (http://host/path) to the proxy",
+                                   version, keep_after_refusal);
+  } else {
+    auto url = net::parse_http_url(target);
+    if (!url) {
+      auto scheme_end = target.find("://");
+      bool other_scheme = scheme_end != std::string_view::npos &&
+                          !iequals(target.substr(0, scheme_end), "http");
+      co_return co_await send_answer(
+          client, rec, other_scheme ? errc::unsupported_scheme : errc::bad_request,
+          other_scheme ? core::str_cat("scheme '", target.substr(0, std::min<std::size_t>(
+                                                                       scheme_end, 20)),
+                                       "' is not proxied; use CONNECT for https")
+                       : std::string("malformed request target"),
+          version, keep_after_refusal);
+    }
+    authority = url->target;
+    path_and_query = std::move(url->path_and_query);
+  }
+  rec.host = authority->host.text;
+  rec.port = authority->port;
+  std::string_view path = path_and_query;
+  path = path.substr(0, path.find('?'));
+  rec.path = std::string(path);
+  if (!is_connect && has_dot_segment(path))
+    co_return co_await send_answer(client, rec, errc::bad_request,
+                                   "path has '.' or '..' segments", version, keep_after_refusal);
+
+  // Who is asking. Inside a tunnel the agent is the one that opened it.
+  const policy::compiled_agent* agent = nullptr;
+  if (tunnel) {
+    agent = snap->find_agent(tunnel->agent);
+    if (!agent)
+      co_return co_await send_answer(client, rec, errc::auth_required,
+                                     "agent no longer in the policy", version, false);
+  } else {
+    auto id = snap->identify(req[http::field::proxy_authorization], s.client_endpoint.address());
+    if (!id.agent)
+      co_return co_await send_answer(client, rec, errc::auth_required, id.detail, version,
+                                     keep_after_refusal);
+    agent = id.agent;
+  }
+  rec.agent = agent->name;
+
+  // What the policy says.
+  std::string upgrade = requested_upgrade(req);
+  policy::request_target pt;
+  pt.method = req.method_string();
+  pt.host = &authority->host;
+  pt.port = authority->port;
+  pt.path = path;
+  pt.upgrade = upgrade;
+  pt.is_connect = is_connect;
+  auto decision = snap->decide(*agent, pt);
+  if (decision.rule) rec.rule = decision.rule->name;
+  if (!decision.allowed())
+    co_return co_await send_answer(client, rec, decision.reason, decision.detail, version,
+                                   keep_after_refusal);
+  if (decision.report_only) rec.report(decision.reason, decision.detail);
+
+  if (is_connect) {
+    co_await handle_connect(s, rec, snap, decision, *authority, version);
+    co_return false;
+  }
+
+  // Rewrite the head in place: origin-form target, Host from the target, no hop-by-hop
+  // headers; 100-continue is answered by us once the request is on its way.
+  const auto* rule = decision.rule;
+  forward_params fp;
+  fp.version = version;
+  fp.has_body = has_body;
+  fp.client_keep_alive = req.keep_alive();
+  fp.expect_continue = iequals(trim(req[http::field::expect]), "100-continue");
+  fp.head = req.method() == http::verb::head;
+  strip_hop_by_hop(req);
+  if (!upgrade.empty() && std::find(rule->upgrades.begin(), rule->upgrades.end(),
+                                    upgrade.substr(0, upgrade.find('/'))) != rule->upgrades.end()) {
+    fp.upgrade = upgrade;
+    req.set(http::field::connection, "upgrade");
+    req.set(http::field::upgrade, upgrade);
+  }
+  if (fp.expect_continue) req.erase(http::field::expect);
+  req.target(path_and_query);
+  req.set(http::field::host, host_header(authority->host, authority->port, tunnel ? 443 : 80));
+  req.version(11);
+  req.keep_alive(true);
+
+  if (tunnel) {
+    // The tunnel's TLS upstream, (re)connected when needed.
+    if (!tunnel->upstream) {
+      auto outcome = co_await connect_tls_upstream(s, *tunnel, *snap, *rule);
+      if (outcome.error != errc::ok) {
+        rec.connect_failed(outcome.error);
+        co_return co_await send_answer(client, rec, outcome.error, outcome.detail, version,
+                                       keep_after_refusal);
+      }
+      rec.connect_time = outcome.connect_time;
+    }
+    rec.upstream = tunnel->upstream_text;
+    s.entry->upstream = &lowest(*tunnel->upstream).socket();
+    auto result = co_await forward(s, client, buffer, *tunnel->upstream,
+                                   tunnel->upstream_buffer, req_p, rec, limits, fp);
+    s.entry->upstream = nullptr;
+    if (!result.upstream_reusable) tunnel->upstream.reset();
+    co_return result.client_continues;
+  }
+
+  // Plain HTTP: reuse an idle pooled connection to the same host:port when its address still
+  // passes the guard (and the rule's pins), else resolve, guard and connect.
+  beast::tcp_stream upstream(s.client.get_executor());
+  std::string pool_key = core::str_cat(authority->host.text, ':', authority->port);
+  bool reused = false;
+  if (auto pooled = s.w.pool().take(pool_key)) {
+    boost::system::error_code ep_ec;
+    auto ep = pooled->remote_endpoint(ep_ec);
+    bool pinned_ok = rule->pinned.empty() || std::find(rule->pinned.begin(), rule->pinned.end(),
+                                                       ep.address()) != rule->pinned.end();
+    if (!ep_ec && pinned_ok &&
+        snap->guard().check(ep.address(), ep.port(), rule->allow_cidrs).allowed) {
+      upstream.socket() = std::move(*pooled);
+      rec.upstream = to_string(ep);
+      reused = true;
+    }
+  }
+  if (shared.metrics) shared.metrics->pool_reuse(reused);
+  if (!reused) {
+    upstream_request ur;
+    ur.host = &authority->host;
+    ur.port = authority->port;
+    ur.pinned = rule->pinned;
+    ur.extra_allow = rule->allow_cidrs;
+    ur.dns_timeout = limits.dns_timeout;
+    ur.connect_timeout = limits.connect_timeout;
+    auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
+    if (outcome.error != errc::ok) {
+      rec.connect_failed(outcome.error);
+      co_return co_await send_answer(client, rec, outcome.error, outcome.detail, version,
+                                     keep_after_refusal);
+    }
+    rec.upstream = to_string(outcome.endpoint);
+    rec.connect_time = outcome.connect_time;
+  }
+  s.entry->upstream = &upstream.socket();
+  beast::flat_buffer up_buffer;
+  auto result = co_await forward(s, client, buffer, upstream, up_buffer, req_p, rec, limits, fp);
+  s.entry->upstream = nullptr;
+  if (result.upstream_reusable && !shared.draining.load()) {
     upstream.expires_never();
     s.w.pool().put(pool_key, std::move(upstream.socket()));
   }
-  co_return keep_alive;
+  co_return result.client_continues;
 }
 
-// After 200 to a CONNECT: the first bytes must be a TLS ClientHello whose SNI names the
-// CONNECT host (an IP-literal target may omit SNI, and may carry non-TLS traffic since
-// there is no name to check).
+// After the TLS handshake with the client: serve the decrypted requests one by one.
+asio::awaitable<void> serve_intercepted(session_context& s, exchange_record& rec,
+                                        tunnel_context& t) {
+  ssl::stream<beast::tcp_stream&> client_tls(s.client, *t.tls->server_context);
+  std::string error;
+  auto leaf = t.tls->leaves->get(t.target.host.text, error);
+  if (!leaf || !tls::use_leaf(client_tls.native_handle(), *leaf, error)) {
+    rec.reason = errc::internal_error;
+    rec.detail = core::str_cat("cannot mint a certificate: ", error);
+    co_return;
+  }
+  // The ClientHello we already read for the SNI check is handed to the handshake.
+  lowest(client_tls).expires_after(s.w.shared().current()->limits().head_timeout);
+  auto [ec, used] = co_await client_tls.async_handshake(ssl::stream_base::server,
+                                                        s.buffer.data(), use_tuple);
+  s.buffer.consume(used);
+  if (ec) {
+    // Most often: the client does not trust our CA. Nothing more can be said to it.
+    rec.reason = errc::bad_request;
+    rec.detail = core::str_cat("client TLS handshake failed: ",
+                               tls::handshake_failure_reason(client_tls.native_handle(), ec));
+    co_return;
+  }
+  rec.skip();  // each inner request gets its own record from here on
+  for (;;) {
+    s.entry->idle = true;
+    if (s.w.shared().draining.load()) break;
+    if (!co_await serve_one(s, client_tls, &t)) break;
+  }
+  lowest(client_tls).expires_after(std::chrono::seconds(2));
+  co_await client_tls.async_shutdown(use_tuple);
+}
+
+// After the request line: connect (refusing with an HTTP answer when that fails), send 200,
+// then the first bytes must be a TLS ClientHello whose SNI names the CONNECT host (an
+// IP-literal target may omit SNI, and may carry non-TLS traffic since there is no name to
+// check). Then either relay the bytes opaquely, or, for an `inspect` rule, intercept.
 asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
                                      std::shared_ptr<const policy::snapshot> snap,
                                      const policy::decision& decision,
                                      const net::authority& target, unsigned version) {
   const auto& limits = snap->limits();
   const auto* rule = decision.rule;
+  std::shared_ptr<const interception> tls_state;
+  if (rule->inspect) {
+    tls_state = s.w.shared().tls.load();
+    if (!tls_state) {
+      co_await send_answer(s.client, rec, errc::internal_error,
+                           "rule inspects but no interception CA is loaded", version, false);
+      co_return;
+    }
+  }
   beast::tcp_stream upstream(s.client.get_executor());
   upstream_request ur;
   ur.host = &target.host;
@@ -542,7 +757,7 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
   auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
   if (outcome.error != errc::ok) {
     rec.connect_failed(outcome.error);
-    co_await send_answer(s, rec, outcome.error, outcome.detail, version, false);
+    co_await send_answer(s.client, rec, outcome.error, outcome.detail, version, false);
     co_return;
   }
   rec.upstream = to_string(outcome.endpoint);
@@ -560,14 +775,13 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
   if (wec) co_return;
   rec.status = 200;
 
-  // Collect the ClientHello (it may arrive in pieces, and may already be in the buffer if the
-  // client did not wait for our 200).
+  // Collect the ClientHello: it may arrive in pieces, and may already be in the buffer if the
+  // client did not wait for our 200.
   net::client_hello hello;
   s.client.expires_after(limits.head_timeout);
   for (;;) {
     auto data = s.buffer.cdata();
-    hello = net::parse_client_hello(
-        {static_cast<const std::uint8_t*>(data.data()), data.size()});
+    hello = net::parse_client_hello({static_cast<const std::uint8_t*>(data.data()), data.size()});
     if (hello.status != net::hello_status::need_more) break;
     if (s.buffer.size() >= net::max_client_hello_bytes) {
       hello.status = net::hello_status::malformed;
@@ -586,41 +800,33 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
   errc refusal = errc::ok;
   std::string why;
   const bool name_based = !target.host.is_ip();
-  switch (hello.status) {
-    case net::hello_status::complete:
-      if (!hello.server_name) {
-        if (name_based) {
-          refusal = errc::sni_mismatch;
-          why = core::str_cat("CONNECT ", target.host.text, " sent no SNI");
-        }
-      } else {
-        auto sni = net::normalize_host(*hello.server_name);
-        if (!sni || sni->text != target.host.text) {
-          refusal = errc::sni_mismatch;
-          why = core::str_cat("CONNECT ", target.host.text, " but SNI ",
-                              sni ? sni->text : std::string("(invalid)"));
-        }
+  if (hello.status == net::hello_status::complete) {
+    if (!hello.server_name) {
+      if (name_based) {
+        refusal = errc::sni_mismatch;
+        why = core::str_cat("CONNECT ", target.host.text, " sent no SNI");
       }
-      break;
-    case net::hello_status::not_tls:
-    case net::hello_status::malformed:
-    case net::hello_status::need_more:
-      if (name_based || hello.status == net::hello_status::malformed) {
-        refusal = errc::not_tls;
-        why = core::str_cat("CONNECT ", target.host.text, " did not start with a TLS ClientHello");
+    } else {
+      auto sni = net::normalize_host(*hello.server_name);
+      if (!sni || sni->text != target.host.text) {
+        refusal = errc::sni_mismatch;
+        why = core::str_cat("CONNECT ", target.host.text, " but SNI ",
+                            sni ? sni->text : std::string("(invalid)"));
       }
-      break;
+    }
+  } else if (name_based || hello.status == net::hello_status::malformed || rule->inspect) {
+    refusal = errc::not_tls;
+    why = core::str_cat("CONNECT ", target.host.text, " did not start with a TLS ClientHello");
   }
   if (refusal != errc::ok) {
-    const auto mode = rule->mode;
-    if (mode == policy::model::mode::report) {
+    if (rule->mode == policy::model::mode::report && !rule->inspect) {
       rec.report(refusal, why);
     } else {
       rec.reason = refusal;
       rec.detail = why;
       rec.status = 403;
-      // A fatal TLS alert tells a TLS client plainly that the name was refused
-      // (unrecognized_name, RFC 6066 section 3; access_denied for non-TLS would be unread).
+      // A fatal unrecognized_name alert (RFC 6066 section 3) tells a TLS client plainly that
+      // the name was refused.
       static constexpr std::array<std::uint8_t, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112};
       if (hello.status == net::hello_status::complete)
         co_await asio::async_write(s.client.socket(), asio::buffer(alert), use_tuple);
@@ -628,17 +834,35 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
     }
   }
 
-  // Forward what the client already sent, then relay.
+  auto* metrics = s.w.shared().metrics;
+  if (metrics) metrics->tunnel_opened();
+  struct tunnel_gauge {
+    telemetry::metrics* m;
+    ~tunnel_gauge() {
+      if (m) m->tunnel_closed();
+    }
+  } gauge{metrics};
+
+  if (tls_state) {
+    tunnel_context t;
+    t.target = target;
+    t.agent = rec.agent;
+    t.tls = tls_state;
+    // The TCP connection made above is the first upstream; TLS to it starts lazily with the
+    // first allowed request. Simpler to drop it and let the first request connect.
+    upstream.close();
+    co_await serve_intercepted(s, rec, t);
+    co_return;
+  }
+
+  // Opaque: forward what the client already sent, then relay.
   if (s.buffer.size() > 0) {
     auto [ec, n] = co_await asio::async_write(upstream.socket(), s.buffer.data(), use_tuple);
     rec.bytes_in += n;
     s.buffer.consume(s.buffer.size());
     if (ec) co_return;
   }
-  auto* metrics = s.w.shared().metrics;
-  if (metrics) metrics->tunnel_opened();
   auto totals = co_await splice(s.client.socket(), upstream.socket(), limits.idle_timeout);
-  if (metrics) metrics->tunnel_closed();
   rec.bytes_in += totals.client_to_upstream;
   rec.bytes_out += totals.upstream_to_client;
 }
@@ -664,7 +888,7 @@ asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
   for (;;) {
     s.entry->idle = true;
     if (w.shared().draining.load()) break;
-    bool again = co_await serve_one(s);
+    bool again = co_await serve_one(s, s.client, nullptr);
     if (!again) break;
     // Do not let an idle connection keep a large buffer alive.
     if (s.buffer.size() == 0 && s.buffer.capacity() > 16 * 1024) s.buffer.shrink_to_fit();

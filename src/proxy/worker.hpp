@@ -6,6 +6,7 @@
 #include "policy/snapshot.hpp"
 #include "proxy/client_limiter.hpp"
 #include "proxy/connection_pool.hpp"
+#include "proxy/interception.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -27,6 +28,8 @@ namespace airlock::proxy {
 struct shared_state {
   // The policy in force. A reload stores a new snapshot; each exchange loads it once.
   std::atomic<std::shared_ptr<const policy::snapshot>> policy;
+  // TLS interception (CA, leaf cache, contexts); null when the policy names no CA.
+  std::atomic<std::shared_ptr<const interception>> tls;
   telemetry::audit_log* audit = nullptr;  // may be null (tests)
   telemetry::metrics* metrics = nullptr;  // may be null (tests)
   client_limiter limiter;

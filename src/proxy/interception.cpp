@@ -1,0 +1,48 @@
+#include "proxy/interception.hpp"
+
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "telemetry/metrics.hpp"
+#include "tls/ca.hpp"
+#include "tls/contexts.hpp"
+#include "tls/leaf_cache.hpp"
+#include "tls/leaf_minter.hpp"
+
+namespace airlock::proxy {
+
+std::shared_ptr<const interception> interception::create(const policy::model::tls& config,
+                                                         telemetry::metrics* metrics,
+                                                         std::string& error) {
+  auto loaded = tls::certificate_authority::load(config.ca_cert, config.ca_key);
+  if (!loaded.ca) {
+    error = loaded.error;
+    return nullptr;
+  }
+  for (const auto& w : loaded.warnings) AIRLOCK_LOG(warn, "tls", w);
+  auto minter = tls::leaf_minter::create(loaded.ca, error);
+  if (!minter) return nullptr;
+  tls::leaf_cache_options options;
+  if (metrics) {
+    options.on_event = [metrics](tls::leaf_cache_event e) {
+      if (e == tls::leaf_cache_event::hit) metrics->leaf_cache_hit();
+      else if (e == tls::leaf_cache_event::mint) metrics->leaf_minted();
+    };
+  }
+  auto result = std::make_shared<interception>();
+  result->leaves = std::make_shared<tls::leaf_cache>(minter, std::move(options));
+  result->server_context = tls::make_server_context(error);
+  if (!result->server_context) return nullptr;
+  result->client_context = tls::make_client_context(config.upstream_ca, error);
+  if (!result->client_context) return nullptr;
+  result->files = config;
+  AIRLOCK_LOG(info, "tls", "interception CA ", loaded.ca->subject(), " (SHA-256 ",
+              loaded.ca->fingerprint(), ")");
+  return result;
+}
+
+bool interception::built_from(const policy::model::tls& config) const {
+  return files.ca_cert == config.ca_cert && files.ca_key == config.ca_key &&
+         files.upstream_ca == config.upstream_ca;
+}
+
+}  // namespace airlock::proxy

@@ -1,0 +1,37 @@
+#pragma once
+// Everything TLS interception needs, built from the policy's `tls` section: the CA's leaf
+// cache and the two TLS contexts. Rebuilt on reload only when the files it was built from
+// change, so the leaf cache stays warm across ordinary policy edits.
+//
+// Thread safety: immutable after create() except the leaf cache, which is thread safe.
+
+#include "policy/model.hpp"
+
+#include <boost/asio/ssl/context.hpp>
+
+#include <memory>
+#include <string>
+
+namespace airlock::telemetry {
+class metrics;
+}
+namespace airlock::tls {
+class leaf_cache;
+}
+
+namespace airlock::proxy {
+
+struct interception {
+  std::shared_ptr<boost::asio::ssl::context> server_context;  // client-facing
+  std::shared_ptr<boost::asio::ssl::context> client_context;  // upstream-facing
+  std::shared_ptr<tls::leaf_cache> leaves;
+  policy::model::tls files;  // what this was built from
+
+  // Null with `error` set when the CA cannot be loaded or a context cannot be made.
+  static std::shared_ptr<const interception> create(const policy::model::tls& config,
+                                                    telemetry::metrics* metrics,
+                                                    std::string& error);
+  bool built_from(const policy::model::tls& config) const;
+};
+
+}  // namespace airlock::proxy
