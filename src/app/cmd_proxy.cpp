@@ -6,6 +6,7 @@
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
 #include "policy/loader.hpp"
+#include "proxy/policy_watcher.hpp"
 #include "proxy/server.hpp"
 #include "telemetry/admin_server.hpp"
 #include "telemetry/audit_log.hpp"
@@ -203,6 +204,13 @@ int cmd_proxy(args a) {
   AIRLOCK_LOG(info, "proxy", "serving on ", endpoint_text(server.endpoint()), " with policy ",
               server.current_policy()->version().substr(0, 12), " from ", options.config_path);
 
+  // Edits of the policy file (including editors' rename-replace and Kubernetes ConfigMap
+  // swaps) reload it, like SIGHUP and POST /reload do.
+  proxy::policy_watcher watcher(main_ioc, options.config_path, [&server] {
+    std::string message;
+    server.reload("file", message);
+  });
+
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   std::thread stopper;
   std::function<void(const boost::system::error_code&, int)> on_signal;
@@ -220,6 +228,7 @@ int cmd_proxy(args a) {
     stopper = std::thread([&] {
       server.shutdown();
       asio::post(main_ioc, [&] {
+        watcher.stop();
         if (admin) admin->stop();
         signals.cancel();
       });

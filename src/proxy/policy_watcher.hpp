@@ -1,0 +1,45 @@
+#pragma once
+// Watches the policy file and calls back when its content changed. It watches the file's
+// folder (inotify), not the file, because editors replace files by write-and-rename and
+// Kubernetes swaps a ConfigMap by renaming a `..data` symlink: either way the inode we would
+// have watched is gone. Events are debounced, and the callback runs only when the bytes
+// behind the path really differ from the last ones seen.
+//
+// Thread safety: runs on the io_context it is given; the callback is called there.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <functional>
+#include <string>
+
+namespace airlock::proxy {
+
+class policy_watcher {
+ public:
+  // Returns without watching (and logs why) when inotify is unavailable.
+  policy_watcher(boost::asio::io_context& ioc, std::string path, std::function<void()> changed);
+  ~policy_watcher();
+  policy_watcher(const policy_watcher&) = delete;
+  policy_watcher& operator=(const policy_watcher&) = delete;
+
+  void stop();
+  bool watching() const noexcept { return watching_; }
+
+ private:
+  void read_events();
+  void schedule_check();
+  std::string content_digest() const;
+
+  std::string path_;
+  std::function<void()> changed_;
+  boost::asio::posix::stream_descriptor inotify_;
+  boost::asio::steady_timer debounce_;
+  std::array<char, 4096> events_{};
+  std::string last_digest_;
+  bool watching_ = false;
+};
+
+}  // namespace airlock::proxy
