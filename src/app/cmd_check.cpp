@@ -1,13 +1,55 @@
-// Placeholder until the component behind `airlock check` lands.
+// `airlock check --config FILE`: load and compile a policy without running anything, so a
+// policy can be validated in CI or before a reload.
 #include "app/commands.hpp"
 
+#include "policy/loader.hpp"
+
 #include <cstdio>
+#include <string>
 
 namespace airlock::app {
+namespace {
 
-int cmd_check(args) {
-  std::fputs("airlock check: not built yet\n", stderr);
-  return 2;
+constexpr const char* usage =
+    "usage: airlock check --config FILE\n"
+    "\n"
+    "Loads the policy FILE and reports every error (file:line:column: key: message).\n"
+    "Exit status: 0 valid, 1 invalid, 2 usage error.\n";
+
+}  // namespace
+
+int cmd_check(args a) {
+  std::string config;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string_view arg = a[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if ((arg == "--config" || arg == "-c") && i + 1 < a.size()) {
+      config = a[++i];
+    } else if (arg.starts_with("--config=")) {
+      config = arg.substr(9);
+    } else {
+      std::fprintf(stderr, "airlock check: unexpected argument '%.*s'\n\n%s",
+                   static_cast<int>(arg.size()), arg.data(), usage);
+      return 2;
+    }
+  }
+  if (config.empty()) {
+    std::fprintf(stderr, "airlock check: --config FILE is required\n\n%s", usage);
+    return 2;
+  }
+  const auto result = policy::load_file(config);
+  if (!result.ok()) {
+    for (const auto& e : result.errors)
+      std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    return 1;
+  }
+  const auto& p = *result.policy;
+  std::printf("%s: ok (%zu rules, %zu agents, version %s)\n", config.c_str(), p.rules().size(),
+              p.agents().size(), p.version().substr(0, 12).c_str());
+  return 0;
 }
 
 }  // namespace airlock::app

@@ -1,13 +1,96 @@
-// Placeholder until the component behind `airlock explain` lands.
+// `airlock explain --config FILE [--agent NAME] [--upgrade PROTO] METHOD URL`: which rule
+// decides a request, and why.
 #include "app/commands.hpp"
 
+#include "policy/explain.hpp"
+#include "policy/loader.hpp"
+
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace airlock::app {
+namespace {
 
-int cmd_explain(args) {
-  std::fputs("airlock explain: not built yet\n", stderr);
+constexpr const char* usage =
+    "usage: airlock explain --config FILE [--agent NAME] [--upgrade PROTO] METHOD URL\n"
+    "\n"
+    "Shows how the policy decides one request, rule by rule. URL is\n"
+    "  http://host[:port]/path    a plain HTTP request\n"
+    "  https://host[:port]/path   CONNECT host:port, then (if the rule inspects) the request\n"
+    "  host:port                  with METHOD CONNECT\n"
+    "The agent defaults to 'default'. No DNS lookup is made.\n"
+    "Exit status: 0 allowed, 1 denied, 2 usage or policy error.\n";
+
+int usage_error(std::string_view message) {
+  std::fprintf(stderr, "airlock explain: %.*s\n\n%s", static_cast<int>(message.size()),
+               message.data(), usage);
   return 2;
+}
+
+}  // namespace
+
+int cmd_explain(args a) {
+  std::string config;
+  std::string agent = "default";
+  std::string upgrade;
+  std::vector<std::string> positional;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string_view arg = a[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= a.size()) return false;
+      out = a[++i];
+      return true;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if (arg == "--config" || arg == "-c") {
+      if (!value(config)) return usage_error("--config needs a FILE");
+    } else if (arg == "--agent") {
+      if (!value(agent)) return usage_error("--agent needs a NAME");
+    } else if (arg == "--upgrade") {
+      if (!value(upgrade)) return usage_error("--upgrade needs a protocol");
+    } else if (arg.starts_with("--config=")) {
+      config = arg.substr(9);
+    } else if (arg.starts_with("--agent=")) {
+      agent = arg.substr(8);
+    } else if (arg.starts_with("--upgrade=")) {
+      upgrade = arg.substr(10);
+    } else if (arg.starts_with("-") && arg.size() > 1) {
+      return usage_error(std::string("unknown option ") + std::string(arg));
+    } else {
+      positional.emplace_back(arg);
+    }
+  }
+  if (config.empty()) return usage_error("--config FILE is required");
+  if (positional.size() != 2) return usage_error("expected METHOD and URL");
+  // Methods are case-sensitive on the wire; on the command line "get" surely means GET.
+  std::string method = positional[0];
+  for (char& c : method)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  for (char& c : upgrade)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+
+  const auto loaded = policy::load_file(config);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors)
+      std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    return 2;
+  }
+  policy::explain_request request;
+  request.agent = agent;
+  request.method = method;
+  request.url = positional[1];
+  request.upgrade = upgrade;
+  const auto result = policy::explain(*loaded.policy, request);
+  if (result.input_error) {
+    std::fprintf(stderr, "airlock explain: %s", result.text.c_str());
+    return 2;
+  }
+  std::fputs(result.text.c_str(), stdout);
+  return result.allowed ? 0 : 1;
 }
 
 }  // namespace airlock::app

@@ -187,6 +187,8 @@ int cmd_proxy(args a) {
     options.extra_own_endpoints.push_back(admin->local_endpoint());
   }
 
+  // Signals are caught from here on, before anyone can learn our port and send one.
+  asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   proxy::server server(options, audit.get(), &metrics);
   std::vector<std::string> errors;
   if (!server.start(errors)) {
@@ -211,7 +213,6 @@ int cmd_proxy(args a) {
     server.reload("file", message);
   });
 
-  asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   std::thread stopper;
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {

@@ -16,9 +16,9 @@ namespace airlock::policy {
 
 struct load_error {
   std::string file;
-  int line = 0;    // 1-based, 0 when unknown (e.g. file not readable)
-  int column = 0;  // 1-based
-  std::string key; // dotted path, e.g. "rules[2].paths[0]"
+  int line = 0;     // 1-based, 0 when unknown (e.g. file not readable)
+  int column = 0;   // 1-based
+  std::string key;  // dotted path, e.g. "rules[2].paths[0]"
   std::string message;
   // "file:line:column: key: message"
   std::string to_string() const;

@@ -33,22 +33,22 @@ struct tls {
 };
 
 struct limits {
-  std::uint64_t header_bytes = 64 * 1024;       // request line + headers
+  std::uint64_t header_bytes = 64 * 1024;  // request line + headers
   std::uint32_t header_count = 100;
-  milliseconds head_timeout{10'000};            // time to receive a whole request head
-  std::uint64_t body_bytes = 10ull << 20;       // request body (413 above)
-  std::uint64_t response_bytes = 1ull << 30;    // response body (cut off above)
+  milliseconds head_timeout{10'000};          // time to receive a whole request head
+  std::uint64_t body_bytes = 10ull << 20;     // request body (413 above)
+  std::uint64_t response_bytes = 1ull << 30;  // response body (cut off above)
   milliseconds connect_timeout{5'000};
   milliseconds dns_timeout{5'000};
-  milliseconds idle_timeout{60'000};            // no bytes either way on a connection/tunnel
-  milliseconds response_timeout{60'000};        // upstream response head after request sent
-  milliseconds drain_timeout{10'000};           // graceful shutdown
-  std::uint32_t max_connections = 10'000;       // client connections, whole proxy
+  milliseconds idle_timeout{60'000};                 // no bytes either way on a connection/tunnel
+  milliseconds response_timeout{60'000};             // upstream response head after request sent
+  milliseconds drain_timeout{10'000};                // graceful shutdown
+  std::uint32_t max_connections = 10'000;            // client connections, whole proxy
   std::uint32_t max_connections_per_client = 1'000;  // per client source address
 };
 
 struct network {
-  bool block_private = true;           // refuse special-purpose addresses
+  bool block_private = true;             // refuse special-purpose addresses
   std::vector<std::string> allow_cidrs;  // exceptions, e.g. "10.1.2.0/24"
 };
 
@@ -58,9 +58,9 @@ struct audit {
 
 struct agent {
   std::string name;
-  std::vector<std::string> rules;        // rule names, in order of evaluation
-  std::string token_sha256;              // lower-case hex of SHA-256(token); empty = none
-  std::vector<std::string> sources;      // client source CIDRs that identify this agent
+  std::vector<std::string> rules;    // rule names, in order of evaluation
+  std::string token_sha256;          // lower-case hex of SHA-256(token); empty = none
+  std::vector<std::string> sources;  // client source CIDRs that identify this agent
   mark at;
 };
 
@@ -75,20 +75,20 @@ struct rule {
   std::vector<std::string> addresses;    // pinned upstream addresses (skip DNS; still guarded)
   std::vector<std::string> allow_cidrs;  // per-rule address-guard exceptions
   bool inspect = false;                  // intercept TLS on CONNECT (needs tls.ca_*)
-  std::optional<mode> mode;              // unset = the policy's mode
+  std::optional<model::mode> mode;       // unset = the policy's mode
   mark at;
 };
 
 struct policy {
-  std::string source;                    // file name the policy came from
-  std::string version;                   // hex SHA-256 of the file's bytes
-  mode mode = mode::enforce;
-  listen listen;
-  tls tls;
-  limits limits;
-  network network;
-  audit audit;
-  std::vector<agent> agents;             // may include "default"
+  std::string source;   // file name the policy came from
+  std::string version;  // hex SHA-256 of the file's bytes
+  model::mode mode = model::mode::enforce;
+  model::listen listen;
+  model::tls tls;
+  model::limits limits;
+  model::network network;
+  model::audit audit;
+  std::vector<agent> agents;  // may include "default"
   std::vector<rule> rules;
 };
 

@@ -52,12 +52,12 @@ struct compiled_agent {
 
 // What the proxy is asked to decide about.
 struct request_target {
-  std::string_view method;        // "GET", "CONNECT", ...
+  std::string_view method;  // "GET", "CONNECT", ...
   const net::normalized_host* host = nullptr;
   std::uint16_t port = 0;
-  std::string_view path;          // without query; empty for CONNECT
-  std::string_view upgrade;       // value of Upgrade header, lower-cased; empty if none
-  bool is_connect = false;        // opaque CONNECT (not an inner request of an inspected one)
+  std::string_view path;     // without query; empty for CONNECT
+  std::string_view upgrade;  // value of Upgrade header, lower-cased; empty if none
+  bool is_connect = false;   // opaque CONNECT (not an inner request of an inspected one)
 };
 
 struct decision {
@@ -82,6 +82,10 @@ class snapshot {
   const model::limits& limits() const noexcept { return model_.limits; }
   const net::address_guard& guard() const noexcept { return *guard_; }
 
+  // In file order. Pointers into them stay valid as long as the snapshot lives.
+  std::span<const compiled_rule> rules() const noexcept { return rules_; }
+  std::span<const compiled_agent> agents() const noexcept { return agents_; }
+
   const compiled_agent* find_agent(std::string_view name) const noexcept;
 
   // Resolves the agent for a request: a Proxy-Authorization header value (Basic
@@ -92,17 +96,21 @@ class snapshot {
                     const boost::asio::ip::address& client) const;
 
   // Matches the target against the agent's rules in order. The first rule that allows wins.
-  // When none does, the most specific refusal is returned (path > method > port > host).
+  // When none does, the most specific refusal among the rules whose host matched is returned
+  // (path > method > upgrade > needs_inspection > port), else host_denied. A denial where
+  // report mode applies (the closest rule's mode, else the policy's) has report_only set.
+  // Allocation-free when the target is allowed.
   decision decide(const compiled_agent& agent, const request_target& target) const;
 
-  // Everything needed to build a snapshot; used by the loader.
-  snapshot(model::policy m, std::vector<boost::asio::ip::tcp::endpoint> own_endpoints);
   ~snapshot();
   snapshot(const snapshot&) = delete;
   snapshot& operator=(const snapshot&) = delete;
 
  private:
+  // Only the compiler builds snapshots (use load_file / load_string): a snapshot is either
+  // complete or does not exist.
   friend struct compiler;
+  explicit snapshot(model::policy m);
   model::policy model_;
   std::vector<compiled_rule> rules_;
   std::vector<compiled_agent> agents_;

@@ -216,35 +216,6 @@ std::string requested_upgrade(const http::request<http::buffer_body>& req) {
   return lower_copy(trim(req[http::field::upgrade]));
 }
 
-// A path with "." or ".." segments (also percent-encoded) would be matched by the policy as
-// written but resolved by the origin to somewhere else: refuse it rather than guess.
-bool has_dot_segment(std::string_view path) {
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    auto end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    auto seg = path.substr(start, end - start);
-    // Count the dots, reading "%2e" / "%2E" as a dot; anything else means a normal segment.
-    std::size_t dots = 0;
-    bool only_dots = !seg.empty();
-    for (std::size_t k = 0; k < seg.size() && only_dots;) {
-      if (seg[k] == '.') {
-        ++dots;
-        ++k;
-      } else if (seg.size() - k >= 3 && seg[k] == '%' && seg[k + 1] == '2' &&
-                 (seg[k + 2] == 'e' || seg[k + 2] == 'E')) {
-        ++dots;
-        k += 3;
-      } else {
-        only_dots = false;
-      }
-    }
-    if (only_dots && (dots == 1 || dots == 2)) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 struct forward_result {
   bool client_continues = false;   // the client connection may carry another request
   bool upstream_reusable = false;  // the upstream connection may carry another request
@@ -565,9 +536,6 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   std::string_view path = path_and_query;
   path = path.substr(0, path.find('?'));
   rec.path = std::string(path);
-  if (!is_connect && has_dot_segment(path))
-    co_return co_await send_answer(client, rec, errc::bad_request,
-                                   "path has '.' or '..' segments", version, keep_after_refusal);
 
   // Who is asking. Inside a tunnel the agent is the one that opened it.
   const policy::compiled_agent* agent = nullptr;

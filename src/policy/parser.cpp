@@ -1,0 +1,501 @@
+#include "policy/parser.hpp"
+
+#include "core/str_cat.hpp"
+#include "core/units.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <span>
+
+namespace airlock::policy {
+namespace {
+
+using key_list = std::span<const std::string_view>;
+
+// The schema. Keys of features that do not exist yet are refused by name, so that an operator
+// who writes a rate limit or a redactor does not believe it is enforced (fail closed).
+constexpr std::string_view top_keys[] = {"mode",    "listen", "tls",    "limits",
+                                         "network", "audit",  "agents", "rules"};
+constexpr std::string_view top_unsupported[] = {"secrets", "redactors"};
+constexpr std::string_view listen_keys[] = {"proxy", "admin"};
+constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
+constexpr std::string_view limits_keys[] = {
+    "header_bytes",     "header_count",    "head_timeout",    "body_bytes",
+    "response_bytes",   "connect_timeout", "dns_timeout",     "idle_timeout",
+    "response_timeout", "drain_timeout",   "max_connections", "max_connections_per_client"};
+constexpr std::string_view network_keys[] = {"block_private", "allow_cidrs"};
+constexpr std::string_view audit_keys[] = {"path"};
+constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources"};
+constexpr std::string_view agent_unsupported[] = {"rate"};
+constexpr std::string_view rule_keys[] = {"name",        "hosts",   "host_regex", "ports",
+                                          "methods",     "paths",   "upgrades",   "addresses",
+                                          "allow_cidrs", "inspect", "mode"};
+constexpr std::string_view rule_unsupported[] = {"query",  "headers", "body",
+                                                 "inject", "redact",  "rate"};
+
+bool contains(key_list list, std::string_view key) {
+  return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+std::string join(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : core::str_cat(path, ".", key);
+}
+
+std::string indexed(const std::string& path, std::size_t i) {
+  return core::str_cat(path, "[", i, "]");
+}
+
+model::mark to_mark(const YAML::Mark& m) {
+  if (m.is_null() || m.line < 0) return {};
+  return {m.line + 1, m.column + 1};
+}
+
+std::string_view describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "an undefined value";
+  }
+}
+
+class parser {
+ public:
+  parser(std::string base_dir, mark_table& marks, error_sink& errors)
+      : base_dir_(std::move(base_dir)), marks_(marks), errors_(errors) {}
+
+  void policy(const YAML::Node& root, model::policy& p);
+
+ private:
+  void error(const YAML::Node& at, const std::string& key, std::string message) {
+    errors_.add(to_mark(at.Mark()), key, std::move(message));
+  }
+
+  // Calls f(key, value, path) for each entry of a mapping whose key is known; reports unknown,
+  // unsupported, duplicate and non-string keys.
+  template <typename F>
+  void entries(const YAML::Node& map, const std::string& path, key_list known, key_list unsupported,
+               F&& f);
+
+  bool expect(const YAML::Node& n, const std::string& key, YAML::NodeType::value type,
+              std::string_view what) {
+    if (n.Type() == type) return true;
+    error(n, key, core::str_cat("expected ", what, ", got ", describe(n)));
+    return false;
+  }
+
+  std::optional<std::string> string(const YAML::Node& n, const std::string& key) {
+    if (!expect(n, key, YAML::NodeType::Scalar, "a string")) return std::nullopt;
+    return n.Scalar();
+  }
+  void string_into(const YAML::Node& n, const std::string& key, std::string& out) {
+    if (auto s = string(n, key)) out = std::move(*s);
+  }
+  void path_into(const YAML::Node& n, const std::string& key, std::string& out);
+  void strings_into(const YAML::Node& n, const std::string& key, std::vector<std::string>& out);
+  void bool_into(const YAML::Node& n, const std::string& key, bool& out);
+  std::optional<std::uint64_t> integer(const YAML::Node& n, const std::string& key,
+                                       std::uint64_t min, std::uint64_t max);
+  void size_into(const YAML::Node& n, const std::string& key, std::uint64_t& out,
+                 std::uint64_t min);
+  void duration_into(const YAML::Node& n, const std::string& key, std::chrono::milliseconds& out,
+                     std::chrono::milliseconds min);
+  std::optional<model::mode> mode(const YAML::Node& n, const std::string& key);
+
+  void limits(const YAML::Node& n, const std::string& path, model::limits& l);
+  void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
+  void rules(const YAML::Node& n, const std::string& path, std::vector<model::rule>& out);
+
+  std::string base_dir_;
+  mark_table& marks_;
+  error_sink& errors_;
+};
+
+template <typename F>
+void parser::entries(const YAML::Node& map, const std::string& path, key_list known,
+                     key_list unsupported, F&& f) {
+  if (!expect(map, path, YAML::NodeType::Map, "a mapping")) return;
+  std::vector<std::string> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (errors_.full()) return;
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
+    if (!key_node.IsScalar()) {
+      error(key_node, path, "keys must be strings");
+      continue;
+    }
+    const std::string& key = key_node.Scalar();
+    const std::string child = join(path, key);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      // yaml-cpp keeps both entries of a duplicated key; which one wins would be a guess.
+      error(key_node, child, core::str_cat("duplicate key '", key, "'"));
+      continue;
+    }
+    seen.push_back(key);
+    if (contains(unsupported, key)) {
+      error(key_node, child, core::str_cat("'", key, "' is not supported yet"));
+      continue;
+    }
+    if (!contains(known, key)) {
+      std::string message = core::str_cat("unknown key '", key, "'");
+      std::string_view best;
+      std::size_t best_distance = 3;
+      for (std::string_view k : known) {
+        const std::size_t d = edit_distance(key, k);
+        if (d < best_distance) {
+          best = k;
+          best_distance = d;
+        }
+      }
+      if (!best.empty()) message += core::str_cat("; did you mean '", best, "'?");
+      error(key_node, child, std::move(message));
+      errors_.note_unknown_key_in(path);
+      continue;
+    }
+    // A null value ("key:" alone) has no position of its own in some cases; use the key's.
+    const model::mark at = to_mark(value.Mark());
+    marks_.set(child, at.line > 0 ? at : to_mark(key_node.Mark()));
+    f(key, value, child);
+  }
+}
+
+void parser::path_into(const YAML::Node& n, const std::string& key, std::string& out) {
+  auto s = string(n, key);
+  if (!s) return;
+  out = std::move(*s);
+  if (!out.empty() && !base_dir_.empty()) {
+    std::filesystem::path p(out);
+    if (p.is_relative()) out = (std::filesystem::path(base_dir_) / p).lexically_normal().string();
+  }
+}
+
+void parser::strings_into(const YAML::Node& n, const std::string& key,
+                          std::vector<std::string>& out) {
+  if (!expect(n, key, YAML::NodeType::Sequence, "a list")) return;
+  out.clear();
+  std::size_t i = 0;
+  for (auto it = n.begin(); it != n.end(); ++it, ++i) {
+    if (errors_.full()) return;
+    const std::string k = indexed(key, i);
+    marks_.set(k, to_mark(it->Mark()));
+    // Keep the positions aligned with the file even when an entry is bad, so the compiler's
+    // "hosts[3]" is the file's hosts[3].
+    out.push_back(string(*it, k).value_or(std::string{}));
+  }
+}
+
+void parser::bool_into(const YAML::Node& n, const std::string& key, bool& out) {
+  // YAML 1.2 core schema booleans only: "yes", "on" and "y" are YAML 1.1 and read as strings
+  // by most other tools, so they are refused rather than guessed.
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE") {
+      out = true;
+      return;
+    }
+    if (s == "false" || s == "False" || s == "FALSE") {
+      out = false;
+      return;
+    }
+  }
+  error(n, key, "expected true or false");
+}
+
+std::optional<std::uint64_t> parser::integer(const YAML::Node& n, const std::string& key,
+                                             std::uint64_t min, std::uint64_t max) {
+  if (!expect(n, key, YAML::NodeType::Scalar, "an integer")) return std::nullopt;
+  const std::string& s = n.Scalar();
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) {
+    error(n, key, core::str_cat("expected an integer, got '", s, "'"));
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    error(n, key, core::str_cat("must be between ", min, " and ", max));
+    return std::nullopt;
+  }
+  return v;
+}
+
+void parser::size_into(const YAML::Node& n, const std::string& key, std::uint64_t& out,
+                       std::uint64_t min) {
+  if (!expect(n, key, YAML::NodeType::Scalar, "a size")) return;
+  const auto v = core::parse_size(n.Scalar());
+  if (!v) {
+    error(n, key, core::str_cat("invalid size '", n.Scalar(), "' (e.g. 65536, 64KiB, 10MiB)"));
+    return;
+  }
+  if (*v < min) {
+    error(n, key, core::str_cat("must be at least ", min, " bytes"));
+    return;
+  }
+  out = *v;
+}
+
+void parser::duration_into(const YAML::Node& n, const std::string& key,
+                           std::chrono::milliseconds& out, std::chrono::milliseconds min) {
+  if (!expect(n, key, YAML::NodeType::Scalar, "a duration")) return;
+  const auto v = core::parse_duration(n.Scalar());
+  if (!v) {
+    error(n, key, core::str_cat("invalid duration '", n.Scalar(), "' (e.g. 250ms, 5s, 2m, 1h)"));
+    return;
+  }
+  if (*v < min) {
+    error(n, key, core::str_cat("must be at least ", min.count(), "ms"));
+    return;
+  }
+  out = *v;
+}
+
+std::optional<model::mode> parser::mode(const YAML::Node& n, const std::string& key) {
+  if (n.IsScalar()) {
+    if (n.Scalar() == "enforce") return model::mode::enforce;
+    if (n.Scalar() == "report") return model::mode::report;
+  }
+  error(n, key, "expected enforce or report");
+  return std::nullopt;
+}
+
+void parser::limits(const YAML::Node& node, const std::string& path, model::limits& l) {
+  using std::chrono::milliseconds;
+  constexpr auto u32 = std::numeric_limits<std::uint32_t>::max();
+  entries(node, path, limits_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            auto count = [&](std::uint32_t& out) {
+              if (auto i = integer(v, key, 1, u32)) out = static_cast<std::uint32_t>(*i);
+            };
+            // Zero would make the proxy useless (or, for timeouts, mean "never"): refused. A zero
+            // request body limit is a valid choice (no uploads), as is draining for zero seconds.
+            if (k == "header_bytes")
+              size_into(v, key, l.header_bytes, 1);
+            else if (k == "header_count")
+              count(l.header_count);
+            else if (k == "head_timeout")
+              duration_into(v, key, l.head_timeout, milliseconds(1));
+            else if (k == "body_bytes")
+              size_into(v, key, l.body_bytes, 0);
+            else if (k == "response_bytes")
+              size_into(v, key, l.response_bytes, 1);
+            else if (k == "connect_timeout")
+              duration_into(v, key, l.connect_timeout, milliseconds(1));
+            else if (k == "dns_timeout")
+              duration_into(v, key, l.dns_timeout, milliseconds(1));
+            else if (k == "idle_timeout")
+              duration_into(v, key, l.idle_timeout, milliseconds(1));
+            else if (k == "response_timeout")
+              duration_into(v, key, l.response_timeout, milliseconds(1));
+            else if (k == "drain_timeout")
+              duration_into(v, key, l.drain_timeout, milliseconds(0));
+            else if (k == "max_connections")
+              count(l.max_connections);
+            else if (k == "max_connections_per_client")
+              count(l.max_connections_per_client);
+          });
+}
+
+void parser::agents(const YAML::Node& node, const std::string& path,
+                    std::vector<model::agent>& out) {
+  if (!expect(node, path, YAML::NodeType::Map, "a mapping of agent names")) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (errors_.full()) return;
+    const YAML::Node name_node = it->first;
+    const YAML::Node value = it->second;
+    if (!name_node.IsScalar()) {
+      error(name_node, path, "agent names must be strings");
+      continue;
+    }
+    model::agent a;
+    a.name = name_node.Scalar();
+    a.at = to_mark(name_node.Mark());
+    const std::string key = join(path, a.name);
+    if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.name == a.name; })) {
+      error(name_node, key, core::str_cat("duplicate agent '", a.name, "'"));
+      continue;
+    }
+    marks_.set(key, a.at);
+    entries(value, key, agent_keys, agent_unsupported,
+            [&](const std::string& k, const YAML::Node& v, const std::string& child) {
+              if (k == "rules")
+                strings_into(v, child, a.rules);
+              else if (k == "token_sha256")
+                string_into(v, child, a.token_sha256);
+              else if (k == "sources")
+                strings_into(v, child, a.sources);
+            });
+    out.push_back(std::move(a));
+  }
+}
+
+void parser::rules(const YAML::Node& node, const std::string& path, std::vector<model::rule>& out) {
+  if (!expect(node, path, YAML::NodeType::Sequence, "a list of rules")) return;
+  std::size_t i = 0;
+  for (auto it = node.begin(); it != node.end(); ++it, ++i) {
+    if (errors_.full()) return;
+    model::rule r;
+    r.ports = {80, 443};
+    r.at = to_mark(it->Mark());
+    const std::string key = indexed(path, i);
+    marks_.set(key, r.at);
+    entries(*it, key, rule_keys, rule_unsupported,
+            [&](const std::string& k, const YAML::Node& v, const std::string& child) {
+              if (k == "name")
+                string_into(v, child, r.name);
+              else if (k == "hosts")
+                strings_into(v, child, r.hosts);
+              else if (k == "host_regex")
+                strings_into(v, child, r.host_regex);
+              else if (k == "methods")
+                strings_into(v, child, r.methods);
+              else if (k == "paths")
+                strings_into(v, child, r.paths);
+              else if (k == "upgrades")
+                strings_into(v, child, r.upgrades);
+              else if (k == "addresses")
+                strings_into(v, child, r.addresses);
+              else if (k == "allow_cidrs")
+                strings_into(v, child, r.allow_cidrs);
+              else if (k == "inspect")
+                bool_into(v, child, r.inspect);
+              else if (k == "mode")
+                r.mode = mode(v, child);
+              else if (k == "ports") {
+                if (!expect(v, child, YAML::NodeType::Sequence, "a list")) return;
+                if (v.size() == 0) {
+                  error(v, child, "must not be empty (omit the key for the default [80, 443])");
+                  return;
+                }
+                r.ports.clear();
+                std::size_t j = 0;
+                for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
+                  const std::string pk = indexed(child, j);
+                  marks_.set(pk, to_mark(p->Mark()));
+                  if (auto port = integer(*p, pk, 1, 65535))
+                    r.ports.push_back(static_cast<std::uint16_t>(*port));
+                }
+              }
+            });
+    out.push_back(std::move(r));
+  }
+}
+
+void parser::policy(const YAML::Node& root, model::policy& p) {
+  // An empty file is an empty policy: no agents, so every request is refused.
+  if (root.IsNull()) return;
+  if (!root.IsMap()) {
+    error(root, "", core::str_cat("the policy must be a mapping, got ", describe(root)));
+    return;
+  }
+  entries(root, "", top_keys, top_unsupported,
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "mode") {
+              if (auto m = mode(v, key)) p.mode = *m;
+            } else if (k == "listen") {
+              entries(v, key, listen_keys, {},
+                      [&](const std::string& lk, const YAML::Node& lv, const std::string& child) {
+                        if (lk == "proxy") {
+                          string_into(lv, child, p.listen.proxy);
+                        } else if (lk == "admin") {
+                          // `admin: off` (or false, or "") turns the admin server off.
+                          if (lv.IsNull())
+                            p.listen.admin.clear();
+                          else if (auto s = string(lv, child))
+                            p.listen.admin = (*s == "off" || *s == "false") ? std::string{} : *s;
+                        }
+                      });
+            } else if (k == "tls") {
+              entries(v, key, tls_keys, {},
+                      [&](const std::string& tk, const YAML::Node& tv, const std::string& child) {
+                        if (tk == "ca_cert")
+                          path_into(tv, child, p.tls.ca_cert);
+                        else if (tk == "ca_key")
+                          path_into(tv, child, p.tls.ca_key);
+                        else if (tk == "upstream_ca")
+                          path_into(tv, child, p.tls.upstream_ca);
+                      });
+            } else if (k == "limits") {
+              limits(v, key, p.limits);
+            } else if (k == "network") {
+              entries(v, key, network_keys, {},
+                      [&](const std::string& nk, const YAML::Node& nv, const std::string& child) {
+                        if (nk == "block_private")
+                          bool_into(nv, child, p.network.block_private);
+                        else if (nk == "allow_cidrs")
+                          strings_into(nv, child, p.network.allow_cidrs);
+                      });
+            } else if (k == "audit") {
+              entries(v, key, audit_keys, {},
+                      [&](const std::string&, const YAML::Node& av, const std::string& child) {
+                        auto s = string(av, child);
+                        if (!s) return;
+                        if (s->empty())
+                          error(av, child, "must not be empty (use '-' or 'off')");
+                        else if (*s == "-" || *s == "off")
+                          p.audit.path = *s;
+                        else
+                          path_into(av, child, p.audit.path);
+                      });
+            } else if (k == "agents") {
+              agents(v, key, p.agents);
+            } else if (k == "rules") {
+              rules(v, key, p.rules);
+            }
+          });
+}
+
+}  // namespace
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::size_t> d((n + 1) * (m + 1));
+  auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (m + 1) + j]; };
+  for (std::size_t i = 0; i <= n; ++i)
+    at(i, 0) = i;
+  for (std::size_t j = 0; j <= m; ++j)
+    at(0, j) = j;
+  for (std::size_t i = 1; i <= n; ++i) {
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
+    }
+  }
+  return at(n, m);
+}
+
+void parse_policy(std::string_view yaml, const std::string& base_dir, model::policy& out,
+                  mark_table& marks, error_sink& errors) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    errors.add(to_mark(e.mark), "", e.msg);
+    return;
+  }
+  if (documents.size() > 1) {
+    errors.add(to_mark(documents[1].Mark()), "",
+               "only one YAML document is allowed in a policy file");
+    return;
+  }
+  if (documents.empty()) return;
+  try {
+    parser(base_dir, marks, errors).policy(documents[0], out);
+  } catch (const YAML::Exception& e) {
+    // Not expected (every access is type-checked first), but a policy is never half-read.
+    errors.add(to_mark(e.mark), "", e.msg);
+  }
+}
+
+}  // namespace airlock::policy

@@ -1,0 +1,293 @@
+#include "policy/snapshot.hpp"
+
+#include "core/str_cat.hpp"
+#include "policy/matcher.hpp"
+#include "policy/token.hpp"
+
+#include <algorithm>
+
+namespace airlock::policy {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    return lower(x) == lower(y);
+  });
+}
+
+std::string_view trim_ows(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool host_matches(const compiled_rule::matcher& m, const net::normalized_host& host,
+                  std::string_view& matched_by) noexcept {
+  const std::string_view name = host.text;
+  if (auto it = m.exact.find(name); it != m.exact.end()) {
+    matched_by = *it;
+    return true;
+  }
+  // Wildcards and regexes name DNS names only: an IP literal must be listed exactly, so that
+  // a pattern written for names can never open a door to an address.
+  if (host.is_ip()) return false;
+  for (const auto& s : m.suffixes) {
+    if (name.size() > s.dot_suffix.size() && name.ends_with(s.dot_suffix)) {
+      matched_by = s.pattern;
+      return true;
+    }
+  }
+  for (const auto& re : m.host_regex) {
+    if (re2::RE2::FullMatch(name, *re)) {
+      matched_by = re->pattern();
+      return true;
+    }
+  }
+  return false;
+}
+
+// "/a/../b", "/a/./b", "/..", and their percent-encoded forms ("%2e%2E"): a server removes
+// these after our check (RFC 3986 section 5.2.4), so "^/repos/.*" would let "/repos/../admin"
+// through. A rule that checks paths refuses them.
+bool has_dot_segment(std::string_view path) noexcept {
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view seg = path.substr(start, end - start);
+    int dots = 0;
+    bool only_dots = !seg.empty();
+    while (!seg.empty() && only_dots) {
+      if (seg.front() == '.') {
+        ++dots;
+        seg.remove_prefix(1);
+      } else if (seg.size() >= 3 && seg[0] == '%' && seg[1] == '2' &&
+                 (seg[2] == 'e' || seg[2] == 'E')) {
+        ++dots;
+        seg.remove_prefix(3);
+      } else {
+        only_dots = false;
+      }
+    }
+    if (only_dots && (dots == 1 || dots == 2)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Client-supplied text goes into the detail (and from there into a header and the audit log)
+// only when it is a short token.
+bool is_short_token(std::string_view s) noexcept {
+  if (s.empty() || s.size() > 32) return false;
+  for (unsigned char c : s) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+        std::string_view("!#$%&'*+-.^_`|~/").find(static_cast<char>(c)) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string refusal_detail(const compiled_rule& rule, core::errc reason,
+                           const request_target& target, bool dot_segments) {
+  using core::errc;
+  switch (reason) {
+    case errc::port_denied:
+      return core::str_cat("rule ", rule.name, ": port ", target.port, " not allowed");
+    case errc::needs_inspection:
+      return core::str_cat("rule ", rule.name, " checks methods/paths; set inspect: true");
+    case errc::upgrade_denied:
+      if (is_short_token(target.upgrade))
+        return core::str_cat("rule ", rule.name, ": upgrade to ", target.upgrade, " not allowed");
+      return core::str_cat("rule ", rule.name, ": upgrade not allowed");
+    case errc::method_denied:
+      if (is_short_token(target.method))
+        return core::str_cat("rule ", rule.name, ": method ", target.method, " not allowed");
+      return core::str_cat("rule ", rule.name, ": method not allowed");
+    case errc::path_denied:
+      // The path itself is not repeated: it may carry what the agent should not leak.
+      if (dot_segments) return core::str_cat("rule ", rule.name, ": path has dot segments");
+      return core::str_cat("rule ", rule.name, ": path not allowed");
+    default:
+      return core::str_cat("rule ", rule.name, ": not allowed");
+  }
+}
+
+}  // namespace
+
+int refusal_rank(core::errc reason) noexcept {
+  using core::errc;
+  switch (reason) {
+    case errc::path_denied:
+      return 5;
+    case errc::method_denied:
+      return 4;
+    case errc::upgrade_denied:
+      return 3;
+    case errc::needs_inspection:
+      return 2;
+    case errc::port_denied:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+rule_outcome evaluate_rule(const compiled_rule& rule, const request_target& target) noexcept {
+  using core::errc;
+  rule_outcome out;
+  if (target.host == nullptr || !rule.match) return out;
+  const auto& m = *rule.match;
+  if (!host_matches(m, *target.host, out.host_matched_by)) return out;
+
+  if (std::find(rule.ports.begin(), rule.ports.end(), target.port) == rule.ports.end()) {
+    out.reason = errc::port_denied;
+    return out;
+  }
+  if (target.is_connect) {
+    // An opaque tunnel hides methods and paths; only an inspected rule can check them later,
+    // on each inner request.
+    out.reason = rule.checks_requests && !rule.inspect ? errc::needs_inspection : errc::ok;
+    return out;
+  }
+  if (!target.upgrade.empty() && std::find(rule.upgrades.begin(), rule.upgrades.end(),
+                                           target.upgrade) == rule.upgrades.end()) {
+    out.reason = errc::upgrade_denied;
+    return out;
+  }
+  // RFC 9110 section 9.1: the method token is case-sensitive.
+  if (!m.methods.empty() &&
+      std::find(m.methods.begin(), m.methods.end(), target.method) == m.methods.end()) {
+    out.reason = errc::method_denied;
+    return out;
+  }
+  if (!m.paths.empty()) {
+    if (has_dot_segment(target.path)) {
+      out.reason = errc::path_denied;
+      out.dot_segments = true;
+      return out;
+    }
+    const bool any = std::any_of(m.paths.begin(), m.paths.end(), [&](const auto& re) {
+      return re2::RE2::FullMatch(target.path, *re);
+    });
+    if (!any) {
+      out.reason = errc::path_denied;
+      return out;
+    }
+  }
+  out.reason = errc::ok;
+  return out;
+}
+
+snapshot::snapshot(model::policy m) : model_(std::move(m)) {}
+snapshot::~snapshot() = default;
+
+const compiled_agent* snapshot::find_agent(std::string_view name) const noexcept {
+  for (const auto& a : agents_)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+identity snapshot::identify(std::string_view proxy_authorization,
+                            const boost::asio::ip::address& client) const {
+  identity id;
+  auto refuse = [&](std::string detail) {
+    id.agent = nullptr;
+    id.error = core::errc::auth_required;
+    id.detail = std::move(detail);
+    return id;
+  };
+  const std::string_view header = trim_ows(proxy_authorization);
+  if (!header.empty()) {
+    // RFC 9110 section 11.4: credentials = auth-scheme [ 1*SP ( token68 / #auth-param ) ];
+    // the scheme is case-insensitive.
+    const std::size_t sp = header.find_first_of(" \t");
+    const std::string_view scheme = header.substr(0, sp);
+    const std::string_view credentials =
+        sp == std::string_view::npos ? std::string_view{} : trim_ows(header.substr(sp));
+    if (credentials.empty()) return refuse("malformed Proxy-Authorization");
+    if (iequals(scheme, "basic")) {
+      // RFC 7617: base64(user-id ":" password); the user-id cannot contain ':'.
+      const auto decoded = base64_decode(credentials);
+      if (!decoded) return refuse("malformed Basic credentials");
+      const std::size_t colon = decoded->find(':');
+      if (colon == std::string::npos) return refuse("malformed Basic credentials");
+      const std::string_view name = std::string_view(*decoded).substr(0, colon);
+      const std::string_view token = std::string_view(*decoded).substr(colon + 1);
+      const compiled_agent* agent = find_agent(name);
+      // Hash even when the agent is unknown, so both failures take the same time.
+      const std::string hash = sha256_hex(token);
+      const bool good = agent != nullptr && !agent->token_sha256.empty() && !token.empty() &&
+                        constant_time_equal(hash, agent->token_sha256);
+      // The detail names neither the agent nor the token: a client that swapped the fields
+      // would otherwise see its token echoed into logs.
+      if (!good) return refuse("wrong agent name or token");
+      id.agent = agent;
+      return id;
+    }
+    if (iequals(scheme, "bearer")) {
+      const std::string hash = sha256_hex(credentials);
+      const compiled_agent* found = nullptr;
+      for (const auto& a : agents_) {
+        // No early exit: every configured hash is compared.
+        if (!a.token_sha256.empty() && constant_time_equal(hash, a.token_sha256) && !found)
+          found = &a;
+      }
+      if (found == nullptr) return refuse("no agent has this token");
+      id.agent = found;
+      return id;
+    }
+    return refuse("unsupported Proxy-Authorization scheme; use Basic or Bearer");
+  }
+  for (const auto& a : agents_) {
+    for (const auto& c : a.sources) {
+      if (c.contains(client)) {
+        id.agent = &a;
+        return id;
+      }
+    }
+  }
+  if (const auto* d = find_agent("default")) {
+    id.agent = d;
+    return id;
+  }
+  return refuse("no default agent; authenticate with Proxy-Authorization");
+}
+
+decision snapshot::decide(const compiled_agent& agent, const request_target& target) const {
+  decision d;
+  const compiled_rule* closest = nullptr;
+  core::errc closest_reason = core::errc::host_denied;
+  bool closest_dots = false;
+  for (const compiled_rule* rule : agent.rules) {
+    const rule_outcome o = evaluate_rule(*rule, target);
+    if (o.reason == core::errc::ok) {
+      d.reason = core::errc::ok;
+      d.rule = rule;
+      return d;
+    }
+    if (refusal_rank(o.reason) > refusal_rank(closest_reason)) {
+      closest = rule;
+      closest_reason = o.reason;
+      closest_dots = o.dot_segments;
+    }
+  }
+  d.reason = closest_reason;
+  d.rule = closest;
+  model::mode applies = model_.mode;
+  if (closest != nullptr) {
+    applies = closest->mode;
+    d.detail = refusal_detail(*closest, closest_reason, target, closest_dots);
+  } else if (target.host != nullptr) {
+    d.detail = core::str_cat("no rule of agent ", agent.name, " allows host ", target.host->text);
+  } else {
+    d.detail = core::str_cat("no host to match for agent ", agent.name);
+  }
+  d.report_only = applies == model::mode::report;
+  return d;
+}
+
+}  // namespace airlock::policy

@@ -1,0 +1,346 @@
+#include "tls/contexts.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/err.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <chrono>
+#include <functional>
+
+#include "test_util.hpp"
+
+namespace airlock::tls {
+namespace {
+
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+using session_ptr = std::unique_ptr<SSL_SESSION, openssl_deleter<&SSL_SESSION_free>>;
+
+struct handshake_result {
+  boost::system::error_code server_ec;
+  boost::system::error_code client_ec;
+  bool server_done = false;
+  bool client_done = false;
+  std::string client_reason;  // handshake_failure_reason on the client side
+  std::string client_alpn;
+  std::string server_alpn;
+  std::string server_sni;  // what the server received, "" when none
+  std::string version;
+  std::string cipher;
+  bool resumed = false;
+  std::string echoed;  // what the client read back after the handshake ("pong")
+  bool clean_shutdown = false;
+  session_ptr session;
+};
+
+// One handshake over a real loopback TCP connection, both ends in one io_context (bounded
+// to 10 s). After a successful handshake the client sends "ping" and the server answers
+// "pong", which also delivers TLS 1.3 session tickets to the client.
+handshake_result run_handshake(ssl::context& server_ctx, const leaf_certificate* leaf,
+                               ssl::context& client_ctx,
+                               const std::function<void(SSL*)>& client_setup,
+                               SSL_SESSION* resume = nullptr) {
+  handshake_result r;
+  net::io_context ioc;
+  tcp::acceptor acceptor(ioc, tcp::endpoint(net::ip::address_v4::loopback(), 0));
+  tcp::socket client_socket(ioc);
+  tcp::socket server_socket(ioc);
+  client_socket.connect(acceptor.local_endpoint());
+  acceptor.accept(server_socket);
+  ssl::stream<tcp::socket> server(std::move(server_socket), server_ctx);
+  ssl::stream<tcp::socket> client(std::move(client_socket), client_ctx);
+  if (leaf != nullptr) {
+    std::string error;
+    EXPECT_TRUE(use_leaf(server.native_handle(), *leaf, error)) << error;
+  }
+  if (client_setup) client_setup(client.native_handle());
+  if (resume != nullptr) SSL_set_session(client.native_handle(), resume);
+
+  constexpr auto tuple = net::as_tuple(net::use_awaitable);
+  auto server_side = [&]() -> net::awaitable<void> {
+    auto [ec] = co_await server.async_handshake(ssl::stream_base::server, tuple);
+    r.server_ec = ec;
+    r.server_done = true;
+    if (ec) {
+      server.next_layer().close();  // let the client see the failure too
+      co_return;
+    }
+    std::array<char, 4> buf{};
+    if (auto [ec, n] = co_await net::async_read(server, net::buffer(buf), tuple); ec) co_return;
+    if (auto [ec, n] = co_await net::async_write(server, net::buffer("pong", 4), tuple); ec) {
+      co_return;
+    }
+    co_await server.async_shutdown(tuple);
+  };
+  auto client_side = [&]() -> net::awaitable<void> {
+    auto [ec] = co_await client.async_handshake(ssl::stream_base::client, tuple);
+    r.client_ec = ec;
+    r.client_done = true;
+    if (ec) {
+      client.next_layer().close();
+      co_return;
+    }
+    if (auto [ec, n] = co_await net::async_write(client, net::buffer("ping", 4), tuple); ec) {
+      co_return;
+    }
+    std::array<char, 4> buf{};
+    auto [read_ec, n] = co_await net::async_read(client, net::buffer(buf), tuple);
+    if (read_ec) co_return;
+    r.echoed.assign(buf.data(), n);
+    // A clean close_notify exchange: OpenSSL marks the session of a connection freed without
+    // one as not resumable (ssl_clear_bad_session), on both sides.
+    auto [shutdown_ec] = co_await client.async_shutdown(tuple);
+    r.clean_shutdown = !shutdown_ec;
+  };
+  net::co_spawn(ioc, server_side(), net::detached);
+  net::co_spawn(ioc, client_side(), net::detached);
+  ioc.run_for(10s);
+
+  SSL* c = client.native_handle();
+  SSL* s = server.native_handle();
+  r.client_reason = handshake_failure_reason(c, r.client_ec);
+  r.client_alpn = negotiated_alpn(c);
+  r.server_alpn = negotiated_alpn(s);
+  if (const char* sni = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name)) r.server_sni = sni;
+  r.version = SSL_get_version(c);
+  if (const SSL_CIPHER* cipher = SSL_get_current_cipher(c)) r.cipher = SSL_CIPHER_get_name(cipher);
+  r.resumed = SSL_session_reused(c) == 1;
+  r.session.reset(SSL_get1_session(c));
+  return r;
+}
+
+// The OpenSSL reason code inside an asio ssl error_code (0 for other categories).
+int ssl_reason(const boost::system::error_code& ec) {
+  if (ec.category() != net::error::get_ssl_category()) return 0;
+  return ERR_GET_REASON(static_cast<unsigned long>(ec.value()));
+}
+
+std::function<void(SSL*)> upstream(std::string host) {
+  return [host = std::move(host)](SSL* ssl) {
+    std::string error;
+    ASSERT_TRUE(set_upstream_host(ssl, host, error)) << error;
+  };
+}
+
+class TlsHandshakeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ca_ = test::make_ca(dir_.path());
+    ASSERT_TRUE(ca_);
+    std::string error;
+    minter_ = leaf_minter::create(ca_, error);
+    ASSERT_TRUE(minter_) << error;
+    server_ctx_ = make_server_context(error);
+    ASSERT_TRUE(server_ctx_) << error;
+    client_ctx_ = make_client_context(dir_.path() / "ca.crt", error);
+    ASSERT_TRUE(client_ctx_) << error;
+  }
+
+  std::shared_ptr<const leaf_certificate> mint(std::string_view host) {
+    std::string error;
+    auto leaf = minter_->mint(host, error);
+    EXPECT_TRUE(leaf) << error;
+    return leaf;
+  }
+
+  // A client context that verifies nothing and speaks exactly [min, max].
+  static std::unique_ptr<ssl::context> raw_client(int min_version, int max_version,
+                                                  const char* ciphers) {
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+    SSL_CTX* n = ctx->native_handle();
+    SSL_CTX_set_min_proto_version(n, min_version);
+    SSL_CTX_set_max_proto_version(n, max_version);
+    if (ciphers != nullptr) {
+      EXPECT_EQ(SSL_CTX_set_cipher_list(n, ciphers), 1);
+    }
+    SSL_CTX_set_verify(n, SSL_VERIFY_NONE, nullptr);
+    return ctx;
+  }
+
+  test::temp_dir dir_;
+  std::shared_ptr<const certificate_authority> ca_;
+  std::shared_ptr<const leaf_minter> minter_;
+  std::shared_ptr<ssl::context> server_ctx_;
+  std::shared_ptr<ssl::context> client_ctx_;
+};
+
+TEST_F(TlsHandshakeTest, ClientVerifiesTheMintedLeafAndNegotiatesHttp11) {
+  auto leaf = mint("api.example.com");
+  auto r = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, upstream("api.example.com"));
+  ASSERT_TRUE(r.client_done && r.server_done);
+  EXPECT_FALSE(r.client_ec) << r.client_reason;
+  EXPECT_FALSE(r.server_ec) << r.server_ec.message();
+  EXPECT_EQ(r.client_alpn, "http/1.1");
+  EXPECT_EQ(r.server_alpn, "http/1.1");
+  EXPECT_EQ(r.server_sni, "api.example.com");
+  EXPECT_EQ(r.version, "TLSv1.3");
+  EXPECT_EQ(r.echoed, "pong");
+  EXPECT_TRUE(r.clean_shutdown);
+  EXPECT_EQ(r.client_reason, "");
+}
+
+TEST_F(TlsHandshakeTest, IpLiteralIsVerifiedWithoutSni) {
+  auto leaf = mint("127.0.0.1");
+  auto r = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, upstream("127.0.0.1"));
+  EXPECT_FALSE(r.client_ec) << r.client_reason;
+  EXPECT_EQ(r.server_sni, "");  // RFC 6066 section 3: no IP literals in SNI
+  EXPECT_EQ(r.echoed, "pong");
+
+  auto wrong = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, upstream("127.0.0.2"));
+  EXPECT_TRUE(wrong.client_ec);
+  EXPECT_EQ(wrong.client_reason, "certificate verify failed: IP address mismatch");
+}
+
+TEST_F(TlsHandshakeTest, WrongNameFailsWithAReadableReason) {
+  auto leaf = mint("api.example.com");
+  auto r = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, upstream("other.example.com"));
+  EXPECT_TRUE(r.client_ec);
+  EXPECT_TRUE(r.server_ec);  // the client's alert ends the server side too
+  EXPECT_EQ(r.client_reason, "certificate verify failed: hostname mismatch");
+  EXPECT_EQ(r.echoed, "");
+}
+
+TEST_F(TlsHandshakeTest, ClientThatDoesNotTrustTheCaFails) {
+  auto leaf = mint("api.example.com");
+  // The system trust store does not hold our fresh CA.
+  std::string error;
+  auto system_ctx = make_client_context({}, error);
+  ASSERT_TRUE(system_ctx) << error;
+  auto r = run_handshake(*server_ctx_, leaf.get(), *system_ctx, upstream("api.example.com"));
+  EXPECT_TRUE(r.client_ec);
+  // The server sends the CA certificate with the leaf, so the client sees an untrusted root.
+  EXPECT_EQ(r.client_reason,
+            "certificate verify failed: self-signed certificate in certificate chain");
+
+  // Nor does a bundle with another CA.
+  test::temp_dir other;
+  ASSERT_TRUE(test::make_ca(other.path()));
+  auto other_ctx = make_client_context(other / "ca.crt", error);
+  ASSERT_TRUE(other_ctx) << error;
+  r = run_handshake(*server_ctx_, leaf.get(), *other_ctx, upstream("api.example.com"));
+  EXPECT_TRUE(r.client_ec);
+  EXPECT_EQ(r.client_reason,
+            "certificate verify failed: self-signed certificate in certificate chain");
+}
+
+TEST_F(TlsHandshakeTest, ExpiredLeafIsReported) {
+  std::string error;
+  auto old = minter_->mint("api.example.com", error, std::chrono::system_clock::now() - 8 * 24h);
+  ASSERT_TRUE(old) << error;
+  auto r = run_handshake(*server_ctx_, old.get(), *client_ctx_, upstream("api.example.com"));
+  EXPECT_TRUE(r.client_ec);
+  EXPECT_EQ(r.client_reason, "certificate verify failed: certificate has expired");
+}
+
+TEST_F(TlsHandshakeTest, ServerWithoutALeafFailsClosed) {
+  auto r = run_handshake(*server_ctx_, nullptr, *client_ctx_, upstream("api.example.com"));
+  EXPECT_TRUE(r.server_ec);
+  EXPECT_TRUE(r.client_ec);
+}
+
+TEST_F(TlsHandshakeTest, Tls11ClientIsRefused) {
+  auto leaf = mint("api.example.com");
+  // SECLEVEL=0 so that the client itself is willing to speak TLS 1.1 (OpenSSL 3 refuses it at
+  // level 1 and up); the refusal must then come from our server.
+  auto old_client = raw_client(TLS1_VERSION, TLS1_1_VERSION, "DEFAULT:@SECLEVEL=0");
+  auto r = run_handshake(*server_ctx_, leaf.get(), *old_client, nullptr);
+  EXPECT_TRUE(r.server_ec);
+  EXPECT_EQ(ssl_reason(r.server_ec), SSL_R_UNSUPPORTED_PROTOCOL) << r.server_ec.message();
+  EXPECT_EQ(ssl_reason(r.client_ec), SSL_R_TLSV1_ALERT_PROTOCOL_VERSION) << r.client_ec.message();
+
+  // Control: the same client allowed TLS 1.2 gets in, with an AEAD suite.
+  auto tls12_client = raw_client(TLS1_VERSION, TLS1_2_VERSION, "DEFAULT:@SECLEVEL=0");
+  r = run_handshake(*server_ctx_, leaf.get(), *tls12_client, nullptr);
+  EXPECT_FALSE(r.server_ec) << r.server_ec.message();
+  EXPECT_EQ(r.version, "TLSv1.2");
+  EXPECT_TRUE(r.cipher.starts_with("ECDHE-ECDSA-")) << r.cipher;
+  EXPECT_TRUE(r.cipher.find("GCM") != std::string::npos ||
+              r.cipher.find("CHACHA20") != std::string::npos)
+      << r.cipher;
+}
+
+TEST_F(TlsHandshakeTest, Tls12ClientOfferingOnlyCbcIsRefused) {
+  auto leaf = mint("api.example.com");
+  auto cbc_client = raw_client(TLS1_2_VERSION, TLS1_2_VERSION, "ECDHE-ECDSA-AES128-SHA256");
+  auto r = run_handshake(*server_ctx_, leaf.get(), *cbc_client, nullptr);
+  EXPECT_TRUE(r.server_ec);
+  EXPECT_EQ(ssl_reason(r.server_ec), SSL_R_NO_SHARED_CIPHER) << r.server_ec.message();
+}
+
+TEST_F(TlsHandshakeTest, H2OnlyClientGetsNoAlpnAndH2PlusHttp11GetsHttp11) {
+  auto leaf = mint("api.example.com");
+  static constexpr unsigned char h2_only[] = {2, 'h', '2'};
+  auto r = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, [](SSL* ssl) {
+    std::string error;
+    ASSERT_TRUE(set_upstream_host(ssl, "api.example.com", error)) << error;
+    ASSERT_EQ(SSL_set_alpn_protos(ssl, h2_only, sizeof h2_only), 0);
+  });
+  EXPECT_FALSE(r.client_ec) << r.client_reason;
+  EXPECT_EQ(r.client_alpn, "");
+  EXPECT_EQ(r.server_alpn, "");
+
+  static constexpr unsigned char both[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  r = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, [](SSL* ssl) {
+    std::string error;
+    ASSERT_TRUE(set_upstream_host(ssl, "api.example.com", error)) << error;
+    ASSERT_EQ(SSL_set_alpn_protos(ssl, both, sizeof both), 0);
+  });
+  EXPECT_FALSE(r.client_ec) << r.client_reason;
+  EXPECT_EQ(r.client_alpn, "http/1.1");
+
+  // No ALPN at all is fine too.
+  auto plain = raw_client(TLS1_2_VERSION, TLS1_3_VERSION, nullptr);
+  r = run_handshake(*server_ctx_, leaf.get(), *plain, nullptr);
+  EXPECT_FALSE(r.server_ec) << r.server_ec.message();
+  EXPECT_EQ(r.server_alpn, "");
+}
+
+TEST_F(TlsHandshakeTest, SessionsResume) {
+  auto leaf = mint("api.example.com");
+  for (int max_version : {TLS1_2_VERSION, TLS1_3_VERSION}) {
+    SCOPED_TRACE(max_version);
+    SSL_CTX_set_max_proto_version(client_ctx_->native_handle(), max_version);
+    // A client keeps its own session cache; resumption is offered by passing the session.
+    auto first = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, upstream("api.example.com"));
+    ASSERT_FALSE(first.client_ec) << first.client_reason;
+    ASSERT_TRUE(first.session);
+    EXPECT_FALSE(first.resumed);
+    auto second = run_handshake(*server_ctx_, leaf.get(), *client_ctx_, upstream("api.example.com"),
+                                first.session.get());
+    ASSERT_FALSE(second.client_ec) << second.client_reason;
+    EXPECT_TRUE(second.resumed);
+    EXPECT_EQ(second.echoed, "pong");
+  }
+}
+
+TEST(TlsContexts, ClientContextNamesAMissingBundle) {
+  std::string error;
+  EXPECT_FALSE(make_client_context("/nonexistent/bundle.pem", error));
+  EXPECT_NE(error.find("/nonexistent/bundle.pem"), std::string::npos) << error;
+}
+
+TEST(TlsContexts, SetUpstreamHostRejectsBadNames) {
+  std::string error;
+  auto ctx = make_client_context({}, error);
+  ASSERT_TRUE(ctx) << error;
+  std::unique_ptr<SSL, openssl_deleter<&SSL_free>> ssl(SSL_new(ctx->native_handle()));
+  for (std::string_view bad : {"", "*.example.com", "a b", "a.com\r\nX: y"}) {
+    EXPECT_FALSE(set_upstream_host(ssl.get(), bad, error)) << bad;
+  }
+  EXPECT_EQ(handshake_failure_reason(ssl.get(), {}), "");
+  EXPECT_EQ(verify_failure_reason(ssl.get()), "");
+  EXPECT_EQ(negotiated_alpn(ssl.get()), "");
+}
+
+}  // namespace
+}  // namespace airlock::tls
