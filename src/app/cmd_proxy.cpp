@@ -128,7 +128,8 @@ int cmd_proxy(args a) {
   // A first look at the policy for what must exist before the workers: admin and audit.
   auto initial = policy::load_file(options.config_path);
   if (!initial.ok()) {
-    for (const auto& e : initial.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    for (const auto& e : initial.errors)
+      std::fprintf(stderr, "%s\n", e.to_string().c_str());
     std::fprintf(stderr, "airlock proxy: policy %s refused\n", options.config_path.c_str());
     return 1;
   }
@@ -165,8 +166,8 @@ int cmd_proxy(args a) {
         o["source"] = st.source;
         o["loaded_at"] = rfc3339(st.loaded_at);
         o["last_attempt"] = rfc3339(st.last_attempt);
-        o["last_error"] = st.last_error.empty() ? boost::json::value(nullptr)
-                                                : boost::json::value(st.last_error);
+        o["last_error"] =
+            st.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(st.last_error);
       }
       return boost::json::serialize(o);
     };
@@ -192,7 +193,8 @@ int cmd_proxy(args a) {
   proxy::server server(options, audit.get(), &metrics);
   std::vector<std::string> errors;
   if (!server.start(errors)) {
-    for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.c_str());
+    for (const auto& e : errors)
+      std::fprintf(stderr, "%s\n", e.c_str());
     std::fprintf(stderr, "airlock proxy: not started\n");
     return 1;
   }
@@ -226,6 +228,7 @@ int cmd_proxy(args a) {
     }
     AIRLOCK_LOG(info, "proxy", "signal ", sig, ": draining and stopping");
     ready.store(false);
+    server.begin_drain();
     stopper = std::thread([&] {
       server.shutdown();
       asio::post(main_ioc, [&] {

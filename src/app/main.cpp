@@ -2,6 +2,7 @@
 
 #include "app/commands.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ constexpr std::string_view usage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that goes away (a client, an upstream, a closed audit pipe) must be an error
+  // code on that one write, not the death of the process.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string_view> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(usage.data(), args.empty() ? stderr : stdout);

@@ -10,6 +10,10 @@ std::string quote_for_header(std::string_view text) {
   for (char c : text) {
     auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) continue;  // no CR/LF/control: cannot split the header
+    if (u >= 0x80) {
+      out.push_back('?');  // field values are ASCII here: no mojibake for the agent to parse
+      continue;
+    }
     if (c == '"' || c == '\\') out.push_back('\\');
     out.push_back(c);
   }

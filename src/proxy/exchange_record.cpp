@@ -30,16 +30,16 @@ void exchange_record::failed_upstream(core::errc why) {
 exchange_record::~exchange_record() {
   if (skipped_) return;
   try {
-    std::string_view decision = upstream_failed_             ? "error"
-                                : reported_                  ? "report"
-                                : reason == core::errc::ok   ? "allow"
-                                                             : "deny";
+    std::string_view decision = upstream_failed_           ? "error"
+                                : reported_                ? "report"
+                                : reason == core::errc::ok ? "allow"
+                                                           : "deny";
     auto duration = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start_);
     auto& shared = worker_.shared();
     if (shared.metrics) {
       shared.metrics->request_finished(agent, rule, decision, core::name(reason), duration,
-                                       bytes_in, bytes_out);
+                                       bytes_in, bytes_out, /*tunnel=*/scheme == "connect");
       if (connect_time.count() > 0) shared.metrics->upstream_connect_time(connect_time);
     }
     if (shared.audit) {

@@ -23,6 +23,11 @@ class exchange_record {
 
   // The connection closed before a request started: record nothing.
   void skip() noexcept { skipped_ = true; }
+  // The proxy answers this exchange itself, for this reason.
+  void refuse(core::errc why, std::string why_detail) {
+    reason = why;
+    detail = std::move(why_detail);
+  }
   // Report mode: the request goes through, recorded as what would have been refused.
   void report(core::errc would_refuse, std::string why);
   // The upstream failed (DNS, connect, TLS, response): decision "error".
@@ -30,8 +35,10 @@ class exchange_record {
   // Connecting failed: the address guard's refusal is a policy denial, anything else an
   // upstream failure.
   void connect_failed(core::errc why) {
-    if (why == core::errc::destination_ip_prohibited) reason = why;
-    else failed_upstream(why);
+    if (why == core::errc::destination_ip_prohibited)
+      reason = why;
+    else
+      failed_upstream(why);
   }
 
   std::string agent = "-";

@@ -17,8 +17,10 @@ std::string lower(std::string_view s) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -28,9 +30,8 @@ std::string strip_hop_by_hop(http::fields& fields) {
   // Collect the names listed in every Connection header first (it may repeat).
   std::vector<std::string> named;
   bool wants_upgrade = false;
-  for (auto it = fields.find(http::field::connection); it != fields.end() &&
-                                                       it->name() == http::field::connection;
-       ++it) {
+  for (auto it = fields.find(http::field::connection);
+       it != fields.end() && it->name() == http::field::connection; ++it) {
     std::string_view value = it->value();
     while (!value.empty()) {
       auto comma = value.find(',');

@@ -18,14 +18,17 @@ std::shared_ptr<const interception> interception::create(const policy::model::tl
     error = loaded.error;
     return nullptr;
   }
-  for (const auto& w : loaded.warnings) AIRLOCK_LOG(warn, "tls", w);
+  for (const auto& w : loaded.warnings)
+    AIRLOCK_LOG(warn, "tls", w);
   auto minter = tls::leaf_minter::create(loaded.ca, error);
   if (!minter) return nullptr;
   tls::leaf_cache_options options;
   if (metrics) {
     options.on_event = [metrics](tls::leaf_cache_event e) {
-      if (e == tls::leaf_cache_event::hit) metrics->leaf_cache_hit();
-      else if (e == tls::leaf_cache_event::mint) metrics->leaf_minted();
+      if (e == tls::leaf_cache_event::hit)
+        metrics->leaf_cache_hit();
+      else if (e == tls::leaf_cache_event::mint)
+        metrics->leaf_minted();
     };
   }
   auto result = std::make_shared<interception>();

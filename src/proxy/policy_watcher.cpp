@@ -41,7 +41,9 @@ policy_watcher::policy_watcher(boost::asio::io_context& ioc, std::string path,
   read_events();
 }
 
-policy_watcher::~policy_watcher() { stop(); }
+policy_watcher::~policy_watcher() {
+  stop();
+}
 
 void policy_watcher::stop() {
   watching_ = false;

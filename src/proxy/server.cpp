@@ -59,6 +59,10 @@ asio::awaitable<void> accept_loop(worker& w) {
       continue;
     }
     boost::system::error_code pec;
+    if (shared.draining.load()) {
+      socket.close(pec);  // accepted just as the drain began
+      continue;
+    }
     auto peer = socket.remote_endpoint(pec);
     if (pec) continue;
     auto snap = shared.current();
@@ -112,7 +116,9 @@ server::server(server_options options, telemetry::audit_log* audit, telemetry::m
   shared_.metrics = metrics;
 }
 
-server::~server() { shutdown(); }
+server::~server() {
+  shutdown();
+}
 
 policy::load_options server::load_options() const {
   policy::load_options o;
@@ -125,15 +131,16 @@ bool server::start(std::vector<std::string>& errors) {
   // endpoints so the address guard can refuse them.
   auto first = policy::load_file(options_.config_path);
   if (!first.ok()) {
-    for (const auto& e : first.errors) errors.push_back(e.to_string());
+    for (const auto& e : first.errors)
+      errors.push_back(e.to_string());
     return false;
   }
   std::string listen_text = options_.listen_override.empty() ? first.policy->model().listen.proxy
                                                              : options_.listen_override;
   auto listen = parse_listen(listen_text);
   if (!listen) {
-    errors.push_back(core::str_cat("listen address '", listen_text,
-                                   "' is not an IP address with a port"));
+    errors.push_back(
+        core::str_cat("listen address '", listen_text, "' is not an IP address with a port"));
     return false;
   }
 
@@ -166,7 +173,8 @@ bool server::start(std::vector<std::string>& errors) {
 
   auto second = policy::load_file(options_.config_path, load_options());
   if (!second.ok()) {
-    for (const auto& e : second.errors) errors.push_back(e.to_string());
+    for (const auto& e : second.errors)
+      errors.push_back(e.to_string());
     return false;
   }
   std::string tls_error;
@@ -200,14 +208,14 @@ bool server::start(std::vector<std::string>& errors) {
   return true;
 }
 
-
 bool server::reload(std::string_view trigger, std::string& message) {
   std::lock_guard lock(reload_mutex_);
   status_.last_attempt = std::chrono::system_clock::now();
   auto result = policy::load_file(options_.config_path, load_options());
   if (!result.ok()) {
     message.clear();
-    for (const auto& e : result.errors) message += e.to_string() + "\n";
+    for (const auto& e : result.errors)
+      message += e.to_string() + "\n";
     status_.last_error = message;
     if (shared_.metrics) shared_.metrics->policy_loaded(false, "", trigger);
     AIRLOCK_LOG(warn, "policy", "reload (", trigger, ") refused; the previous policy stays:\n",
@@ -219,15 +227,17 @@ bool server::reload(std::string_view trigger, std::string& message) {
     message = tls_error;
     status_.last_error = message;
     if (shared_.metrics) shared_.metrics->policy_loaded(false, "", trigger);
-    AIRLOCK_LOG(warn, "policy", "reload (", trigger, ") refused; the previous policy stays: ",
-                message);
+    AIRLOCK_LOG(warn, "policy", "reload (", trigger,
+                ") refused; the previous policy stays: ", message);
     return false;
   }
   auto old = shared_.current();
   // What changed, by name, for the log.
   std::set<std::string> before, after;
-  for (const auto& r : old->rules()) before.insert(r.name);
-  for (const auto& r : result.policy->rules()) after.insert(r.name);
+  for (const auto& r : old->rules())
+    before.insert(r.name);
+  for (const auto& r : result.policy->rules())
+    after.insert(r.name);
   std::string added, removed;
   for (const auto& n : after)
     if (!before.count(n)) added += core::str_cat(added.empty() ? "" : ",", n);
@@ -238,8 +248,8 @@ bool server::reload(std::string_view trigger, std::string& message) {
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
   if (shared_.metrics) shared_.metrics->policy_loaded(true, result.policy->version(), trigger);
-  message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (",
-                          trigger, ")", added.empty() ? "" : "; rules added: ", added,
+  message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (", trigger,
+                          ")", added.empty() ? "" : "; rules added: ", added,
                           removed.empty() ? "" : "; rules removed: ", removed);
   AIRLOCK_LOG(info, "policy", message);
   return true;
@@ -292,16 +302,20 @@ void server::shutdown() {
         w->close_sessions(false);
         p.set_value(w->session_count());
       });
-      if (f.wait_for(std::chrono::seconds(1)) == std::future_status::ready) open += f.get();
-      else open += 1;
+      if (f.wait_for(std::chrono::seconds(1)) == std::future_status::ready)
+        open += f.get();
+      else
+        open += 1;
     }
     if (open == 0 || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  for (auto& w : workers_) asio::post(w->context(), [&w] { w->close_sessions(true); });
+  for (auto& w : workers_)
+    asio::post(w->context(), [&w] { w->close_sessions(true); });
   // Let the closed sessions unwind; run() returns once nothing is left, and stop() after a
   // grace period covers anything that still is.
-  for (auto& w : workers_) asio::post(w->context(), [&w] { w->release_work(); });
+  for (auto& w : workers_)
+    asio::post(w->context(), [&w] { w->release_work(); });
   auto unwind_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (auto& w : workers_) {
     while (!w->context().stopped() && std::chrono::steady_clock::now() < unwind_deadline)

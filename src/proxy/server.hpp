@@ -22,8 +22,8 @@ namespace airlock::proxy {
 
 struct server_options {
   std::string config_path;
-  unsigned threads = 0;          // 0 = one per core
-  std::string listen_override;   // replaces listen.proxy when not empty
+  unsigned threads = 0;         // 0 = one per core
+  std::string listen_override;  // replaces listen.proxy when not empty
   // Other endpoints of this process (the admin listener) the address guard must refuse.
   std::vector<boost::asio::ip::tcp::endpoint> extra_own_endpoints;
 };
@@ -56,6 +56,9 @@ class server {
   // Stops accepting, lets in-flight exchanges finish for up to drain_timeout, then closes
   // what is left and joins the workers.
   void shutdown();
+  // The first step of shutdown, safe to call from a signal handler's completion: from now on
+  // no new request starts.
+  void begin_drain() noexcept { shared_.draining.store(true); }
 
  private:
   policy::load_options load_options() const;

@@ -18,8 +18,8 @@
 #include "tls/leaf_cache.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -49,27 +49,30 @@ std::uint32_t header_limit(const policy::model::limits& limits) {
 
 struct session_context;
 asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
-                                     std::shared_ptr<const policy::snapshot> snap,
-                                     const policy::decision& decision,
-                                     const net::authority& target, unsigned version);
+                                     const std::shared_ptr<const policy::snapshot>& snap,
+                                     const policy::decision& decision, const net::authority& target,
+                                     unsigned version);
 
 bool iequals(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
   });
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
   return s;
 }
 
 // Host header value for the upstream: the port is left out when it is the scheme's default.
 std::string host_header(const net::normalized_host& host, std::uint16_t port,
                         std::uint16_t default_port) {
-  std::string h = host.kind == net::host_kind::ipv6 ? core::str_cat('[', host.text, ']')
-                                                    : host.text;
+  std::string h =
+      host.kind == net::host_kind::ipv6 ? core::str_cat('[', host.text, ']') : host.text;
   if (port != default_port) h += core::str_cat(':', port);
   return h;
 }
@@ -81,9 +84,12 @@ std::string framing_problem(const http::request_parser<http::buffer_body>& parse
   const auto& req = parser.get();
   std::size_t content_lengths = 0, transfer_encodings = 0, hosts = 0;
   for (const auto& f : req) {
-    if (f.name() == http::field::content_length) ++content_lengths;
-    else if (f.name() == http::field::transfer_encoding) ++transfer_encodings;
-    else if (f.name() == http::field::host) ++hosts;
+    if (f.name() == http::field::content_length)
+      ++content_lengths;
+    else if (f.name() == http::field::transfer_encoding)
+      ++transfer_encodings;
+    else if (f.name() == http::field::host)
+      ++hosts;
   }
   if (content_lengths > 1) return "more than one Content-Length";
   if (hosts > 1) return "more than one Host";
@@ -104,6 +110,7 @@ struct session_context {
   std::string client_text;
   beast::flat_buffer buffer;
   std::list<session_entry>::iterator entry;
+  std::uint64_t requests = 0;  // request heads started on this connection
 };
 
 using tls_upstream = ssl::stream<beast::tcp_stream>;
@@ -125,13 +132,13 @@ beast::tcp_stream& lowest(Stream& s) {
   return beast::get_lowest_layer(s);
 }
 
-// Writes the answer, records the exchange. Returns whether the connection may continue.
+// Writes the answer for the refusal already recorded in rec (rec.refuse). The reason and
+// detail are set by a plain call first so that no temporary lives across a co_await (GCC 12
+// has destroyed such temporaries twice). Returns whether the connection may continue.
 template <class Client>
-asio::awaitable<bool> send_answer(Client& client, exchange_record& rec, errc why,
-                                  std::string detail, unsigned version, bool keep_alive) {
-  rec.reason = why;
-  rec.detail = std::move(detail);
-  auto res = make_answer(why, rec.detail, version, keep_alive);
+asio::awaitable<bool> send_answer(Client& client, exchange_record& rec, unsigned version,
+                                  bool keep_alive) {
+  auto res = make_answer(rec.reason, rec.detail, version, keep_alive);
   rec.status = res.result_int();
   lowest(client).expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await http::async_write(client, res, use_tuple);
@@ -216,6 +223,27 @@ std::string requested_upgrade(const http::request<http::buffer_body>& req) {
   return lower_copy(trim(req[http::field::upgrade]));
 }
 
+// For the error message only: does an http:// URL that failed to parse carry a port that is
+// not 1..65535 in plain decimal?
+bool has_bad_port(std::string_view url) {
+  auto start = url.find("://");
+  if (start == std::string_view::npos) return false;
+  auto authority = url.substr(start + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  auto close = authority.rfind(']');
+  auto colon = authority.rfind(':');
+  if (colon == std::string_view::npos || (close != std::string_view::npos && colon < close))
+    return false;
+  auto port = authority.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.front() == '0') return true;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return true;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  return value == 0 || value > 65535;
+}
+
 struct forward_result {
   bool client_continues = false;   // the client connection may carry another request
   bool upstream_reusable = false;  // the upstream connection may carry another request
@@ -248,8 +276,10 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   auto [hw_ec, hw_n] = co_await http::async_write_header(upstream, req_sr, use_tuple);
   if (hw_ec) {
     rec.failed_upstream(errc::upstream_error);
-    co_await send_answer(client, rec, errc::upstream_error,
-                         core::str_cat("writing request: ", hw_ec.message()), version, false);
+    {
+      rec.refuse(errc::upstream_error, core::str_cat("writing request: ", hw_ec.message()));
+      co_await send_answer(client, rec, version, false);
+    }
     co_return out;
   }
   if (fp.expect_continue && version >= 11) {
@@ -259,27 +289,32 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
     if (cec) co_return out;
   }
   if (fp.has_body || !req_sr.is_done()) {
-    auto body = co_await relay_body(client, client_buffer, req_p, upstream, req_sr,
-                                    limits.idle_timeout);
+    auto body =
+        co_await relay_body(client, client_buffer, req_p, upstream, req_sr, limits.idle_timeout);
     rec.bytes_in = body.bytes;
     if (body.read_ec) {
       // The origin holds a partial request: the connection is dropped, never completed.
       if (body.read_ec == http::error::body_limit) {
-        co_await send_answer(client, rec, errc::body_too_large,
-                             core::str_cat("limit is ", limits.body_bytes, " bytes"), version,
-                             false);
+        {
+          rec.refuse(errc::body_too_large, core::str_cat("limit is ", limits.body_bytes, " bytes"));
+          co_await send_answer(client, rec, version, false);
+        }
       } else {
-        co_await send_answer(client, rec, errc::bad_request,
-                             core::str_cat("reading request body: ", body.read_ec.message()),
-                             version, false);
+        {
+          rec.refuse(errc::bad_request,
+                     core::str_cat("reading request body: ", body.read_ec.message()));
+          co_await send_answer(client, rec, version, false);
+        }
       }
       co_return out;
     }
     if (body.write_ec) {
       rec.failed_upstream(errc::upstream_error);
-      co_await send_answer(client, rec, errc::upstream_error,
-                           core::str_cat("sending request body: ", body.write_ec.message()),
-                           version, false);
+      {
+        rec.refuse(errc::upstream_error,
+                   core::str_cat("sending request body: ", body.write_ec.message()));
+        co_await send_answer(client, rec, version, false);
+      }
       co_return out;
     }
   }
@@ -298,8 +333,10 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
                  : ec == http::error::body_limit ? errc::response_too_large
                                                  : errc::upstream_error;
       rec.failed_upstream(why);
-      co_await send_answer(client, rec, why, core::str_cat("reading response: ", ec.message()),
-                           version, false);
+      {
+        rec.refuse(why, core::str_cat("reading response: ", ec.message()));
+        co_await send_answer(client, rec, version, false);
+      }
       co_return out;
     }
     auto status = res_p->get().result_int();
@@ -313,9 +350,10 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   if (status == 101) {
     if (fp.upgrade.empty()) {
       rec.failed_upstream(errc::upstream_error);
-      co_await send_answer(client, rec, errc::upstream_error,
-                           "origin switched protocols without an allowed upgrade", version,
-                           false);
+      {
+        rec.refuse(errc::upstream_error, "origin switched protocols without an allowed upgrade");
+        co_await send_answer(client, rec, version, false);
+      }
       co_return out;
     }
     // Pass the 101 on and become a tunnel for the upgraded protocol.
@@ -351,8 +389,10 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   bool keep_alive = fp.client_keep_alive && !s.w.shared().draining.load();
   if (!no_body && !res_p->chunked() && !res_p->content_length()) {
     // Close-delimited response: re-frame as chunked for HTTP/1.1 clients, else close.
-    if (version >= 11) res.chunked(true);
-    else keep_alive = false;
+    if (version >= 11)
+      res.chunked(true);
+    else
+      keep_alive = false;
   }
   res.version(version >= 11 ? 11 : 10);
   res.keep_alive(keep_alive);
@@ -362,8 +402,8 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   auto [wh_ec, wh_n] = co_await http::async_write_header(client, res_sr, use_tuple);
   if (wh_ec) co_return out;
   if (!no_body) {
-    auto body = co_await relay_body(upstream, up_buffer, *res_p, client, res_sr,
-                                    limits.idle_timeout);
+    auto body =
+        co_await relay_body(upstream, up_buffer, *res_p, client, res_sr, limits.idle_timeout);
     rec.bytes_out = body.bytes;
     if (body.read_ec) {
       // Cut off: the client sees an incomplete response (the connection closes before the
@@ -435,14 +475,19 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   const auto& limits = snap->limits();
   auto& buffer = s.buffer;
 
-  if (!co_await wait_for_request(client, buffer, limits.idle_timeout)) co_return false;
+  // A new connection must send its first head within head_timeout; a kept-alive one may idle.
+  const auto first_byte_timeout = s.requests == 0 ? limits.head_timeout : limits.idle_timeout;
+  if (!co_await wait_for_request(client, buffer, first_byte_timeout)) co_return false;
+  ++s.requests;
   s.entry->idle = false;
 
   exchange_record rec(s.w, s.client_text, snap->version());
   if (tunnel) rec.scheme = "https";
   http::request_parser<http::buffer_body> req_p;
   req_p.header_limit(header_limit(limits));
-  req_p.body_limit(limits.body_bytes);
+  // The body limit is checked by hand once the target is known (so the refusal is recorded
+  // with its host and path), then enforced by the parser while the body streams.
+  req_p.body_limit(boost::none);
   lowest(client).expires_after(limits.head_timeout);
   auto [rec_ec, rec_n] = co_await http::async_read_header(client, buffer, req_p, use_tuple);
   if (rec_ec) {
@@ -458,19 +503,27 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
       rec.detail = "request head not complete in time";
       co_return false;
     }
-    if (rec_ec == http::error::header_limit)
-      co_return co_await send_answer(client, rec, errc::header_too_large,
-                                     core::str_cat("limit is ", limits.header_bytes, " bytes"),
-                                     11, false);
-    if (rec_ec == http::error::body_limit)
-      co_return co_await send_answer(client, rec, errc::body_too_large,
-                                     core::str_cat("limit is ", limits.body_bytes, " bytes"), 11,
-                                     false);
-    co_return co_await send_answer(client, rec, errc::bad_request, rec_ec.message(), 11, false);
+    if (rec_ec == http::error::header_limit) {
+      rec.refuse(errc::header_too_large, core::str_cat("limit is ", limits.header_bytes, " bytes"));
+      co_return co_await send_answer(client, rec, 11, false);
+    }
+    if (rec_ec == http::error::body_limit) {
+      rec.refuse(errc::body_too_large, core::str_cat("limit is ", limits.body_bytes, " bytes"));
+      co_return co_await send_answer(client, rec, 11, false);
+    }
+    {
+      rec.refuse(errc::bad_request, rec_ec.message());
+      co_return co_await send_answer(client, rec, 11, false);
+    }
   }
 
   auto& req = req_p.get();
   const unsigned version = req.version();
+  if (shared.draining.load()) {
+    // Shutting down: nothing new starts, even on a connection accepted just before.
+    rec.refuse(errc::shutting_down, "proxy is shutting down; retry");
+    co_return co_await send_answer(client, rec, version, false);
+  }
   rec.method = std::string(req.method_string());
   const bool has_body = req_p.chunked() || req_p.content_length().value_or(0) > 0;
   // A refused request whose body we have not read ends the connection: without reading the
@@ -478,13 +531,17 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   const bool keep_after_refusal = !has_body && req.keep_alive() && !shared.draining.load();
 
   std::size_t field_count = 0;
-  for ([[maybe_unused]] const auto& f : req) ++field_count;
-  if (field_count > limits.header_count)
-    co_return co_await send_answer(client, rec, errc::header_too_large,
-                                   core::str_cat("more than ", limits.header_count, " headers"),
-                                   version, false);
-  if (auto problem = framing_problem(req_p); !problem.empty())
-    co_return co_await send_answer(client, rec, errc::bad_request, problem, version, false);
+  for ([[maybe_unused]] const auto& f : req)
+    ++field_count;
+  if (field_count > limits.header_count) {
+    rec.refuse(errc::header_too_large,
+               core::str_cat("more than ", limits.header_count, " headers"));
+    co_return co_await send_answer(client, rec, version, false);
+  }
+  if (auto problem = framing_problem(req_p); !problem.empty()) {
+    rec.refuse(errc::bad_request, problem);
+    co_return co_await send_answer(client, rec, version, false);
+  }
 
   // The target: CONNECT host:port or an absolute http:// URL at the proxy port; inside an
   // intercepted tunnel, an origin-form path for the CONNECT host.
@@ -493,40 +550,47 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   std::string path_and_query;
   std::string_view target = req.target();
   if (tunnel) {
-    if (is_connect || target.empty() || target.front() != '/')
-      co_return co_await send_answer(client, rec, errc::bad_request,
-                                     "inside a tunnel only origin-form requests are allowed",
-                                     version, false);
+    if (is_connect || target.empty() || target.front() != '/') {
+      rec.refuse(errc::bad_request, "inside a tunnel only origin-form requests are allowed");
+      co_return co_await send_answer(client, rec, version, false);
+    }
     authority = tunnel->target;
     path_and_query = std::string(target);
   } else if (is_connect) {
     rec.scheme = "connect";
     authority = net::parse_authority(target, 0, true);
     if (!authority) {
-      bool port_problem = target.find('/') == std::string_view::npos &&
-                          target.find('@') == std::string_view::npos;
-      co_return co_await send_answer(
-          client, rec, port_problem ? errc::bad_port : errc::bad_request,
-          core::str_cat("CONNECT needs host:port, got '", target.substr(0, 200), "'"), version,
-          false);
+      bool port_problem =
+          target.find('/') == std::string_view::npos && target.find('@') == std::string_view::npos;
+      {
+        rec.refuse(port_problem ? errc::bad_port : errc::bad_request,
+                   "CONNECT needs host:port (a name or IP literal and a port from 1 to 65535, "
+                   "nothing else)");
+        co_return co_await send_answer(client, rec, version, false);
+      }
     }
   } else if (!target.empty() && target.front() == '/') {
-    co_return co_await send_answer(client, rec, errc::origin_form,
-                                   "send the absolute URL (http://host/path) to the proxy",
-                                   version, keep_after_refusal);
+    {
+      rec.refuse(errc::origin_form, "send the absolute URL (http://host/path) to the proxy");
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
   } else {
     auto url = net::parse_http_url(target);
     if (!url) {
       auto scheme_end = target.find("://");
-      bool other_scheme = scheme_end != std::string_view::npos &&
-                          !iequals(target.substr(0, scheme_end), "http");
-      co_return co_await send_answer(
-          client, rec, other_scheme ? errc::unsupported_scheme : errc::bad_request,
-          other_scheme ? core::str_cat("scheme '", target.substr(0, std::min<std::size_t>(
-                                                                       scheme_end, 20)),
-                                       "' is not proxied; use CONNECT for https")
-                       : std::string("malformed request target"),
-          version, keep_after_refusal);
+      bool other_scheme =
+          scheme_end != std::string_view::npos && !iequals(target.substr(0, scheme_end), "http");
+      if (other_scheme) {
+        rec.refuse(
+            errc::unsupported_scheme,
+            core::str_cat("scheme '", target.substr(0, std::min<std::size_t>(scheme_end, 20)),
+                          "' is not proxied; use CONNECT for https"));
+      } else if (has_bad_port(target)) {
+        rec.refuse(errc::bad_port, "port must be a number from 1 to 65535");
+      } else {
+        rec.refuse(errc::bad_request, "malformed request target");
+      }
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
     }
     authority = url->target;
     path_and_query = std::move(url->path_and_query);
@@ -536,19 +600,26 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   std::string_view path = path_and_query;
   path = path.substr(0, path.find('?'));
   rec.path = std::string(path);
+  if (req_p.content_length().value_or(0) > limits.body_bytes) {
+    rec.refuse(errc::body_too_large, core::str_cat("limit is ", limits.body_bytes, " bytes"));
+    co_return co_await send_answer(client, rec, version, false);
+  }
+  req_p.body_limit(limits.body_bytes);
 
   // Who is asking. Inside a tunnel the agent is the one that opened it.
   const policy::compiled_agent* agent = nullptr;
   if (tunnel) {
     agent = snap->find_agent(tunnel->agent);
-    if (!agent)
-      co_return co_await send_answer(client, rec, errc::auth_required,
-                                     "agent no longer in the policy", version, false);
+    if (!agent) {
+      rec.refuse(errc::auth_required, "agent no longer in the policy");
+      co_return co_await send_answer(client, rec, version, false);
+    }
   } else {
     auto id = snap->identify(req[http::field::proxy_authorization], s.client_endpoint.address());
-    if (!id.agent)
-      co_return co_await send_answer(client, rec, errc::auth_required, id.detail, version,
-                                     keep_after_refusal);
+    if (!id.agent) {
+      rec.refuse(errc::auth_required, id.detail);
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
     agent = id.agent;
   }
   rec.agent = agent->name;
@@ -564,9 +635,10 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   pt.is_connect = is_connect;
   auto decision = snap->decide(*agent, pt);
   if (decision.rule) rec.rule = decision.rule->name;
-  if (!decision.allowed())
-    co_return co_await send_answer(client, rec, decision.reason, decision.detail, version,
-                                   keep_after_refusal);
+  if (!decision.allowed()) {
+    rec.refuse(decision.reason, decision.detail);
+    co_return co_await send_answer(client, rec, version, keep_after_refusal);
+  }
   if (decision.report_only) rec.report(decision.reason, decision.detail);
 
   if (is_connect) {
@@ -602,15 +674,17 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
       auto outcome = co_await connect_tls_upstream(s, *tunnel, *snap, *rule);
       if (outcome.error != errc::ok) {
         rec.connect_failed(outcome.error);
-        co_return co_await send_answer(client, rec, outcome.error, outcome.detail, version,
-                                       keep_after_refusal);
+        {
+          rec.refuse(outcome.error, outcome.detail);
+          co_return co_await send_answer(client, rec, version, keep_after_refusal);
+        }
       }
       rec.connect_time = outcome.connect_time;
     }
     rec.upstream = tunnel->upstream_text;
     s.entry->upstream = &lowest(*tunnel->upstream).socket();
-    auto result = co_await forward(s, client, buffer, *tunnel->upstream,
-                                   tunnel->upstream_buffer, req_p, rec, limits, fp);
+    auto result = co_await forward(s, client, buffer, *tunnel->upstream, tunnel->upstream_buffer,
+                                   req_p, rec, limits, fp);
     s.entry->upstream = nullptr;
     if (!result.upstream_reusable) tunnel->upstream.reset();
     co_return result.client_continues;
@@ -645,8 +719,10 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
     if (outcome.error != errc::ok) {
       rec.connect_failed(outcome.error);
-      co_return co_await send_answer(client, rec, outcome.error, outcome.detail, version,
-                                     keep_after_refusal);
+      {
+        rec.refuse(outcome.error, outcome.detail);
+        co_return co_await send_answer(client, rec, version, keep_after_refusal);
+      }
     }
     rec.upstream = to_string(outcome.endpoint);
     rec.connect_time = outcome.connect_time;
@@ -675,8 +751,8 @@ asio::awaitable<void> serve_intercepted(session_context& s, exchange_record& rec
   }
   // The ClientHello we already read for the SNI check is handed to the handshake.
   lowest(client_tls).expires_after(s.w.shared().current()->limits().head_timeout);
-  auto [ec, used] = co_await client_tls.async_handshake(ssl::stream_base::server,
-                                                        s.buffer.data(), use_tuple);
+  auto [ec, used] =
+      co_await client_tls.async_handshake(ssl::stream_base::server, s.buffer.data(), use_tuple);
   s.buffer.consume(used);
   if (ec) {
     // Most often: the client does not trust our CA. Nothing more can be said to it.
@@ -700,17 +776,19 @@ asio::awaitable<void> serve_intercepted(session_context& s, exchange_record& rec
 // IP-literal target may omit SNI, and may carry non-TLS traffic since there is no name to
 // check). Then either relay the bytes opaquely, or, for an `inspect` rule, intercept.
 asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
-                                     std::shared_ptr<const policy::snapshot> snap,
-                                     const policy::decision& decision,
-                                     const net::authority& target, unsigned version) {
+                                     const std::shared_ptr<const policy::snapshot>& snap,
+                                     const policy::decision& decision, const net::authority& target,
+                                     unsigned version) {
   const auto& limits = snap->limits();
   const auto* rule = decision.rule;
   std::shared_ptr<const interception> tls_state;
   if (rule->inspect) {
     tls_state = s.w.shared().tls.load();
     if (!tls_state) {
-      co_await send_answer(s.client, rec, errc::internal_error,
-                           "rule inspects but no interception CA is loaded", version, false);
+      {
+        rec.refuse(errc::internal_error, "rule inspects but no interception CA is loaded");
+        co_await send_answer(s.client, rec, version, false);
+      }
       co_return;
     }
   }
@@ -725,7 +803,10 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
   auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
   if (outcome.error != errc::ok) {
     rec.connect_failed(outcome.error);
-    co_await send_answer(s.client, rec, outcome.error, outcome.detail, version, false);
+    {
+      rec.refuse(outcome.error, outcome.detail);
+      co_await send_answer(s.client, rec, version, false);
+    }
     co_return;
   }
   rec.upstream = to_string(outcome.endpoint);
@@ -738,8 +819,8 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
 
   static constexpr std::string_view established = "HTTP/1.1 200 Connection Established\r\n\r\n";
   s.client.expires_after(limits.idle_timeout);
-  auto [wec, wn] = co_await asio::async_write(s.client.socket(), asio::buffer(established),
-                                              use_tuple);
+  auto [wec, wn] =
+      co_await asio::async_write(s.client.socket(), asio::buffer(established), use_tuple);
   if (wec) co_return;
   rec.status = 200;
 
@@ -842,8 +923,9 @@ asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
   auto endpoint = socket.remote_endpoint(ec);
   if (ec) co_return;
   socket.set_option(tcp::no_delay(true), ec);
-  session_context s{w, beast::tcp_stream(std::move(socket)), endpoint, to_string(endpoint),
-                    beast::flat_buffer(), {}};
+  session_context s{
+      w, beast::tcp_stream(std::move(socket)), endpoint, to_string(endpoint), beast::flat_buffer(),
+      {}};
   s.entry = w.add_session(&s.client.socket());
   struct unregister {
     worker& w;

@@ -58,8 +58,8 @@ boost::asio::awaitable<void> pump(From& from, To& to, std::uint64_t& total,
   constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   auto buffer = std::make_unique<char[]>(buffer_size);
   for (;;) {
-    auto [rec, n] = co_await from.async_read_some(asio::buffer(buffer.get(), buffer_size),
-                                                  use_tuple);
+    auto [rec, n] =
+        co_await from.async_read_some(asio::buffer(buffer.get(), buffer_size), use_tuple);
     if (n > 0) {
       last_activity = clock::now();
       auto [wec, w] = co_await asio::async_write(to, asio::buffer(buffer.get(), n), use_tuple);

@@ -36,14 +36,16 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   if (host.is_ip()) {
     endpoints.emplace_back(host.address, request.port);
   } else if (!request.pinned.empty()) {
-    for (const auto& a : request.pinned) endpoints.emplace_back(a, request.port);
+    for (const auto& a : request.pinned)
+      endpoints.emplace_back(a, request.port);
   } else {
     auto executor = co_await asio::this_coro::executor;
     tcp::resolver resolver(executor);
     asio::steady_timer timer(executor, request.dns_timeout);
     // The resolver runs getaddrinfo on asio's private thread; a timeout abandons the answer.
-    auto result = co_await (resolver.async_resolve(host.text, std::to_string(request.port),
-                                                   use_tuple) ||
+    // Named, not a temporary in the co_await expression (see session.cpp send_answer).
+    const std::string service = std::to_string(request.port);
+    auto result = co_await (resolver.async_resolve(host.text, service, use_tuple) ||
                             timer.async_wait(use_tuple));
     if (result.index() == 1) {
       out.error = core::errc::dns_timeout;
@@ -57,7 +59,8 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
                                  ec ? ec.message() : std::string("no addresses"));
       co_return out;
     }
-    for (const auto& r : results) endpoints.push_back(r.endpoint());
+    for (const auto& r : results)
+      endpoints.push_back(r.endpoint());
   }
 
   // Refuse when ANY address is prohibited: a name that mixes a public and a private address
@@ -80,7 +83,7 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   stream.expires_never();
   if (ec) {
     out.error = ec == boost::beast::error::timeout ? core::errc::connect_timeout
-                                                    : core::errc::connect_refused;
+                                                   : core::errc::connect_refused;
     out.detail = core::str_cat("connect to ", host.text, ':', request.port, ": ", ec.message());
     co_return out;
   }

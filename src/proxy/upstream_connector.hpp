@@ -29,7 +29,7 @@ struct upstream_request {
 
 struct connect_outcome {
   core::errc error = core::errc::ok;
-  std::string detail;  // e.g. "origin.test resolves to 127.0.0.1 (loopback)"
+  std::string detail;                       // e.g. "origin.test resolves to 127.0.0.1 (loopback)"
   boost::asio::ip::tcp::endpoint endpoint;  // the address connected to
   std::chrono::microseconds connect_time{0};
 };

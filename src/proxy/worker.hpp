@@ -43,7 +43,7 @@ struct shared_state {
 struct session_entry {
   boost::asio::ip::tcp::socket* client = nullptr;
   boost::asio::ip::tcp::socket* upstream = nullptr;  // set while an upstream is attached
-  bool idle = true;  // waiting for the next request head
+  bool idle = true;                                  // waiting for the next request head
 };
 
 class worker {

@@ -3,8 +3,16 @@
 // POST /reload. It is a separate listener from the proxy port, so nothing an agent sends
 // through the proxy can reach it (the proxy refuses its own addresses as upstreams).
 //
-// Thread safety: runs on the io_context it is given; the callbacks are called from that
-// context's threads.
+// Thread safety: runs on the io_context it is given (one strand per connection); the handlers
+// are called from that context's threads, possibly concurrently when several threads run it.
+// stop() and the destructor may be called from any thread, including from inside a handler;
+// once either returns no handler is running (unless called from inside one) and none will be
+// called again, so the objects the handlers refer to may be destroyed. Coroutines still pending
+// keep the internal state alive until they finish or the io_context is destroyed; the
+// io_context must outlive the admin_server.
+//
+// Limits: 64 concurrent connections (more are answered 503 and closed), 8 KiB request head,
+// 8 KiB body, 10 s per read or write (keep-alive idle included).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -32,8 +40,8 @@ class admin_server {
                admin_handlers handlers);
   ~admin_server();
   boost::asio::ip::tcp::endpoint local_endpoint() const;
-  void start();  // begin accepting
-  void stop();   // stop accepting and close open admin connections
+  void start();  // begin accepting (no-op after stop())
+  void stop();   // stop accepting and close open admin connections; idempotent
 
  private:
   struct impl;

@@ -2,8 +2,10 @@
 // One JSON line per request (Boost.JSON), to stdout or a file. Records carry no secrets: the
 // proxy never puts header values or query strings in them.
 //
-// Thread safety: write() may be called from any thread. Lines are buffered and flushed at
-// least every flush_interval and when close() is called.
+// Thread safety: every member function may be called from any thread. write() formats the line
+// on the calling thread without a lock, then appends it to a shared buffer under a short
+// mutex; a background thread writes the buffer out every 100 ms or as soon as it holds 64 KiB.
+// flush() and the destructor write out everything written before them.
 
 #include <chrono>
 #include <cstdint>
@@ -17,7 +19,7 @@ struct audit_record {
   std::chrono::system_clock::time_point time;  // when the request arrived
   std::string_view agent;
   std::string_view method;
-  std::string_view scheme;    // "http", "https" (inspected), "connect" (opaque tunnel)
+  std::string_view scheme;  // "http", "https" (inspected), "connect" (opaque tunnel)
   std::string_view host;
   std::uint16_t port = 0;
   std::string_view path;      // path only, never the query string
@@ -25,7 +27,7 @@ struct audit_record {
   std::string_view decision;  // "allow", "deny", "report" (would have denied), "error"
   std::string_view reason;    // core::errc name
   std::string_view detail;
-  unsigned status = 0;        // HTTP status sent to the client (200 for a tunnel)
+  unsigned status = 0;          // HTTP status sent to the client (200 for a tunnel)
   std::uint64_t bytes_in = 0;   // request body bytes from client (tunnel: client->upstream)
   std::uint64_t bytes_out = 0;  // response body bytes to client (tunnel: upstream->client)
   std::chrono::microseconds duration{0};
@@ -36,13 +38,25 @@ struct audit_record {
 
 class audit_log {
  public:
-  // path: "-" for stdout, "off" to disable, else a file opened for append. Returns null and
-  // sets `error` when the file cannot be opened.
+  // path: "-" for stdout, "off" to disable, else a file opened for append (created with mode
+  // 0640). Returns null and sets `error` when the file cannot be opened.
   static std::unique_ptr<audit_log> open(const std::string& path, std::string& error);
   ~audit_log();
 
+  // Never blocks on I/O. A record that cannot be formatted or buffered (out of memory, or more
+  // than 16 MiB waiting because the sink is stuck) is dropped and counted.
   void write(const audit_record& record) noexcept;
+  // Writes out everything buffered so far (blocking), e.g. before exit.
   void flush() noexcept;
+  // Reopens the file by its path (after logrotate moved it; call on SIGHUP). Lines buffered
+  // before the call go to the old file. No-op returning true for stdout and "off"; false (and
+  // a log line) when the file cannot be opened, in which case the old file stays in use.
+  bool reopen() noexcept;
+
+  // Records lost: dropped by write() or lost to failed writes of the sink.
+  std::uint64_t dropped_records() const noexcept;
+  // Records accepted by write() (including ones later lost to a failing sink).
+  std::uint64_t written_records() const noexcept;
 
   audit_log(const audit_log&) = delete;
   audit_log& operator=(const audit_log&) = delete;

@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,7 +20,11 @@ namespace airlock::telemetry {
 
 class metrics {
  public:
-  explicit metrics(std::string_view build_version);
+  // max_request_series bounds the distinct (agent, rule, decision, reason) series of
+  // airlock_requests_total; tuples beyond it are counted with agent and rule "_overflow".
+  static constexpr std::size_t default_max_request_series = 10000;
+  explicit metrics(std::string_view build_version,
+                   std::size_t max_request_series = default_max_request_series);
   ~metrics();
   metrics(const metrics&) = delete;
   metrics& operator=(const metrics&) = delete;
@@ -28,18 +33,25 @@ class metrics {
   // Prometheus text exposition format of everything registered.
   std::string serialize() const;
 
-  // One finished request or tunnel. decision: "allow" | "deny" | "report" | "error".
-  // reason: core::errc name ("ok" when allowed). rule may be empty (label value "none").
+  // One finished request or tunnel. decision: "allow" | "deny" | "report" | "error" (anything
+  // else counts as "error"). reason: core::errc name ("ok" when allowed; anything else counts
+  // as "other"). rule may be empty (label value "none"). Also observes
+  // airlock_request_duration_seconds{decision} (or, when `tunnel` is true, the tunnel's
+  // lifetime in airlock_tunnel_duration_seconds, so that long-lived tunnels do not swamp the
+  // request latency quantiles) and adds the bytes to airlock_request_bytes_total{agent,direction}.
+  // Takes no lock once the calling thread has seen the same label tuple (thread-local cache).
   void request_finished(std::string_view agent, std::string_view rule, std::string_view decision,
                         std::string_view reason, std::chrono::microseconds duration,
-                        std::uint64_t bytes_from_client, std::uint64_t bytes_to_client);
+                        std::uint64_t bytes_from_client, std::uint64_t bytes_to_client,
+                        bool tunnel = false);
 
   void connection_opened() noexcept;  // client connections (gauge + counter)
   void connection_closed() noexcept;
   void tunnel_opened() noexcept;  // CONNECT tunnels, opaque or inspected (gauge)
   void tunnel_closed() noexcept;
 
-  // Upstream connection set-up; kind is an errc name for errors ("dns_error", ...).
+  // Upstream connection set-up; kind is an errc name for errors ("dns_error", ...; anything
+  // else counts as "other").
   void upstream_connect_time(std::chrono::microseconds d) noexcept;
   void upstream_tls_time(std::chrono::microseconds d) noexcept;
   void upstream_error(std::string_view kind);

@@ -1,0 +1,238 @@
+#include "telemetry/audit_log.hpp"
+
+#include "core/log.hpp"
+#include "telemetry/audit_format.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace airlock::telemetry {
+namespace {
+
+constexpr std::size_t flush_threshold = 64 * 1024;
+// Beyond this much unwritten data (the sink is stuck or far too slow) new records are dropped
+// and counted instead of growing memory without bound.
+constexpr std::size_t max_pending = 16 * 1024 * 1024;
+constexpr auto flush_interval = std::chrono::milliseconds(100);
+
+int open_for_append(const std::string& path, std::string& error) {
+  // O_APPEND: every write(2) lands at the end even when another process (or a rotated copy)
+  // appends to the same file. O_CLOEXEC: the agent processes the launcher starts must not
+  // inherit the audit trail.
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+  if (fd < 0) error = core::str_cat("cannot open audit log ", path, ": ", std::strerror(errno));
+  return fd;
+}
+
+// Writes all of `data`, retrying after EINTR and short writes; waits (bounded) when the fd is
+// non-blocking and full. Returns the number of bytes written.
+std::size_t write_all(int fd, std::string_view data, int& error) noexcept {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w > 0) {
+      done += static_cast<std::size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      int r = ::poll(&p, 1, 1000);
+      if (r > 0 || (r < 0 && errno == EINTR)) continue;
+      error = r == 0 ? ETIMEDOUT : errno;
+      return done;
+    }
+    error = w < 0 ? errno : EIO;
+    return done;
+  }
+  return done;
+}
+
+}  // namespace
+
+struct audit_log::impl {
+  enum class sink { off, out, file };
+
+  sink kind = sink::off;
+  std::string path;
+
+  // Lock order: io_mu before mu. write() takes only mu, for an append.
+  std::mutex io_mu;      // serialises writing out and swapping fd, so lines keep their order
+  int fd = -1;           // guarded by io_mu
+  std::string spare;     // guarded by io_mu: the buffer being written out
+  bool failing = false;  // guarded by io_mu: a write error was already logged
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string pending;  // guarded by mu
+  bool wake = false;    // guarded by mu: pending reached flush_threshold
+  bool stop = false;    // guarded by mu
+
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<std::uint64_t> accepted{0};
+  std::thread flusher;
+
+  void run_flusher() {
+    std::unique_lock lk(mu);
+    while (!stop) {
+      cv.wait_for(lk, flush_interval, [&] { return stop || wake; });
+      wake = false;
+      lk.unlock();
+      flush();
+      lk.lock();
+    }
+  }
+
+  void flush() noexcept {
+    std::lock_guard io(io_mu);
+    flush_locked();
+  }
+
+  // Requires io_mu.
+  void flush_locked() noexcept {
+    {
+      std::lock_guard lk(mu);
+      pending.swap(spare);
+    }
+    if (spare.empty()) return;
+    int error = 0;
+    std::size_t n = write_all(fd, spare, error);
+    if (n < spare.size()) {
+      // Whole lines lost; a line cut in the middle was still written in part, count it too.
+      auto lost = std::count(spare.begin() + static_cast<std::ptrdiff_t>(n), spare.end(), '\n');
+      dropped.fetch_add(static_cast<std::uint64_t>(lost), std::memory_order_relaxed);
+      if (!failing) {
+        try {
+          AIRLOCK_LOG(warn, "audit", "writing the audit log failed (", std::strerror(error),
+                      "); records are being dropped");
+        } catch (...) {  // out of memory for the log line: the count above still tells
+        }
+      }
+      failing = true;
+    } else if (failing) {
+      try {
+        AIRLOCK_LOG(info, "audit", "writing the audit log works again");
+      } catch (...) {
+      }
+      failing = false;
+    }
+    spare.clear();
+    // A burst may have grown the buffer far beyond the usual size; give the memory back.
+    if (spare.capacity() > 4 * flush_threshold) std::string().swap(spare);
+  }
+};
+
+std::unique_ptr<audit_log> audit_log::open(const std::string& path, std::string& error) {
+  auto p = std::make_unique<impl>();
+  if (path == "off") {
+    p->kind = impl::sink::off;
+    return std::unique_ptr<audit_log>(new audit_log(std::move(p)));
+  }
+  if (path.empty()) {
+    error = "audit log path is empty (use \"-\" for stdout or \"off\")";
+    return nullptr;
+  }
+  if (path == "-") {
+    p->kind = impl::sink::out;
+    p->fd = STDOUT_FILENO;
+  } else {
+    p->kind = impl::sink::file;
+    p->path = path;
+    p->fd = open_for_append(path, error);
+    if (p->fd < 0) return nullptr;
+  }
+  p->pending.reserve(flush_threshold + 4096);
+  impl* raw = p.get();
+  p->flusher = std::thread([raw] { raw->run_flusher(); });
+  return std::unique_ptr<audit_log>(new audit_log(std::move(p)));
+}
+
+audit_log::audit_log(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+audit_log::~audit_log() {
+  if (impl_->flusher.joinable()) {
+    {
+      std::lock_guard lk(impl_->mu);
+      impl_->stop = true;
+    }
+    impl_->cv.notify_one();
+    impl_->flusher.join();
+  }
+  if (impl_->kind == impl::sink::off) return;
+  impl_->flush();
+  if (impl_->kind == impl::sink::file && impl_->fd >= 0) ::close(impl_->fd);
+}
+
+void audit_log::write(const audit_record& record) noexcept {
+  if (impl_->kind == impl::sink::off) return;
+  // Formatting, the expensive part, happens on the caller's thread without any lock; the
+  // thread_local buffer keeps its capacity, so this allocates only for unusually long lines.
+  thread_local std::string line;
+  bool notify = false;
+  try {
+    line.clear();
+    if (line.capacity() > 4 * flush_threshold) std::string().swap(line);
+    append_audit_line(line, record);
+    std::lock_guard lk(impl_->mu);
+    if (impl_->stop || impl_->pending.size() + line.size() > max_pending) {
+      impl_->dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    impl_->pending.append(line);
+    impl_->accepted.fetch_add(1, std::memory_order_relaxed);
+    if (impl_->pending.size() >= flush_threshold && !impl_->wake) {
+      impl_->wake = true;
+      notify = true;
+    }
+  } catch (...) {
+    // std::bad_alloc while formatting or appending: the record is lost, not the process.
+    impl_->dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (notify) impl_->cv.notify_one();
+}
+
+void audit_log::flush() noexcept {
+  if (impl_->kind != impl::sink::off) impl_->flush();
+}
+
+bool audit_log::reopen() noexcept {
+  if (impl_->kind != impl::sink::file) return true;
+  int fd = -1;
+  try {
+    std::string error;
+    fd = open_for_append(impl_->path, error);
+    if (fd < 0) AIRLOCK_LOG(warn, "audit", error, "; still writing to the previous file");
+  } catch (...) {  // std::bad_alloc building the message
+  }
+  if (fd < 0) return false;
+  int old;
+  {
+    std::lock_guard io(impl_->io_mu);
+    impl_->flush_locked();  // what was written before the reopen belongs to the old file
+    old = impl_->fd;
+    impl_->fd = fd;
+    impl_->failing = false;
+  }
+  ::close(old);
+  return true;
+}
+
+std::uint64_t audit_log::dropped_records() const noexcept {
+  return impl_->dropped.load(std::memory_order_relaxed);
+}
+
+std::uint64_t audit_log::written_records() const noexcept {
+  return impl_->accepted.load(std::memory_order_relaxed);
+}
+
+}  // namespace airlock::telemetry

@@ -1,0 +1,115 @@
+"""`airlock check` and `airlock explain` on real policy files."""
+
+import os
+import re
+import tempfile
+import unittest
+
+import yaml
+
+from harness.proxy import make_policy, origin_rule, run_airlock
+
+GOOD = make_policy([origin_rule(8080)], audit={"path": "off"})
+
+BAD = """\
+mode: enforce
+listen: {proxy: '127.0.0.1:0', admin: 'off'}
+audit: {path: 'off'}
+limits: {body_bytes: 10 MiBs}
+agents:
+  default: {rules: [origin]}
+rules:
+  - name: origin
+    hosts: [origin.test]
+    ports: [70000]
+    paths: ['^/(unclosed$']
+"""
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="airlock-itest-cli-")
+        cls.good = os.path.join(cls.tmp.name, "good.yaml")
+        with open(cls.good, "w") as f:
+            yaml.safe_dump(GOOD, f, sort_keys=False)
+        cls.bad = os.path.join(cls.tmp.name, "bad.yaml")
+        with open(cls.bad, "w") as f:
+            f.write(BAD)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_check_ok(self):
+        out = run_airlock(["check", "--config", self.good])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("ok", out.stdout)
+        self.assertEqual(out.stderr.strip(), "")
+
+    def test_check_reports_every_error_with_position(self):
+        out = run_airlock(["check", "--config", self.bad])
+        self.assertEqual(out.returncode, 1, out)
+        err = out.stderr
+        path = re.escape(self.bad)
+        self.assertRegex(err, r"(?m)^%s:4:\d+: limits\.body_bytes: " % path)
+        self.assertRegex(err, r"(?m)^%s:10:\d+: rules\[0\]\.ports\[0\]: " % path)
+        self.assertRegex(err, r"(?m)^%s:11:\d+: rules\[0\]\.paths\[0\]: " % path)
+
+    def test_check_missing_file(self):
+        out = run_airlock(["check", "--config", os.path.join(self.tmp.name, "nope.yaml")])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("nope.yaml", out.stderr)
+
+    def test_check_usage(self):
+        self.assertEqual(run_airlock(["check"]).returncode, 2)
+
+    def test_explain_allowed(self):
+        out = run_airlock(["explain", "--config", self.good, "GET",
+                           "http://origin.test:8080/echo/x"])
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn("allowed by rule origin", out.stdout)
+
+    def test_explain_denied_path(self):
+        out = run_airlock(["explain", "--config", self.good, "GET",
+                           "http://origin.test:8080/secret"])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("path_denied", out.stdout)
+
+    def test_explain_denied_host_and_method(self):
+        out = run_airlock(["explain", "--config", self.good, "GET", "http://other.test:8080/"])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("host_denied", out.stdout)
+        out = run_airlock(["explain", "--config", self.good, "DELETE",
+                           "http://origin.test:8080/echo"])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("method_denied", out.stdout)
+
+    def test_explain_connect_needs_inspection(self):
+        out = run_airlock(["explain", "--config", self.good, "CONNECT", "origin.test:8080"])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("needs_inspection", out.stdout)
+
+    def test_explain_address_guard(self):
+        policy = make_policy([{"name": "lit", "hosts": ["127.0.0.1"], "ports": [80]}],
+                             audit={"path": "off"})
+        path = os.path.join(self.tmp.name, "lit.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(policy, f)
+        out = run_airlock(["explain", "--config", path, "GET", "http://127.1/"])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("destination_ip_prohibited", out.stdout + out.stderr)
+
+    def test_explain_unknown_agent(self):
+        out = run_airlock(["explain", "--config", self.good, "--agent", "nobody", "GET",
+                           "http://origin.test:8080/echo"])
+        self.assertEqual(out.returncode, 2, out)
+
+    def test_explain_bad_policy(self):
+        out = run_airlock(["explain", "--config", self.bad, "GET", "http://origin.test/"])
+        self.assertEqual(out.returncode, 2, out)
+        self.assertRegex(out.stderr, r"%s:\d+:\d+: " % re.escape(self.bad))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,216 @@
+"""The process: the listening line, command-line overrides, graceful shutdown on SIGTERM and
+SIGINT (in-flight requests finish, new connections are refused, exit 0), and refusal of a bad
+policy file with file:line:column errors."""
+
+import re
+import signal
+import socket
+import threading
+import time
+import unittest
+
+from harness import clients, env
+from harness.origin import OriginServer
+from harness.proxy import Airlock, LISTENING, make_policy, origin_rule
+
+
+class LifecycleTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.origin = OriginServer().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.origin.stop()
+
+    def start(self, **kw):
+        proxy = Airlock(make_policy([origin_rule(self.origin.port)]), **kw)
+        self.addCleanup(proxy.cleanup)
+        return proxy.start()
+
+    def get(self, proxy, path, **kw):
+        return clients.curl(self.origin.url(path), proxy_port=proxy.port, **kw)
+
+    def assert_clean(self, proxy):
+        self.assertEqual(proxy.sanitizer_reports(), [], proxy.stderr()[-4000:])
+
+    def test_listening_line(self):
+        proxy = self.start()
+        self.assertRegex(proxy.listening_line,
+                         r"^listening proxy=127\.0\.0\.1:\d+ admin=off$")
+        self.assertNotEqual(proxy.port, 0)
+        self.assertEqual(self.get(proxy, "/echo").status, 200)
+        self.assertEqual(proxy.stop(), 0)
+        self.assert_clean(proxy)
+
+    def test_listen_and_admin_overrides(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proxy = self.start(args=["--listen", "127.0.0.1:%d" % port, "--admin", "127.0.0.1:0"])
+        m = LISTENING.match(proxy.listening_line)
+        self.assertEqual(proxy.port, port)
+        self.assertRegex(m.group(3), r"^127\.0\.0\.1:\d+$")
+        admin_port = int(m.group(3).rsplit(":", 1)[1])
+        self.assertNotEqual(admin_port, 0)
+        r = clients.curl("http://127.0.0.1:%d/healthz" % admin_port)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(proxy.stop(), 0)
+
+    def test_sigterm_finishes_in_flight_request(self):
+        proxy = self.start()
+        result = {}
+
+        def slow():
+            result["r"] = self.get(proxy, "/slow/2000")
+
+        t = threading.Thread(target=slow)
+        t.start()
+        deadline = time.monotonic() + env.t(5)
+        while time.monotonic() < deadline and not self.origin.seen("/slow/2000"):
+            time.sleep(0.02)
+        self.assertTrue(self.origin.seen("/slow/2000"), "slow request never reached the origin")
+        proxy.send_signal(signal.SIGTERM)
+        # New connections are refused soon after the signal.
+        refused = False
+        deadline = time.monotonic() + env.t(1.5)
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", proxy.port), timeout=1) as s:
+                    s.sendall(b"GET %s HTTP/1.1\r\nHost: origin.test\r\n\r\n"
+                              % self.origin.url("/echo/after-term").encode())
+                    s.settimeout(2)
+                    data = s.recv(100)
+                    if not data or data.startswith(b"HTTP/1.1 503"):
+                        refused = True
+                        break
+            except OSError:
+                refused = True
+                break
+            time.sleep(0.05)
+        self.assertTrue(refused, "the proxy still accepted and served after SIGTERM")
+        self.assertEqual(self.origin.seen("/echo/after-term"), [])
+        t.join(env.t(10))
+        r = result.get("r")
+        self.assertIsNotNone(r)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.status, 200, "in-flight request cut by SIGTERM: %r" % r)
+        self.assertEqual(r.json(), {"slept_ms": 2000})
+        self.assertEqual(proxy.stop(timeout=env.t(10)), 0)
+        # The audit line of the in-flight request was written before exit.
+        self.assertIsNotNone(proxy.wait_audit(path="/slow/2000", status=200, timeout=0.5))
+        self.assert_clean(proxy)
+
+    def test_sigterm_with_idle_keep_alive_exits_promptly(self):
+        proxy = self.start()
+        c = clients.RawClient(proxy.port)
+        self.addCleanup(c.close)
+        c.send(b"GET %s HTTP/1.1\r\nHost: origin.test\r\n\r\n" % self.origin.url("/echo").encode())
+        self.assertEqual(c.read_response().status, 200)
+        start = time.monotonic()
+        self.assertEqual(proxy.stop(signal.SIGTERM, timeout=env.t(8)), 0)
+        self.assertLess(time.monotonic() - start, env.t(5),
+                        "an idle keep-alive connection held up shutdown")
+        self.assertTrue(c.read_until_close(env.t(2)))
+
+    def test_sigterm_when_idle_exits_promptly(self):
+        # Nothing in flight, no client connected: there is nothing to drain.
+        proxy = self.start()
+        self.assertEqual(self.get(proxy, "/echo").status, 200)
+        start = time.monotonic()
+        self.assertEqual(proxy.stop(signal.SIGTERM, timeout=env.t(15)), 0)
+        self.assertLess(time.monotonic() - start, env.t(2),
+                        "an idle proxy took %.1fs to stop" % (time.monotonic() - start))
+
+    def test_signal_right_after_listening_line(self):
+        # Once the listening line is out, the proxy is ready, and that includes handling
+        # SIGTERM gracefully (exit 0, not death by the signal's default action).
+        codes = []
+        for _ in range(5):
+            proxy = self.start()
+            proxy.send_signal(signal.SIGTERM)
+            codes.append(proxy.stop(timeout=env.t(15)))
+        self.assertEqual(codes, [0] * 5)
+
+    def test_sigint(self):
+        proxy = self.start()
+        self.assertEqual(self.get(proxy, "/echo").status, 200)
+        self.assertEqual(proxy.stop(signal.SIGINT), 0)
+        self.assert_clean(proxy)
+
+    def test_threads_option(self):
+        proxy = self.start(threads=4)
+        results = []
+
+        def one():
+            results.append(self.get(proxy, "/slow/300").status)
+
+        ts = [threading.Thread(target=one) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(env.t(20))
+        self.assertEqual(results, [200] * 8)
+        self.assertEqual(proxy.stop(), 0)
+
+    def test_bad_arguments(self):
+        from harness.proxy import run_airlock
+        for args in (["proxy"], ["proxy", "--config"], ["proxy", "--bogus"],
+                     ["proxy", "--config", "/nonexistent/policy.yaml"]):
+            with self.subTest(args=args):
+                out = run_airlock(args)
+                self.assertNotEqual(out.returncode, 0)
+                self.assertTrue(out.stderr.strip())
+                self.assertNotIn("listening", out.stdout)
+
+
+BAD_POLICY = """\
+mode: enforce
+listen: {proxy: '127.0.0.1:0', admin: 'off'}
+audit: {path: 'off'}
+agents:
+  default: {rules: [origin]}
+rules:
+  - name: origin
+    hosts: [origin.test]
+    ports: [8080]
+    paths: ['^/(unclosed$']
+    methdos: [GET]
+"""
+
+
+class BadPolicyTest(unittest.TestCase):
+    def test_bad_policy_refused_with_positions(self):
+        proxy = Airlock(BAD_POLICY)
+        self.addCleanup(proxy.cleanup)
+        with self.assertRaises(AssertionError):
+            proxy.start(timeout=env.t(10))
+        self.assertNotEqual(proxy.returncode, 0)
+        err = proxy.stderr()
+        # file:line:column: key: message, for the bad regex (line 10) and the typo (line 11).
+        self.assertRegex(err, r"%s:10:\d+: rules\[0\]\.paths\[0\]: " % re.escape(
+            proxy.config_path), err)
+        self.assertRegex(err, r"%s:11:\d+: rules\[0\]\.methdos: " % re.escape(
+            proxy.config_path), err)
+
+    def test_yaml_syntax_error(self):
+        proxy = Airlock("rules: [\n  - name: x\n  hosts: ]\n")
+        self.addCleanup(proxy.cleanup)
+        with self.assertRaises(AssertionError):
+            proxy.start()
+        self.assertNotEqual(proxy.returncode, 0)
+        self.assertRegex(proxy.stderr(), r"%s:\d+:\d+: " % re.escape(proxy.config_path))
+
+    def test_unknown_agent_rule(self):
+        text = BAD_POLICY.replace("paths: ['^/(unclosed$']", "paths: ['^/$']") \
+            .replace("    methdos: [GET]\n", "").replace("rules: [origin]", "rules: [nope]")
+        proxy = Airlock(text)
+        self.addCleanup(proxy.cleanup)
+        with self.assertRaises(AssertionError):
+            proxy.start()
+        self.assertRegex(proxy.stderr(), r"%s:5:\d+: agents\.default\.rules\[0\]: " %
+                         re.escape(proxy.config_path))
+
+
+if __name__ == "__main__":
+    unittest.main()
