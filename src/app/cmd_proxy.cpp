@@ -26,16 +26,19 @@
 #include <thread>
 
 namespace airlock::app {
+
+std::string_view built_in_example_policy();  // generated from config/example.yaml
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
 
 constexpr std::string_view usage =
-    "usage: airlock proxy --config FILE [--threads N] [--listen ADDR:PORT]\n"
+    "usage: airlock proxy [--config FILE] [--threads N] [--listen ADDR:PORT]\n"
     "                     [--admin ADDR:PORT|off] [--log-level debug|info|warn|error]\n"
     "\n"
-    "Runs the egress proxy with the policy in FILE. Prints\n"
+    "Runs the egress proxy with the policy in FILE (without --config: the built-in copy of\n"
+    "config/example.yaml). Prints\n"
     "  listening proxy=ADDR:PORT admin=ADDR:PORT\n"
     "on stdout once it accepts connections. SIGHUP or POST /reload on the admin port reloads\n"
     "the policy; SIGTERM or SIGINT stops accepting, lets requests in flight finish, and exits.\n";
@@ -121,12 +124,16 @@ int cmd_proxy(args a) {
     }
   }
   if (options.config_path.empty()) {
-    std::fprintf(stderr, "airlock proxy: --config FILE is required\n\n%s", usage.data());
-    return 2;
+    // No file: the example policy compiled into the binary (config/example.yaml), so that
+    // `airlock proxy` alone starts a useful, safe proxy.
+    options.built_in_policy = std::string(built_in_example_policy());
+    AIRLOCK_LOG(info, "proxy", "no --config: using the built-in example policy");
   }
 
   // A first look at the policy for what must exist before the workers: admin and audit.
-  auto initial = policy::load_file(options.config_path);
+  auto initial = options.config_path.empty()
+                     ? policy::load_string(options.built_in_policy, "<built-in example policy>")
+                     : policy::load_file(options.config_path);
   if (!initial.ok()) {
     for (const auto& e : initial.errors)
       std::fprintf(stderr, "%s\n", e.to_string().c_str());
@@ -206,14 +213,17 @@ int cmd_proxy(args a) {
               admin ? endpoint_text(admin->local_endpoint()).c_str() : "off");
   std::fflush(stdout);
   AIRLOCK_LOG(info, "proxy", "serving on ", endpoint_text(server.endpoint()), " with policy ",
-              server.current_policy()->version().substr(0, 12), " from ", options.config_path);
+              server.current_policy()->version().substr(0, 12), " from ",
+              options.config_path.empty() ? "the built-in example" : options.config_path);
 
   // Edits of the policy file (including editors' rename-replace and Kubernetes ConfigMap
   // swaps) reload it, like SIGHUP and POST /reload do.
-  proxy::policy_watcher watcher(main_ioc, options.config_path, [&server] {
-    std::string message;
-    server.reload("file", message);
-  });
+  std::optional<proxy::policy_watcher> watcher;
+  if (!options.config_path.empty())
+    watcher.emplace(main_ioc, options.config_path, [&server] {
+      std::string message;
+      server.reload("file", message);
+    });
 
   std::thread stopper;
   std::function<void(const boost::system::error_code&, int)> on_signal;
@@ -232,7 +242,7 @@ int cmd_proxy(args a) {
     stopper = std::thread([&] {
       server.shutdown();
       asio::post(main_ioc, [&] {
-        watcher.stop();
+        if (watcher) watcher->stop();
         if (admin) admin->stop();
         signals.cancel();
       });

@@ -126,10 +126,16 @@ policy::load_options server::load_options() const {
   return o;
 }
 
+policy::load_result server::load(const policy::load_options& o) const {
+  if (options_.config_path.empty())
+    return policy::load_string(options_.built_in_policy, "<built-in example policy>", o);
+  return policy::load_file(options_.config_path, o);
+}
+
 bool server::start(std::vector<std::string>& errors) {
   // First load: to learn where to listen. The second, after binding, knows the proxy's own
   // endpoints so the address guard can refuse them.
-  auto first = policy::load_file(options_.config_path);
+  auto first = load({});
   if (!first.ok()) {
     for (const auto& e : first.errors)
       errors.push_back(e.to_string());
@@ -171,7 +177,7 @@ bool server::start(std::vector<std::string>& errors) {
   own_endpoints_.insert(own_endpoints_.end(), options_.extra_own_endpoints.begin(),
                         options_.extra_own_endpoints.end());
 
-  auto second = policy::load_file(options_.config_path, load_options());
+  auto second = load(load_options());
   if (!second.ok()) {
     for (const auto& e : second.errors)
       errors.push_back(e.to_string());
@@ -186,7 +192,8 @@ bool server::start(std::vector<std::string>& errors) {
   {
     std::lock_guard lock(reload_mutex_);
     status_.version = second.policy->version();
-    status_.source = options_.config_path;
+    status_.source =
+        options_.config_path.empty() ? "<built-in example policy>" : options_.config_path;
     status_.loaded_at = status_.last_attempt = std::chrono::system_clock::now();
   }
   if (shared_.metrics) shared_.metrics->policy_loaded(true, second.policy->version(), "startup");
@@ -211,7 +218,7 @@ bool server::start(std::vector<std::string>& errors) {
 bool server::reload(std::string_view trigger, std::string& message) {
   std::lock_guard lock(reload_mutex_);
   status_.last_attempt = std::chrono::system_clock::now();
-  auto result = policy::load_file(options_.config_path, load_options());
+  auto result = load(load_options());
   if (!result.ok()) {
     message.clear();
     for (const auto& e : result.errors)

@@ -21,7 +21,8 @@
 namespace airlock::proxy {
 
 struct server_options {
-  std::string config_path;
+  std::string config_path;      // the policy file (reloaded on demand)
+  std::string built_in_policy;  // used instead of a file when config_path is empty
   unsigned threads = 0;         // 0 = one per core
   std::string listen_override;  // replaces listen.proxy when not empty
   // Other endpoints of this process (the admin listener) the address guard must refuse.
@@ -62,6 +63,7 @@ class server {
 
  private:
   policy::load_options load_options() const;
+  policy::load_result load(const policy::load_options& o) const;
   // (Re)builds TLS interception when the policy's CA files differ from the loaded ones.
   bool update_interception(const policy::snapshot& snap, std::string& error);
   void accept_loop_start(worker& w);

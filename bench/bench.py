@@ -1,0 +1,421 @@
+#!/usr/bin/python3
+"""Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run.
+
+Usually started by bench/run.sh, which installs the tools and builds airlock. See
+bench/README.md for what each scenario measures and how to read the table.
+
+Exit status: 0 when every scenario ran cleanly (goals met or not), 1 when a scenario is
+broken (errors, wrong answers, a server died), 2 on bad usage.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lib import procfs, report, scenarios  # noqa: E402
+from lib.servers import Airlock, BenchError, Origin, Squid  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1 << 20
+SMALL_BODY = b"airlock bench: a small keep-alive response body of about one hundred bytes.\n" \
+             b"0123456789abcdef0123\n"
+BIG_SIZE = 512 * MIB
+
+
+def write_small(path):
+    with open(path, "wb") as f:
+        f.write(SMALL_BODY)
+
+
+def write_random(size):
+    def writer(path):
+        block = os.urandom(MIB)  # incompressible, in case anything on the path compresses
+        with open(path, "wb") as f:
+            for _ in range(size // MIB):
+                f.write(block)
+    return writer
+
+
+def settings_for(args):
+    s = {
+        "rounds": args.rounds,
+        "wrk_threads": 1,
+        "small_connections": 32,
+        "small_seconds": 5,
+        "small_c1_seconds": 3,
+        "large_connections": 8,
+        "large_seconds": 4,
+        "connect_seconds": 3,
+        "idle_connections": 1000,
+        "warmup_seconds": 1,
+        "airlock_threads": args.threads,
+    }
+    if args.quick:
+        s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
+                 connect_seconds=2, idle_connections=200)
+    return s
+
+
+def versions(airlock_bin):
+    def first_line(cmd):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            text = (r.stdout or r.stderr).strip().splitlines()
+            return text[0] if text else ""
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    git = first_line(["git", "-C", os.path.dirname(HERE), "rev-parse", "--short", "HEAD"])
+    return {
+        "airlock": first_line([airlock_bin, "--version"]) if airlock_bin else None,
+        "airlock_git": git,
+        "squid": first_line(["squid", "-v"]),
+        "nginx": first_line(["nginx", "-v"]),
+        "wrk": first_line(["wrk", "-v"]),
+        "curl": first_line(["curl", "--version"]),
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def _median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def aggregate_wrk(rounds):
+    """Sums counts and CPU over rounds; latency percentiles are the median over rounds."""
+    if len(rounds) == 1:
+        return dict(rounds[0])
+    out = {k: sum(r[k] for r in rounds) for k in
+           ("requests", "bytes", "origin_hits", "cpu_seconds", "origin_cpu_seconds")}
+    secs = sum(r["seconds"] for r in rounds)
+    n = out["requests"]
+    out.update(
+        seconds=round(secs, 3),
+        requests_per_second=round(n / secs, 1),
+        megabytes_per_second=round(out["bytes"] / secs / 1e6, 1),
+        latency_us={k: _median([r["latency_us"][k] for r in rounds])
+                    for k in rounds[0]["latency_us"]},
+        errors={k: sum(r["errors"][k] for r in rounds) for k in rounds[0]["errors"]},
+        cpu_us_per_request=round(out["cpu_seconds"] * 1e6 / n, 1),
+        origin_cpu_us_per_request=round(out["origin_cpu_seconds"] * 1e6 / n, 1),
+        bytes_per_response=round(out["bytes"] / n, 1),
+        cpu_seconds_per_gib=round(out["cpu_seconds"] / (out["bytes"] / 2**30), 3),
+        wrk=rounds[0]["wrk"],
+        rounds=[{k: r[k] for k in ("requests_per_second", "megabytes_per_second", "latency_us",
+                                   "cpu_us_per_request")} for r in rounds],
+    )
+    out["cpu_seconds"] = round(out["cpu_seconds"], 3)
+    out["origin_cpu_seconds"] = round(out["origin_cpu_seconds"], 3)
+    return out
+
+
+def aggregate_connect(rounds):
+    if len(rounds) == 1:
+        return dict(rounds[0])
+    out = {k: sum(r[k] for r in rounds) for k in
+           ("fetches", "complete_fetches", "bytes", "seconds", "cpu_seconds")}
+    out.update(
+        seconds=round(out["seconds"], 3),
+        cpu_seconds=round(out["cpu_seconds"], 3),
+        megabytes_per_second=round(out["bytes"] / out["seconds"] / 1e6, 1),
+        cpu_seconds_per_gib=round(out["cpu_seconds"] / (out["bytes"] / 2**30), 3),
+        rounds=[r["megabytes_per_second"] for r in rounds],
+    )
+    return out
+
+
+class Run:
+    """Runs the scenarios scenario by scenario, each target in turn (the starting target
+    rotates every round), so that all targets are measured in the same stretch of time: a
+    build starting in the background then hurts all of them alike, not the last one."""
+
+    def __init__(self, args):
+        self.args = args
+        self.s = settings_for(args)
+        self.results = {}
+        self.broken = []
+        self.raw_dir = os.path.join(args.results_dir, "raw")
+        os.makedirs(self.raw_dir, exist_ok=True)
+        for old in os.listdir(self.raw_dir):
+            os.remove(os.path.join(self.raw_dir, old))
+
+    def log(self, msg):
+        print(msg, flush=True)
+
+    def fail(self, target, key, error):
+        self.log(f"  BROKEN {target.name}/{key}: {error}")
+        self.broken.append({"target": target.name, "scenario": key, "error": str(error)})
+        self.results.setdefault(target.name, {})[key] = {"broken": str(error)}
+
+    def ok(self, target, key):
+        """False once the target is broken in `key` or could not be verified."""
+        res = self.results.get(target.name, {})
+        return "broken" not in res.get("verify", {}) and "broken" not in res.get(key, {})
+
+    def raw(self, target, key, rnd=None):
+        suffix = "" if rnd is None else f"-{rnd + 1}"
+        return os.path.join(self.raw_dir, f"{target.name}-{key}{suffix}.txt")
+
+    def scenario(self, title, key, targets, fn, aggregate, describe, rounds=None):
+        """Runs fn(target, round) for every target and round, then aggregates per target."""
+        rounds = self.s["rounds"] if rounds is None else rounds
+        self.log(f"== {title}")
+        per_target = {t.name: [] for t in targets}
+        for rnd in range(rounds):
+            order = targets[rnd % len(targets):] + targets[:rnd % len(targets)]
+            for t in order:
+                if not self.ok(t, key):
+                    continue
+                try:
+                    r = fn(t, rnd)
+                except BenchError as e:
+                    self.fail(t, key, e)
+                    continue
+                per_target[t.name].append(r)
+                tag = f" (round {rnd + 1}/{rounds})" if rounds > 1 else ""
+                self.log(f"  {t.name:<14} {describe(r)}{tag}")
+        for t in targets:
+            if per_target[t.name] and self.ok(t, key):
+                self.results.setdefault(t.name, {})[key] = aggregate(per_target[t.name])
+
+    def run(self, targets):
+        s = self.s
+        files = {"/small": len(SMALL_BODY), "/1m": MIB}
+        self.log("== verify: each target returns the origin's bytes (GET and CONNECT)")
+        for t in targets:
+            try:
+                scenarios.verify(t, files)
+                self.results.setdefault(t.name, {})["verify"] = "ok"
+                self.log(f"  {t.name:<14} ok")
+            except BenchError as e:
+                self.fail(t, "verify", e)
+        # Warm-up: fills upstream pools and lets each proxy allocate what it keeps.
+        for t in targets:
+            if self.ok(t, "small"):
+                try:
+                    scenarios.wrk(t, "/small", s["wrk_threads"], s["small_connections"],
+                                  s["warmup_seconds"], self.raw(t, "warmup"), len(SMALL_BODY))
+                except BenchError as e:
+                    self.log(f"  warm-up of {t.name} failed: {e}")
+
+        def lat(r):
+            return f"p50 {r['latency_us']['p50']:,} us, p99 {r['latency_us']['p99']:,} us"
+
+        c = s["small_connections"]
+        self.scenario(
+            f"(a) small keep-alive requests: wrk -t{s['wrk_threads']} -c{c} "
+            f"-d{s['small_seconds']}s", "small", targets,
+            lambda t, rnd: scenarios.wrk(t, "/small", s["wrk_threads"], c, s["small_seconds"],
+                                         self.raw(t, "small", rnd), len(SMALL_BODY)),
+            aggregate_wrk,
+            lambda r: f"{r['requests_per_second']:>9,.0f} req/s, {lat(r)}, "
+                      f"{r['cpu_us_per_request']} us CPU/req")
+        plain = [t for t in targets if t.name != "airlock_audit"]
+        self.scenario(
+            f"(a') unloaded latency: wrk -t1 -c1 -d{s['small_c1_seconds']}s", "small_c1", plain,
+            lambda t, rnd: scenarios.wrk(t, "/small", 1, 1, s["small_c1_seconds"],
+                                         self.raw(t, "small_c1", rnd), len(SMALL_BODY)),
+            aggregate_wrk,
+            lambda r: f"{r['requests_per_second']:>9,.0f} req/s, {lat(r)}")
+        self.scenario(
+            f"(b) 1 MiB responses: wrk -t{s['wrk_threads']} -c{s['large_connections']} "
+            f"-d{s['large_seconds']}s", "large", plain,
+            lambda t, rnd: scenarios.wrk(t, "/1m", s["wrk_threads"], s["large_connections"],
+                                         s["large_seconds"], self.raw(t, "large", rnd), MIB),
+            aggregate_wrk,
+            lambda r: f"{r['megabytes_per_second']:>9,.0f} MB/s, "
+                      f"{r['cpu_seconds_per_gib']} CPU-s/GiB")
+        self.scenario(
+            f"(c) CONNECT bulk: one tunnel, {BIG_SIZE // MIB} MiB fetches for "
+            f"{s['connect_seconds']}s", "connect", plain,
+            lambda t, rnd: scenarios.connect_throughput(t, "/big", BIG_SIZE,
+                                                        s["connect_seconds"]),
+            aggregate_connect,
+            lambda r: f"{r['megabytes_per_second']:>9,.0f} MB/s, "
+                      f"{r['cpu_seconds_per_gib']} CPU-s/GiB")
+        self.scenario(
+            f"(e) {s['idle_connections']} idle keep-alive connections", "idle", plain,
+            lambda t, rnd: scenarios.idle_connections(t, s["idle_connections"]),
+            lambda rs: rs[0],
+            lambda r: f"RSS {r['rss_idle_mib']:>6} MiB (before "
+                      f"{r['rss_before_bytes'] / MIB:.1f} MiB), {r['threads']} threads",
+            rounds=1)
+
+    def check_audit(self, target):
+        """After the audit instance has stopped (and flushed): one line per response."""
+        r = self.results.get(target.name, {}).get("small")
+        if not r or "broken" in r:
+            return
+        try:
+            with open(target.proxy.audit_path, "rb") as f:
+                lines = sum(1 for _ in f)
+        except OSError:
+            lines = 0
+        r["audit_lines"] = lines
+        if lines < r["requests"]:
+            self.fail(target, "audit", f"{lines} audit lines for {r['requests']} responses")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--airlock", help="airlock binary (required unless --targets omits it)")
+    p.add_argument("--targets", default="direct,squid,airlock",
+                   help="comma-separated subset of direct,squid,airlock (default: all)")
+    p.add_argument("--threads", type=int, default=int(os.environ.get("AIRLOCK_THREADS", "1")),
+                   help="airlock --threads (default 1: Squid is one process, too)")
+    p.add_argument("--no-audit", action="store_true", help="skip the audit-cost run")
+    p.add_argument("--quick", action="store_true", help="2 s per scenario: a smoke test")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="rounds per scenario, targets interleaved (default 2)")
+    p.add_argument("--results-dir", default=os.path.join(HERE, "results"))
+    args = p.parse_args()
+    targets = [t for t in args.targets.split(",") if t]
+    if not set(targets) <= {"direct", "squid", "airlock"} or not targets:
+        p.error(f"bad --targets {args.targets!r}")
+    if "airlock" in targets and not args.airlock:
+        p.error("--airlock BIN is required to benchmark airlock")
+    for tool in ("wrk", "curl", "nginx") + (("squid",) if "squid" in targets else ()):
+        if not shutil.which(tool):
+            p.error(f"{tool} not found (bench/run.sh installs it)")
+
+    # A proxy from the environment would put curl (and only curl) behind it.
+    for k in list(os.environ):
+        if k.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+            del os.environ[k]
+    # SIGTERM unwinds like Ctrl-C so that every process we started is stopped.
+    signal.signal(signal.SIGTERM, _interrupt)
+
+    run = Run(args)
+    started = time.monotonic()
+    busy0 = procfs.machine_busy_seconds()
+    workdir = tempfile.mkdtemp(prefix="airlock-bench-")
+    os.chmod(workdir, 0o755)
+    procs = []
+    audit_target = None
+    try:
+        origin = Origin(workdir, {"small": write_small, "1m": write_random(MIB),
+                                  "big": write_random(BIG_SIZE)})
+        procs.append(origin)
+        origin.start()
+        run.log(f"origin: nginx on 127.0.0.1:{origin.port}; work dir {workdir}")
+        wanted = list(targets)
+        if "airlock" in targets and not args.no_audit:
+            wanted.append("airlock_audit")
+        live = []
+        for name in wanted:
+            proxy = None
+            try:
+                if name == "squid":
+                    proxy = Squid(workdir)
+                elif name == "airlock":
+                    proxy = Airlock(workdir, args.airlock, origin.port, args.threads)
+                elif name == "airlock_audit":
+                    proxy = Airlock(workdir, args.airlock, origin.port, args.threads,
+                                    audit_path=os.path.join(workdir, "audit.jsonl"),
+                                    name="airlock_audit")
+                if proxy:
+                    procs.append(proxy)
+                    proxy.start()
+                    run.log(f"{name}: proxy on 127.0.0.1:{proxy.port} (pid {proxy.pid})")
+            except BenchError as e:
+                run.log(f"{name}: BROKEN: cannot start: {e}")
+                run.broken.append({"target": name, "scenario": "start", "error": str(e)})
+                continue
+            target = scenarios.Target(name, origin, proxy)
+            live.append(target)
+            if name == "airlock_audit":
+                audit_target = target
+        run.run(live)
+        if audit_target:
+            audit_target.proxy.stop()  # flushes the audit log
+            run.check_audit(audit_target)
+        for t in live:
+            if isinstance(t.proxy, Airlock):
+                t.proxy.stop()
+                count, samples = t.proxy.log_problems()
+                run.results.setdefault(t.name, {})["log_problems"] = {
+                    "count": count, "samples": samples}
+                if count:
+                    run.log(f"{t.name} logged {count} warning/error lines, e.g.:")
+                    for line in samples:
+                        run.log(f"  {line}")
+    except KeyboardInterrupt:
+        run.log("interrupted")
+        run.broken.append({"target": "-", "scenario": "-", "error": "interrupted"})
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+        if os.environ.get("BENCH_KEEP_WORKDIR"):
+            run.log(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    # Everything we started has been waited for, so RUSAGE_CHILDREN now holds its CPU time.
+    ours = sum(getattr(resource.getrusage(who), f) for who in
+               (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+    wall = time.monotonic() - started
+    foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - ours)
+    foreign_share = foreign / (wall * os.cpu_count())
+    rows = report.rows(run.results)
+    extra = []
+    audit = run.results.get("airlock_audit", {}).get("small")
+    plain = run.results.get("airlock", {}).get("small")
+    if audit and "broken" not in audit and plain and "broken" not in plain:
+        extra.append(
+            f"  audit to a file: {audit['requests_per_second']:,.0f} req/s "
+            f"({audit['requests_per_second'] / plain['requests_per_second']:.2f}x of no audit), "
+            f"{audit['cpu_us_per_request']} us CPU/req "
+            f"({audit['cpu_us_per_request'] - plain['cpu_us_per_request']:+.1f} us), "
+            f"{audit.get('audit_lines', '?')} lines for {audit['requests']} responses")
+    s = run.s
+    print()
+    print(f"Airlock benchmark, loopback, {os.cpu_count()} CPUs shared by client, proxy and "
+          f"origin; wrk -t{s['wrk_threads']}, airlock --threads {s['airlock_threads']}, "
+          f"squid 1 process, nginx 1 worker")
+    print(report.table(rows, extra))
+    print(f"\nother processes used {foreign:.1f} CPU-seconds ({foreign_share:.0%} of the machine) "
+          f"during the {wall:.0f} s run")
+    if foreign_share > 0.05:
+        print("WARNING: the machine was not idle; numbers are noisy. Run again on a quiet machine.")
+    if run.broken:
+        print("\nBROKEN scenarios (their numbers are missing above):")
+        for b in run.broken:
+            print(f"  {b['target']}/{b['scenario']}: {b['error']}")
+    doc = {
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "elapsed_seconds": round(wall, 1),
+        "other_processes_cpu_seconds": round(foreign, 1),
+        "other_processes_machine_share": round(foreign_share, 3),
+        "versions": versions(args.airlock),
+        "settings": s,
+        "summary": rows,
+        "results": run.results,
+        "broken": run.broken,
+    }
+    out = os.path.join(args.results_dir, "latest.json")
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    print(f"\nresults: {out} (raw wrk output in {run.raw_dir})")
+    return 1 if run.broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

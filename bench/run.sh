@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Airlock benchmark in one command: direct-to-origin vs Squid vs Airlock on loopback.
+#
+#   bench/run.sh [bench.py options]     e.g. --quick, --targets direct,squid, --threads 2
+#
+# 1. installs what it needs from Debian when missing (squid, wrk, nginx, curl, python3),
+#    without letting the packages start their system services;
+# 2. builds airlock in Release into build-bench-release (or uses AIRLOCK_BIN: an airlock
+#    binary is used as is, a directory is used as the build directory);
+# 3. runs bench/bench.py: prints a table and writes bench/results/latest.json.
+#
+# Exit status: 0 when every scenario ran (goals met or not), non-zero when one is broken.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+# --- 1. tools -------------------------------------------------------------------------------
+missing=()
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+have squid || missing+=(squid)
+have wrk || missing+=(wrk)
+have nginx || missing+=(nginx)
+have curl || missing+=(curl)
+[ -x /usr/bin/python3 ] || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bench: installing ${missing[*]}"
+  # Squid and nginx would start as system services on install (and nginx would take port 80):
+  # the benchmark runs its own instances, so forbid service starts for the install, the
+  # Debian way (policy-rc.d, see invoke-rc.d(8)), unless a policy is already in place.
+  policy=/usr/sbin/policy-rc.d
+  added_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# added by airlock bench/run.sh for one apt-get install\nexit 101\n' |
+      "${sudo_cmd[@]}" tee "$policy" >/dev/null
+    "${sudo_cmd[@]}" chmod 755 "$policy"
+    added_policy=1
+  fi
+  cleanup_policy() { if [ "$added_policy" = 1 ]; then "${sudo_cmd[@]}" rm -f "$policy"; fi; }
+  trap cleanup_policy EXIT
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  cleanup_policy
+  added_policy=0
+  trap - EXIT
+fi
+export PATH="$PATH:/usr/sbin:/sbin"  # squid and nginx live in /usr/sbin
+
+# --- 2. airlock (Release) -------------------------------------------------------------------
+build_dir="$repo/build-bench-release"
+airlock_bin=""
+if [ -n "${AIRLOCK_BIN:-}" ]; then
+  if [ -f "$AIRLOCK_BIN" ] && [ -x "$AIRLOCK_BIN" ]; then
+    airlock_bin=$AIRLOCK_BIN
+  else
+    build_dir=$AIRLOCK_BIN
+  fi
+fi
+if [ -z "$airlock_bin" ]; then
+  for tool in cmake g++; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "bench: $tool not found: run scripts/install-deps.sh first" >&2
+      exit 2
+    fi
+  done
+  generator=()
+  if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+  if [ -f "$build_dir/CMakeCache.txt" ]; then generator=(); fi  # keep the existing one
+  # Configure every time: cheap, and it picks up components added since the last run.
+  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DAIRLOCK_BUILD_TESTS=OFF >/dev/null
+  echo "bench: building airlock (Release) in $build_dir"
+  cmake --build "$build_dir" --target airlock -j "$(nproc)"
+  airlock_bin="$build_dir/src/app/airlock"
+fi
+if [ ! -x "$airlock_bin" ]; then
+  echo "bench: no airlock binary at $airlock_bin" >&2
+  exit 2
+fi
+
+# --- 3. run -----------------------------------------------------------------------------
+# 1,000 idle connections plus the proxy's upstream side need more than the usual 1,024 fds.
+hard=$(ulimit -Hn)
+if [ "$hard" = unlimited ] || [ "$hard" -ge 16384 ]; then
+  ulimit -n 16384
+else
+  ulimit -n "$hard"
+fi
+exec /usr/bin/python3 "$here/bench.py" --airlock "$airlock_bin" "$@"

@@ -1,0 +1,312 @@
+#include "launcher/mounts.hpp"
+
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "launcher/step.hpp"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace airlock::launcher {
+namespace {
+
+using core::str_cat;
+
+constexpr unsigned long tmpfs_flags = MS_NOSUID | MS_NODEV;
+
+std::string join(const std::string& root, const std::string& path) {
+  if (path == "/") return root;
+  return root + path;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// mkdir -p, for mount points inside the jail's own tmpfs directories.
+bool make_dirs(const std::string& path) {
+  std::string partial;
+  std::size_t pos = 1;
+  while (pos <= path.size()) {
+    auto next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    partial = path.substr(0, next);
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      return step_failed(str_cat("mkdir(", partial, ')'));
+    pos = next + 1;
+  }
+  return true;
+}
+
+// A mount point of the right kind (directory or empty file) at path.
+bool ensure_mount_point(const std::string& path, bool is_dir) {
+  if (exists(path)) return true;
+  auto slash = path.rfind('/');
+  if (slash != 0 && !make_dirs(path.substr(0, slash))) return false;
+  if (is_dir) {
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+      return step_failed(str_cat("mkdir(", path, ')'));
+    return true;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return step_failed(str_cat("open(", path, ", O_CREAT)"));
+  ::close(fd);
+  return true;
+}
+
+bool do_mount(const char* source, const std::string& target, const char* type, unsigned long flags,
+              const char* data) {
+  if (::mount(source, target.c_str(), type, flags, data) != 0) {
+    return step_failed(
+        str_cat("mount(", source ? source : "none", ", ", target, ", ", type ? type : "bind", ')'));
+  }
+  return true;
+}
+
+// Mount flags that statvfs reports and that a bind remount must repeat: when a mount was
+// copied into our less privileged user namespace the kernel locks them (MNT_LOCK_*), and a
+// remount that would clear one fails with EPERM (bubblewrap learned this the hard way).
+unsigned long locked_flags(const std::string& path) {
+  struct statvfs sv;
+  if (::statvfs(path.c_str(), &sv) != 0) return 0;
+  unsigned long flags = 0;
+  if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+  if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
+  if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+  if (sv.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  return flags;
+}
+
+bool remount_read_only_one(const std::string& path) {
+  if (::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(path),
+              nullptr) != 0) {
+    return step_failed(str_cat("mount(", path, ", MS_REMOUNT|MS_BIND|MS_RDONLY)"));
+  }
+  return true;
+}
+
+// Unescapes the octal sequences (\040 for space ...) of /proc/self/mountinfo.
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      const auto digits = s.substr(i + 1, 3);
+      if (digits.size() == 3 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
+        out.push_back(static_cast<char>(std::stoi(digits, nullptr, 8)));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+// For kernels before 5.12 (no mount_setattr): remount every mount at or below path.
+bool remount_tree_read_only(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  if (!in) return step_failed("open(/proc/self/mountinfo)");
+  std::vector<std::string> points;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    point = unescape(point);
+    if (point == path ||
+        (point.starts_with(path) && point.size() > path.size() && point[path.size()] == '/'))
+      points.push_back(point);
+  }
+  // Parents first; a later mount over the same point is the visible one and gets done last.
+  for (const auto& p : points) {
+    if (!remount_read_only_one(p)) {
+      if (errno == EACCES || errno == ENOENT) continue;  // hidden below another mount
+      return false;
+    }
+  }
+  return true;
+}
+
+bool step_root_ro(const mount_context& ctx) {
+  if (!do_mount("/", ctx.staging_root, nullptr, MS_BIND | MS_REC, nullptr)) return false;
+  return make_read_only(ctx.staging_root, true);
+}
+
+bool step_tmpfs(const std::string& target, const std::string& data) {
+  if (!ensure_mount_point(target, true)) return false;
+  return do_mount("tmpfs", target, "tmpfs", tmpfs_flags, data.c_str());
+}
+
+bool bind_device(const std::string& dev_root, const char* name) {
+  const std::string target = str_cat(dev_root, '/', name);
+  if (!ensure_mount_point(target, false)) return false;
+  // mknod is not allowed in a user namespace; binding the host's node is (bubblewrap --dev).
+  return do_mount(str_cat("/dev/", name).c_str(), target, nullptr, MS_BIND, nullptr);
+}
+
+bool step_dev(const std::string& target) {
+  if (!ensure_mount_point(target, true)) return false;
+  if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")) return false;
+  for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    if (!bind_device(target, dev)) return false;
+  }
+  struct link {
+    const char* name;
+    const char* to;
+  };
+  for (const link& l : {link{"fd", "/proc/self/fd"}, link{"stdin", "/proc/self/fd/0"},
+                        link{"stdout", "/proc/self/fd/1"}, link{"stderr", "/proc/self/fd/2"},
+                        link{"core", "/proc/kcore"}, link{"ptmx", "pts/ptmx"}}) {
+    const std::string at = str_cat(target, '/', l.name);
+    if (::symlink(l.to, at.c_str()) != 0) return step_failed(str_cat("symlink(", at, ')'));
+  }
+  // A private devpts, so programs that need a pseudo-terminal (script, expect, ssh -t) work
+  // without seeing the host's terminals. Optional: a kernel may refuse it in a user namespace.
+  const std::string pts = target + "/pts";
+  if (!ensure_mount_point(pts, true)) return false;
+  if (::mount("devpts", pts.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620") != 0) {
+    AIRLOCK_LOG(debug, "launcher",
+                "mount(devpts) failed; no pseudo-terminals inside: ", std::strerror(errno));
+  }
+  // POSIX shared memory (shm_open, Python's multiprocessing) lives in /dev/shm.
+  return step_tmpfs(target + "/shm", "mode=1777");
+}
+
+bool step_proc(const std::string& target) {
+  // Only a process inside the new PID namespace may mount the proc that shows it. Mounting
+  // over the read-only copy of the host's /proc (rather than unmounting it, which the kernel
+  // refuses for locked mounts) is enough: nothing can unmount ours to reveal it.
+  return do_mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+}
+
+bool step_sysfs(const std::string& target) {
+  // A sysfs mounted from the new network namespace shows only its loopback. When the kernel
+  // refuses (say, a host /sys partly covered by other mounts), the read-only copy stays.
+  if (::mount("sysfs", target.c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              nullptr) != 0) {
+    AIRLOCK_LOG(debug, "launcher",
+                "mount(sysfs) failed, keeping the read-only host /sys: ", std::strerror(errno));
+  }
+  return true;
+}
+
+bool step_bind(const std::string& source, const std::string& target, bool writable, bool is_dir) {
+  if (!ensure_mount_point(target, is_dir)) return false;
+  if (!do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
+  return writable || make_read_only(target, true);
+}
+
+bool step_hide(const mount_step& s, const std::string& target, const mount_context& ctx) {
+  struct stat st;
+  if (::lstat(target.c_str(), &st) != 0) {
+    // Not visible from inside (not bound, or below a directory we cannot enter ourselves):
+    // nothing to cover.
+    if (s.optional && (errno == ENOENT || errno == EACCES || errno == ENOTDIR)) return true;
+    return step_failed(str_cat("lstat(", target, ')'));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    // Empty, read-only, and mode 000: reading it fails with EACCES for a process without
+    // CAP_DAC_OVERRIDE, which the command does not have.
+    return do_mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                    "mode=000,size=4k,nr_inodes=2");
+  }
+  if (S_ISLNK(st.st_mode)) return true;  // canonical paths never name a link; be safe anyway
+  // A mode-000 file over it: open() fails with EACCES rather than reading empty.
+  if (!do_mount(ctx.masked_file.c_str(), target, nullptr, MS_BIND, nullptr)) return false;
+  return make_read_only(target, false);
+}
+
+bool step_protect_ro(const std::string& target, bool optional) {
+  if (!exists(target)) return optional ? true : step_failed(str_cat("lstat(", target, ')'));
+  if (!do_mount(target.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
+  return make_read_only(target, true);
+}
+
+bool step_pivot(const std::string& root) {
+  // pivot_root(".", ".") stacks the old root on top of the new one; unmounting "." then
+  // removes the old root without needing a directory for it (pivot_root(2), NOTES).
+  if (::chdir(root.c_str()) != 0) return step_failed(str_cat("chdir(", root, ')'));
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) return step_failed("pivot_root(., .)");
+  if (::umount2(".", MNT_DETACH) != 0) return step_failed("umount2(old root, MNT_DETACH)");
+  if (::chdir("/") != 0) return step_failed("chdir(/)");
+  return true;
+}
+
+}  // namespace
+
+bool make_read_only(const std::string& path, bool recursive) {
+  // mount_setattr(2) (Linux 5.12) changes only the read-only bit, recursively and atomically.
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  const unsigned int flags = recursive ? AT_RECURSIVE : 0;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), flags, &attr, sizeof attr) == 0)
+    return true;
+  if (errno != ENOSYS) return step_failed(str_cat("mount_setattr(", path, ", MOUNT_ATTR_RDONLY)"));
+  return recursive ? remount_tree_read_only(path) : remount_read_only_one(path);
+}
+
+bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx) {
+  for (const auto& s : steps) {
+    const std::string target = join(ctx.staging_root, s.target);
+    bool ok = true;
+    switch (s.kind) {
+      case mount_kind::private_propagation:
+        // Nothing mounted in here may propagate back to the host (and pivot_root demands it).
+        ok = do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
+        break;
+      case mount_kind::root_ro:
+        ok = step_root_ro(ctx);
+        break;
+      case mount_kind::tmpfs:
+        ok = step_tmpfs(target, s.data);
+        break;
+      case mount_kind::dev:
+        ok = step_dev(target);
+        break;
+      case mount_kind::proc:
+        ok = step_proc(target);
+        break;
+      case mount_kind::sysfs:
+        ok = step_sysfs(target);
+        break;
+      case mount_kind::trust:
+        ok = step_bind(ctx.trust_dir, target, false, true);
+        break;
+      case mount_kind::bind:
+        ok = step_bind(s.source, target, s.writable, s.is_dir);
+        break;
+      case mount_kind::hide:
+        ok = step_hide(s, target, ctx);
+        break;
+      case mount_kind::protect_ro:
+        ok = step_protect_ro(target, s.optional);
+        break;
+      case mount_kind::remount_ro:
+        ok = make_read_only(target, false);
+        break;
+      case mount_kind::pivot_root:
+        ok = step_pivot(ctx.staging_root);
+        break;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace airlock::launcher

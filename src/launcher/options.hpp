@@ -1,0 +1,50 @@
+#pragma once
+// The command line of `airlock run`, parsed into plain values. Parsing does no syscalls and
+// touches no file: paths are checked and canonicalised later, by build_plan (plan.hpp).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::launcher {
+
+struct options {
+  std::optional<std::string> agent;           // --agent NAME: identity the relay vouches for
+  std::string proxy = "127.0.0.1:3128";       // --proxy HOST:PORT, in the launcher's namespace
+  bool proxy_protocol = false;                // --proxy-protocol: PROXY v2 header per connection
+  std::uint16_t relay_port = 3128;            // --relay-port: listener inside the jail
+  std::optional<std::string> workdir;         // --workdir DIR (default: current directory)
+  std::vector<std::string> ro;                // --ro PATH: read-only bind (over a --rw parent)
+  std::vector<std::string> rw;                // --rw PATH: writable bind
+  std::vector<std::string> hide;              // --hide PATH: made empty / unreadable inside
+  std::optional<std::uint64_t> memory_bytes;  // --memory 512M
+  std::optional<std::uint32_t> cpu_millis;    // --cpus 1.5 -> 1500
+  std::optional<std::uint32_t> pids;          // --pids 128
+  std::optional<std::chrono::milliseconds> timeout;  // --timeout 60s
+  std::vector<std::string> env;       // --env K=V (set) or --env K (pass the host's K)
+  std::optional<std::string> ca;      // --ca FILE: the Airlock CA certificate (PEM)
+  std::optional<std::string> ca_key;  // --ca-key FILE: its directory is hidden
+  std::optional<std::string> cgroup;  // --cgroup DIR: delegated cgroup v2 parent
+  bool java_truststore = false;       // --java-truststore: keytool-made store for the JVM
+  bool verbose = false;               // --verbose: one line per decision on stderr
+  bool help = false;                  // --help
+  std::vector<std::string> command;   // CMD ARGS (after --)
+};
+
+struct parse_result {
+  std::optional<options> value;  // set on success
+  std::string error;             // one line, set on failure
+};
+
+// Accepts `--name value` and `--name=value`; CMD starts after `--` or at the first word that
+// is not an option. A missing CMD is an error unless --help was given.
+parse_result parse_options(std::span<const std::string_view> args);
+
+// The --help text.
+std::string_view usage() noexcept;
+
+}  // namespace airlock::launcher

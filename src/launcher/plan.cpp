@@ -1,0 +1,321 @@
+#include "launcher/plan.hpp"
+
+#include "core/str_cat.hpp"
+#include "launcher/address.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+
+namespace airlock::launcher {
+namespace {
+
+using core::str_cat;
+
+// Directories whose contents the kernel makes, and which must never be bound writable from
+// the host (a writable host /proc or /sys inside would undo the namespaces).
+constexpr std::string_view kernel_dirs[] = {"/proc", "/sys", "/dev"};
+
+std::string absolute(const std::string& path, const std::string& cwd) {
+  if (path.starts_with('/')) return path;
+  if (cwd.ends_with('/')) return cwd + path;
+  return str_cat(cwd, '/', path);
+}
+
+// True when path is dir or lies below it (both canonical).
+bool is_within(std::string_view path, std::string_view dir) {
+  if (dir == "/") return true;
+  return path == dir ||
+         (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+std::size_t depth(std::string_view path) {
+  return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')) -
+         (path == "/" ? 1 : 0);
+}
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == 0 || slash == std::string::npos) return "/";
+  return path.substr(0, slash);
+}
+
+struct exposed {
+  std::string what;  // "--rw", "--ro", "the work directory"
+  std::string path;  // canonical
+  bool writable = false;
+  bool is_dir = true;
+};
+
+}  // namespace
+
+const std::vector<std::string>& builtin_hidden_paths() {
+  // Credentials that commonly sit in a home directory or /etc. Hidden only where they exist.
+  static const std::vector<std::string> paths = {
+      "/etc/shadow",
+      "/etc/shadow-",
+      "/etc/gshadow",
+      "/etc/gshadow-",
+      "/etc/ssh",
+      "/etc/sudoers",
+      "/etc/sudoers.d",
+      "~/.ssh",
+      "~/.aws",
+      "~/.azure",
+      "~/.gnupg",
+      "~/.netrc",
+      "~/.git-credentials",
+      "~/.docker",
+      "~/.kube",
+      "~/.config/gcloud",
+      "~/.config/gh",
+      "~/.npmrc",
+      "~/.pypirc",
+      "~/.cargo/credentials",
+      "~/.cargo/credentials.toml",
+      "~/.password-store",
+      "~/.local/share/keyrings",
+  };
+  return paths;
+}
+
+std::string describe(const mount_step& s) {
+  switch (s.kind) {
+    case mount_kind::private_propagation:
+      return "make every mount private";
+    case mount_kind::root_ro:
+      return "bind / read-only";
+    case mount_kind::tmpfs:
+      return str_cat("tmpfs ", s.target, " (", s.data, ')');
+    case mount_kind::dev:
+      return str_cat("minimal ", s.target);
+    case mount_kind::proc:
+      return str_cat("new proc at ", s.target);
+    case mount_kind::sysfs:
+      return str_cat("new sysfs at ", s.target);
+    case mount_kind::trust:
+      return str_cat("trust bundle at ", s.target, " (read-only)");
+    case mount_kind::bind:
+      return str_cat("bind ", s.source, " at ", s.target, s.writable ? " (rw)" : " (ro)");
+    case mount_kind::hide:
+      return str_cat("hide ", s.target);
+    case mount_kind::protect_ro:
+      return str_cat("read-only ", s.target);
+    case mount_kind::remount_ro:
+      return str_cat("remount ", s.target, " read-only");
+    case mount_kind::pivot_root:
+      return "pivot_root into the new root";
+  }
+  return "?";
+}
+
+plan_result build_plan(const options& o, const host_facts& host) {
+  auto fail = [](std::string e) { return plan_result{std::nullopt, std::move(e)}; };
+  if (o.command.empty() || o.command[0].empty()) return fail("missing command");
+  if (!parse_host_port(o.proxy))
+    return fail(
+        str_cat("--proxy: expected IP:PORT, [IPv6]:PORT or localhost:PORT, got '", o.proxy, "'"));
+
+  plan p;
+  p.verbose = o.verbose;
+  p.argv = o.command;
+  p.clone_flags =
+      CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+  p.outside_uid = p.inside_uid = host.uid;
+  p.outside_gid = p.inside_gid = host.gid;
+  p.deny_setgroups = host.uid != 0;
+
+  // --- what is exposed -------------------------------------------------------------------
+  std::vector<exposed> binds;
+  auto resolve = [&](const std::string& what, const std::string& raw, bool writable,
+                     std::string& error) -> std::optional<exposed> {
+    auto canon = host.canonical(absolute(raw, host.cwd));
+    if (!canon) {
+      error = str_cat(what, ' ', raw, ": no such file or directory");
+      return std::nullopt;
+    }
+    if (*canon == "/") {
+      error = str_cat(what, ' ', raw, ": refusing to expose / itself");
+      return std::nullopt;
+    }
+    for (auto k : kernel_dirs) {
+      if (is_within(*canon, k)) {
+        error = str_cat(what, ' ', raw, ": refusing to bind ", *canon, " (the jail has its own ", k,
+                        ')');
+        return std::nullopt;
+      }
+    }
+    return exposed{what, *canon, writable, host.is_dir(*canon)};
+  };
+  std::string error;
+  {
+    const std::string raw = o.workdir.value_or(host.cwd);
+    auto w = resolve("the work directory", raw, true, error);
+    if (!w) return fail(error);
+    if (!w->is_dir) return fail(str_cat("the work directory ", raw, " is not a directory"));
+    p.workdir = w->path;
+    binds.push_back(*w);
+  }
+  for (const auto& r : o.rw) {
+    auto e = resolve("--rw", r, true, error);
+    if (!e) return fail(error);
+    binds.push_back(*e);
+  }
+  for (const auto& r : o.ro) {
+    auto e = resolve("--ro", r, false, error);
+    if (!e) return fail(error);
+    binds.push_back(*e);
+  }
+
+  // --- what is hidden --------------------------------------------------------------------
+  struct hidden_path {
+    std::string path;
+    bool is_dir;
+    std::string why;
+  };
+  std::vector<hidden_path> hidden;
+  auto add_hidden = [&](const std::string& canon, std::string why) {
+    for (const auto& h : hidden) {
+      if (h.path == canon) return;
+    }
+    hidden.push_back({canon, host.is_dir(canon), std::move(why)});
+  };
+  for (const auto& h : o.hide) {
+    auto canon = host.canonical(absolute(h, host.cwd));
+    if (!canon) continue;  // nothing there to read
+    if (*canon == "/") return fail("--hide /: refusing to hide the whole file system");
+    add_hidden(*canon, str_cat("--hide ", h));
+  }
+  // The CA key: hide its whole directory (where the proxy keeps its other files too), unless
+  // that directory holds something the jail needs — then just the key.
+  auto hide_key = [&](const std::string& key, std::string why) {
+    const std::string dir = parent_dir(key);
+    bool dir_needed = dir == "/";
+    for (const auto& b : binds)
+      dir_needed = dir_needed || is_within(b.path, dir);
+    add_hidden(dir_needed ? key : dir, std::move(why));
+  };
+  if (o.ca_key) {
+    auto canon = host.canonical(absolute(*o.ca_key, host.cwd));
+    if (!canon) return fail(str_cat("--ca-key ", *o.ca_key, ": no such file"));
+    hide_key(*canon, str_cat("--ca-key ", *o.ca_key));
+  }
+  if (o.ca) {
+    auto canon = host.canonical(absolute(*o.ca, host.cwd));
+    if (!canon) return fail(str_cat("--ca ", *o.ca, ": no such file"));
+    if (host.is_dir(*canon)) return fail(str_cat("--ca ", *o.ca, ": is a directory"));
+    p.trust.airlock_ca = *canon;
+    if (auto key = host.canonical(parent_dir(*canon) + "/ca.key"))
+      hide_key(*key, "the key next to --ca");
+  }
+  if (!host.private_dir.empty()) {
+    if (auto canon = host.canonical(host.private_dir))
+      add_hidden(*canon, "the launcher's own files");
+  }
+  for (const auto& b : builtin_hidden_paths()) {
+    std::string path = b;
+    if (b.starts_with("~/")) {
+      if (host.home.empty() || host.home == "/") continue;
+      path = str_cat(host.home, b.substr(1));
+    }
+    if (auto canon = host.canonical(path)) add_hidden(*canon, str_cat("built in (", b, ')'));
+  }
+
+  // --ro/--rw (and the work directory) must not re-expose anything hidden. Both sides are
+  // canonical, so a symlink cannot smuggle a hidden path back in.
+  for (const auto& b : binds) {
+    for (const auto& h : hidden) {
+      if (is_within(b.path, h.path)) {
+        return fail(
+            str_cat(b.what, ' ', b.path, " is inside hidden path ", h.path, " (", h.why, ")"));
+      }
+    }
+  }
+
+  // --- mount steps -------------------------------------------------------------------------
+  auto& m = p.mounts;
+  auto add = [&m](mount_kind kind, std::string target) -> mount_step& {
+    mount_step s;
+    s.kind = kind;
+    s.target = std::move(target);
+    return m.emplace_back(std::move(s));
+  };
+  add(mount_kind::private_propagation, "/");
+  add(mount_kind::root_ro, "/").source = "/";
+  add(mount_kind::sysfs, "/sys").optional = true;
+  add(mount_kind::proc, "/proc");
+  // As Docker does: the parts of /proc that configure the host stay read-only, and the ones
+  // that only leak (kernel memory, keys, timers) are masked.
+  for (const char* t : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"})
+    add(mount_kind::protect_ro, t).optional = true;
+  for (const char* t : {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"}) {
+    auto& h = add(mount_kind::hide, t);
+    h.is_dir = false;
+    h.optional = true;
+  }
+  for (const char* t : {"/proc/acpi", "/proc/scsi"})
+    add(mount_kind::hide, t).optional = true;
+  add(mount_kind::dev, "/dev");
+  {
+    auto& t = add(mount_kind::tmpfs, "/tmp");
+    t.writable = true;
+    t.data = "mode=1777";
+  }
+  {
+    auto& r = add(mount_kind::tmpfs, "/run");
+    r.writable = true;
+    r.data = "mode=0755";
+  }
+  add(mount_kind::trust, p.trust.inside_dir);
+  // Parents before children, so --ro /w/.git lands on top of the work directory /w.
+  std::stable_sort(binds.begin(), binds.end(), [](const exposed& a, const exposed& b) {
+    return depth(a.path) < depth(b.path);
+  });
+  for (const auto& b : binds) {
+    auto& s = add(mount_kind::bind, b.path);
+    s.source = b.path;
+    s.writable = b.writable;
+    s.is_dir = b.is_dir;
+  }
+  // Hides go last so that no bind can land on top of one. They are optional: a hidden path
+  // that the jail cannot see anyway (say, below the host's /tmp) needs no cover.
+  for (const auto& h : hidden) {
+    auto& s = add(mount_kind::hide, h.path);
+    s.is_dir = h.is_dir;
+    s.optional = true;
+    p.hidden.push_back(h.path);
+  }
+  add(mount_kind::remount_ro, "/run");
+  add(mount_kind::remount_ro, "/dev");
+  add(mount_kind::pivot_root, "/");
+
+  // --- the rest -------------------------------------------------------------------------
+  if (o.java_truststore) {
+    if (host.keytool.empty()) return fail("--java-truststore: keytool not found on PATH");
+    p.trust.java = true;
+    p.trust.keytool = host.keytool;
+  }
+  trust_paths tp{str_cat(p.trust.inside_dir, "/ca-bundle.crt"),
+                 str_cat(p.trust.inside_dir, "/certs"), std::nullopt};
+  if (p.trust.java) tp.java_store = str_cat(p.trust.inside_dir, "/truststore.p12");
+  p.env = build_environment(host.environ, o.env, o.relay_port, tp);
+
+  p.limits.memory_bytes = o.memory_bytes;
+  p.limits.cpu_millis = o.cpu_millis;
+  if (o.pids) p.limits.pids = *o.pids + 1;  // + the jail's init
+  p.limits.timeout = o.timeout;
+  if (o.cgroup) {
+    auto canon = host.canonical(absolute(*o.cgroup, host.cwd));
+    if (!canon || !host.is_dir(*canon))
+      return fail(str_cat("--cgroup ", *o.cgroup, ": no such directory"));
+    p.limits.cgroup_parent = *canon;
+  }
+
+  p.relay.proxy = o.proxy;
+  p.relay.port = o.relay_port;
+  p.relay.agent = o.agent;
+  p.relay.proxy_protocol = o.proxy_protocol;
+  return {std::move(p), {}};
+}
+
+}  // namespace airlock::launcher

@@ -1,0 +1,122 @@
+#pragma once
+// The plan: everything `airlock run` will do, computed from the options and a few host facts
+// before any process is created (bubblewrap's SetupOp list). build_plan makes no syscalls —
+// the host is reached only through the callbacks in host_facts — so the whole sandbox layout
+// can be unit-tested. run.cpp executes a plan; it decides nothing the plan does not say.
+
+#include "launcher/env.hpp"
+#include "launcher/options.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::launcher {
+
+// What build_plan may ask of the host. real_host_facts() (host.hpp) fills these from the
+// running process; tests fill them by hand.
+struct host_facts {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string cwd;                   // absolute
+  std::string home;                  // for the built-in list of secret files; may be empty
+  std::vector<std::string> environ;  // "K=V"
+  // realpath(3): the absolute, symlink-free path of an existing file, else nullopt.
+  std::function<std::optional<std::string>(const std::string&)> canonical;
+  // True for an existing directory (after following symlinks).
+  std::function<bool(const std::string&)> is_dir;
+  // Path of keytool if one is on PATH (for --java-truststore), else empty.
+  std::string keytool;
+  // The launcher's private directory (trust bundle, staging root). Never exposed inside.
+  std::string private_dir;
+};
+
+enum class mount_kind {
+  private_propagation,  // mount("/", MS_REC|MS_PRIVATE): nothing we do reaches the host
+  root_ro,              // recursive bind of / onto the staging root, then recursively read-only
+  tmpfs,                // fresh tmpfs at target (data = mount options)
+  dev,                  // minimal /dev: tmpfs, null zero full random urandom tty, pts, shm
+  proc,                 // the new PID namespace's own /proc
+  sysfs,                // a /sys for the new network namespace (falls back to the read-only bind)
+  trust,                // the launcher's private trust directory, read-only, at target
+  bind,                 // bind source (host path) at target, read-only unless writable
+  hide,                 // empty read-only tmpfs (directory) or /dev/null (file) over target
+  protect_ro,           // re-bind target onto itself read-only (e.g. /proc/sys); if it exists
+  remount_ro,           // make the mount at target read-only (after populating it)
+  pivot_root,           // make the staging root the root; detach the old one
+};
+
+struct mount_step {
+  mount_kind kind = mount_kind::bind;
+  std::string source;  // host path for bind; empty otherwise
+  std::string target;  // absolute path as seen inside the jail
+  bool writable = false;
+  bool is_dir = true;     // bind/hide: the mount point is a directory (else a file)
+  bool optional = false;  // a missing target is skipped rather than failing the run
+  std::string data;       // tmpfs options
+};
+
+struct limit_spec {
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<std::uint32_t> cpu_millis;
+  // Processes, counting the jail's init (the user's --pids N becomes N + 1 here).
+  std::optional<std::uint32_t> pids;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::string> cgroup_parent;  // --cgroup
+};
+
+struct relay_spec {
+  std::string proxy;          // HOST:PORT outside
+  std::uint16_t port = 3128;  // 127.0.0.1:port inside
+  std::optional<std::string> agent;
+  bool proxy_protocol = false;
+};
+
+struct trust_spec {
+  std::string system_bundle = "/etc/ssl/certs/ca-certificates.crt";
+  std::optional<std::string> airlock_ca;  // canonical host path of --ca
+  std::string inside_dir = "/run/airlock";
+  bool java = false;  // make a PKCS#12 store with keytool
+  std::string keytool;
+};
+
+struct plan {
+  // Namespaces created by clone(2); the cgroup namespace is entered later, once the child
+  // sits in its own cgroup.
+  int clone_flags = 0;
+  uid_t outside_uid = 0, inside_uid = 0;
+  gid_t outside_gid = 0, inside_gid = 0;
+  // Unprivileged callers must write "deny" to /proc/PID/setgroups before gid_map
+  // (user_namespaces(7), since Linux 3.19); root may instead drop supplementary groups.
+  bool deny_setgroups = true;
+  std::string hostname = "airlock";
+  std::vector<mount_step> mounts;   // in order; pivot_root last
+  std::vector<std::string> hidden;  // canonical host paths hidden inside (for messages)
+  std::string workdir;              // canonical; the same path inside
+  std::vector<std::string> argv;
+  environment env;
+  limit_spec limits;
+  relay_spec relay;
+  trust_spec trust;
+  bool verbose = false;
+};
+
+struct plan_result {
+  std::optional<plan> value;
+  std::string error;  // one line, when value is empty
+};
+
+// Paths that are hidden without being asked for, relative to home when they start with "~/".
+const std::vector<std::string>& builtin_hidden_paths();
+
+plan_result build_plan(const options& o, const host_facts& host);
+
+// Human-readable one-line description of a step, for --verbose and for tests' messages.
+std::string describe(const mount_step& step);
+
+}  // namespace airlock::launcher

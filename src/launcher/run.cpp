@@ -1,0 +1,464 @@
+#include "launcher/run.hpp"
+
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "launcher/capabilities.hpp"
+#include "launcher/channel.hpp"
+#include "launcher/exit_codes.hpp"
+#include "launcher/host.hpp"
+#include "launcher/limits.hpp"
+#include "launcher/mounts.hpp"
+#include "launcher/namespaces.hpp"
+#include "launcher/network.hpp"
+#include "launcher/plan.hpp"
+#include "launcher/relay.hpp"
+#include "launcher/seccomp.hpp"
+#include "launcher/step.hpp"
+#include "launcher/trust.hpp"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+namespace airlock::launcher {
+namespace {
+
+using core::str_cat;
+
+// Signals passed on to the command. Terminal-generated ones (si_code SI_KERNEL) already reach
+// it directly, because the jail stays in the caller's process group (so that it can also
+// read from the terminal); forwarding those again would deliver them twice.
+constexpr int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+void say(std::string_view message) {
+  const std::string line = str_cat("airlock run: ", message, '\n');
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+}
+
+sigset_t jail_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : forwarded_signals)
+    sigaddset(&set, s);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+int status_to_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return exit_launcher_error;
+}
+
+// ---- the command (PID 2 in the jail) ------------------------------------------------------
+
+[[noreturn]] void exec_command(const plan& p, std::uint32_t rlimit_mask) {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  // Everything is prepared before the rlimits apply: with RLIMIT_AS set, even a small
+  // allocation may fail (and a sanitizer's shadow memory certainly would).
+  std::vector<char*> argv, envp;
+  for (const auto& a : p.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : p.env.entries) {
+    envp.push_back(const_cast<char*>(e.c_str()));
+    if (e.starts_with("PATH=")) path = e.substr(5);
+  }
+  envp.push_back(nullptr);
+  // execvpe(3) would search the launcher's PATH, not the one the command gets.
+  const std::string& cmd = p.argv[0];
+  std::vector<std::string> candidates;
+  if (cmd.find('/') != std::string::npos) {
+    candidates.push_back(cmd);
+  } else {
+    std::string_view rest = path;
+    while (true) {
+      auto colon = rest.find(':');
+      std::string dir(rest.substr(0, colon));
+      candidates.push_back(str_cat(dir.empty() ? "." : dir, '/', cmd));
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  const std::string not_found = str_cat(cmd, ": command not found");
+
+  // The rlimit fallbacks bind the command's tree, not the jail's init.
+  if (!apply_rlimits(p.limits, rlimit_mask)) {
+    say(str_cat("cannot confine the command (limits: ", last_step_error(), ")"));
+    ::_exit(kConfinementFailed);
+  }
+  int err = ENOENT;
+  bool denied = false;
+  for (const auto& candidate : candidates) {
+    ::execve(candidate.c_str(), argv.data(), envp.data());
+    err = errno;
+    if (candidates.size() == 1) break;
+    // EACCES from an unsearchable directory on PATH is "not there" (as in sh); from a file
+    // that exists, "cannot execute".
+    if (err == EACCES) {
+      denied = denied || ::access(candidate.c_str(), F_OK) == 0;
+    } else if (err != ENOENT && err != ENOTDIR) {
+      break;
+    }
+    err = denied ? EACCES : ENOENT;
+  }
+  if (err == ENOENT || err == ENOTDIR) {
+    say(not_found);
+    ::_exit(exit_not_found);
+  }
+  say(str_cat(cmd, ": cannot execute: ", std::strerror(err)));
+  ::_exit(exit_cannot_exec);
+}
+
+// ---- the jail's init (PID 1 in the jail) -------------------------------------------------
+
+[[noreturn]] void init_loop(pid_t command) {
+  const sigset_t set = jail_signal_set();
+  while (true) {
+    siginfo_t info{};
+    const int sig = ::sigwaitinfo(&set, &info);
+    if (sig < 0) continue;
+    if (sig == SIGCHLD) {
+      // As init, we also inherit every orphan in the namespace: reap them all.
+      int status = 0;
+      pid_t w;
+      while ((w = ::waitpid(-1, &status, WNOHANG)) > 0) {
+        // Returning takes the namespace down: the kernel kills whatever is left.
+        if (w == command) ::_exit(status_to_code(status));
+      }
+      continue;
+    }
+    if (info.si_code == SI_KERNEL) continue;
+    ::kill(command, sig);
+  }
+}
+
+[[noreturn]] void jail_main(const plan& p, const mount_context& ctx, int sock) {
+  auto die = [&](std::string_view stage) {
+    send_message(sock, message_type::failed, 0, str_cat(stage, ": ", last_step_error()));
+    ::_exit(kConfinementFailed);
+  };
+  // If the launcher dies, so does the jail (and with its init, the whole PID namespace).
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    step_failed("prctl(PR_SET_PDEATHSIG)");
+    die("setup");
+  }
+  // Nothing the launcher had open (but stdio) may reach the command.
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < 1024; ++fd) {
+      const int flags = ::fcntl(fd, F_GETFD);
+      if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+  }
+  auto go = receive_message(sock);  // end-of-file: the launcher gave up on us
+  if (!go || go->type != message_type::go) ::_exit(kConfinementFailed);
+  // This process is a copy of the launcher: its memory and /proc/1/environ hold the host's
+  // unscrubbed environment. Non-dumpable, its /proc files need CAP_SYS_PTRACE, which the
+  // command never has (proc(5), PR_SET_DUMPABLE). Only now: before the maps were written,
+  // it would also have locked the launcher out of /proc/PID/uid_map.
+  if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
+    step_failed("prctl(PR_SET_DUMPABLE, 0)");
+    die("setup");
+  }
+
+  if (!become_inside_identity(p)) die("identity");
+  if (!enter_cgroup_namespace()) die("cgroup namespace");
+  if (!set_hostname(p.hostname)) die("hostname");
+  if (!bring_up_loopback()) die("network");
+  const int listener = listen_on_loopback(p.relay.port);
+  if (listener < 0) die("relay listener");
+  if (!send_message(sock, message_type::relay_fd, 0, {}, listener)) die("relay listener");
+  ::close(listener);
+
+  if (!apply_mounts(p.mounts, ctx)) die("mounts");
+  if (::chdir(p.workdir.c_str()) != 0) {
+    step_failed(str_cat("chdir(", p.workdir, ')'));
+    die("work directory");
+  }
+  // Privileges last, seccomp very last: each step still needs what the next one drops.
+  if (!drop_all_capabilities()) die("capabilities");
+  if (!set_no_new_privs()) die("no_new_privs");
+  if (!install_seccomp_filter()) die("seccomp");
+
+  const pid_t command = ::fork();
+  if (command < 0) {
+    step_failed("fork(command)");
+    die("start");
+  }
+  if (command == 0) {
+    ::close(sock);
+    exec_command(p, go->flags);
+  }
+  send_message(sock, message_type::ready);
+  ::close(sock);
+  init_loop(command);
+}
+
+// ---- the launcher ----------------------------------------------------------------------
+
+// The launcher's private directory; removed with everything in it on every exit path.
+class private_dir {
+ public:
+  bool create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = str_cat((tmp && *tmp == '/') ? tmp : "/tmp", "/airlock-run.XXXXXX");
+    if (::mkdtemp(templ.data()) == nullptr) return step_failed(str_cat("mkdtemp(", templ, ')'));
+    path_ = templ;
+    return true;
+  }
+  ~private_dir() {
+    if (path_.empty()) return;
+    ::nftw(
+        path_.c_str(),
+        [](const char* p, const struct stat*, int type, FTW*) {
+          return type == FTW_DP ? ::rmdir(p) : ::unlink(p);
+        },
+        16, FTW_DEPTH | FTW_PHYS);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Kills and reaps the jail if the launcher leaves before it is done (error paths).
+class jail_guard {
+ public:
+  explicit jail_guard(pid_t pid) : pid_(pid) {}
+  ~jail_guard() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  void reaped() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
+bool prepare_private_dir(const private_dir& dir, plan& p, mount_context& ctx) {
+  ctx.staging_root = dir.path() + "/root";
+  ctx.trust_dir = dir.path() + "/trust";
+  ctx.masked_file = dir.path() + "/masked";
+  if (::mkdir(ctx.staging_root.c_str(), 0755) != 0)
+    return step_failed(str_cat("mkdir(", ctx.staging_root, ')'));
+  const int fd = ::open(ctx.masked_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+  if (fd < 0) return step_failed(str_cat("open(", ctx.masked_file, ')'));
+  ::close(fd);
+  bool java_made = false;
+  if (!write_trust_dir(p.trust, ctx.trust_dir, java_made)) return false;
+  if (p.trust.java && !java_made) {
+    say("warning: keytool could not make a Java trust store; JAVA_TOOL_OPTIONS not set");
+    std::erase_if(p.env.entries,
+                  [](const std::string& e) { return e.starts_with("JAVA_TOOL_OPTIONS="); });
+  }
+  // The staging root and the trust directory must be reachable for the jail's uid.
+  return ::chmod(dir.path().c_str(), 0711) == 0 || step_failed(str_cat("chmod(", dir.path(), ')'));
+}
+
+std::string format_ms(std::chrono::milliseconds ms) {
+  if (ms.count() % 1000 == 0) return str_cat(ms.count() / 1000, 's');
+  return str_cat(ms.count(), "ms");
+}
+
+}  // namespace
+
+int run(const options& o) {
+  if (o.verbose) core::set_log_level(core::log_level::debug);
+
+  private_dir dir;
+  if (!dir.create()) {
+    say(str_cat("cannot create a private directory: ", last_step_error()));
+    return exit_launcher_error;
+  }
+  host_facts host;
+  if (!real_host_facts(host)) {
+    say(last_step_error());
+    return exit_launcher_error;
+  }
+  host.private_dir = dir.path();
+  plan_result built = build_plan(o, host);
+  if (!built.value) {
+    say(built.error);
+    return exit_launcher_error;
+  }
+  plan& p = *built.value;
+  if (o.verbose) {
+    for (const auto& s : p.mounts)
+      say(str_cat("plan: ", describe(s)));
+    if (!p.env.dropped.empty()) {
+      std::string names;
+      for (const auto& n : p.env.dropped)
+        names += str_cat(names.empty() ? "" : " ", n);
+      say(str_cat("environment: dropped secret-looking ", names));
+    }
+  }
+  mount_context ctx;
+  if (!prepare_private_dir(dir, p, ctx)) {
+    say(str_cat("cannot prepare the jail: ", last_step_error()));
+    return exit_launcher_error;
+  }
+  relay::config relay_cfg;
+  relay_cfg.upstream = *parse_host_port(p.relay.proxy);  // validated by build_plan
+  if (p.relay.proxy_protocol) relay_cfg.agent = p.relay.agent;
+
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    say(str_cat("socketpair: ", std::strerror(errno)));
+    return exit_launcher_error;
+  }
+  // Blocked before clone so that no signal is lost between now and the wait loop; the jail's
+  // init inherits the mask and takes them with sigwaitinfo.
+  const sigset_t set = jail_signal_set();
+  sigset_t old_mask;
+  ::sigprocmask(SIG_BLOCK, &set, &old_mask);
+  std::fflush(nullptr);
+
+  const pid_t child = clone_into_namespaces(p.clone_flags);
+  if (child == 0) {
+    ::close(sv[0]);
+    jail_main(p, ctx, sv[1]);
+  }
+  const int clone_errno = errno;
+  ::close(sv[1]);
+  std::unique_ptr<int, void (*)(int*)> sock(&sv[0], [](int* fd) { ::close(*fd); });
+  if (child < 0) {
+    say(explain_namespace_failure(p.clone_flags, clone_errno));
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return exit_launcher_error;
+  }
+  jail_guard guard(child);
+  jail_limits limits;  // destroyed after guard: the cgroups are removed once the jail is gone
+
+  if (!write_id_maps(child, p)) {
+    say(str_cat("cannot map user ids into the jail: ", last_step_error()));
+    return exit_launcher_error;
+  }
+  limits.setup(p.limits, child, read_cgroup_layout(), str_cat("airlock-", ::getpid()));
+  if (o.verbose) {
+    std::string line = str_cat("limits: ", limits.summary());
+    if (p.limits.timeout) line += str_cat(" timeout=", format_ms(*p.limits.timeout));
+    say(line);
+  }
+  if (!send_message(*sock, message_type::go, limits.rlimit_mask())) {
+    say(str_cat("cannot start the jail: ", last_step_error()));
+    return exit_launcher_error;
+  }
+
+  std::unique_ptr<relay> rel;
+  while (true) {
+    auto m = receive_message(*sock);
+    if (!m) {
+      say("the jail's setup process died before the command started");
+      return exit_launcher_error;
+    }
+    if (m->type == message_type::relay_fd && m->fd >= 0 && !rel) {
+      rel = std::make_unique<relay>(m->fd, relay_cfg);
+      if (!rel->start()) {
+        say(str_cat("cannot start the relay: ", last_step_error()));
+        return exit_launcher_error;
+      }
+      if (o.verbose) {
+        say(str_cat("relay: 127.0.0.1:", p.relay.port, " inside -> ", p.relay.proxy,
+                    p.relay.proxy_protocol ? str_cat(" (PROXY v2, agent ", *p.relay.agent, ')')
+                                           : std::string()));
+      }
+      continue;
+    }
+    if (m->type == message_type::failed) {
+      say(str_cat("cannot confine the command (", m->text, "); it was not started"));
+      return exit_launcher_error;
+    }
+    if (m->type == message_type::ready && rel) break;
+    say("unexpected message from the jail");
+    return exit_launcher_error;
+  }
+
+  // ---- wait, forwarding signals, until the jail's init exits -----------------------------
+  const int sfd = ::signalfd(-1, &set, SFD_CLOEXEC);
+  if (sfd < 0) {
+    say(str_cat("signalfd: ", std::strerror(errno)));
+    return exit_launcher_error;
+  }
+  std::unique_ptr<int, void (*)(int*)> sfd_guard(new int(sfd), [](int* fd) {
+    ::close(*fd);
+    delete fd;
+  });
+  using clock = std::chrono::steady_clock;
+  const auto deadline =
+      p.limits.timeout ? std::optional(clock::now() + *p.limits.timeout) : std::nullopt;
+  bool timed_out = false;
+  int status = 0;
+  while (true) {
+    const pid_t w = ::waitpid(child, &status, WNOHANG);
+    if (w == child) break;
+    int wait_ms = -1;
+    if (deadline && !timed_out) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock::now());
+      if (left.count() <= 0) {
+        // SIGKILL to the namespace's init: the kernel then kills every process in it
+        // (pid_namespaces(7)), so nothing of the tree survives, whatever it does.
+        ::kill(child, SIGKILL);
+        timed_out = true;
+        continue;
+      }
+      wait_ms = static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1 << 30));
+    }
+    pollfd pfd{sfd, POLLIN, 0};
+    const int n = ::poll(&pfd, 1, wait_ms);
+    if (n <= 0) continue;
+    signalfd_siginfo info{};
+    if (::read(sfd, &info, sizeof info) != sizeof info) continue;
+    if (info.ssi_signo == SIGCHLD) continue;
+    if (static_cast<int>(info.ssi_code) == SI_KERNEL) continue;  // the terminal's: already there
+    ::kill(child, static_cast<int>(info.ssi_signo));
+  }
+  guard.reaped();
+  rel->stop();
+  const bool oom = limits.oom_killed();
+  limits.cleanup();
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  if (timed_out) {
+    say(str_cat("timed out after ", format_ms(*p.limits.timeout), "; killed ", p.argv[0]));
+    return exit_timeout;
+  }
+  const int code = status_to_code(status);
+  if (code == exit_killed && oom) {
+    say(str_cat("killed: memory limit reached (--memory ", *p.limits.memory_bytes, " bytes)"));
+    return exit_killed;
+  }
+  if (WIFSIGNALED(status)) {
+    // The init itself died by a signal (OOM killer, or someone killed it): not CMD's doing.
+    say(str_cat("the jail was killed by signal ", WTERMSIG(status)));
+  }
+  return code;
+}
+
+}  // namespace airlock::launcher

@@ -1,0 +1,222 @@
+#include "launcher/seccomp.hpp"
+
+#include "core/str_cat.hpp"
+#include "launcher/step.hpp"
+
+#include <linux/netlink.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace airlock::launcher {
+namespace {
+
+using core::str_cat;
+
+// Whole system calls denied with EPERM. Most also need a capability the jail no longer has;
+// denying them here as well is defence in depth against kernel bugs (the Docker and nsjail
+// default policies deny the same set for the same reason).
+constexpr const char* denied_eperm[] = {
+    // looking into or steering other processes
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    // changing the file-system view or the namespaces
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "mount_setattr",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    // kernel-wide objects and state
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "iopl",
+    "ioperm",
+    // file handles bypass path-based confinement (the "shocker" escape)
+    "open_by_handle_at",
+    "name_to_handle_at",
+    // userfaultfd makes kernel races easy to win; io_uring can create sockets without
+    // passing through the socket() rule below (IORING_OP_SOCKET, Linux 5.19)
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+};
+
+// clone(2) flags that would create namespaces (clone's first argument on x86_64/aarch64;
+// CLONE_NEWTIME is not listed: in clone() those bits are the exit signal).
+struct named_flag {
+  unsigned long flag;
+  const char* name;
+};
+constexpr named_flag clone_ns_flags[] = {
+    {CLONE_NEWNS, "CLONE_NEWNS"},     {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
+    {CLONE_NEWUTS, "CLONE_NEWUTS"},   {CLONE_NEWIPC, "CLONE_NEWIPC"},
+    {CLONE_NEWUSER, "CLONE_NEWUSER"}, {CLONE_NEWPID, "CLONE_NEWPID"},
+    {CLONE_NEWNET, "CLONE_NEWNET"},
+};
+
+struct ctx_deleter {
+  void operator()(void* ctx) const noexcept { seccomp_release(ctx); }
+};
+using ctx_ptr = std::unique_ptr<void, ctx_deleter>;
+
+bool add(scmp_filter_ctx ctx, std::uint32_t action, const char* name,
+         std::initializer_list<scmp_arg_cmp> args, std::vector<std::string>* rules,
+         std::string_view description) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return true;  // not a system call on this architecture
+  if (rules) rules->emplace_back(description);
+  if (!ctx) return true;
+  const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()),
+                                        args.size() ? args.begin() : nullptr);
+  if (rc != 0) {
+    errno = -rc;
+    return step_failed(str_cat("seccomp_rule_add(", description, ')'));
+  }
+  return true;
+}
+
+// Adds every rule to ctx (when not null) and describes each in rules (when not null).
+bool add_rules(scmp_filter_ctx ctx, std::vector<std::string>* rules) {
+  const std::uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  const std::uint32_t noafs = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+  for (const char* name : denied_eperm) {
+    if (!add(ctx, eperm, name, {}, rules, str_cat(name, ": EPERM"))) return false;
+  }
+  for (const auto& f : clone_ns_flags) {
+    if (!add(ctx, eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, f.flag, f.flag)}, rules,
+             str_cat("clone(", f.name, "): EPERM")))
+      return false;
+  }
+  // clone3 passes its flags in memory, where a filter cannot look. ENOSYS makes glibc (>= 2.34)
+  // and others fall back to clone(2), whose flags the rules above check.
+  if (!add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", {}, rules, "clone3: ENOSYS")) return false;
+
+  // socket(2): packet sockets and raw IP sockets see and forge traffic — EPERM, as the
+  // kernel itself would answer without CAP_NET_RAW.
+  if (!add(ctx, eperm, "socket", {SCMP_A0(SCMP_CMP_EQ, AF_PACKET)}, rules,
+           "socket(AF_PACKET): EPERM"))
+    return false;
+  for (int family : {AF_INET, AF_INET6}) {
+    for (int type : {SOCK_RAW, SOCK_PACKET}) {
+      // The type argument also carries SOCK_NONBLOCK/SOCK_CLOEXEC; the low 4 bits are the
+      // type (SOCK_TYPE_MASK in the kernel).
+      if (!add(ctx, eperm, "socket",
+               {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family)),
+                SCMP_A1(SCMP_CMP_MASKED_EQ, 0xF, static_cast<scmp_datum_t>(type))},
+               rules,
+               str_cat("socket(", family == AF_INET ? "AF_INET" : "AF_INET6", ", ",
+                       type == SOCK_RAW ? "SOCK_RAW" : "SOCK_PACKET", "): EPERM")))
+        return false;
+    }
+  }
+  // Netlink: only NETLINK_ROUTE, which glibc's getaddrinfo(AI_ADDRCONFIG) and `ip` need and
+  // which sees only the jail's own loopback. Audit, uevent, netfilter, sock_diag, ... are
+  // denied.
+  if (!add(ctx, eperm, "socket",
+           {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)}, rules,
+           "socket(AF_NETLINK, !NETLINK_ROUTE): EPERM"))
+    return false;
+  // Every other family is answered as if the kernel lacked it (programs probe and fall back
+  // on EAFNOSUPPORT). This closes AF_VSOCK — a way to the hypervisor that no network
+  // namespace confines — and Bluetooth, CAN, TIPC, RDS, XDP, ALG and the rest.
+  for (int family = 0; family < AF_PACKET; ++family) {
+    if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK)
+      continue;
+    if (!add(ctx, noafs, "socket", {SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))},
+             nullptr, ""))
+      return false;
+  }
+  // From AF_PACKET + 1 up, including values with garbage in the upper 32 bits.
+  if (!add(ctx, noafs, "socket", {SCMP_A0(SCMP_CMP_GE, AF_PACKET + 1)}, nullptr, "")) return false;
+  if (rules)
+    rules->emplace_back(
+        "socket(any family but AF_UNIX, AF_INET, AF_INET6, AF_NETLINK): EAFNOSUPPORT");
+  // socketpair only makes connected pairs, but the same families apply.
+  if (!add(ctx, noafs, "socketpair", {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, rules,
+           "socketpair(any family but AF_UNIX): EAFNOSUPPORT"))
+    return false;
+  return true;
+}
+
+ctx_ptr build() {
+  ctx_ptr ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) {
+    step_failed_msg("seccomp_init failed");
+    return nullptr;
+  }
+  // A system call made through another ABI (int 0x80 on x86_64, or x32 numbers) would not
+  // match the rules above, which are written for the native numbers: kill the process.
+  int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (rc != 0) {
+    errno = -rc;
+    step_failed("seccomp_attr_set(ACT_BADARCH)");
+    return nullptr;
+  }
+  // Ask the kernel to log denials where its audit configuration allows (best effort: the
+  // launcher itself never sees them).
+  (void)seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_LOG, 1);
+  if (!add_rules(ctx.get(), nullptr)) return nullptr;
+  return ctx;
+}
+
+}  // namespace
+
+std::vector<std::string> seccomp_rules() {
+  std::vector<std::string> rules;
+  add_rules(nullptr, &rules);
+  rules.emplace_back("any non-native ABI (x32, i386 int 0x80): kill process");
+  return rules;
+}
+
+bool install_seccomp_filter() {
+  ctx_ptr ctx = build();
+  if (!ctx) return false;
+  const int rc = seccomp_load(ctx.get());
+  if (rc != 0) {
+    errno = -rc;
+    return step_failed("seccomp_load");
+  }
+  return true;
+}
+
+bool export_seccomp_filter(int fd) {
+  ctx_ptr ctx = build();
+  if (!ctx) return false;
+  const int rc = seccomp_export_pfc(ctx.get(), fd);
+  if (rc != 0) {
+    errno = -rc;
+    return step_failed("seccomp_export_pfc");
+  }
+  return true;
+}
+
+}  // namespace airlock::launcher

@@ -1,0 +1,28 @@
+#pragma once
+// The system-call filter (seccomp(2), built with libseccomp). Default allow, with a deny list
+// of calls a confined agent has no business making: the ones that change namespaces, mounts,
+// the kernel, or look into other processes, and sockets other than TCP/UDP over IPv4/IPv6,
+// Unix and rtnetlink. Denied calls fail with EPERM (EAFNOSUPPORT for socket families, ENOSYS
+// for clone3 so that libc falls back to clone, whose flags can be inspected); the launcher
+// cannot see them — see docs/launcher.md.
+//
+// Installed last, after no_new_privs and the capability drop: nothing after it needs to be
+// privileged, and every later process inherits it.
+
+#include <string>
+#include <vector>
+
+namespace airlock::launcher {
+
+// One line per rule ("ptrace: EPERM", "clone(CLONE_NEWUSER): EPERM", ...), for docs and tests.
+std::vector<std::string> seccomp_rules();
+
+// Builds the filter and loads it into the calling thread. Requires no_new_privs (or
+// CAP_SYS_ADMIN). False with the failure recorded if any rule cannot be added.
+bool install_seccomp_filter();
+
+// Builds the filter and writes it in libseccomp's pseudo-filter-code text to fd (for tests
+// and debugging). False on failure.
+bool export_seccomp_filter(int fd);
+
+}  // namespace airlock::launcher

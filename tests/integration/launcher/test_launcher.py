@@ -1,0 +1,640 @@
+#!/usr/bin/python3
+"""Integration tests for `airlock run`: the real binary, real namespaces, real sockets.
+
+Usage: /usr/bin/python3 test_launcher.py /path/to/airlock [unittest args...]
+(or AIRLOCK_BIN=/path/to/airlock). Every test is bounded in time, and after every test the
+jail must have left nothing behind: no process in its PID namespace, no cgroup named after
+the launcher, no private directory.
+
+The whole suite runs twice: as the calling user (root in CI) and, when the caller is root, as
+the unprivileged user `airlock-test` (created if missing). Either variant is skipped, with
+the reason, where the kernel does not allow user namespaces for that user.
+"""
+
+import http.server
+import json
+import os
+import pwd
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+
+AIRLOCK = os.environ.get("AIRLOCK_BIN", "")
+TEST_USER = "airlock-test"
+RUN_TIMEOUT = 60  # seconds; no single jailed command may take longer than this
+
+
+def userns_allowed(user=None):
+    """Whether `unshare -Urn true` works (as user, when given); the reason if not."""
+    cmd = ["unshare", "-Urnmp", "--fork", "true"]
+    kwargs = {}
+    if user is not None:
+        kwargs = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, **kwargs)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    if r.returncode == 0:
+        return True, ""
+    return False, (r.stderr.strip() or f"exit {r.returncode}") + (
+        " (user namespaces disabled: sysctl kernel.unprivileged_userns_clone,"
+        " user.max_user_namespaces or AppArmor restrict_unprivileged_userns)")
+
+
+def pidns_members(ns_id):
+    """PIDs (host view) of processes whose PID namespace is ns_id ("pid:[4026...]")."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") == ns_id:
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def cgroup_dirs_named(name):
+    """Directories called `name` anywhere in the cgroup file systems (bounded walk)."""
+    hits = []
+    for top in ("/sys/fs/cgroup",):
+        if not os.path.isdir(top):
+            continue
+        base_depth = top.rstrip("/").count("/")
+        for root, dirs, _ in os.walk(top):
+            if os.path.basename(root) == name:
+                hits.append(root)
+            if root.count("/") - base_depth >= 5:
+                dirs[:] = []
+    return hits
+
+
+class TcpServer:
+    """A loopback TCP server on the host that counts the connections it accepts."""
+
+    def __init__(self, family=socket.AF_INET, host="127.0.0.1"):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+                self.accepted += 1
+                c.close()
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+class OriginHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello from the origin\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class LauncherTestBase:
+    """The tests; mixed into one unittest.TestCase per user variant."""
+
+    user = None  # pwd entry of the user the launcher runs as; None: the caller
+
+    def setUp(self):
+        if not AIRLOCK or not os.access(AIRLOCK, os.X_OK):
+            self.skipTest("no airlock binary (pass its path as the first argument)")
+        self.tmp = tempfile.mkdtemp(prefix="airlock-launcher-itest-")
+        os.chmod(self.tmp, 0o755)
+        self.work = os.path.join(self.tmp, "work")
+        self.outside = os.path.join(self.tmp, "outside")  # exists on the host, not exposed
+        self.private = os.path.join(self.tmp, "launcher-tmp")  # the launcher's TMPDIR
+        for d in (self.work, self.outside, self.private):
+            os.mkdir(d, 0o755)
+            if self.user is not None:
+                os.chown(d, self.user.pw_uid, self.user.pw_gid)
+        self.launcher_pids = []
+        self.pidns = []
+
+    def tearDown(self):
+        # Nothing of any jail may remain: processes, cgroups, private directories.
+        leftovers = []
+        deadline = time.monotonic() + 3
+        for ns in self.pidns:
+            while pidns_members(ns) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if pidns_members(ns):
+                leftovers.append(f"processes in {ns}: {pidns_members(ns)}")
+        for pid in self.launcher_pids:
+            for d in cgroup_dirs_named(f"airlock-{pid}"):
+                leftovers.append(f"cgroup {d}")
+        if os.path.isdir(self.private) and os.listdir(self.private):
+            leftovers.append(f"private dirs {os.listdir(self.private)}")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.assertEqual(leftovers, [], "the jail left something behind")
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _popen_kwargs(self, env=None):
+        e = dict(os.environ if env is None else env)
+        e["TMPDIR"] = self.private
+        kwargs = {"cwd": self.work, "env": e}
+        if self.user is not None:
+            kwargs.update(user=self.user.pw_uid, group=self.user.pw_gid, extra_groups=[])
+            e["HOME"] = self.user.pw_dir
+        return kwargs
+
+    def _command(self, script, opts):
+        # The script records its PID namespace first, so tearDown can check that nothing of
+        # that namespace survives the launcher.
+        marker = f"airlock-itest-{uuid.uuid4().hex[:12]}"
+        full = f"readlink /proc/self/ns/pid > .pidns 2>/dev/null; {script}"
+        return [AIRLOCK, "run", *opts, "--", "sh", "-c", full, marker]
+
+    def _record_ns(self):
+        path = os.path.join(self.work, ".pidns")
+        try:
+            with open(path) as f:
+                ns = f.read().strip()
+            os.unlink(path)
+            if ns:
+                self.pidns.append(ns)
+        except OSError:
+            pass
+
+    def jail(self, script, *opts, input=None, env=None, timeout=RUN_TIMEOUT):
+        """Runs `sh -c script` in the jail; returns CompletedProcess (text)."""
+        cmd = self._command(script, opts)
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             **self._popen_kwargs(env))
+        self.launcher_pids.append(p.pid)
+        try:
+            out, err = p.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail(f"airlock run did not finish within {timeout}s: {script}")
+        self._record_ns()
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+    def python_in_jail(self, code, *opts, timeout=RUN_TIMEOUT):
+        path = os.path.join(self.work, f"t_{uuid.uuid4().hex[:8]}.py")
+        with open(path, "w") as f:
+            f.write(code)
+        os.chmod(path, 0o644)
+        return self.jail(f"exec /usr/bin/python3 {path}", *opts, timeout=timeout)
+
+    # ---- behaves like the command --------------------------------------------------------
+
+    def test_exit_status_is_the_commands(self):
+        self.assertEqual(self.jail("exit 7").returncode, 7)
+        self.assertEqual(self.jail("exit 0").returncode, 0)
+        r = self.jail("kill -USR1 $$")
+        self.assertEqual(r.returncode, 128 + signal.SIGUSR1)
+
+    def test_stdio_passes_through(self):
+        r = self.jail("tr a-z A-Z; echo err >&2", input="hello\n")
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stdout, "HELLO\n")
+        self.assertIn("err", r.stderr)
+
+    def test_not_found_and_not_executable(self):
+        r = self.jail("exec /no/such/program")
+        self.assertEqual(r.returncode, 127)
+        p = subprocess.run([AIRLOCK, "run", "--", "no-such-program-xyz"], capture_output=True,
+                           text=True, timeout=RUN_TIMEOUT, **self._popen_kwargs())
+        self.assertEqual(p.returncode, 127, p.stderr)
+        self.assertIn("command not found", p.stderr)
+        script = os.path.join(self.work, "noexec.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(script, 0o644)
+        p = subprocess.run([AIRLOCK, "run", "--", script], capture_output=True, text=True,
+                           timeout=RUN_TIMEOUT, **self._popen_kwargs())
+        self.assertEqual(p.returncode, 126, p.stderr)
+
+    def test_launcher_errors_exit_125_with_reason(self):
+        for args in (["--bogus", "true"], ["--memory", "lots", "true"], ["--rw", "/", "true"],
+                     ["--proxy", "proxy.example:1", "true"]):
+            p = subprocess.run([AIRLOCK, "run", *args], capture_output=True, text=True,
+                               timeout=RUN_TIMEOUT, **self._popen_kwargs())
+            self.assertEqual(p.returncode, 125, args)
+            self.assertTrue(p.stderr.startswith("airlock run: "), p.stderr)
+
+    def test_signals_are_forwarded(self):
+        script = "trap 'exit 42' TERM; touch ready; while :; do sleep 0.05; done"
+        cmd = self._command(script, [])
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             **self._popen_kwargs())
+        self.launcher_pids.append(p.pid)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(os.path.join(self.work, "ready")):
+            if time.monotonic() > deadline or p.poll() is not None:
+                p.kill()
+                p.communicate()
+                self.fail("the jailed script never became ready")
+            time.sleep(0.02)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail("SIGTERM was not forwarded")
+        self._record_ns()
+        self.assertEqual(p.returncode, 42)
+
+    # ---- network ----------------------------------------------------------------------------
+
+    def test_direct_tcp_to_host_loopback_fails(self):
+        server = TcpServer()
+        try:
+            r = self.python_in_jail(f"""
+import socket
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect(("127.0.0.1", {server.port}))
+    print("CONNECTED")
+except OSError as e:
+    print("failed", e)
+""")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("failed", r.stdout)
+            self.assertEqual(server.accepted, 0)
+        finally:
+            server.close()
+
+    def test_ipv6_fails(self):
+        try:
+            server = TcpServer(socket.AF_INET6, "::1")
+        except OSError:
+            self.skipTest("no IPv6 loopback on the host")
+        try:
+            r = self.python_in_jail(f"""
+import socket
+s = socket.socket(socket.AF_INET6)
+s.settimeout(5)
+try:
+    s.connect(("::1", {server.port}))
+    print("CONNECTED")
+except OSError as e:
+    print("failed", e)
+# connect() on UDP only looks up a route; it sends nothing, so it is safe to try an outside
+# (documentation) address: there must be no route at all.
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+try:
+    u.connect(("2001:db8::1", 53))
+    print("ROUTED6")
+except OSError as e:
+    print("unroutable", e.errno)
+""")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("failed", r.stdout)
+            self.assertIn("unroutable", r.stdout)
+            self.assertNotIn("ROUTED6", r.stdout)
+            self.assertEqual(server.accepted, 0)
+        finally:
+            server.close()
+
+    def test_udp_reaches_nothing(self):
+        host_udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        host_udp.bind(("127.0.0.1", 0))
+        port = host_udp.getsockname()[1]
+        try:
+            r = self.python_in_jail(f"""
+import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(1)
+for addr in [("127.0.0.1", {port}), ("127.0.0.53", 53)]:
+    try:
+        u.sendto(b"ping", addr)
+        u.recvfrom(100)
+        print("ANSWERED", addr)
+    except OSError as e:
+        print("no answer", addr)
+v = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    v.connect(("192.0.2.1", 53))   # route lookup only; nothing is sent
+    print("ROUTED")
+except OSError as e:
+    print("unroutable", e.errno)
+print(open("/proc/net/route").read().count("\\n"))
+""")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("ANSWERED", r.stdout)
+            self.assertIn("unroutable", r.stdout)
+            self.assertEqual(r.stdout.strip().splitlines()[-1], "1")  # header line only
+            host_udp.settimeout(0.2)
+            with self.assertRaises(socket.timeout):
+                host_udp.recvfrom(100)  # the host's socket got nothing
+        finally:
+            host_udp.close()
+
+    def test_raw_and_packet_sockets_fail(self):
+        r = self.python_in_jail("""
+import socket
+for fam, typ, proto in [(socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_INET6, socket.SOCK_RAW, 58),
+                        (socket.AF_PACKET, socket.SOCK_RAW, 0), (40, socket.SOCK_STREAM, 0)]:
+    try:
+        socket.socket(fam, typ, proto)
+        print("OPENED", fam)
+    except OSError as e:
+        print("denied", fam, e.errno)
+""")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("OPENED", r.stdout)
+        self.assertEqual(r.stdout.count("denied"), 4)
+
+    def test_abstract_unix_socket_on_host_unreachable(self):
+        name = f"\0airlock-itest-{uuid.uuid4().hex}"
+        host = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        host.bind(name)
+        host.listen(1)
+        host.settimeout(0.2)
+        try:
+            r = self.python_in_jail(f"""
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect({name!r})
+    print("CONNECTED")
+except OSError as e:
+    print("failed", e.errno)
+""")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("failed", r.stdout)
+            with self.assertRaises(socket.timeout):
+                host.accept()
+        finally:
+            host.close()
+
+    def test_proxy_variables_and_relay_listener(self):
+        r = self.jail("env")
+        env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+        for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY",
+                     "all_proxy"):
+            self.assertEqual(env.get(name), "http://127.0.0.1:3128", name)
+        self.assertEqual(env.get("NO_PROXY"), "")
+        self.assertEqual(env.get("no_proxy"), "")
+        self.assertEqual(env.get("SSL_CERT_FILE"), "/run/airlock/ca-bundle.crt")
+
+    def test_secret_looking_environment_is_scrubbed(self):
+        env = dict(os.environ, GITHUB_TOKEN="ghp_secret", MY_API_KEY="k", PLAIN="ok")
+        r = self.jail("env", "--env", "MY_API_KEY", env=env)
+        self.assertNotIn("ghp_secret", r.stdout)
+        self.assertIn("MY_API_KEY=k", r.stdout)  # passed on purpose
+        self.assertIn("PLAIN=ok", r.stdout)
+
+    # ---- file system -----------------------------------------------------------------------
+
+    def test_writes_only_inside_workdir_and_tmp(self):
+        outside_file = os.path.join(self.outside, "x")
+        r = self.jail(f"echo inside > in.txt && echo ok1; echo x > /tmp/t && echo ok2;"
+                      f" echo x > {outside_file} || echo denied1; touch /etc/airlock-x || echo denied2;"
+                      f" touch /usr/airlock-x || echo denied3")
+        self.assertEqual(r.stdout.split(), ["ok1", "ok2", "denied1", "denied2", "denied3"], r.stderr)
+        with open(os.path.join(self.work, "in.txt")) as f:
+            self.assertEqual(f.read(), "inside\n")
+        self.assertFalse(os.path.exists(outside_file))
+        self.assertFalse(os.path.exists("/etc/airlock-x"))
+
+    def test_hidden_paths_cannot_be_read_or_reexposed(self):
+        secret = os.path.join(self.work, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("TOPSECRET\n")
+        secret_dir = os.path.join(self.work, "secrets")
+        os.mkdir(secret_dir)
+        with open(os.path.join(secret_dir, "k"), "w") as f:
+            f.write("TOPSECRET\n")
+        for p in (secret, secret_dir, os.path.join(secret_dir, "k")):
+            if self.user is not None:
+                os.chown(p, self.user.pw_uid, self.user.pw_gid)
+        r = self.jail("cat secret.txt; echo rc=$?; ls secrets; echo rc=$?; cat secrets/k; echo rc=$?",
+                      "--hide", secret, "--hide", "secrets")
+        self.assertNotIn("TOPSECRET", r.stdout)
+        self.assertNotIn("rc=0", r.stdout, r.stdout + r.stderr)
+        # --ro/--rw cannot bring a hidden path back, not even through a symlink.
+        os.symlink(secret_dir, os.path.join(self.outside, "link"))
+        for opt in (["--ro", secret], ["--rw", os.path.join(secret_dir, "k")],
+                    ["--ro", os.path.join(self.outside, "link")]):
+            p = subprocess.run([AIRLOCK, "run", "--hide", secret, "--hide", secret_dir, *opt, "--",
+                                "true"], capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                               **self._popen_kwargs())
+            self.assertEqual(p.returncode, 125, opt)
+            self.assertIn("inside hidden path", p.stderr)
+
+    def test_ca_bundle_and_key_directory(self):
+        cadir = os.path.join(self.outside, "certs")
+        os.mkdir(cadir)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+                        "/CN=Airlock itest CA", "-keyout", os.path.join(cadir, "ca.key"),
+                        "-out", os.path.join(cadir, "ca.crt")],
+                       check=True, capture_output=True, timeout=30)
+        for p in os.listdir(cadir):
+            os.chmod(os.path.join(cadir, p), 0o644)
+        with open(os.path.join(cadir, "ca.crt")) as f:
+            pem = f.read().strip()
+        r = self.jail(f"cat \"$SSL_CERT_FILE\"; ls $SSL_CERT_DIR; cat {cadir}/ca.key; echo keyrc=$?;"
+                      " echo x >> \"$SSL_CERT_FILE\" || echo bundle-ro",
+                      "--ca", os.path.join(cadir, "ca.crt"), "--rw", self.outside)
+        self.assertIn(pem, r.stdout)
+        self.assertIn("BEGIN CERTIFICATE", r.stdout)
+        self.assertNotIn("PRIVATE KEY", r.stdout)
+        self.assertNotIn("keyrc=0", r.stdout)
+        self.assertIn("bundle-ro", r.stdout)
+        self.assertRegex(r.stdout, r"[0-9a-f]{8}\.0")
+
+    def test_proc_is_the_jails_own(self):
+        r = self.jail("echo $$; ls /proc | grep -c '^[0-9]'; cat /proc/1/cmdline | tr '\\0' ' '")
+        lines = r.stdout.split("\n")
+        self.assertEqual(lines[0], "2")  # the command is PID 2; the launcher's init is PID 1
+        self.assertLess(int(lines[1]), 10)  # only the jail's few processes
+        self.assertIn("airlock", lines[2])   # PID 1 is the launcher's init
+
+    def test_init_memory_and_environment_unreadable(self):
+        # The jail's init is a copy of the launcher, environment and all.
+        env = dict(os.environ, SOME_TOKEN="init-secret")
+        r = self.jail("cat /proc/1/environ; echo env=$?; head -c 16 /proc/1/mem; echo mem=$?",
+                      env=env)
+        self.assertNotIn("init-secret", r.stdout)
+        for what in ("env", "mem"):
+            self.assertNotIn(f"{what}=0", r.stdout, r.stdout + r.stderr)
+
+    def test_no_privileges_left(self):
+        r = self.jail("grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; unshare -U true;"
+                      " echo unshare=$?")
+        status = dict(line.split(":\t", 1) for line in r.stdout.splitlines() if ":\t" in line)
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            self.assertEqual(status.get(cap), "0000000000000000", cap)
+        self.assertEqual(status.get("NoNewPrivs"), "1")
+        self.assertEqual(status.get("Seccomp"), "2")
+        self.assertNotIn("unshare=0", r.stdout)
+
+    # ---- limits ------------------------------------------------------------------------------
+
+    def test_timeout_kills_the_tree_with_124(self):
+        start = time.monotonic()
+        r = self.jail("sleep 30 & sleep 30", "--timeout", "1s", timeout=30)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertLess(time.monotonic() - start, 15)
+        self.assertIn("timed out", r.stderr)
+
+    def test_memory_hog_is_stopped(self):
+        r = self.python_in_jail("""
+chunks = []
+for i in range(2048):                 # bounded: at most 2 GiB
+    chunks.append(bytearray(1 << 20))  # touched: bytearray zero-fills
+print("SURVIVED")
+""", "--memory", "64M", "--timeout", "30s", "--verbose", timeout=60)
+        self.assertNotIn("SURVIVED", r.stdout)
+        mech = re.search(r"limits: memory=(\S+)", r.stderr)
+        self.assertIsNotNone(mech, r.stderr)
+        if mech.group(1).startswith("cgroup"):
+            self.assertEqual(r.returncode, 137, r.stderr)
+            self.assertIn("memory limit", r.stderr)
+        else:  # RLIMIT_AS: the allocation fails instead
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("MemoryError", r.stderr)
+
+    def test_pids_limit_stops_forks(self):
+        r = self.python_in_jail("""
+import subprocess
+procs = []
+try:
+    for i in range(200):              # bounded
+        procs.append(subprocess.Popen(["sleep", "30"]))
+except OSError as e:
+    print("stopped", e.errno)
+print("started", len(procs))
+""", "--pids", "16", "--timeout", "30s", "--verbose", timeout=60)
+        self.assertIn("stopped", r.stdout, r.stderr)
+        started = int(re.search(r"started (\d+)", r.stdout).group(1))
+        self.assertLess(started, 16)
+        self.assertGreater(started, 3)
+
+    def test_fork_bomb_is_contained(self):
+        start = time.monotonic()
+        r = self.jail("bomb() { bomb | bomb & }; bomb; sleep 2", "--pids", "32", "--timeout", "10s",
+                      timeout=60)
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertIn(r.returncode, (0, 2, 124, 137), r.stderr)
+
+    # ---- through the proxy ---------------------------------------------------------------------
+
+    def test_curl_through_the_proxy_reaches_an_allowed_origin(self):
+        origin = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OriginHandler)
+        oport = origin.server_address[1]
+        t = threading.Thread(target=origin.serve_forever, daemon=True)
+        t.start()
+        config = os.path.join(self.tmp, "policy.yaml")
+        with open(config, "w") as f:
+            f.write("listen: {proxy: '127.0.0.1:0', admin: ''}\n"
+                    "audit: {path: 'off'}\n"
+                    "agents: {default: {rules: [origin]}}\n"
+                    f"rules: [{{name: origin, hosts: [127.0.0.1], ports: [{oport}],"
+                    " allow_cidrs: [127.0.0.1/32]}]\n")
+        proxy = subprocess.Popen([AIRLOCK, "proxy", "--config", config], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            port = None
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and port is None:
+                ready, _, _ = select.select([proxy.stdout], [], [], 0.5)
+                if ready:
+                    line = proxy.stdout.readline()
+                    if not line:
+                        break
+                    m = re.search(r"listening proxy=127\.0\.0\.1:(\d+)", line)
+                    if m:
+                        port = int(m.group(1))
+                elif proxy.poll() is not None:
+                    break
+            if port is None:
+                self.skipTest("`airlock proxy` is not available: "
+                              + (proxy.stderr.read() if proxy.poll() is not None else "no port"))
+            r = self.jail(f"curl -sS --max-time 10 http://127.0.0.1:{oport}/hello; echo rc=$?;"
+                          f" curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{oport}/ ; echo direct=$?",
+                          "--proxy", f"127.0.0.1:{port}", timeout=60)
+            self.assertIn("hello from the origin", r.stdout, r.stderr)
+            self.assertIn("rc=0", r.stdout)
+            self.assertNotIn("direct=0", r.stdout)
+        finally:
+            proxy.terminate()
+            try:
+                proxy.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+                proxy.communicate()
+            origin.shutdown()
+            origin.server_close()
+
+
+class AsCaller(LauncherTestBase, unittest.TestCase):
+    """As the user running the tests (root in CI)."""
+
+    @classmethod
+    def setUpClass(cls):
+        ok, why = userns_allowed()
+        if not ok:
+            raise unittest.SkipTest(f"user namespaces not available: {why}")
+
+
+class AsUnprivilegedUser(LauncherTestBase, unittest.TestCase):
+    """As `airlock-test`, a user without privileges (only when the tests run as root)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root to switch to the unprivileged test user")
+        try:
+            pwd.getpwnam(TEST_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                            "--shell", "/usr/sbin/nologin", TEST_USER],
+                           check=False, capture_output=True, timeout=30)
+        try:
+            cls.user = pwd.getpwnam(TEST_USER)
+        except KeyError:
+            raise unittest.SkipTest(f"cannot create the user {TEST_USER}")
+        ok, why = userns_allowed(cls.user)
+        if not ok:
+            raise unittest.SkipTest(f"unprivileged user namespaces not available: {why}")
+        # The binary must be reachable for that user (every directory above it searchable).
+        r = subprocess.run(["test", "-x", AIRLOCK], user=cls.user.pw_uid, group=cls.user.pw_gid,
+                           extra_groups=[], timeout=10)
+        if r.returncode != 0:
+            raise unittest.SkipTest(f"{AIRLOCK} is not executable by {TEST_USER}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+        AIRLOCK = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

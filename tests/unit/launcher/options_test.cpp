@@ -1,0 +1,137 @@
+#include "launcher/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string_view>
+#include <vector>
+
+namespace airlock::launcher {
+namespace {
+
+parse_result parse(std::vector<std::string_view> args) {
+  return parse_options(args);
+}
+
+TEST(LauncherOptions, DefaultsAndCommandAfterDoubleDash) {
+  auto r = parse({"--", "sh", "-c", "exit 7"});
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->command, (std::vector<std::string>{"sh", "-c", "exit 7"}));
+  EXPECT_EQ(r.value->proxy, "127.0.0.1:3128");
+  EXPECT_EQ(r.value->relay_port, 3128);
+  EXPECT_FALSE(r.value->proxy_protocol);
+  EXPECT_FALSE(r.value->memory_bytes);
+  EXPECT_FALSE(r.value->timeout);
+}
+
+TEST(LauncherOptions, CommandStartsAtFirstNonOption) {
+  auto r = parse({"--agent", "coder", "curl", "--proxy", "x"});
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->agent, "coder");
+  // "--proxy x" belongs to curl, not to us.
+  EXPECT_EQ(r.value->proxy, "127.0.0.1:3128");
+  EXPECT_EQ(r.value->command, (std::vector<std::string>{"curl", "--proxy", "x"}));
+}
+
+TEST(LauncherOptions, AllValuedOptionsBothSpellings) {
+  auto r = parse({"--agent=a",
+                  "--proxy",
+                  "[::1]:8080",
+                  "--workdir=/w",
+                  "--ro",
+                  "/a",
+                  "--ro=/b",
+                  "--rw",
+                  "/c",
+                  "--hide",
+                  "/d",
+                  "--memory",
+                  "512M",
+                  "--cpus=1.5",
+                  "--pids",
+                  "128",
+                  "--timeout",
+                  "60s",
+                  "--env",
+                  "A=1",
+                  "--env=B",
+                  "--ca",
+                  "ca.crt",
+                  "--ca-key",
+                  "ca.key",
+                  "--relay-port",
+                  "8888",
+                  "--verbose",
+                  "--proxy-protocol",
+                  "--cgroup",
+                  "/sys/fs/cgroup/x",
+                  "--",
+                  "true"});
+  ASSERT_TRUE(r.value) << r.error;
+  const auto& o = *r.value;
+  EXPECT_EQ(o.agent, "a");
+  EXPECT_EQ(o.proxy, "[::1]:8080");
+  EXPECT_EQ(o.workdir, "/w");
+  EXPECT_EQ(o.ro, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_EQ(o.rw, (std::vector<std::string>{"/c"}));
+  EXPECT_EQ(o.hide, (std::vector<std::string>{"/d"}));
+  EXPECT_EQ(o.memory_bytes, 512ULL << 20);
+  EXPECT_EQ(o.cpu_millis, 1500u);
+  EXPECT_EQ(o.pids, 128u);
+  EXPECT_EQ(o.timeout, std::chrono::seconds(60));
+  EXPECT_EQ(o.env, (std::vector<std::string>{"A=1", "B"}));
+  EXPECT_EQ(o.ca, "ca.crt");
+  EXPECT_EQ(o.ca_key, "ca.key");
+  EXPECT_EQ(o.relay_port, 8888);
+  EXPECT_TRUE(o.verbose);
+  EXPECT_TRUE(o.proxy_protocol);
+  EXPECT_EQ(o.cgroup, "/sys/fs/cgroup/x");
+}
+
+TEST(LauncherOptions, CpuFractions) {
+  EXPECT_EQ(parse({"--cpus", "0.5", "x"}).value->cpu_millis, 500u);
+  EXPECT_EQ(parse({"--cpus", ".25", "x"}).value->cpu_millis, 250u);
+  EXPECT_EQ(parse({"--cpus", "2", "x"}).value->cpu_millis, 2000u);
+  EXPECT_EQ(parse({"--cpus", "0.001", "x"}).value->cpu_millis, 1u);
+  for (auto bad : {"0", "0.0", "-1", "1.2345", "abc", "1.", "", "2000", "1e3", "0.0001"}) {
+    EXPECT_FALSE(parse({"--cpus", bad, "x"}).value) << bad;
+  }
+}
+
+TEST(LauncherOptions, RejectsBadValues) {
+  const std::vector<std::vector<std::string_view>> bad = {
+      {},                         // no command
+      {"--"},                     // no command
+      {"--", ""},                 // empty command
+      {"--bogus", "x"},           // unknown option
+      {"--memory"},               // missing value
+      {"--memory", "lots", "x"},  // not a size
+      {"--memory", "1K", "x"},    // too small to run anything
+      {"--pids", "0", "x"},       // nothing could start
+      {"--pids", "-3", "x"},
+      {"--timeout", "0", "x"},
+      {"--timeout", "soon", "x"},
+      {"--relay-port", "0", "x"},
+      {"--relay-port", "65536", "x"},
+      {"--env", "=v", "x"},  // empty name
+      {"--agent", "has space", "x"},
+      {"--agent", "", "x"},
+      {"--proxy-protocol", "x"},  // needs --agent
+      {"--ro", "", "x"},
+  };
+  for (const auto& args : bad) {
+    auto r = parse(args);
+    EXPECT_FALSE(r.value) << (args.empty() ? "(none)" : args[0]);
+    EXPECT_FALSE(r.error.empty());
+  }
+}
+
+TEST(LauncherOptions, HelpNeedsNoCommand) {
+  auto r = parse({"--help"});
+  ASSERT_TRUE(r.value);
+  EXPECT_TRUE(r.value->help);
+  EXPECT_NE(usage().find("--timeout"), std::string_view::npos);
+  EXPECT_NE(usage().find("124"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace airlock::launcher

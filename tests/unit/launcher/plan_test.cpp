@@ -1,0 +1,308 @@
+#include "launcher/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <map>
+
+namespace airlock::launcher {
+namespace {
+
+// A fake file system: path -> is directory; symlinks map a path prefix to its target.
+struct fake_fs {
+  std::map<std::string, bool> files = {
+      {"/", true},
+      {"/home", true},
+      {"/home/u", true},
+      {"/home/u/proj", true},
+      {"/home/u/proj/.git", true},
+      {"/home/u/.ssh", true},
+      {"/home/u/.aws", true},
+      {"/home/u/.netrc", false},
+      {"/etc", true},
+      {"/etc/shadow", false},
+      {"/srv", true},
+      {"/srv/data", true},
+      {"/srv/secret", true},
+      {"/srv/secret/inner", true},
+      {"/srv/ca", true},
+      {"/srv/ca/ca.crt", false},
+      {"/srv/ca/ca.key", false},
+      {"/tmp", true},
+      {"/tmp/priv", true},
+      {"/proc", true},
+      {"/proc/1", true},
+  };
+  std::map<std::string, std::string> links = {{"/home/u/proj/link", "/srv/secret/inner"},
+                                              {"/home/u/proj/up", "/"}};
+
+  std::optional<std::string> canonical(const std::string& path) const {
+    std::string p = path;
+    // Resolve "." and ".." lexically (enough for these tests), then one level of links.
+    std::vector<std::string> parts;
+    std::size_t pos = 1;
+    while (pos <= p.size()) {
+      auto next = p.find('/', pos);
+      if (next == std::string::npos) next = p.size();
+      std::string part = p.substr(pos, next - pos);
+      if (part == "..") {
+        if (!parts.empty()) parts.pop_back();
+      } else if (!part.empty() && part != ".") {
+        parts.push_back(part);
+      }
+      pos = next + 1;
+    }
+    std::string out;
+    for (const auto& part : parts) {
+      out += "/" + part;
+      if (auto it = links.find(out); it != links.end()) out = it->second == "/" ? "" : it->second;
+    }
+    if (out.empty()) out = "/";
+    if (!files.count(out)) return std::nullopt;
+    return out;
+  }
+};
+
+class LauncherPlan : public ::testing::Test {
+ protected:
+  host_facts host() {
+    host_facts h;
+    h.uid = 1000;
+    h.gid = 1000;
+    h.cwd = "/home/u/proj";
+    h.home = "/home/u";
+    h.environ = {"PATH=/usr/bin", "GITHUB_TOKEN=x"};
+    h.canonical = [this](const std::string& p) { return fs_.canonical(p); };
+    h.is_dir = [this](const std::string& p) {
+      auto it = fs_.files.find(p);
+      return it != fs_.files.end() && it->second;
+    };
+    h.private_dir = "/tmp/priv";
+    return h;
+  }
+  options opts() {
+    options o;
+    o.command = {"curl", "https://example.org"};
+    return o;
+  }
+  static std::vector<const mount_step*> of_kind(const plan& p, mount_kind k) {
+    std::vector<const mount_step*> out;
+    for (const auto& s : p.mounts) {
+      if (s.kind == k) out.push_back(&s);
+    }
+    return out;
+  }
+  static std::size_t index_of(const plan& p, mount_kind k, const std::string& target) {
+    for (std::size_t i = 0; i < p.mounts.size(); ++i) {
+      if (p.mounts[i].kind == k && p.mounts[i].target == target) return i;
+    }
+    return p.mounts.size();
+  }
+  fake_fs fs_;
+};
+
+TEST_F(LauncherPlan, DefaultPlanShape) {
+  auto r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value) << r.error;
+  const plan& p = *r.value;
+  EXPECT_EQ(p.clone_flags, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                               CLONE_NEWIPC | CLONE_NEWUTS);
+  EXPECT_EQ(p.inside_uid, 1000u);
+  EXPECT_EQ(p.outside_uid, 1000u);
+  EXPECT_TRUE(p.deny_setgroups);
+  EXPECT_EQ(p.workdir, "/home/u/proj");
+  EXPECT_EQ(p.argv, (std::vector<std::string>{"curl", "https://example.org"}));
+
+  // Order: propagation first, read-only root next, pivot_root last; proc before its masks;
+  // the work directory before the hides; hides before the final read-only remounts.
+  ASSERT_GE(p.mounts.size(), 10u);
+  EXPECT_EQ(p.mounts.front().kind, mount_kind::private_propagation);
+  EXPECT_EQ(p.mounts[1].kind, mount_kind::root_ro);
+  EXPECT_EQ(p.mounts.back().kind, mount_kind::pivot_root);
+  EXPECT_LT(index_of(p, mount_kind::proc, "/proc"),
+            index_of(p, mount_kind::protect_ro, "/proc/sys"));
+  EXPECT_LT(index_of(p, mount_kind::tmpfs, "/run"), index_of(p, mount_kind::trust, "/run/airlock"));
+  const auto work = index_of(p, mount_kind::bind, "/home/u/proj");
+  ASSERT_LT(work, p.mounts.size());
+  EXPECT_TRUE(p.mounts[work].writable);
+  EXPECT_LT(work, index_of(p, mount_kind::hide, "/home/u/.ssh"));
+  EXPECT_LT(index_of(p, mount_kind::hide, "/home/u/.ssh"),
+            index_of(p, mount_kind::remount_ro, "/run"));
+  EXPECT_LT(index_of(p, mount_kind::remount_ro, "/dev"), p.mounts.size() - 1);
+
+  auto tmpfs = of_kind(p, mount_kind::tmpfs);
+  ASSERT_EQ(tmpfs.size(), 2u);
+  EXPECT_EQ(tmpfs[0]->target, "/tmp");
+  EXPECT_EQ(tmpfs[0]->data, "mode=1777");
+
+  // Built-in secrets that exist are hidden; those that do not are not mentioned.
+  EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.ssh"), p.hidden.end());
+  EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.aws"), p.hidden.end());
+  EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.netrc"), p.hidden.end());
+  EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/etc/shadow"), p.hidden.end());
+  EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/tmp/priv"), p.hidden.end());
+  EXPECT_EQ(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.gnupg"), p.hidden.end());
+  for (const auto* h : of_kind(p, mount_kind::hide)) {
+    if (h->target == "/home/u/.netrc" || h->target == "/etc/shadow") {
+      EXPECT_FALSE(h->is_dir);
+    }
+    if (h->target == "/home/u/.ssh") {
+      EXPECT_TRUE(h->is_dir);
+    }
+  }
+
+  // Environment: scrubbed, proxied, limits and relay carried through.
+  EXPECT_EQ(std::count(p.env.entries.begin(), p.env.entries.end(), "GITHUB_TOKEN=x"), 0);
+  EXPECT_EQ(
+      std::count(p.env.entries.begin(), p.env.entries.end(), "HTTPS_PROXY=http://127.0.0.1:3128"),
+      1);
+  EXPECT_EQ(p.relay.proxy, "127.0.0.1:3128");
+  EXPECT_FALSE(p.limits.pids);
+}
+
+TEST_F(LauncherPlan, RootKeepsSetgroups) {
+  auto h = host();
+  h.uid = 0;
+  h.gid = 0;
+  auto r = build_plan(opts(), h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_FALSE(r.value->deny_setgroups);
+  EXPECT_EQ(r.value->inside_uid, 0u);
+}
+
+TEST_F(LauncherPlan, BindsSortedParentsFirstAndRelativePaths) {
+  auto o = opts();
+  o.ro = {".git"};  // relative to the work directory; nested in it
+  o.rw = {"/srv/data"};
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  auto binds = of_kind(*r.value, mount_kind::bind);
+  ASSERT_EQ(binds.size(), 3u);
+  EXPECT_EQ(binds[0]->target, "/srv/data");
+  EXPECT_EQ(binds[1]->target, "/home/u/proj");
+  EXPECT_EQ(binds[2]->target, "/home/u/proj/.git");
+  EXPECT_FALSE(binds[2]->writable);
+  EXPECT_TRUE(binds[0]->writable);
+}
+
+TEST_F(LauncherPlan, HiddenPathsCannotBeReexposed) {
+  struct tc {
+    std::vector<std::string> hide, ro, rw;
+    std::optional<std::string> workdir;
+  };
+  const std::vector<tc> cases = {
+      {{"/srv/secret"}, {"/srv/secret"}, {}, {}},          // exactly
+      {{"/srv/secret"}, {}, {"/srv/secret/inner"}, {}},    // below
+      {{"/srv/secret"}, {"/home/u/proj/link"}, {}, {}},    // through a symlink
+      {{"/srv/secret"}, {"/srv/data/../secret"}, {}, {}},  // through ..
+      {{"/srv/secret"}, {}, {}, {"/srv/secret/inner"}},    // as the work directory
+      {{"/home/u"}, {}, {}, {}},                           // hides the work directory
+      {{}, {"/home/u/.ssh"}, {}, {}},                      // built-in secret
+      {{}, {}, {"/tmp/priv"}, {}},                         // the launcher's own files
+  };
+  for (const auto& c : cases) {
+    auto o = opts();
+    o.hide = c.hide;
+    o.ro = c.ro;
+    o.rw = c.rw;
+    o.workdir = c.workdir;
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << (c.ro.empty() ? "" : c.ro[0]) << (c.rw.empty() ? "" : c.rw[0]);
+    EXPECT_NE(r.error.find("inside hidden path"), std::string::npos) << r.error;
+  }
+  // A hidden directory inside an exposed one is fine: the hide lands on top.
+  auto o = opts();
+  o.rw = {"/srv"};
+  o.hide = {"/srv/secret"};
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_GT(index_of(*r.value, mount_kind::hide, "/srv/secret"),
+            index_of(*r.value, mount_kind::bind, "/srv"));
+}
+
+TEST_F(LauncherPlan, RefusesDangerousOrMissingBinds) {
+  for (auto [rw, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"/", "refusing to expose /"},
+           {"/home/u/proj/up", "refusing to expose /"},  // a symlink to /
+           {"/proc/1", "refusing to bind /proc/1"},
+           {"/nonexistent", "no such file"}}) {
+    auto o = opts();
+    o.rw = {rw};
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << rw;
+    EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
+  }
+  auto o = opts();
+  o.workdir = "/etc/shadow";
+  EXPECT_NE(build_plan(o, host()).error.find("not a directory"), std::string::npos);
+  o = opts();
+  o.hide = {"/"};
+  EXPECT_FALSE(build_plan(o, host()).value);
+  o = opts();
+  o.proxy = "proxy.internal:3128";
+  EXPECT_NE(build_plan(o, host()).error.find("--proxy"), std::string::npos);
+  o = opts();
+  o.java_truststore = true;  // no keytool in the fake host
+  EXPECT_NE(build_plan(o, host()).error.find("keytool"), std::string::npos);
+}
+
+TEST_F(LauncherPlan, CaKeyDirectoryHidden) {
+  auto o = opts();
+  o.ca = "/srv/ca/ca.crt";
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->trust.airlock_ca, "/srv/ca/ca.crt");
+  // ca.key next to the certificate: the whole directory goes.
+  EXPECT_NE(std::find(r.value->hidden.begin(), r.value->hidden.end(), "/srv/ca"),
+            r.value->hidden.end());
+
+  // When the key's directory is (or contains) the work directory, only the key is hidden.
+  o = opts();
+  o.ca_key = "/srv/ca/ca.key";
+  o.workdir = "/srv/ca";
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_NE(std::find(r.value->hidden.begin(), r.value->hidden.end(), "/srv/ca/ca.key"),
+            r.value->hidden.end());
+  EXPECT_EQ(std::find(r.value->hidden.begin(), r.value->hidden.end(), "/srv/ca"),
+            r.value->hidden.end());
+
+  o = opts();
+  o.ca = "/srv/ca/missing.crt";
+  EXPECT_FALSE(build_plan(o, host()).value);
+}
+
+TEST_F(LauncherPlan, LimitsAndRelay) {
+  auto o = opts();
+  o.pids = 10;
+  o.memory_bytes = 64 << 20;
+  o.cpu_millis = 500;
+  o.timeout = std::chrono::seconds(5);
+  o.agent = "coder";
+  o.proxy_protocol = true;
+  o.relay_port = 9000;
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->limits.pids, 11u);  // + the jail's init
+  EXPECT_EQ(r.value->limits.memory_bytes, 64u << 20);
+  EXPECT_EQ(r.value->limits.cpu_millis, 500u);
+  EXPECT_EQ(r.value->limits.timeout, std::chrono::seconds(5));
+  EXPECT_EQ(r.value->relay.agent, "coder");
+  EXPECT_TRUE(r.value->relay.proxy_protocol);
+  EXPECT_EQ(r.value->relay.port, 9000);
+  EXPECT_EQ(std::count(r.value->env.entries.begin(), r.value->env.entries.end(),
+                       "http_proxy=http://127.0.0.1:9000"),
+            1);
+}
+
+TEST_F(LauncherPlan, DescribeEveryStep) {
+  auto r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value);
+  for (const auto& s : r.value->mounts)
+    EXPECT_NE(describe(s), "?");
+}
+
+}  // namespace
+}  // namespace airlock::launcher

@@ -1,0 +1,140 @@
+#include "launcher/seccomp.hpp"
+
+#include "launcher/capabilities.hpp"
+
+#include <gtest/gtest.h>
+
+#include <linux/netlink.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <functional>
+#include <string>
+
+namespace airlock::launcher {
+namespace {
+
+// Runs body in a forked child after loading the filter; returns the child's wait status.
+// The body returns 0 when every expectation held, else the number of the failed check.
+int in_filtered_child(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!set_no_new_privs() || !install_seccomp_filter()) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// errno of a call that should fail, or 0 if it succeeded.
+int err_of(long rc) {
+  return rc < 0 ? errno : 0;
+}
+
+TEST(LauncherSeccomp, RuleListNamesTheDenials) {
+  const auto rules = seccomp_rules();
+  auto has = [&](std::string_view r) {
+    return std::find(rules.begin(), rules.end(), r) != rules.end();
+  };
+  for (auto r : {"ptrace: EPERM", "mount: EPERM", "unshare: EPERM", "setns: EPERM", "bpf: EPERM",
+                 "keyctl: EPERM", "userfaultfd: EPERM", "open_by_handle_at: EPERM",
+                 "clone3: ENOSYS", "clone(CLONE_NEWUSER): EPERM", "clone(CLONE_NEWNET): EPERM",
+                 "socket(AF_PACKET): EPERM", "socket(AF_INET, SOCK_RAW): EPERM",
+                 "socket(AF_INET6, SOCK_RAW): EPERM", "socket(AF_NETLINK, !NETLINK_ROUTE): EPERM",
+                 "io_uring_setup: EPERM", "kexec_load: EPERM", "init_module: EPERM"}) {
+    EXPECT_TRUE(has(r)) << r;
+  }
+}
+
+TEST(LauncherSeccomp, ExportsFilterText) {
+  char name[] = "/tmp/airlock-seccomp-XXXXXX";
+  const int fd = ::mkstemp(name);
+  ASSERT_GE(fd, 0);
+  ::unlink(name);
+  ASSERT_TRUE(export_seccomp_filter(fd));
+  std::string text(1 << 20, '\0');
+  const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+  ::close(fd);
+  ASSERT_GT(n, 0);
+  text.resize(static_cast<std::size_t>(n));
+  EXPECT_NE(text.find("ptrace"), std::string::npos);
+  EXPECT_NE(text.find("clone3"), std::string::npos);
+}
+
+TEST(LauncherSeccomp, DeniesWhatItShouldAndAllowsTheRest) {
+  const int status = in_filtered_child([] {
+    int check = 0;
+    auto expect = [&](bool ok) {
+      ++check;
+      return ok;
+    };
+    // Denied with EPERM.
+    if (!expect(err_of(::unshare(CLONE_NEWUSER)) == EPERM)) return check;
+    if (!expect(err_of(::syscall(SYS_setns, -1, 0)) == EPERM)) return check;
+    if (!expect(err_of(::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr)) == EPERM)) return check;
+    if (!expect(err_of(::syscall(SYS_mount, "none", "/", "tmpfs", 0, nullptr)) == EPERM))
+      return check;
+    if (!expect(err_of(::syscall(SYS_userfaultfd, 0)) == EPERM)) return check;
+    if (!expect(err_of(::syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0)) == EPERM))
+      return check;
+    if (!expect(err_of(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0)) == EPERM))
+      return check;
+    if (!expect(err_of(::socket(AF_PACKET, SOCK_RAW, 0)) == EPERM)) return check;
+    if (!expect(err_of(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, 1)) == EPERM)) return check;
+    if (!expect(err_of(::socket(AF_INET6, SOCK_RAW, 58)) == EPERM)) return check;
+    if (!expect(err_of(::socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT)) == EPERM)) return check;
+    // Other families: as if the kernel lacked them (AF_VSOCK is 40, AF_BLUETOOTH 31).
+    if (!expect(err_of(::socket(40, SOCK_STREAM, 0)) == EAFNOSUPPORT)) return check;
+    if (!expect(err_of(::socket(31, SOCK_STREAM, 0)) == EAFNOSUPPORT)) return check;
+    if (!expect(err_of(::syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0)) ==
+                EAFNOSUPPORT))
+      return check;
+    // clone3 gets ENOSYS so that libc falls back to clone.
+    if (!expect(err_of(::syscall(SYS_clone3, nullptr, 0)) == ENOSYS)) return check;
+
+    // Allowed: ordinary sockets, rtnetlink, fork (clone without namespace flags).
+    for (int fam : {AF_INET, AF_INET6, AF_UNIX}) {
+      const int s = ::socket(fam, SOCK_STREAM, 0);
+      if (!expect(s >= 0)) return check;
+      ::close(s);
+    }
+    const int u = ::socket(AF_INET, SOCK_DGRAM, 0);
+    if (!expect(u >= 0)) return check;
+    ::close(u);
+    const int nl = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (!expect(nl >= 0)) return check;
+    ::close(nl);
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    int st = 0;
+    if (!expect(child > 0 && ::waitpid(child, &st, 0) == child && WIFEXITED(st))) return check;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "check number " << WEXITSTATUS(status) << " failed";
+}
+
+#if defined(__x86_64__)
+TEST(LauncherSeccomp, KillsOtherAbis) {
+  // getpid through the x32 ABI (bit 30 set): a filter written for x86_64 numbers must not
+  // let it through, whatever the kernel's x32 support.
+  const int status = in_filtered_child([] {
+    ::syscall(0x40000000L | SYS_getpid);
+    return 0;
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exited with " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGSYS);
+}
+#endif
+
+}  // namespace
+}  // namespace airlock::launcher
