@@ -198,6 +198,14 @@ int cmd_proxy(args a) {
   // Signals are caught from here on, before anyone can learn our port and send one.
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
   proxy::server server(options, audit.get(), &metrics);
+  // Edits of the policy file (including editors' rename-replace and Kubernetes ConfigMap
+  // swaps) reload it, like SIGHUP and POST /reload do.
+  std::optional<proxy::policy_watcher> watcher;
+  if (!options.config_path.empty())
+    watcher.emplace(main_ioc, options.config_path, [&server] {
+      std::string message;
+      server.reload("file", message);
+    });
   std::vector<std::string> errors;
   if (!server.start(errors)) {
     for (const auto& e : errors)
@@ -215,15 +223,6 @@ int cmd_proxy(args a) {
   AIRLOCK_LOG(info, "proxy", "serving on ", endpoint_text(server.endpoint()), " with policy ",
               server.current_policy()->version().substr(0, 12), " from ",
               options.config_path.empty() ? "the built-in example" : options.config_path);
-
-  // Edits of the policy file (including editors' rename-replace and Kubernetes ConfigMap
-  // swaps) reload it, like SIGHUP and POST /reload do.
-  std::optional<proxy::policy_watcher> watcher;
-  if (!options.config_path.empty())
-    watcher.emplace(main_ioc, options.config_path, [&server] {
-      std::string message;
-      server.reload("file", message);
-    });
 
   std::thread stopper;
   std::function<void(const boost::system::error_code&, int)> on_signal;

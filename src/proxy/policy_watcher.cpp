@@ -53,20 +53,46 @@ void policy_watcher::stop() {
 }
 
 void policy_watcher::read_events() {
-  inotify_.async_read_some(boost::asio::buffer(events_),
-                           [this](const boost::system::error_code& ec, std::size_t) {
-                             if (ec || !watching_) return;
-                             // Any change in the folder may be ours (a rename of `..data`
-                             // changes what the path resolves to): let the digest decide.
-                             schedule_check();
-                             read_events();
-                           });
+  inotify_.async_read_some(
+      boost::asio::buffer(events_), [this](const boost::system::error_code& ec, std::size_t n) {
+        if (ec || !watching_) return;
+        bool relevant = false;
+        for (std::size_t off = 0; off + sizeof(inotify_event) <= n;) {
+          const auto* ev = reinterpret_cast<const inotify_event*>(events_.data() + off);
+          std::string_view name = ev->len ? std::string_view(ev->name) : std::string_view();
+          if (ev->mask & IN_Q_OVERFLOW || concerns_us(name)) relevant = true;
+          off += sizeof(inotify_event) + ev->len;
+        }
+        if (relevant) schedule_check();
+        read_events();
+      });
+}
+
+// The policy's own name, `..data` (Kubernetes swaps it), or the first step of where the
+// path's symlink points (e.g. "..data/policy.yaml" -> "..data", "v2/policy.yaml" -> "v2").
+bool policy_watcher::concerns_us(std::string_view name) const {
+  if (name.empty()) return false;
+  std::filesystem::path p(path_);
+  if (name == p.filename().string() || name == "..data") return true;
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink(p, ec);
+  if (!ec && !target.empty() && target.is_relative() && name == target.begin()->string())
+    return true;
+  return false;
 }
 
 void policy_watcher::schedule_check() {
-  debounce_.expires_after(debounce_delay);
+  auto now = std::chrono::steady_clock::now();
+  if (!check_pending_) {
+    check_pending_ = true;
+    first_pending_ = now;
+  }
+  // Debounce a burst of events, but never delay a change by more than a second in all.
+  auto deadline = std::min(now + debounce_delay, first_pending_ + std::chrono::seconds(1));
+  debounce_.expires_at(deadline);
   debounce_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !watching_) return;
+    check_pending_ = false;
     auto digest = content_digest();
     if (digest.empty() || digest == last_digest_) return;
     last_digest_ = digest;

@@ -2,7 +2,9 @@
 // Watches the policy file and calls back when its content changed. It watches the file's
 // folder (inotify), not the file, because editors replace files by write-and-rename and
 // Kubernetes swaps a ConfigMap by renaming a `..data` symlink: either way the inode we would
-// have watched is gone. Events are debounced, and the callback runs only when the bytes
+// have watched is gone. Only events naming the file, `..data` or the first step of the
+// file's symlink target count (so a busy audit log in the same folder cannot starve it);
+// they are debounced, at most one second in all, and the callback runs only when the bytes
 // behind the path really differ from the last ones seen.
 //
 // Thread safety: runs on the io_context it is given; the callback is called there.
@@ -12,8 +14,10 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace airlock::proxy {
 
@@ -31,13 +35,16 @@ class policy_watcher {
  private:
   void read_events();
   void schedule_check();
+  bool concerns_us(std::string_view name) const;
   std::string content_digest() const;
 
   std::string path_;
   std::function<void()> changed_;
   boost::asio::posix::stream_descriptor inotify_;
   boost::asio::steady_timer debounce_;
-  std::array<char, 4096> events_{};
+  alignas(8) std::array<char, 8192> events_{};
+  std::chrono::steady_clock::time_point first_pending_{};  // first event not yet checked
+  bool check_pending_ = false;
   std::string last_digest_;
   bool watching_ = false;
 };

@@ -155,34 +155,44 @@ struct relay_result {
 };
 
 template <bool IsRequest, class ReadStream, class WriteStream>
-asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& from_buffer,
+asio::awaitable<relay_result> relay_body(worker& w, ReadStream& from,
+                                         beast::flat_buffer& from_buffer,
                                          http::parser<IsRequest, http::buffer_body>& parser,
                                          WriteStream& to,
                                          http::serializer<IsRequest, http::buffer_body>& sr,
                                          std::chrono::milliseconds idle_timeout) {
   relay_result result;
-  // Taken only while a body is relayed, so idle keep-alive connections hold no large buffer.
-  auto buf = std::make_unique<char[]>(relay_buffer_size);
+  // Lent by the worker only while a body moves, so idle connections hold no large buffer.
+  auto buf = w.borrow_buffer();
+  // Read in large pieces: a flat_buffer with little capacity would be read 512 bytes at a time.
+  if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
   do {
     if (!parser.is_done()) {
-      parser.get().body().data = buf.get();
-      parser.get().body().size = relay_buffer_size;
+      parser.get().body().data = buf.data();
+      parser.get().body().size = buf.size();
       lowest(from).expires_after(idle_timeout);
-      auto [ec, n] = co_await http::async_read(from, from_buffer, parser, use_tuple);
+      // read_some, not read: pass on what has arrived (a server-sent event, a slow chunk)
+      // instead of waiting for the buffer to fill.
+      auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
         result.read_ec = ec;
         co_return result;
       }
-      parser.get().body().size = relay_buffer_size - parser.get().body().size;
-      parser.get().body().data = buf.get();
+      const std::size_t got = buf.size() - parser.get().body().size;
+      if (got == 0 && !parser.is_done()) continue;  // only framing so far (a chunk header)
+      // An empty piece must be passed as "no data": for a chunked message the serializer
+      // would write a zero-size chunk, which is the end of the body.
+      parser.get().body().data = got ? buf.data() : nullptr;
+      parser.get().body().size = got;
       parser.get().body().more = !parser.is_done();
-      result.bytes += parser.get().body().size;
+      result.bytes += got;
     } else {
       parser.get().body().data = nullptr;
       parser.get().body().size = 0;
       parser.get().body().more = false;
     }
+    // The first write carries the head too (one send for a small message).
     lowest(to).expires_after(idle_timeout);
     auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
     if (ec == http::error::need_buffer) ec = {};
@@ -191,6 +201,7 @@ asio::awaitable<relay_result> relay_body(ReadStream& from, beast::flat_buffer& f
       co_return result;
     }
   } while (!parser.is_done() || !sr.is_done());
+  if (from_buffer.size() == 0 && from_buffer.capacity() > 16 * 1024) from_buffer.shrink_to_fit();
   co_return result;
 }
 
@@ -244,9 +255,24 @@ bool has_bad_port(std::string_view url) {
   return value == 0 || value > 65535;
 }
 
+upstream_request upstream_for(const net::authority& target, const policy::compiled_rule& rule,
+                              const policy::model::limits& limits) {
+  upstream_request ur;
+  ur.host = &target.host;
+  ur.port = target.port;
+  ur.pinned = rule.pinned;
+  ur.extra_allow = rule.allow_cidrs;
+  ur.dns_timeout = limits.dns_timeout;
+  ur.connect_timeout = limits.connect_timeout;
+  return ur;
+}
+
 struct forward_result {
   bool client_continues = false;   // the client connection may carry another request
   bool upstream_reusable = false;  // the upstream connection may carry another request
+  // A reused pooled connection turned out closed before any response byte: nothing was
+  // answered, and a bodiless request may be sent again on a fresh connection.
+  bool stale_connection = false;
 };
 
 struct forward_params {
@@ -255,7 +281,8 @@ struct forward_params {
   bool client_keep_alive = true;
   bool expect_continue = false;
   bool head = false;
-  std::string upgrade;  // allowed upgrade protocol, empty if none
+  std::string upgrade;          // allowed upgrade protocol, empty if none
+  bool retry_if_stale = false;  // a pooled connection carrying a bodiless request
 };
 
 // Sends the (already rewritten) request head and body upstream and relays the response
@@ -272,25 +299,16 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   const unsigned version = fp.version;
 
   http::request_serializer<http::buffer_body> req_sr{req};
-  lowest(upstream).expires_after(limits.idle_timeout);
-  auto [hw_ec, hw_n] = co_await http::async_write_header(upstream, req_sr, use_tuple);
-  if (hw_ec) {
-    rec.failed_upstream(errc::upstream_error);
-    {
-      rec.refuse(errc::upstream_error, core::str_cat("writing request: ", hw_ec.message()));
-      co_await send_answer(client, rec, version, false);
-    }
-    co_return out;
-  }
   if (fp.expect_continue && version >= 11) {
+    // The client waits for this before it sends the body.
     static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
     lowest(client).expires_after(limits.idle_timeout);
     auto [cec, cn] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
     if (cec) co_return out;
   }
-  if (fp.has_body || !req_sr.is_done()) {
-    auto body =
-        co_await relay_body(client, client_buffer, req_p, upstream, req_sr, limits.idle_timeout);
+  {
+    auto body = co_await relay_body(s.w, client, client_buffer, req_p, upstream, req_sr,
+                                    limits.idle_timeout);
     rec.bytes_in = body.bytes;
     if (body.read_ec) {
       // The origin holds a partial request: the connection is dropped, never completed.
@@ -328,6 +346,13 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
     if (fp.head) res_p->skip(true);
     lowest(upstream).expires_after(limits.response_timeout);
     auto [ec, n] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
+    if (ec && fp.retry_if_stale && up_buffer.size() == 0 &&
+        (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::eof)) {
+      // The origin closed the idle connection as we reused it (a race no check can close).
+      out.stale_connection = true;
+      co_return out;
+    }
     if (ec) {
       errc why = ec == beast::error::timeout     ? errc::upstream_timeout
                  : ec == http::error::body_limit ? errc::response_too_large
@@ -398,12 +423,16 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   res.keep_alive(keep_alive);
 
   http::response_serializer<http::buffer_body> res_sr{res};
-  lowest(client).expires_after(limits.idle_timeout);
-  auto [wh_ec, wh_n] = co_await http::async_write_header(client, res_sr, use_tuple);
-  if (wh_ec) co_return out;
+  if (no_body || (up_buffer.size() == 0 && !res_p->is_done())) {
+    // Nothing of the body is here yet (or there is none): send the head now, so a client of
+    // a slow stream sees it at once.
+    lowest(client).expires_after(limits.idle_timeout);
+    auto [wh_ec, wh_n] = co_await http::async_write_header(client, res_sr, use_tuple);
+    if (wh_ec) co_return out;
+  }
   if (!no_body) {
     auto body =
-        co_await relay_body(upstream, up_buffer, *res_p, client, res_sr, limits.idle_timeout);
+        co_await relay_body(s.w, upstream, up_buffer, *res_p, client, res_sr, limits.idle_timeout);
     rec.bytes_out = body.bytes;
     if (body.read_ec) {
       // Cut off: the client sees an incomplete response (the connection closes before the
@@ -429,13 +458,7 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
   const auto& limits = snap.limits();
   t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
   t.upstream_buffer.clear();
-  upstream_request ur;
-  ur.host = &t.target.host;
-  ur.port = t.target.port;
-  ur.pinned = rule.pinned;
-  ur.extra_allow = rule.allow_cidrs;
-  ur.dns_timeout = limits.dns_timeout;
-  ur.connect_timeout = limits.connect_timeout;
+  auto ur = upstream_for(t.target, rule, limits);
   auto outcome = co_await connect_upstream(t.upstream->next_layer(), snap.guard(), ur);
   if (outcome.error != errc::ok) {
     t.upstream.reset();
@@ -560,8 +583,13 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     rec.scheme = "connect";
     authority = net::parse_authority(target, 0, true);
     if (!authority) {
-      bool port_problem =
-          target.find('/') == std::string_view::npos && target.find('@') == std::string_view::npos;
+      // bad_port only when the host part is fine and the port is what is wrong.
+      auto colon = target.rfind(':');
+      auto host_part = colon == std::string_view::npos ? target : target.substr(0, colon);
+      if (host_part.size() > 2 && host_part.front() == '[' && host_part.back() == ']')
+        host_part = host_part.substr(1, host_part.size() - 2);
+      bool port_problem = target.find_first_of("/@") == std::string_view::npos &&
+                          net::normalize_host(host_part).has_value();
       {
         rec.refuse(port_problem ? errc::bad_port : errc::bad_request,
                    "CONNECT needs host:port (a name or IP literal and a port from 1 to 65535, "
@@ -709,13 +737,7 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   }
   if (shared.metrics) shared.metrics->pool_reuse(reused);
   if (!reused) {
-    upstream_request ur;
-    ur.host = &authority->host;
-    ur.port = authority->port;
-    ur.pinned = rule->pinned;
-    ur.extra_allow = rule->allow_cidrs;
-    ur.dns_timeout = limits.dns_timeout;
-    ur.connect_timeout = limits.connect_timeout;
+    auto ur = upstream_for(*authority, *rule, limits);
     auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
     if (outcome.error != errc::ok) {
       rec.connect_failed(outcome.error);
@@ -729,7 +751,23 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   }
   s.entry->upstream = &upstream.socket();
   beast::flat_buffer up_buffer;
+  fp.retry_if_stale = reused && !has_body;
   auto result = co_await forward(s, client, buffer, upstream, up_buffer, req_p, rec, limits, fp);
+  if (result.stale_connection) {
+    upstream.close();
+    auto ur = upstream_for(*authority, *rule, limits);
+    auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
+    if (outcome.error != errc::ok) {
+      rec.connect_failed(outcome.error);
+      rec.refuse(outcome.error, outcome.detail);
+      s.entry->upstream = nullptr;
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
+    rec.upstream = to_string(outcome.endpoint);
+    fp.retry_if_stale = false;
+    up_buffer.clear();
+    result = co_await forward(s, client, buffer, upstream, up_buffer, req_p, rec, limits, fp);
+  }
   s.entry->upstream = nullptr;
   if (result.upstream_reusable && !shared.draining.load()) {
     upstream.expires_never();
@@ -793,13 +831,7 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
     }
   }
   beast::tcp_stream upstream(s.client.get_executor());
-  upstream_request ur;
-  ur.host = &target.host;
-  ur.port = target.port;
-  ur.pinned = rule->pinned;
-  ur.extra_allow = rule->allow_cidrs;
-  ur.dns_timeout = limits.dns_timeout;
-  ur.connect_timeout = limits.connect_timeout;
+  auto ur = upstream_for(target, *rule, limits);
   auto outcome = co_await connect_upstream(upstream, snap->guard(), ur);
   if (outcome.error != errc::ok) {
     rec.connect_failed(outcome.error);

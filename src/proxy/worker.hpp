@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 namespace airlock::telemetry {
 class audit_log;
@@ -46,6 +47,25 @@ struct session_entry {
   bool idle = true;                                  // waiting for the next request head
 };
 
+class worker;
+
+// A relay buffer lent by a worker; goes back to the worker's spares when released. Buffers are
+// not zeroed (they are always written before read) and are reused, so relaying a body costs
+// no allocation and no page faults once a worker is warm.
+class buffer_lease {
+ public:
+  static constexpr std::size_t size_bytes = 64 * 1024;
+  buffer_lease(worker& w, std::unique_ptr<char[]> p) : worker_(&w), data_(std::move(p)) {}
+  buffer_lease(buffer_lease&&) = default;
+  ~buffer_lease();
+  char* data() noexcept { return data_.get(); }
+  std::size_t size() const noexcept { return size_bytes; }
+
+ private:
+  worker* worker_;
+  std::unique_ptr<char[]> data_;
+};
+
 class worker {
  public:
   explicit worker(shared_state& shared) : shared_(shared) {}
@@ -65,6 +85,18 @@ class worker {
 
   void release_work() { work_.reset(); }
 
+  buffer_lease borrow_buffer() {
+    if (spare_buffers_.empty())
+      return buffer_lease(*this, std::unique_ptr<char[]>(new char[buffer_lease::size_bytes]));
+    auto p = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+    return buffer_lease(*this, std::move(p));
+  }
+  void return_buffer(std::unique_ptr<char[]> p) {
+    // Keep enough spares for the usual concurrency; let bursts' extra buffers go.
+    if (p && spare_buffers_.size() < 128) spare_buffers_.push_back(std::move(p));
+  }
+
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
   std::thread thread;
 
@@ -77,6 +109,11 @@ class worker {
   shared_state& shared_;
   connection_pool pool_;
   std::list<session_entry> sessions_;
+  std::vector<std::unique_ptr<char[]>> spare_buffers_;
 };
+
+inline buffer_lease::~buffer_lease() {
+  if (data_) worker_->return_buffer(std::move(data_));
+}
 
 }  // namespace airlock::proxy

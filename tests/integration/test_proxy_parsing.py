@@ -97,6 +97,12 @@ class TargetFormTest(ProxyTestCase):
             with self.subTest(port=port):
                 self.expect("CONNECT origin.test:%s HTTP/1.1" % port, ["bad_port", "bad_request"])
 
+    def test_connect_bad_host(self):
+        # The port is fine; the host is not: that is a malformed target, not a bad port.
+        for host in ("exa!mple.test", "a..b", "[zz::1]", "256.0.0.1", 'a"b'):
+            with self.subTest(host=host):
+                self.expect("CONNECT %s:8443 HTTP/1.1" % host, ["bad_request"])
+
     def test_connect_absolute_url(self):
         self.expect("CONNECT http://origin.test:8443/ HTTP/1.1", ["bad_request", "bad_port"])
 
