@@ -3,6 +3,7 @@
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
+#include "proxy/policy_diff.hpp"
 #include "proxy/session.hpp"
 #include "telemetry/metrics.hpp"
 
@@ -15,7 +16,6 @@
 #include <sys/socket.h>
 
 #include <future>
-#include <set>
 #include <thread>
 
 namespace airlock::proxy {
@@ -239,25 +239,14 @@ bool server::reload(std::string_view trigger, std::string& message) {
     return false;
   }
   auto old = shared_.current();
-  // What changed, by name, for the log.
-  std::set<std::string> before, after;
-  for (const auto& r : old->rules())
-    before.insert(r.name);
-  for (const auto& r : result.policy->rules())
-    after.insert(r.name);
-  std::string added, removed;
-  for (const auto& n : after)
-    if (!before.count(n)) added += core::str_cat(added.empty() ? "" : ",", n);
-  for (const auto& n : before)
-    if (!after.count(n)) removed += core::str_cat(removed.empty() ? "" : ",", n);
+  const std::string changes = describe_changes(*old, *result.policy);
   shared_.policy.store(result.policy);
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
   if (shared_.metrics) shared_.metrics->policy_loaded(true, result.policy->version(), trigger);
   message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (", trigger,
-                          ")", added.empty() ? "" : "; rules added: ", added,
-                          removed.empty() ? "" : "; rules removed: ", removed);
+                          ")", changes.empty() ? "" : "; ", changes);
   AIRLOCK_LOG(info, "policy", message);
   return true;
 }

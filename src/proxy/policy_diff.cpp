@@ -1,0 +1,76 @@
+#include "proxy/policy_diff.hpp"
+
+#include "core/str_cat.hpp"
+
+#include <map>
+
+namespace airlock::proxy {
+namespace {
+
+void append_list(std::string& out, const std::vector<std::string>& items) {
+  out += '[';
+  for (const auto& i : items)
+    out += core::str_cat(i, ',');
+  out += ']';
+}
+
+// Everything a rule says, in one string: equal strings mean equal rules.
+std::string fingerprint(const policy::model::rule& r) {
+  std::string f;
+  for (const auto* list :
+       {&r.hosts, &r.host_regex, &r.methods, &r.paths, &r.upgrades, &r.addresses, &r.allow_cidrs})
+    append_list(f, *list);
+  for (auto p : r.ports)
+    f += core::str_cat(p, ',');
+  f +=
+      core::str_cat('|', r.inspect, '|',
+                    r.mode ? (*r.mode == policy::model::mode::report ? "report" : "enforce") : "-");
+  return f;
+}
+
+std::string fingerprint(const policy::model::agent& a) {
+  std::string f;
+  append_list(f, a.rules);
+  append_list(f, a.sources);
+  f += a.token_sha256;  // a hash, and never logged: only compared
+  return f;
+}
+
+template <class Items>
+void compare(std::string& out, std::string_view kind, const Items& before, const Items& after) {
+  std::map<std::string, std::string> old_items, new_items;
+  for (const auto& i : before)
+    old_items[i.name] = fingerprint(i);
+  for (const auto& i : after)
+    new_items[i.name] = fingerprint(i);
+  std::string added, removed, modified;
+  auto add = [](std::string& list, const std::string& name) {
+    list += core::str_cat(list.empty() ? "" : ",", name);
+  };
+  for (const auto& [name, f] : new_items) {
+    auto it = old_items.find(name);
+    if (it == old_items.end())
+      add(added, name);
+    else if (it->second != f)
+      add(modified, name);
+  }
+  for (const auto& [name, f] : old_items)
+    if (!new_items.count(name)) add(removed, name);
+  auto section = [&](std::string_view what, const std::string& list) {
+    if (!list.empty()) out += core::str_cat(out.empty() ? "" : "; ", kind, ' ', what, ": ", list);
+  };
+  section("added", added);
+  section("removed", removed);
+  section("modified", modified);
+}
+
+}  // namespace
+
+std::string describe_changes(const policy::snapshot& before, const policy::snapshot& after) {
+  std::string out;
+  compare(out, "rules", before.model().rules, after.model().rules);
+  compare(out, "agents", before.model().agents, after.model().agents);
+  return out;
+}
+
+}  // namespace airlock::proxy
