@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${AIRLOCK_TEST_BUILD_DIR:-$root/build-test}
-"$root/scripts/build.sh" "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIRLOCK_WERROR=ON \
+"$root/scripts/build.sh" "$dir" -DCMAKE_BUILD_TYPE=Debug -DAIRLOCK_WERROR=ON \
   -DAIRLOCK_SANITIZE=ON -DAIRLOCK_BUILD_TESTS=ON
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
