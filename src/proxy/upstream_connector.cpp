@@ -4,10 +4,18 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <memory>
 #include <vector>
 
 namespace airlock::proxy {
@@ -17,6 +25,58 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// One name lookup. getaddrinfo blocks and cannot be cancelled, so it runs on a small pool
+// shared by all workers (Asio's resolver would run it on one thread per worker, so one slow
+// name would hold up every lookup of that worker, and a timeout could not end the wait).
+struct lookup_state {
+  explicit lookup_state(const asio::any_io_executor& ex)
+      : wake(ex, asio::steady_timer::time_point::max()) {}
+  asio::steady_timer wake;  // cancelled when the answer is in
+  bool done = false;        // touched only on the session's executor
+  int error = 0;            // getaddrinfo's code
+  std::vector<tcp::endpoint> endpoints;
+};
+
+asio::thread_pool& lookup_pool() {
+  // Never destroyed: a lookup stuck in getaddrinfo must not hold up the process's exit.
+  static auto* pool = new asio::thread_pool(4);
+  return *pool;
+}
+
+std::shared_ptr<lookup_state> start_lookup(const asio::any_io_executor& ex, std::string host,
+                                           std::uint16_t port) {
+  auto state = std::make_shared<lookup_state>(ex);
+  asio::post(lookup_pool(), [state, host = std::move(host), port] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_ADDRCONFIG;
+    addrinfo* list = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &list);
+    std::vector<tcp::endpoint> found;
+    for (auto* a = list; rc == 0 && a; a = a->ai_next) {
+      if (a->ai_family == AF_INET) {
+        auto* sin = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+        found.emplace_back(asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)), port);
+      } else if (a->ai_family == AF_INET6) {
+        auto* sin6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+        asio::ip::address_v6::bytes_type bytes;
+        std::memcpy(bytes.data(), sin6->sin6_addr.s6_addr, bytes.size());
+        found.emplace_back(asio::ip::address_v6(bytes, sin6->sin6_scope_id), port);
+      }
+    }
+    if (list) ::freeaddrinfo(list);
+    // Hand the answer to the session's own executor; it may have given up already.
+    asio::post(state->wake.get_executor(), [state, rc, found = std::move(found)]() mutable {
+      state->done = true;
+      state->error = rc;
+      state->endpoints = std::move(found);
+      state->wake.cancel();
+    });
+  });
+  return state;
+}
 
 }  // namespace
 
@@ -40,27 +100,25 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
       endpoints.emplace_back(a, request.port);
   } else {
     auto executor = co_await asio::this_coro::executor;
-    tcp::resolver resolver(executor);
-    asio::steady_timer timer(executor, request.dns_timeout);
-    // The resolver runs getaddrinfo on asio's private thread; a timeout abandons the answer.
-    // Named, not a temporary in the co_await expression (see session.cpp send_answer).
-    const std::string service = std::to_string(request.port);
-    auto result = co_await (resolver.async_resolve(host.text, service, use_tuple) ||
-                            timer.async_wait(use_tuple));
-    if (result.index() == 1) {
+    auto lookup = start_lookup(executor, host.text, request.port);
+    asio::steady_timer deadline(executor, request.dns_timeout);
+    if (!lookup->done) {
+      // Whichever comes first: the answer (which cancels `wake`) or the deadline.
+      co_await (lookup->wake.async_wait(use_tuple) || deadline.async_wait(use_tuple));
+    }
+    if (!lookup->done) {
       out.error = core::errc::dns_timeout;
       out.detail = core::str_cat("resolving ", host.text, " timed out");
       co_return out;
     }
-    auto [ec, results] = std::get<0>(std::move(result));
-    if (ec || results.empty()) {
+    if (lookup->error != 0 || lookup->endpoints.empty()) {
       out.error = core::errc::dns_error;
-      out.detail = core::str_cat("cannot resolve ", host.text, ": ",
-                                 ec ? ec.message() : std::string("no addresses"));
+      out.detail = core::str_cat(
+          "cannot resolve ", host.text, ": ",
+          lookup->error ? std::string(::gai_strerror(lookup->error)) : std::string("no addresses"));
       co_return out;
     }
-    for (const auto& r : results)
-      endpoints.push_back(r.endpoint());
+    endpoints = std::move(lookup->endpoints);
   }
 
   // Refuse when ANY address is prohibited: a name that mixes a public and a private address
@@ -82,6 +140,7 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   auto [ec, ep] = co_await stream.async_connect(endpoints, use_tuple);
   stream.expires_never();
   if (ec) {
+    stream.close();
     out.error = ec == boost::beast::error::timeout ? core::errc::connect_timeout
                                                    : core::errc::connect_refused;
     out.detail = core::str_cat("connect to ", host.text, ':', request.port, ": ", ec.message());

@@ -1,0 +1,234 @@
+#include "proxy/connection_pool.hpp"
+
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace airlock::proxy {
+namespace {
+
+using namespace std::chrono_literals;
+using test::loopback_pair;
+using test::tcp;
+namespace asio = boost::asio;
+
+// True when the peer of `s` observes EOF (the pool closed its end).
+bool peer_sees_eof(tcp::socket& peer) {
+  if (!test::wait_readable(peer, 2000ms)) return false;
+  char c;
+  boost::system::error_code ec;
+  peer.read_some(asio::buffer(&c, 1), ec);
+  return ec == asio::error::eof || ec == asio::error::connection_reset;
+}
+
+class ConnectionPoolTest : public ::testing::Test {
+ protected:
+  // An upstream connection: .first goes into the pool, .second plays the origin server.
+  std::pair<tcp::socket, tcp::socket> conn() { return loopback_pair(io_); }
+  asio::io_context io_;
+};
+
+TEST_F(ConnectionPoolTest, TakeOnEmpty) {
+  connection_pool pool;
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_FALSE(pool.take("h.test:80"));
+  EXPECT_FALSE(pool.take(""));
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST_F(ConnectionPoolTest, PutThenTakeGivesTheSameLiveConnection) {
+  connection_pool pool;
+  auto [up, origin] = conn();
+  const auto port = up.local_endpoint().port();
+  pool.put("h.test:80", std::move(up));
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_FALSE(pool.take("h.test:81")) << "keys do not mix";
+  EXPECT_FALSE(pool.take("other.test:80"));
+  EXPECT_EQ(pool.size(), 1u);
+
+  auto got = pool.take("h.test:80");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(pool.size(), 0u);
+  ASSERT_TRUE(got->is_open());
+  EXPECT_EQ(got->local_endpoint().port(), port);
+  // It still works both ways.
+  asio::write(*got, asio::buffer("ping", 4));
+  std::array<char, 4> buf{};
+  asio::read(origin, asio::buffer(buf));
+  EXPECT_EQ(std::string(buf.data(), 4), "ping");
+  asio::write(origin, asio::buffer("pong", 4));
+  asio::read(*got, asio::buffer(buf));
+  EXPECT_EQ(std::string(buf.data(), 4), "pong");
+
+  EXPECT_FALSE(pool.take("h.test:80")) << "taken means gone";
+}
+
+TEST_F(ConnectionPoolTest, PeerClosedIsNotReturned) {
+  connection_pool pool;
+  auto [up, origin] = conn();
+  pool.put("k", std::move(up));
+  origin.close();
+  // Loopback delivers the FIN at once; the pause only keeps the test off the race.
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(pool.take("k"));
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST_F(ConnectionPoolTest, UnsolicitedDataIsNotReturned) {
+  connection_pool pool;
+  auto [up, origin] = conn();
+  asio::write(origin, asio::buffer("HTTP/1.1 200 OK\r\n\r\n", 19));
+  ASSERT_TRUE(test::wait_readable(up, 2000ms));
+  pool.put("k", std::move(up));
+  EXPECT_FALSE(pool.take("k"));
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_TRUE(peer_sees_eof(origin)) << "the dropped connection is closed, not leaked";
+}
+
+TEST_F(ConnectionPoolTest, SkipsDeadEntriesAndReturnsALiveOne) {
+  connection_pool pool;
+  auto [good, good_origin] = conn();
+  auto [dead, dead_origin] = conn();
+  auto [chatty, chatty_origin] = conn();
+  const auto good_port = good.local_endpoint().port();
+  pool.put("k", std::move(good));
+  pool.put("k", std::move(dead));
+  pool.put("k", std::move(chatty));
+  EXPECT_EQ(pool.size(), 3u);
+  dead_origin.close();
+  asio::write(chatty_origin, asio::buffer("x", 1));
+  std::this_thread::sleep_for(20ms);
+
+  auto got = pool.take("k");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->local_endpoint().port(), good_port);
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_TRUE(peer_sees_eof(chatty_origin));
+  EXPECT_FALSE(pool.take("k"));
+}
+
+TEST_F(ConnectionPoolTest, MaxPerKey) {
+  connection_pool pool({.max_per_key = 2, .max_total = 100, .max_idle = 60s});
+  std::vector<tcp::socket> origins;
+  for (int i = 0; i < 3; ++i) {
+    auto [up, origin] = conn();
+    pool.put("a", std::move(up));
+    origins.push_back(std::move(origin));
+  }
+  EXPECT_EQ(pool.size(), 2u);
+  EXPECT_TRUE(peer_sees_eof(origins[2])) << "the one over the cap is closed";
+  auto [other, other_origin] = conn();
+  pool.put("b", std::move(other));
+  EXPECT_EQ(pool.size(), 3u) << "the cap is per key";
+  EXPECT_TRUE(pool.take("a"));
+  EXPECT_TRUE(pool.take("a"));
+  EXPECT_FALSE(pool.take("a"));
+  EXPECT_TRUE(pool.take("b"));
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST_F(ConnectionPoolTest, MaxTotal) {
+  connection_pool pool({.max_per_key = 10, .max_total = 3, .max_idle = 60s});
+  std::vector<tcp::socket> origins;
+  for (int i = 0; i < 5; ++i) {
+    auto [up, origin] = conn();
+    pool.put("k" + std::to_string(i), std::move(up));
+    origins.push_back(std::move(origin));
+  }
+  EXPECT_EQ(pool.size(), 3u);
+  EXPECT_TRUE(peer_sees_eof(origins[3]));
+  EXPECT_TRUE(peer_sees_eof(origins[4]));
+  EXPECT_FALSE(pool.take("k3"));
+  EXPECT_FALSE(pool.take("k4"));
+  // Taking one frees room for another.
+  EXPECT_TRUE(pool.take("k0"));
+  auto [up, origin] = conn();
+  pool.put("k9", std::move(up));
+  EXPECT_EQ(pool.size(), 3u);
+  EXPECT_TRUE(pool.take("k9"));
+}
+
+TEST_F(ConnectionPoolTest, ZeroCapsKeepNothing) {
+  connection_pool pool({.max_per_key = 0, .max_total = 10, .max_idle = 60s});
+  auto [up, origin] = conn();
+  pool.put("k", std::move(up));
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_FALSE(pool.take("k"));
+  EXPECT_TRUE(peer_sees_eof(origin));
+}
+
+TEST_F(ConnectionPoolTest, IdleExpiryOnTake) {
+  connection_pool pool({.max_per_key = 10, .max_total = 10, .max_idle = 30ms});
+  auto [up, origin] = conn();
+  pool.put("k", std::move(up));
+  std::this_thread::sleep_for(60ms);
+  EXPECT_FALSE(pool.take("k"));
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_TRUE(peer_sees_eof(origin));
+}
+
+TEST_F(ConnectionPoolTest, IdleExpirySweptOnPut) {
+  connection_pool pool({.max_per_key = 10, .max_total = 10, .max_idle = 30ms});
+  auto [old1, origin1] = conn();
+  auto [old2, origin2] = conn();
+  pool.put("a", std::move(old1));
+  pool.put("b", std::move(old2));
+  EXPECT_EQ(pool.size(), 2u);
+  std::this_thread::sleep_for(60ms);
+  auto [fresh, fresh_origin] = conn();
+  pool.put("c", std::move(fresh));
+  EXPECT_EQ(pool.size(), 1u) << "expired entries of other keys are closed on put";
+  EXPECT_TRUE(peer_sees_eof(origin1));
+  EXPECT_TRUE(peer_sees_eof(origin2));
+  EXPECT_TRUE(pool.take("c"));
+}
+
+TEST_F(ConnectionPoolTest, ExpiredEntriesDoNotBlockTheTotalCap) {
+  connection_pool pool({.max_per_key = 10, .max_total = 1, .max_idle = 30ms});
+  auto [old, old_origin] = conn();
+  pool.put("a", std::move(old));
+  std::this_thread::sleep_for(60ms);
+  auto [fresh, fresh_origin] = conn();
+  pool.put("b", std::move(fresh));
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_TRUE(pool.take("b"));
+}
+
+TEST_F(ConnectionPoolTest, Clear) {
+  connection_pool pool;
+  std::vector<tcp::socket> origins;
+  for (int i = 0; i < 4; ++i) {
+    auto [up, origin] = conn();
+    pool.put(i % 2 ? "a" : "b", std::move(up));
+    origins.push_back(std::move(origin));
+  }
+  EXPECT_EQ(pool.size(), 4u);
+  pool.clear();
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_FALSE(pool.take("a"));
+  EXPECT_FALSE(pool.take("b"));
+  for (auto& o : origins)
+    EXPECT_TRUE(peer_sees_eof(o));
+  // Usable after clear.
+  auto [up, origin] = conn();
+  pool.put("a", std::move(up));
+  EXPECT_TRUE(pool.take("a"));
+}
+
+TEST_F(ConnectionPoolTest, ClosedSocketIsNotReturned) {
+  connection_pool pool;
+  tcp::socket never_opened(io_);
+  pool.put("k", std::move(never_opened));
+  EXPECT_FALSE(pool.take("k"));
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+}  // namespace
+}  // namespace airlock::proxy
