@@ -13,25 +13,25 @@ namespace airlock::core {
 enum class errc {
   ok = 0,
   // policy decisions (403)
-  host_denied,      // no rule of the agent names this host
-  port_denied,      // a rule names the host but not this port
-  method_denied,    // host and port match, the method does not
-  path_denied,      // host, port and method match, the path does not
-  upgrade_denied,   // protocol upgrade (WebSocket, h2c) the rule does not allow
-  needs_inspection, // rule checks paths/methods but the CONNECT tunnel is opaque
-  sni_mismatch,     // TLS ClientHello SNI differs from the CONNECT host (or is missing)
-  not_tls,          // a tunnel to a name-based rule carried something other than TLS
+  host_denied,                // no rule of the agent names this host
+  port_denied,                // a rule names the host but not this port
+  method_denied,              // host and port match, the method does not
+  path_denied,                // host, port and method match, the path does not
+  upgrade_denied,             // protocol upgrade (WebSocket, h2c) the rule does not allow
+  needs_inspection,           // rule checks paths/methods but the CONNECT tunnel is opaque
+  sni_mismatch,               // TLS ClientHello SNI differs from the CONNECT host (or is missing)
+  not_tls,                    // a tunnel to a name-based rule carried something other than TLS
   destination_ip_prohibited,  // address guard: loopback, private, metadata, ...
-  auth_required,    // 407: credentials missing or wrong
+  auth_required,              // 407: credentials missing or wrong
   // malformed or oversized input
-  bad_request,          // 400: unparsable request, smuggling attempt, bad target
-  unsupported_scheme,   // 400: not http:// and not CONNECT
-  origin_form,          // 400: origin-form request sent to the proxy port
-  bad_port,             // 400: port missing, zero or out of range
-  header_too_large,     // 431
-  body_too_large,       // 413
-  head_timeout,         // 408: full head not received in time
-  too_many_connections, // 503: global or per-client cap
+  bad_request,           // 400: unparsable request, smuggling attempt, bad target
+  unsupported_scheme,    // 400: not http:// and not CONNECT
+  origin_form,           // 400: origin-form request sent to the proxy port
+  bad_port,              // 400: port missing, zero or out of range
+  header_too_large,      // 431
+  body_too_large,        // 413
+  head_timeout,          // 408: full head not received in time
+  too_many_connections,  // 503: global or per-client cap
   // upstream failures
   dns_error,            // 502
   dns_timeout,          // 504
@@ -42,8 +42,8 @@ enum class errc {
   upstream_tls_failed,  // 502: certificate verification or handshake failure
   response_too_large,   // 502: response cut off
   // everything else: fail closed
-  internal_error,       // 500
-  shutting_down,        // 503
+  internal_error,  // 500
+  shutting_down,   // 503
   count_
 };
 
@@ -56,7 +56,9 @@ struct errc_info {
 
 // Total for every value; an out-of-range value yields the internal_error entry.
 const errc_info& info(errc e) noexcept;
-inline std::string_view name(errc e) noexcept { return info(e).name; }
+inline std::string_view name(errc e) noexcept {
+  return info(e).name;
+}
 
 const boost::system::error_category& airlock_category() noexcept;
 boost::system::error_code make_error_code(errc e) noexcept;

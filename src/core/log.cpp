@@ -13,17 +13,25 @@ std::atomic<log_level> current_level{log_level::info};
 
 constexpr std::string_view level_name(log_level l) {
   switch (l) {
-    case log_level::debug: return "debug";
-    case log_level::info: return "info";
-    case log_level::warn: return "warn";
-    case log_level::error: return "error";
+    case log_level::debug:
+      return "debug";
+    case log_level::info:
+      return "info";
+    case log_level::warn:
+      return "warn";
+    case log_level::error:
+      return "error";
   }
   return "?";
 }
 }  // namespace
 
-void set_log_level(log_level level) noexcept { current_level.store(level); }
-log_level get_log_level() noexcept { return current_level.load(std::memory_order_relaxed); }
+void set_log_level(log_level level) noexcept {
+  current_level.store(level);
+}
+log_level get_log_level() noexcept {
+  return current_level.load(std::memory_order_relaxed);
+}
 
 bool parse_log_level(std::string_view text, log_level& out) noexcept {
   for (auto l : {log_level::debug, log_level::info, log_level::warn, log_level::error}) {
@@ -45,8 +53,8 @@ void log_line(log_level level, std::string_view component, std::string_view mess
     char stamp[40];
     std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     std::string line(stamp, n);
-    line += str_cat('.', ms.count() < 100 ? (ms.count() < 10 ? "00" : "0") : "", ms.count(),
-                    "Z ", level_name(level), ' ', component, ": ", message, '\n');
+    line += str_cat('.', ms.count() < 100 ? (ms.count() < 10 ? "00" : "0") : "", ms.count(), "Z ",
+                    level_name(level), ' ', component, ": ", message, '\n');
     // One write per line keeps lines whole when several threads log at once.
     std::string_view rest = line;
     while (!rest.empty()) {

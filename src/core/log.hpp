@@ -19,9 +19,9 @@ void log_line(log_level level, std::string_view component, std::string_view mess
 }  // namespace airlock::core
 
 // The message arguments are concatenated only when the level is enabled.
-#define AIRLOCK_LOG(level, component, ...)                                               \
-  do {                                                                                   \
-    if (::airlock::core::log_level::level >= ::airlock::core::get_log_level())          \
-      ::airlock::core::log_line(::airlock::core::log_level::level, component,           \
-                                ::airlock::core::str_cat(__VA_ARGS__));                 \
+#define AIRLOCK_LOG(level, component, ...)                                     \
+  do {                                                                         \
+    if (::airlock::core::log_level::level >= ::airlock::core::get_log_level()) \
+      ::airlock::core::log_line(::airlock::core::log_level::level, component,  \
+                                ::airlock::core::str_cat(__VA_ARGS__));        \
   } while (0)

@@ -11,18 +11,28 @@
 namespace airlock::core {
 namespace detail {
 
-inline void append(std::string& out, std::string_view s) { out.append(s); }
-inline void append(std::string& out, const char* s) { out.append(s); }
-inline void append(std::string& out, const std::string& s) { out.append(s); }
-inline void append(std::string& out, char c) { out.push_back(c); }
+inline void append(std::string& out, std::string_view s) {
+  out.append(s);
+}
+inline void append(std::string& out, const char* s) {
+  out.append(s);
+}
+inline void append(std::string& out, const std::string& s) {
+  out.append(s);
+}
+inline void append(std::string& out, char c) {
+  out.push_back(c);
+}
 template <typename T>
-  requires(std::is_arithmetic_v<T> && !std::same_as<T, char> && !std::same_as<T, bool>)
-void append(std::string& out, T value) {
+requires(std::is_arithmetic_v<T> && !std::same_as<T, char> &&
+         !std::same_as<T, bool>) void append(std::string& out, T value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   if (ec == std::errc{}) out.append(buf, end);
 }
-inline void append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+inline void append(std::string& out, bool b) {
+  out.append(b ? "true" : "false");
+}
 
 }  // namespace detail
 
