@@ -155,13 +155,43 @@ class LifecycleTest(unittest.TestCase):
 
     def test_bad_arguments(self):
         from harness.proxy import run_airlock
-        for args in (["proxy"], ["proxy", "--config"], ["proxy", "--bogus"],
-                     ["proxy", "--config", "/nonexistent/policy.yaml"]):
+        # (`airlock proxy` alone is not an error: it runs the built-in example policy, see
+        # test_built_in_policy_without_config.)
+        for args in (["proxy", "--config"], ["proxy", "--bogus"],
+                     ["proxy", "--config", "/nonexistent/policy.yaml"],
+                     ["proxy", "--threads", "0"], ["proxy", "--log-level", "loud"]):
             with self.subTest(args=args):
                 out = run_airlock(args)
                 self.assertNotEqual(out.returncode, 0)
                 self.assertTrue(out.stderr.strip())
                 self.assertNotIn("listening", out.stdout)
+
+    def test_built_in_policy_without_config(self):
+        # Without --config the proxy runs the copy of config/example.yaml compiled into it:
+        # it starts, and it refuses a host the example does not allow.
+        import subprocess
+        proc = subprocess.Popen([env.airlock_bin(), "proxy", "--listen", "127.0.0.1:0",
+                                 "--admin", "off"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+            self.assertTrue(line.startswith("listening proxy=127.0.0.1:"), line)
+            port = int(line.split()[1].split(":")[1])
+            with socket.create_connection(("127.0.0.1", port), timeout=env.t(5)) as s:
+                s.sendall(b"GET http://not-allowed.test/ HTTP/1.1\r\n"
+                          b"Host: not-allowed.test\r\nConnection: close\r\n\r\n")
+                s.settimeout(env.t(5))
+                head = s.recv(4096)
+            self.assertTrue(head.startswith(b"HTTP/1.1 403"), head)
+            self.assertIn(b"X-Airlock-Reason: host_denied", head)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.communicate(timeout=env.t(10))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+        self.assertEqual(proc.returncode, 0)
 
 
 BAD_POLICY = """\
