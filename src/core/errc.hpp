@@ -23,6 +23,15 @@ enum class errc {
   not_tls,                    // a tunnel to a name-based rule carried something other than TLS
   destination_ip_prohibited,  // address guard: loopback, private, metadata, ...
   auth_required,              // 407: credentials missing or wrong
+  // request controls
+  query_denied,         // 403: a query parameter is missing, unknown or breaks its pattern
+  header_denied,        // 403: a header is missing, forbidden or breaks its pattern
+  body_denied,          // 403: a JSON body field breaks its constraint (or the body is not JSON)
+  rate_limited,         // 429: a request-rate token bucket is empty
+  quota_exceeded,       // 429: an hourly request or byte quota is used up
+  concurrency_limited,  // 429: the agent (or agent and rule) has too many requests in flight
+  agent_suspended,      // 429: the circuit breaker stopped the agent for a cool-down
+  agent_stopped,        // 403: an operator stopped the agent (kill switch)
   // malformed or oversized input
   bad_request,           // 400: unparsable request, smuggling attempt, bad target
   unsupported_scheme,    // 400: not http:// and not CONNECT
