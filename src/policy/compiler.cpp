@@ -1,6 +1,7 @@
 #include "policy/compiler.hpp"
 
 #include "core/str_cat.hpp"
+#include "policy/checks_compiler.hpp"
 #include "policy/endpoint.hpp"
 #include "policy/matcher.hpp"
 #include "policy/parser.hpp"
@@ -253,7 +254,11 @@ void compile_rule(checker& c, const model::policy& p, model::rule& r, std::size_
   if (r.inspect && (p.tls.ca_cert.empty() || p.tls.ca_key.empty()) && !c.skip(key + ".inspect"))
     c.error(key + ".inspect", "inspect: true needs tls.ca_cert and tls.ca_key");
 
-  out.checks_requests = !r.methods.empty() || !r.paths.empty();
+  out.checks = compile_checks(r, [&](const std::string& k, std::string message) {
+    const std::string full = core::str_cat(key, ".", k);
+    if (!c.skip(full)) c.error(full, std::move(message));
+  });
+  out.checks_requests = !r.methods.empty() || !r.paths.empty() || out.checks.any();
   out.match = std::move(m);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace airlock::policy::model {
@@ -23,6 +24,11 @@ enum class mode { enforce, report };
 
 struct listen {
   std::string proxy = "127.0.0.1:3128";  // host:port; port 0 picks a free port
+  // Where launcher relays connect: each connection starts with a PROXY protocol v2 header
+  // whose agent TLV names the agent. A Unix socket path (only the launcher's user or group
+  // may connect) or host:port; empty = no relay listener.
+  std::string relay;
+  std::string relay_group;  // group that may connect to a Unix relay socket (mode 0660)
   std::string admin = "127.0.0.1:9464";  // empty disables the admin server
 };
 
@@ -56,11 +62,81 @@ struct audit {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file (appended)
 };
 
+// Token buckets and quotas, for an agent as a whole (`agents.X.rate`) or for each agent on one
+// rule (`rules[i].rate`: every agent gets its own buckets for that rule). 0 = no such limit.
+struct rate {
+  // Requests: a bucket of `burst` tokens refilled at `requests` per `per`.
+  std::uint64_t requests = 0;
+  milliseconds per{1'000};   // 1s (requests_per_second) or 60s (requests_per_minute)
+  std::string requests_key;  // "requests_per_second" or "requests_per_minute", for messages
+  std::uint64_t burst = 0;   // 0 = one period's worth (`requests`), at least 1
+  // Bytes of bodies, throttled (delayed, never refused) to this rate with a one-second burst.
+  std::uint64_t upload_bytes_per_second = 0;    // request bodies (agent -> origin)
+  std::uint64_t download_bytes_per_second = 0;  // response bodies (origin -> agent)
+  std::uint32_t concurrent = 0;                 // requests and tunnels in flight at once
+  // Quotas over a sliding hour (a bucket of the hour's allowance refilled continuously).
+  std::uint64_t requests_per_hour = 0;
+  std::uint64_t bytes_per_hour = 0;  // request + response bodies
+  bool any() const noexcept {
+    return requests || upload_bytes_per_second || download_bytes_per_second || concurrent ||
+           requests_per_hour || bytes_per_hour;
+  }
+};
+
+// Stops a runaway agent: more than `max_failures` refusals or upstream errors within `window`
+// suspends it for `cooldown`. Off when max_failures is 0.
+struct breaker {
+  std::uint32_t max_failures = 0;
+  milliseconds window{60'000};
+  milliseconds cooldown{300'000};
+};
+
+// Query parameters (after percent-decoding; '+' is a space, as in HTML forms).
+enum class unknown_params { refuse, strip, allow };
+struct query_checks {
+  bool present = false;  // the rule has a `query` key
+  // name -> re2 pattern every value of that parameter must match in full ("" = any value)
+  std::vector<std::pair<std::string, std::string>> params;
+  std::vector<std::string> required;
+  unknown_params unknown = unknown_params::refuse;
+};
+
+// Request headers; names are matched case-insensitively.
+struct header_checks {
+  std::vector<std::string> required;
+  std::vector<std::string> forbidden;
+  // name -> re2 pattern every value of that header must match in full, when it is present
+  std::vector<std::pair<std::string, std::string>> patterns;
+};
+
+enum class json_type { any, string, number, integer, boolean, object, array, null };
+
+// One constrained field of a JSON request body, addressed by a dotted path from the root
+// object ("model", "options.temperature").
+struct json_field {
+  std::string path;
+  json_type type = json_type::any;
+  std::string pattern;                      // re2, full match; strings only
+  std::vector<std::string> enum_values;     // allowed values (strings, integers or booleans)
+  std::optional<std::uint64_t> max_length;  // characters of a string, elements of an array
+  std::optional<double> minimum;            // numbers only
+  std::optional<double> maximum;
+  bool required = false;
+};
+
+struct body_checks {
+  std::optional<std::uint64_t> max_bytes;  // this rule's request body limit (413 above)
+  bool json = false;                       // the body must be a JSON document
+  std::vector<json_field> fields;          // in file order
+};
+
 struct agent {
   std::string name;
   std::vector<std::string> rules;    // rule names, in order of evaluation
   std::string token_sha256;          // lower-case hex of SHA-256(token); empty = none
   std::vector<std::string> sources;  // client source CIDRs that identify this agent
+  model::rate rate;
+  model::breaker breaker;
   mark at;
 };
 
@@ -76,6 +152,10 @@ struct rule {
   std::vector<std::string> allow_cidrs;  // per-rule address-guard exceptions
   bool inspect = false;                  // intercept TLS on CONNECT (needs tls.ca_*)
   std::optional<model::mode> mode;       // unset = the policy's mode
+  model::rate rate;                      // per agent on this rule
+  query_checks query;
+  header_checks headers;
+  body_checks body;
   mark at;
 };
 

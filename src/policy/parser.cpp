@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -22,7 +23,7 @@ using key_list = std::span<const std::string_view>;
 constexpr std::string_view top_keys[] = {"mode",    "listen", "tls",    "limits",
                                          "network", "audit",  "agents", "rules"};
 constexpr std::string_view top_unsupported[] = {"secrets", "redactors"};
-constexpr std::string_view listen_keys[] = {"proxy", "admin"};
+constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
 constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
 constexpr std::string_view limits_keys[] = {
     "header_bytes",     "header_count",    "head_timeout",    "body_bytes",
@@ -30,13 +31,25 @@ constexpr std::string_view limits_keys[] = {
     "response_timeout", "drain_timeout",   "max_connections", "max_connections_per_client"};
 constexpr std::string_view network_keys[] = {"block_private", "allow_cidrs"};
 constexpr std::string_view audit_keys[] = {"path"};
-constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources"};
-constexpr std::string_view agent_unsupported[] = {"rate"};
-constexpr std::string_view rule_keys[] = {"name",        "hosts",   "host_regex", "ports",
-                                          "methods",     "paths",   "upgrades",   "addresses",
-                                          "allow_cidrs", "inspect", "mode"};
-constexpr std::string_view rule_unsupported[] = {"query",  "headers", "body",
-                                                 "inject", "redact",  "rate"};
+constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources", "rate", "breaker"};
+constexpr std::string_view rate_keys[] = {"requests_per_second",
+                                          "requests_per_minute",
+                                          "burst",
+                                          "upload_bytes_per_second",
+                                          "download_bytes_per_second",
+                                          "concurrent",
+                                          "requests_per_hour",
+                                          "bytes_per_hour"};
+constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown"};
+constexpr std::string_view query_keys[] = {"params", "required", "unknown"};
+constexpr std::string_view header_keys[] = {"required", "forbidden", "match"};
+constexpr std::string_view body_keys[] = {"max_bytes", "json"};
+constexpr std::string_view json_field_keys[] = {"type",    "pattern", "enum",    "max_length",
+                                                "minimum", "maximum", "required"};
+constexpr std::string_view rule_keys[] = {
+    "name",        "hosts",   "host_regex", "ports", "methods", "paths",   "upgrades", "addresses",
+    "allow_cidrs", "inspect", "mode",       "rate",  "query",   "headers", "body"};
+constexpr std::string_view rule_unsupported[] = {"inject", "redact"};
 
 bool contains(key_list list, std::string_view key) {
   return std::find(list.begin(), list.end(), key) != list.end();
@@ -114,6 +127,16 @@ class parser {
   std::optional<model::mode> mode(const YAML::Node& n, const std::string& key);
 
   void limits(const YAML::Node& n, const std::string& path, model::limits& l);
+  void rate(const YAML::Node& n, const std::string& path, model::rate& r);
+  void breaker(const YAML::Node& n, const std::string& path, model::breaker& b);
+  void query(const YAML::Node& n, const std::string& path, model::query_checks& q);
+  void headers(const YAML::Node& n, const std::string& path, model::header_checks& h);
+  void body(const YAML::Node& n, const std::string& path, model::body_checks& b);
+  void json_field(const YAML::Node& n, const std::string& path, model::json_field& f);
+  // A mapping of names to re2 patterns ('' or null = any value), in file order.
+  void pattern_map(const YAML::Node& n, const std::string& path,
+                   std::vector<std::pair<std::string, std::string>>& out);
+  std::optional<double> number(const YAML::Node& n, const std::string& key);
   void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
   void rules(const YAML::Node& n, const std::string& path, std::vector<model::rule>& out);
 
@@ -305,6 +328,200 @@ void parser::limits(const YAML::Node& node, const std::string& path, model::limi
           });
 }
 
+void parser::rate(const YAML::Node& node, const std::string& path, model::rate& r) {
+  using std::chrono::milliseconds;
+  constexpr std::uint64_t max_count = std::uint64_t{1} << 40;  // far beyond any real rate
+  constexpr std::uint32_t u32 = std::numeric_limits<std::uint32_t>::max();
+  entries(node, path, rate_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "requests_per_second" || k == "requests_per_minute") {
+              if (!r.requests_key.empty()) {
+                error(v, key,
+                      core::str_cat("give requests_per_second or requests_per_minute, not both"));
+                return;
+              }
+              if (auto i = integer(v, key, 1, max_count)) {
+                r.requests = *i;
+                r.per = k == "requests_per_second" ? milliseconds(1'000) : milliseconds(60'000);
+                r.requests_key = k;
+              }
+            } else if (k == "burst") {
+              if (auto i = integer(v, key, 1, max_count)) r.burst = *i;
+            } else if (k == "upload_bytes_per_second") {
+              size_into(v, key, r.upload_bytes_per_second, 1);
+            } else if (k == "download_bytes_per_second") {
+              size_into(v, key, r.download_bytes_per_second, 1);
+            } else if (k == "concurrent") {
+              if (auto i = integer(v, key, 1, u32)) r.concurrent = static_cast<std::uint32_t>(*i);
+            } else if (k == "requests_per_hour") {
+              if (auto i = integer(v, key, 1, max_count)) r.requests_per_hour = *i;
+            } else if (k == "bytes_per_hour") {
+              size_into(v, key, r.bytes_per_hour, 1);
+            }
+          });
+  if (r.burst != 0 && r.requests == 0 && marks_.has(join(path, "burst")))
+    errors_.add(marks_.find(join(path, "burst")), join(path, "burst"),
+                "burst needs requests_per_second or requests_per_minute");
+}
+
+void parser::breaker(const YAML::Node& node, const std::string& path, model::breaker& b) {
+  using std::chrono::milliseconds;
+  entries(node, path, breaker_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "max_failures") {
+              if (auto i = integer(v, key, 0, std::numeric_limits<std::uint32_t>::max()))
+                b.max_failures = static_cast<std::uint32_t>(*i);
+            } else if (k == "window") {
+              duration_into(v, key, b.window, milliseconds(1'000));
+            } else if (k == "cooldown") {
+              duration_into(v, key, b.cooldown, milliseconds(1'000));
+            }
+          });
+}
+
+void parser::pattern_map(const YAML::Node& node, const std::string& path,
+                         std::vector<std::pair<std::string, std::string>>& out) {
+  if (!expect(node, path, YAML::NodeType::Map, "a mapping of names to patterns")) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (errors_.full()) return;
+    const YAML::Node name_node = it->first;
+    const YAML::Node value = it->second;
+    if (!name_node.IsScalar() || name_node.Scalar().empty()) {
+      error(name_node, path, "names must be non-empty strings");
+      continue;
+    }
+    const std::string& name = name_node.Scalar();
+    const std::string key = join(path, name);
+    if (std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == name; })) {
+      error(name_node, key, core::str_cat("duplicate name '", name, "'"));
+      continue;
+    }
+    marks_.set(key, to_mark(name_node.Mark()));
+    if (value.IsNull()) {
+      out.emplace_back(name, std::string{});
+    } else if (auto s = string(value, key)) {
+      out.emplace_back(name, std::move(*s));
+    }
+  }
+}
+
+void parser::query(const YAML::Node& node, const std::string& path, model::query_checks& q) {
+  q.present = true;
+  entries(node, path, query_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "params") {
+              pattern_map(v, key, q.params);
+            } else if (k == "required") {
+              strings_into(v, key, q.required);
+            } else if (k == "unknown") {
+              auto s = string(v, key);
+              if (!s) return;
+              if (*s == "refuse")
+                q.unknown = model::unknown_params::refuse;
+              else if (*s == "strip")
+                q.unknown = model::unknown_params::strip;
+              else if (*s == "allow")
+                q.unknown = model::unknown_params::allow;
+              else
+                error(v, key, "expected refuse, strip or allow");
+            }
+          });
+}
+
+void parser::headers(const YAML::Node& node, const std::string& path, model::header_checks& h) {
+  entries(node, path, header_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "required")
+              strings_into(v, key, h.required);
+            else if (k == "forbidden")
+              strings_into(v, key, h.forbidden);
+            else if (k == "match")
+              pattern_map(v, key, h.patterns);
+          });
+}
+
+void parser::body(const YAML::Node& node, const std::string& path, model::body_checks& b) {
+  entries(node, path, body_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "max_bytes") {
+              constexpr auto unset = std::numeric_limits<std::uint64_t>::max();
+              std::uint64_t n = unset;
+              size_into(v, key, n, 0);
+              if (n != unset) b.max_bytes = n;
+            } else if (k == "json") {
+              b.json = true;
+              if (v.IsNull()) return;  // `json:` alone: the body must be JSON, no field checks
+              if (!expect(v, key, YAML::NodeType::Map, "a mapping of field paths")) return;
+              for (auto it = v.begin(); it != v.end(); ++it) {
+                if (errors_.full()) return;
+                const YAML::Node name_node = it->first;
+                if (!name_node.IsScalar() || name_node.Scalar().empty()) {
+                  error(name_node, key, "field paths must be non-empty strings");
+                  continue;
+                }
+                model::json_field f;
+                f.path = name_node.Scalar();
+                const std::string fkey = join(key, f.path);
+                if (std::any_of(b.fields.begin(), b.fields.end(),
+                                [&](const auto& o) { return o.path == f.path; })) {
+                  error(name_node, fkey, core::str_cat("duplicate field '", f.path, "'"));
+                  continue;
+                }
+                marks_.set(fkey, to_mark(name_node.Mark()));
+                json_field(it->second, fkey, f);
+                b.fields.push_back(std::move(f));
+              }
+            }
+          });
+}
+
+std::optional<double> parser::number(const YAML::Node& n, const std::string& key) {
+  if (!expect(n, key, YAML::NodeType::Scalar, "a number")) return std::nullopt;
+  const std::string& s = n.Scalar();
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) {
+    error(n, key, core::str_cat("expected a number, got '", s, "'"));
+    return std::nullopt;
+  }
+  return v;
+}
+
+void parser::json_field(const YAML::Node& node, const std::string& path, model::json_field& f) {
+  if (node.IsNull()) return;  // `field:` alone: no constraint beyond the body being JSON
+  entries(node, path, json_field_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "type") {
+              static constexpr std::pair<std::string_view, model::json_type> types[] = {
+                  {"string", model::json_type::string},   {"number", model::json_type::number},
+                  {"integer", model::json_type::integer}, {"boolean", model::json_type::boolean},
+                  {"object", model::json_type::object},   {"array", model::json_type::array},
+                  {"null", model::json_type::null}};
+              auto s = string(v, key);
+              if (!s) return;
+              for (const auto& [name, type] : types) {
+                if (*s == name) {
+                  f.type = type;
+                  return;
+                }
+              }
+              error(v, key, "expected string, number, integer, boolean, object, array or null");
+            } else if (k == "pattern") {
+              string_into(v, key, f.pattern);
+            } else if (k == "enum") {
+              strings_into(v, key, f.enum_values);
+            } else if (k == "max_length") {
+              f.max_length = integer(v, key, 0, std::numeric_limits<std::uint32_t>::max());
+            } else if (k == "minimum") {
+              f.minimum = number(v, key);
+            } else if (k == "maximum") {
+              f.maximum = number(v, key);
+            } else if (k == "required") {
+              bool_into(v, key, f.required);
+            }
+          });
+}
+
 void parser::agents(const YAML::Node& node, const std::string& path,
                     std::vector<model::agent>& out) {
   if (!expect(node, path, YAML::NodeType::Map, "a mapping of agent names")) return;
@@ -325,7 +542,7 @@ void parser::agents(const YAML::Node& node, const std::string& path,
       continue;
     }
     marks_.set(key, a.at);
-    entries(value, key, agent_keys, agent_unsupported,
+    entries(value, key, agent_keys, {},
             [&](const std::string& k, const YAML::Node& v, const std::string& child) {
               if (k == "rules")
                 strings_into(v, child, a.rules);
@@ -333,6 +550,10 @@ void parser::agents(const YAML::Node& node, const std::string& path,
                 string_into(v, child, a.token_sha256);
               else if (k == "sources")
                 strings_into(v, child, a.sources);
+              else if (k == "rate")
+                rate(v, child, a.rate);
+              else if (k == "breaker")
+                breaker(v, child, a.breaker);
             });
     out.push_back(std::move(a));
   }
@@ -370,6 +591,14 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 bool_into(v, child, r.inspect);
               else if (k == "mode")
                 r.mode = mode(v, child);
+              else if (k == "rate")
+                rate(v, child, r.rate);
+              else if (k == "query")
+                query(v, child, r.query);
+              else if (k == "headers")
+                headers(v, child, r.headers);
+              else if (k == "body")
+                body(v, child, r.body);
               else if (k == "ports") {
                 if (!expect(v, child, YAML::NodeType::Sequence, "a list")) return;
                 if (v.size() == 0) {
@@ -406,6 +635,16 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
                       [&](const std::string& lk, const YAML::Node& lv, const std::string& child) {
                         if (lk == "proxy") {
                           string_into(lv, child, p.listen.proxy);
+                        } else if (lk == "relay") {
+                          // A Unix socket path (it has a '/'; relative to the policy file's
+                          // folder) or host:port.
+                          auto s = string(lv, child);
+                          if (s && s->find('/') != std::string::npos)
+                            path_into(lv, child, p.listen.relay);
+                          else if (s)
+                            p.listen.relay = *s;
+                        } else if (lk == "relay_group") {
+                          string_into(lv, child, p.listen.relay_group);
                         } else if (lk == "admin") {
                           // `admin: off` (or false, or "") turns the admin server off.
                           if (lv.IsNull())

@@ -191,6 +191,18 @@ const compiled_agent* snapshot::find_agent(std::string_view name) const noexcept
   return nullptr;
 }
 
+identity snapshot::identify(std::string_view relay_agent, std::string_view proxy_authorization,
+                            const boost::asio::ip::address& client) const {
+  if (relay_agent.empty()) return identify(proxy_authorization, client);
+  identity id;
+  id.agent = find_agent(relay_agent);
+  if (!id.agent) {
+    id.error = core::errc::auth_required;
+    id.detail = core::str_cat("the relay's agent '", relay_agent, "' is not in the policy");
+  }
+  return id;
+}
+
 identity snapshot::identify(std::string_view proxy_authorization,
                             const boost::asio::ip::address& client) const {
   identity id;

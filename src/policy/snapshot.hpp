@@ -8,6 +8,7 @@
 #include "core/errc.hpp"
 #include "net/address_guard.hpp"
 #include "net/host.hpp"
+#include "policy/checks.hpp"
 #include "policy/model.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -36,6 +37,7 @@ struct compiled_rule {
   std::vector<boost::asio::ip::address> pinned;  // empty = resolve with DNS
   std::vector<net::cidr> allow_cidrs;
   std::vector<std::string> upgrades;
+  compiled_checks checks;  // query, headers, body
   const model::rule* source = nullptr;
   // Matching state (exact host set, suffixes, re2 objects, method set) is private to the
   // compiler; see snapshot::decide().
@@ -93,6 +95,11 @@ class snapshot {
   // otherwise the first agent whose `sources` contains the client address; otherwise the
   // agent named "default"; otherwise auth_required.
   identity identify(std::string_view proxy_authorization,
+                    const boost::asio::ip::address& client) const;
+  // The same, in the full order of trust: a connection from the launcher's relay is the agent
+  // the relay names (relay_agent not empty; auth_required when the policy has no such agent),
+  // whatever the request says; otherwise identify() above.
+  identity identify(std::string_view relay_agent, std::string_view proxy_authorization,
                     const boost::asio::ip::address& client) const;
 
   // Matches the target against the agent's rules in order. The first rule that allows wins.

@@ -140,6 +140,27 @@ TEST_F(Identify, NoDefaultAgent) {
   EXPECT_EQ(p->identify("", make_address("10.9.9.9")).agent->name, "lab");
 }
 
+// The order of trust: the launcher's relay, then Proxy-Authorization, then the source address,
+// then `default`.
+TEST_F(Identify, RelayComesFirst) {
+  const auto ci_source = make_address("10.1.2.3");
+  // The relay's agent wins over another agent's valid credentials and over the source.
+  auto i = policy_->identify("lab", "Bearer coder-token", ci_source);
+  EXPECT_EQ(name(i), "lab");
+  EXPECT_EQ(i.error, errc::ok);
+  // A relay naming an agent the policy lacks is refused, not demoted to a weaker identity.
+  i = policy_->identify("ghost", "Bearer coder-token", ci_source);
+  EXPECT_EQ(i.agent, nullptr);
+  EXPECT_EQ(i.error, errc::auth_required);
+  EXPECT_NE(i.detail.find("ghost"), std::string::npos);
+  // Without a relay: credentials, then source, then default.
+  EXPECT_EQ(name(policy_->identify("", "Bearer coder-token", ci_source)), "coder");
+  EXPECT_EQ(name(policy_->identify("", "", ci_source)), "ci");
+  EXPECT_EQ(name(policy_->identify("", "", make_address("203.0.113.9"))), "default");
+  // Credentials that are wrong are refused even from an identified source.
+  EXPECT_EQ(policy_->identify("", "Bearer wrong", ci_source).agent, nullptr);
+}
+
 TEST_F(Identify, UppercaseHashInPolicyStillMatches) {
   std::string upper = sha256_hex("tok");
   for (char& c : upper)
