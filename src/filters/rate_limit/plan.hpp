@@ -1,0 +1,127 @@
+#pragma once
+// The rate limits of one policy snapshot, ready for the hot path: built by registry::bind(),
+// immutable afterwards, and used by every worker thread at once. Agents are addressed by their
+// position in snapshot::agents(), rules by their position in that agent's `rules` list
+// (compiled_agent::rules); the helpers below find both from the snapshot's pointers.
+//
+// The plan keeps its snapshot and the states it points to alive. A request or tunnel holds its
+// admission (and with it its concurrency slots) for as long as it lasts; the slots stay valid
+// even after the plan is gone.
+//
+// Time is passed in by the caller (steady-clock nanoseconds); nothing here reads a clock.
+//
+// @par Thread Safety
+// All const member functions may be called concurrently. admit() and throttle() are lock-free,
+// and admit() does not allocate unless it refuses.
+
+#include "core/errc.hpp"
+#include "filters/rate_limit/rate_limits.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::policy {
+class snapshot;
+struct compiled_agent;
+struct compiled_rule;
+}  // namespace airlock::policy
+
+namespace airlock::filters::rate_limit {
+
+enum class direction { upload, download };
+
+// The outcome of plan::admit(). Movable; destroying it (or its tickets) frees the concurrency
+// slots it holds.
+struct admission {
+  // ok, agent_stopped, agent_suspended, concurrency_limited, quota_exceeded, rate_limited, or
+  // internal_error for an index that is not in the plan.
+  core::errc error = core::errc::ok;
+  // For a Retry-After header (RFC 9110 section 10.2.3): rounded up, at least 1 when the refusal
+  // has a time (suspension, quota, rate); 0 when it has none (stopped, concurrency).
+  std::uint32_t retry_after_seconds = 0;
+  std::int64_t retry_after_ns = 0;
+  // The limit that refused, for the refusal's detail: "agent coder requests_per_minute=600",
+  // "rule api (agent coder) requests_per_second=5". Empty when admitted.
+  std::string limit;
+  slot_ticket agent_slot;  // held only when the agent has a `concurrent` cap
+  slot_ticket rule_slot;   // held only when the agent-on-rule has one
+
+  bool admitted() const noexcept { return error == core::errc::ok; }
+  explicit operator bool() const noexcept { return admitted(); }
+};
+
+class plan {
+ public:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  // For rule_position: admit with the agent's limits only.
+  static constexpr std::size_t no_rule = npos;
+
+  // Checks, in order: the kill switch, the breaker's suspension, concurrency (agent, then
+  // rule), hourly quotas (requests, then bytes; agent, then rule), request buckets (agent,
+  // then rule). The first that refuses decides; a refused admission consumes nothing (what the
+  // earlier checks took is given back). Does not record a failure: the caller does that
+  // (record_failure) for the refusals it counts.
+  // `slots::skip` leaves concurrency alone: for the requests inside an intercepted tunnel, whose
+  // tunnel already holds the slots (a tunnel and its requests are one connection).
+  enum class slots { take, skip };
+  admission admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
+                  slots concurrency = slots::take) const;
+
+  // How long to wait before sending `bytes` of body in `dir`: the longer of the agent's and the
+  // rule's byte buckets (0 when neither is set). Always charges them, and the bytes_per_hour
+  // quotas of both, so call it once per chunk, before sending it.
+  std::int64_t throttle(std::size_t agent_index, std::size_t rule_position, direction dir,
+                        std::uint64_t bytes, std::int64_t now_ns) const noexcept;
+
+  // One refusal or upstream error for the agent's circuit breaker; true when this call tripped
+  // it (the agent is now suspended for the cooldown).
+  bool record_failure(std::size_t agent_index, std::int64_t now_ns) const;
+
+  // The agent's position for a compiled_agent of this plan's snapshot; npos for any other.
+  std::size_t agent_index(const policy::compiled_agent& agent) const noexcept;
+  std::size_t agent_index(std::string_view name) const noexcept;
+  // The first position of `rule` in the agent's rules; no_rule when it is not there.
+  std::size_t rule_position(std::size_t agent_index,
+                            const policy::compiled_rule* rule) const noexcept;
+  std::size_t rule_position(std::size_t agent_index, std::string_view rule) const noexcept;
+
+  std::size_t agent_count() const noexcept { return agents_.size(); }
+  const std::string& agent_name(std::size_t agent_index) const { return agents_[agent_index].name; }
+  // True when some agent or agent-on-rule has a limit (the kill switch and breaker aside).
+  bool limits_anything() const noexcept { return limits_anything_; }
+  // Null when the plan was bound from specs rather than a snapshot.
+  const policy::snapshot* snapshot() const noexcept { return snapshot_; }
+
+  struct rule_entry {
+    std::string name;
+    rate_limits limits;
+    std::shared_ptr<bucket_state> state;  // null when the rule sets no rate for agents
+    const policy::compiled_rule* compiled = nullptr;
+  };
+  struct agent_entry {
+    std::string name;
+    rate_limits limits;
+    breaker_params breaker;
+    std::shared_ptr<agent_state> state;  // never null
+    std::vector<rule_entry> rules;       // by position in the agent's rules
+    const policy::compiled_agent* compiled = nullptr;
+  };
+
+  // Built by registry::bind().
+  plan(std::vector<agent_entry> agents, std::shared_ptr<const void> keep_alive,
+       const policy::snapshot* snapshot);
+  const std::vector<agent_entry>& agents() const noexcept { return agents_; }
+
+ private:
+  std::vector<agent_entry> agents_;
+  std::shared_ptr<const void> keep_alive_;
+  const policy::snapshot* snapshot_ = nullptr;
+  bool limits_anything_ = false;
+};
+
+}  // namespace airlock::filters::rate_limit

@@ -1,0 +1,9 @@
+# The rate_limit family: buckets (GCRA), concurrency gates, circuit breakers, and the per-process
+# registry that binds them to each policy snapshot.
+list(APPEND AIRLOCK_FILTER_SOURCES
+     ${CMAKE_CURRENT_LIST_DIR}/breaker.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/concurrency_gate.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/gcra.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/plan.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/rate_limits.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/registry.cpp)
