@@ -185,6 +185,17 @@ int cmd_proxy(args a) {
       }
       return server_ptr->reload("api", message);
     };
+    handlers.agents_json = [&server_ptr] {
+      return server_ptr ? server_ptr->agents_json() : std::string("{\"agents\":[]}");
+    };
+    handlers.agent_control = [&server_ptr](std::string_view agent, bool stop,
+                                           std::string& message) {
+      if (!server_ptr) {
+        message = "not started";
+        return false;
+      }
+      return server_ptr->agent_control(agent, stop, message);
+    };
     try {
       admin = std::make_unique<telemetry::admin_server>(main_ioc, *ep, std::move(handlers));
     } catch (const boost::system::system_error& e) {

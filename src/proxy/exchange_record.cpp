@@ -1,6 +1,7 @@
 #include "proxy/exchange_record.hpp"
 
 #include "core/log.hpp"
+#include "filters/rate_limit/plan.hpp"
 #include "proxy/worker.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
@@ -63,6 +64,19 @@ exchange_record::~exchange_record() {
       r.client = client_;
       r.policy_version = policy_version_;
       shared.audit->write(r);
+    }
+    // The circuit breaker counts what the agent got wrong and what failed for it; not its own
+    // suspension (which would keep it suspended) nor an operator's stop.
+    if (controls && (decision == "deny" || decision == "error") &&
+        reason != core::errc::agent_suspended && reason != core::errc::agent_stopped) {
+      const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+      if (controls->record_failure(agent_index, now)) {
+        AIRLOCK_LOG(warn, "proxy", "agent ", agent,
+                    " suspended by its circuit breaker (too many refusals and errors)");
+        if (shared.metrics) shared.metrics->breaker_tripped(agent);
+      }
     }
     if (decision == "deny" || decision == "report")
       AIRLOCK_LOG(debug, "proxy", agent, ' ', method, ' ', host, ':', port, ' ', decision, ' ',

@@ -10,6 +10,10 @@
 #include <string>
 #include <string_view>
 
+namespace airlock::filters::rate_limit {
+class plan;
+}
+
 namespace airlock::proxy {
 
 class worker;
@@ -55,6 +59,11 @@ class exchange_record {
   std::uint64_t bytes_out = 0;
   std::string upstream;
   std::chrono::microseconds connect_time{0};
+  std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
+  // Set once the agent is known: a refusal or upstream error then counts towards the agent's
+  // circuit breaker. The plan outlives the record (the session holds it).
+  const filters::rate_limit::plan* controls = nullptr;
+  std::size_t agent_index = 0;
 
  private:
   worker& worker_;

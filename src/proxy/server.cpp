@@ -12,8 +12,18 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
 
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <future>
 #include <thread>
@@ -97,6 +107,139 @@ asio::awaitable<void> accept_loop(worker& w) {
 
 }  // namespace
 
+// listen.relay: one acceptor on its own thread; each connection goes to the next worker,
+// which reads the PROXY v2 header and serves it (run_relay_session). A Unix socket is handed
+// over as a file descriptor in a tcp::socket: sessions only read, write, shut down and close.
+struct server::relay_listener {
+  asio::io_context ioc{1};
+  std::optional<asio::local::stream_protocol::acceptor> unix_acceptor;
+  std::optional<tcp::acceptor> tcp_acceptor;
+  std::string unix_path;  // removed again at shutdown
+  std::thread thread;
+  std::size_t next = 0;
+
+  void hand_over(std::vector<std::unique_ptr<worker>>& workers, int fd, bool v6) {
+    worker& w = *workers[next++ % workers.size()];
+    asio::post(w.context(), [&w, fd, v6] {
+      tcp::socket socket(w.context());
+      boost::system::error_code ec;
+      socket.assign(v6 ? tcp::v6() : tcp::v4(), fd, ec);
+      if (ec) {
+        ::close(fd);
+        return;
+      }
+      if (w.shared().draining.load()) return;  // socket closes here
+      auto snap = w.shared().current();
+      const auto& limits = snap->limits();
+      // Relay connections share one client slot key: the relay stands for its agents.
+      const auto key = asio::ip::address(asio::ip::address_v4::loopback());
+      if (!w.shared().limiter.try_acquire(key, limits.max_connections,
+                                          limits.max_connections_per_client))
+        return;
+      asio::co_spawn(
+          w.context(),
+          [&w, s = std::move(socket), key]() mutable -> asio::awaitable<void> {
+            client_slot slot(w.shared().limiter, key);
+            co_await run_relay_session(w, std::move(s));
+          },
+          asio::detached);
+    });
+  }
+
+  template <class Acceptor>
+  asio::awaitable<void> accept_loop(Acceptor& acceptor,
+                                    std::vector<std::unique_ptr<worker>>& workers) {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        AIRLOCK_LOG(warn, "proxy", "relay accept failed: ", ec.message());
+        asio::steady_timer t(ioc, std::chrono::milliseconds(50));
+        co_await t.async_wait(use_tuple);
+        continue;
+      }
+      boost::system::error_code rec;
+      const bool v6 = socket.local_endpoint(rec).protocol().family() == AF_INET6;
+      const int fd = socket.release(rec);
+      if (rec) continue;
+      hand_over(workers, fd, v6);
+    }
+  }
+};
+
+bool server::start_relay_listener(const std::string& where, const std::string& group,
+                                  std::string& error) {
+  auto r = std::make_unique<relay_listener>();
+  try {
+    if (where.find('/') != std::string::npos) {
+      // A stale socket from an earlier run is replaced; any other file is left alone.
+      struct stat st {};
+      if (::lstat(where.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+          error = core::str_cat("listen.relay: '", where, "' exists and is not a socket");
+          return false;
+        }
+        ::unlink(where.c_str());
+      }
+      gid_t gid = static_cast<gid_t>(-1);
+      if (!group.empty()) {
+        struct group* g = ::getgrnam(group.c_str());
+        if (!g) {
+          error = core::str_cat("listen.relay_group: no group '", group, "'");
+          return false;
+        }
+        gid = g->gr_gid;
+      }
+      // Created without any permission for others from the first moment (no window in which
+      // another user could connect and name an agent).
+      const mode_t old_mask = ::umask(0177);
+      r->unix_acceptor.emplace(r->ioc);
+      boost::system::error_code ec;
+      r->unix_acceptor->open(asio::local::stream_protocol(), ec);
+      if (!ec) r->unix_acceptor->bind(asio::local::stream_protocol::endpoint(where), ec);
+      ::umask(old_mask);
+      if (ec) {
+        error = core::str_cat("listen.relay: cannot bind '", where, "': ", ec.message());
+        return false;
+      }
+      r->unix_path = where;
+      if (gid != static_cast<gid_t>(-1)) {
+        if (::chown(where.c_str(), static_cast<uid_t>(-1), gid) != 0 ||
+            ::chmod(where.c_str(), 0660) != 0) {
+          error = core::str_cat("listen.relay: cannot give '", where, "' to group '", group,
+                                "': ", std::strerror(errno));
+          ::unlink(where.c_str());
+          return false;
+        }
+      }
+      r->unix_acceptor->listen(asio::socket_base::max_listen_connections);
+      asio::co_spawn(r->ioc, r->accept_loop(*r->unix_acceptor, workers_), asio::detached);
+    } else {
+      auto ep = parse_listen(where);
+      if (!ep) {
+        error = core::str_cat("listen.relay: '", where,
+                              "' is neither a socket path nor an IP address with a port");
+        return false;
+      }
+      r->tcp_acceptor.emplace(r->ioc, *ep);
+      own_endpoints_.push_back(r->tcp_acceptor->local_endpoint());
+      asio::co_spawn(r->ioc, r->accept_loop(*r->tcp_acceptor, workers_), asio::detached);
+    }
+  } catch (const boost::system::system_error& e) {
+    error = core::str_cat("listen.relay: cannot listen on ", where, ": ", e.code().message());
+    return false;
+  }
+  r->thread = std::thread([ctx = &r->ioc] {
+    try {
+      ctx->run();
+    } catch (const std::exception& e) {
+      AIRLOCK_LOG(error, "proxy", "relay listener stopped: ", e.what());
+    }
+  });
+  relay_ = std::move(r);
+  return true;
+}
+
 void worker::close_sessions(bool all) {
   for (auto& e : sessions_) {
     if (!all && !e.idle) continue;
@@ -176,6 +319,14 @@ bool server::start(std::vector<std::string>& errors) {
   own_endpoints_ = {endpoint_};
   own_endpoints_.insert(own_endpoints_.end(), options_.extra_own_endpoints.begin(),
                         options_.extra_own_endpoints.end());
+  if (const auto& relay = first.policy->model().listen.relay; !relay.empty()) {
+    std::string relay_error;
+    if (!start_relay_listener(relay, first.policy->model().listen.relay_group, relay_error)) {
+      errors.push_back(relay_error);
+      return false;
+    }
+    AIRLOCK_LOG(info, "proxy", "relay listener on ", relay);
+  }
 
   auto second = load(load_options());
   if (!second.ok()) {
@@ -188,7 +339,7 @@ bool server::start(std::vector<std::string>& errors) {
     errors.push_back(tls_error);
     return false;
   }
-  shared_.policy.store(second.policy);
+  activate(second.policy);
   {
     std::lock_guard lock(reload_mutex_);
     status_.version = second.policy->version();
@@ -240,7 +391,7 @@ bool server::reload(std::string_view trigger, std::string& message) {
   }
   auto old = shared_.current();
   const std::string changes = describe_changes(*old, *result.policy);
-  shared_.policy.store(result.policy);
+  activate(result.policy);
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
@@ -268,6 +419,50 @@ bool server::update_interception(const policy::snapshot& snap, std::string& erro
   return true;
 }
 
+void server::activate(std::shared_ptr<const policy::snapshot> snapshot) {
+  auto next = std::make_shared<active_policy>();
+  next->rates = rates_.bind(snapshot);
+  next->snapshot = std::move(snapshot);
+  shared_.active.store(std::move(next));
+}
+
+namespace {
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool server::agent_control(std::string_view agent, bool stop, std::string& message) {
+  const bool ok = stop ? rates_.stop(agent) : rates_.resume(agent);
+  if (!ok) {
+    message = core::str_cat("no agent '", agent, "' in the policy\n");
+    return false;
+  }
+  message = core::str_cat("agent '", agent, stop ? "' stopped\n" : "' resumed\n");
+  AIRLOCK_LOG(warn, "policy", "agent ", agent, stop ? " stopped" : " resumed",
+              " by an operator (admin port)");
+  return true;
+}
+
+std::string server::agents_json() const {
+  boost::json::array agents;
+  for (const auto& a : rates_.status(steady_now_ns())) {
+    boost::json::object o;
+    o["name"] = a.name;
+    o["in_policy"] = a.in_policy;
+    o["stopped"] = a.stopped;
+    o["suspended_seconds_left"] = a.suspended_seconds_left;
+    o["in_flight"] = a.in_flight;
+    o["concurrent"] = a.concurrent;
+    agents.push_back(std::move(o));
+  }
+  boost::json::object root;
+  root["agents"] = std::move(agents);
+  return boost::json::serialize(root);
+}
+
 reload_status server::status() const {
   std::lock_guard lock(reload_mutex_);
   return status_;
@@ -277,6 +472,15 @@ void server::shutdown() {
   if (stopped_ || workers_.empty()) return;
   stopped_ = true;
   shared_.draining.store(true);
+  if (relay_) {
+    // No new relay connections; the ones already handed over drain with the rest.
+    relay_->ioc.stop();
+    if (relay_->thread.joinable()) relay_->thread.join();
+    boost::system::error_code ignored;
+    if (relay_->unix_acceptor) relay_->unix_acceptor->close(ignored);
+    if (relay_->tcp_acceptor) relay_->tcp_acceptor->close(ignored);
+    if (!relay_->unix_path.empty()) ::unlink(relay_->unix_path.c_str());
+  }
   auto drain = shared_.current()->limits().drain_timeout;
   // Stop accepting and close idle keep-alive connections at once.
   for (auto& w : workers_) {

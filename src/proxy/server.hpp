@@ -6,6 +6,7 @@
 // Thread safety: start() and shutdown() from one controlling thread; reload() from any
 // thread (it serialises itself).
 
+#include "filters/rate_limit/registry.hpp"
 #include "policy/loader.hpp"
 #include "proxy/worker.hpp"
 
@@ -54,6 +55,11 @@ class server {
   bool reload(std::string_view trigger, std::string& message);
   reload_status status() const;
 
+  // The kill switch and the agents' control state, for the admin port. agent_control returns
+  // false when the policy has no such agent.
+  bool agent_control(std::string_view agent, bool stop, std::string& message);
+  std::string agents_json() const;
+
   // Stops accepting, lets in-flight exchanges finish for up to drain_timeout, then closes
   // what is left and joins the workers.
   void shutdown();
@@ -66,16 +72,24 @@ class server {
   policy::load_result load(const policy::load_options& o) const;
   // (Re)builds TLS interception when the policy's CA files differ from the loaded ones.
   bool update_interception(const policy::snapshot& snap, std::string& error);
-  void accept_loop_start(worker& w);
+  // Binds listen.relay (a Unix socket or host:port) when the policy names one.
+  bool start_relay_listener(const std::string& where, const std::string& group, std::string& error);
+
+  // Binds a snapshot to the rate-limit state and makes both the policy in force.
+  void activate(std::shared_ptr<const policy::snapshot> snapshot);
 
   server_options options_;
   shared_state shared_;
+  filters::rate_limit::registry rates_;
   std::vector<std::unique_ptr<worker>> workers_;
   boost::asio::ip::tcp::endpoint endpoint_;
   std::vector<boost::asio::ip::tcp::endpoint> own_endpoints_;
   mutable std::mutex reload_mutex_;
   reload_status status_;
   bool stopped_ = false;
+  // The relay listener runs on its own thread and hands each connection to a worker.
+  struct relay_listener;
+  std::unique_ptr<relay_listener> relay_;
 };
 
 }  // namespace airlock::proxy

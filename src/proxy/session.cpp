@@ -3,10 +3,15 @@
 #include "core/errc.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "filters/validation/headers.hpp"
+#include "filters/validation/json_body.hpp"
+#include "filters/validation/query.hpp"
+#include "launcher/proxy_protocol.hpp"
 #include "net/client_hello.hpp"
 #include "net/host.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/answer.hpp"
+#include "proxy/byte_throttle.hpp"
 #include "proxy/exchange_record.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/interception.hpp"
@@ -18,6 +23,7 @@
 #include "tls/leaf_cache.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -41,6 +47,12 @@ using core::errc;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 constexpr std::size_t relay_buffer_size = 64 * 1024;
 
 std::uint32_t header_limit(const policy::model::limits& limits) {
@@ -51,7 +63,8 @@ struct session_context;
 asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
                                      const std::shared_ptr<const policy::snapshot>& snap,
                                      const policy::decision& decision, const net::authority& target,
-                                     unsigned version);
+                                     unsigned version, const byte_throttle& upload,
+                                     const byte_throttle& download);
 
 bool iequals(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
@@ -111,6 +124,7 @@ struct session_context {
   beast::flat_buffer buffer;
   std::list<session_entry>::iterator entry;
   std::uint64_t requests = 0;  // request heads started on this connection
+  std::string relay_agent;     // set for relay connections: the agent the launcher vouches for
 };
 
 using tls_upstream = ssl::stream<beast::tcp_stream>;
@@ -139,6 +153,7 @@ template <class Client>
 asio::awaitable<bool> send_answer(Client& client, exchange_record& rec, unsigned version,
                                   bool keep_alive) {
   auto res = make_answer(rec.reason, rec.detail, version, keep_alive);
+  if (rec.retry_after > 0) res.set(http::field::retry_after, std::to_string(rec.retry_after));
   rec.status = res.result_int();
   lowest(client).expires_after(std::chrono::seconds(10));
   auto [ec, n] = co_await http::async_write(client, res, use_tuple);
@@ -160,16 +175,18 @@ asio::awaitable<relay_result> relay_body(worker& w, ReadStream& from,
                                          http::parser<IsRequest, http::buffer_body>& parser,
                                          WriteStream& to,
                                          http::serializer<IsRequest, http::buffer_body>& sr,
-                                         std::chrono::milliseconds idle_timeout) {
+                                         std::chrono::milliseconds idle_timeout,
+                                         const byte_throttle& throttle) {
   relay_result result;
   // Lent by the worker only while a body moves, so idle connections hold no large buffer.
   auto buf = w.borrow_buffer();
+  const std::size_t piece = throttle ? std::min(buf.size(), throttle.max_read) : buf.size();
   // Read in large pieces: a flat_buffer with little capacity would be read 512 bytes at a time.
   if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
   do {
     if (!parser.is_done()) {
       parser.get().body().data = buf.data();
-      parser.get().body().size = buf.size();
+      parser.get().body().size = piece;
       lowest(from).expires_after(idle_timeout);
       // read_some, not read: pass on what has arrived (a server-sent event, a slow chunk)
       // instead of waiting for the buffer to fill.
@@ -179,8 +196,9 @@ asio::awaitable<relay_result> relay_body(worker& w, ReadStream& from,
         result.read_ec = ec;
         co_return result;
       }
-      const std::size_t got = buf.size() - parser.get().body().size;
+      const std::size_t got = piece - parser.get().body().size;
       if (got == 0 && !parser.is_done()) continue;  // only framing so far (a chunk header)
+      if (throttle) co_await throttle.pace(got);
       // An empty piece must be passed as "no data": for a chunked message the serializer
       // would write a zero-size chunk, which is the end of the body.
       parser.get().body().data = got ? buf.data() : nullptr;
@@ -203,6 +221,28 @@ asio::awaitable<relay_result> relay_body(worker& w, ReadStream& from,
   } while (!parser.is_done() || !sr.is_done());
   if (from_buffer.size() == 0 && from_buffer.capacity() > 16 * 1024) from_buffer.shrink_to_fit();
   co_return result;
+}
+
+// Reads a request body whole into `out` (the parser's body limit bounds it), for a rule that
+// must see all of it before anything is forwarded.
+template <class Client>
+asio::awaitable<beast::error_code> read_whole_body(Client& client, beast::flat_buffer& buffer,
+                                                   http::request_parser<http::buffer_body>& p,
+                                                   std::string& out,
+                                                   std::chrono::milliseconds idle_timeout) {
+  constexpr std::size_t piece = 64 * 1024;
+  while (!p.is_done()) {
+    const std::size_t old = out.size();
+    out.resize(old + piece);
+    p.get().body().data = out.data() + old;
+    p.get().body().size = piece;
+    lowest(client).expires_after(idle_timeout);
+    auto [ec, n] = co_await http::async_read_some(client, buffer, p, use_tuple);
+    out.resize(old + (piece - p.get().body().size));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return ec;
+  }
+  co_return beast::error_code{};
 }
 
 // Waits for the first byte of the next request with the idle timeout (a kept-alive client
@@ -283,6 +323,11 @@ struct forward_params {
   bool head = false;
   std::string upgrade;          // allowed upgrade protocol, empty if none
   bool retry_if_stale = false;  // a pooled connection carrying a bodiless request
+  // The request body, already read whole (a rule validates it); null = stream it from the
+  // client. The head's Content-Length already says its size.
+  const std::string* body = nullptr;
+  byte_throttle upload;    // paces the request body
+  byte_throttle download;  // paces the response body
 };
 
 // Sends the (already rewritten) request head and body upstream and relays the response
@@ -306,9 +351,25 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
     auto [cec, cn] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
     if (cec) co_return out;
   }
-  {
+  if (fp.body) {
+    auto& b = req.body();
+    b.data = fp.body->empty() ? nullptr : const_cast<char*>(fp.body->data());
+    b.size = fp.body->size();
+    b.more = false;
+    co_await fp.upload.pace(fp.body->size());
+    lowest(upstream).expires_after(limits.idle_timeout);
+    auto [wec, wn] = co_await http::async_write(upstream, req_sr, use_tuple);
+    if (wec == http::error::need_buffer) wec = {};
+    rec.bytes_in = fp.body->size();
+    if (wec) {
+      rec.failed_upstream(errc::upstream_error);
+      rec.refuse(errc::upstream_error, core::str_cat("sending request: ", wec.message()));
+      co_await send_answer(client, rec, version, false);
+      co_return out;
+    }
+  } else {
     auto body = co_await relay_body(s.w, client, client_buffer, req_p, upstream, req_sr,
-                                    limits.idle_timeout);
+                                    limits.idle_timeout, fp.upload);
     rec.bytes_in = body.bytes;
     if (body.read_ec) {
       // The origin holds a partial request: the connection is dropped, never completed.
@@ -402,7 +463,7 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
     }
     lowest(client).expires_never();
     lowest(upstream).expires_never();
-    auto totals = co_await splice(client, upstream, limits.idle_timeout);
+    auto totals = co_await splice(client, upstream, limits.idle_timeout, fp.upload, fp.download);
     rec.bytes_in += totals.client_to_upstream;
     rec.bytes_out += totals.upstream_to_client;
     co_return out;
@@ -431,8 +492,8 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
     if (wh_ec) co_return out;
   }
   if (!no_body) {
-    auto body =
-        co_await relay_body(s.w, upstream, up_buffer, *res_p, client, res_sr, limits.idle_timeout);
+    auto body = co_await relay_body(s.w, upstream, up_buffer, *res_p, client, res_sr,
+                                    limits.idle_timeout, fp.download);
     rec.bytes_out = body.bytes;
     if (body.read_ec) {
       // Cut off: the client sees an incomplete response (the connection closes before the
@@ -494,7 +555,10 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
 template <class Client>
 asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_context* tunnel) {
   auto& shared = s.w.shared();
-  auto snap = shared.current();
+  // The policy and its rate-limit state, held together for the whole exchange.
+  const auto active = shared.current_active();
+  const auto& snap = active->snapshot;
+  const auto& rates = *active->rates;
   const auto& limits = snap->limits();
   auto& buffer = s.buffer;
 
@@ -643,7 +707,10 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
       co_return co_await send_answer(client, rec, version, false);
     }
   } else {
-    auto id = snap->identify(req[http::field::proxy_authorization], s.client_endpoint.address());
+    // A relay connection is the agent the launcher named, whatever the request says about
+    // itself (Proxy-Authorization included); otherwise credentials, then source address.
+    auto id = snap->identify(s.relay_agent, req[http::field::proxy_authorization],
+                             s.client_endpoint.address());
     if (!id.agent) {
       rec.refuse(errc::auth_required, id.detail);
       co_return co_await send_answer(client, rec, version, keep_after_refusal);
@@ -651,6 +718,10 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     agent = id.agent;
   }
   rec.agent = agent->name;
+  // From here on a refusal or upstream error counts towards the agent's circuit breaker.
+  const std::size_t agent_index = rates.agent_index(*agent);
+  rec.controls = &rates;
+  rec.agent_index = agent_index;
 
   // What the policy says.
   std::string upgrade = requested_upgrade(req);
@@ -668,20 +739,117 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     co_return co_await send_answer(client, rec, version, keep_after_refusal);
   }
   if (decision.report_only) rec.report(decision.reason, decision.detail);
+  const auto* rule = decision.rule;
+  const bool report_rule = rule->mode == policy::model::mode::report;
+
+  // Rate limits, quotas, concurrency caps, the circuit breaker and the kill switch. Requests
+  // inside an intercepted tunnel are counted and rated one by one.
+  const std::size_t rule_position = rates.rule_position(agent_index, rule);
+  auto admission = rates.admit(
+      agent_index, rule_position, steady_now_ns(),
+      tunnel ? filters::rate_limit::plan::slots::skip : filters::rate_limit::plan::slots::take);
+  if (!admission) {
+    if (report_rule && admission.error != errc::agent_stopped &&
+        admission.error != errc::internal_error) {
+      rec.report(admission.error, admission.limit);
+    } else {
+      rec.retry_after = admission.retry_after_seconds;
+      rec.refuse(admission.error, admission.limit);
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
+  }
+  const auto upload = byte_throttle::for_exchange(rates, agent_index, rule_position,
+                                                  filters::rate_limit::direction::upload);
+  const auto download = byte_throttle::for_exchange(rates, agent_index, rule_position,
+                                                    filters::rate_limit::direction::download);
 
   if (is_connect) {
-    co_await handle_connect(s, rec, snap, decision, *authority, version);
+    co_await handle_connect(s, rec, snap, decision, *authority, version, upload, download);
     co_return false;
+  }
+
+  // Parameter validation: query, headers, then (when the rule constrains it) the body.
+  const auto& checks = rule->checks;
+  std::optional<filters::validation::violation> violation;
+  if (checks.query.active) {
+    const auto q = std::string_view(path_and_query).find('?');
+    const std::string_view raw = q == std::string_view::npos
+                                     ? std::string_view{}
+                                     : std::string_view(path_and_query).substr(q + 1);
+    std::optional<std::string> rewritten;
+    violation = filters::validation::check_query(checks.query, raw, rewritten);
+    if (!violation && rewritten) {
+      // Unknown parameters stripped: the origin sees the others, as they were written.
+      std::string stripped = path_and_query.substr(0, q);
+      if (!rewritten->empty()) stripped += core::str_cat("?", *rewritten);
+      path_and_query = std::move(stripped);
+    }
+  }
+  if (!violation && checks.headers.any())
+    violation = filters::validation::check_headers(checks.headers, req);
+  std::uint64_t body_limit = limits.body_bytes;
+  if (checks.body.max_bytes && *checks.body.max_bytes < body_limit) {
+    body_limit = *checks.body.max_bytes;
+    if (!violation && req_p.content_length().value_or(0) > body_limit) {
+      rec.refuse(errc::body_too_large,
+                 core::str_cat("rule ", rule->name, " allows ", body_limit, " bytes of body"));
+      co_return co_await send_answer(client, rec, version, false);
+    }
+    req_p.body_limit(body_limit);
+  }
+  if (violation) {
+    if (report_rule) {
+      rec.report(violation->reason, violation->detail());
+    } else {
+      rec.refuse(violation->reason, violation->detail());
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
+  }
+  // A body the rule checks is read whole first (at most body_limit bytes), then forwarded:
+  // nothing of it reaches the origin unless all of it passes.
+  std::optional<std::string> held_body;
+  const bool expect_continue = iequals(trim(req[http::field::expect]), "100-continue");
+  if (checks.needs_body()) {
+    held_body.emplace();
+    if (expect_continue && version >= 11 && has_body) {
+      static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+      lowest(client).expires_after(limits.idle_timeout);
+      auto [cec, cn] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
+      if (cec) co_return false;
+    }
+    auto read_ec = co_await read_whole_body(client, buffer, req_p, *held_body, limits.idle_timeout);
+    rec.bytes_in = held_body->size();
+    if (read_ec == http::error::body_limit) {
+      rec.refuse(errc::body_too_large,
+                 core::str_cat("rule ", rule->name, " allows ", body_limit, " bytes of body"));
+      co_return co_await send_answer(client, rec, version, false);
+    }
+    if (read_ec) {
+      rec.refuse(errc::bad_request, core::str_cat("reading request body: ", read_ec.message()));
+      co_return co_await send_answer(client, rec, version, false);
+    }
+    violation = filters::validation::check_json(checks.body, *held_body);
+    if (violation) {
+      if (report_rule) {
+        rec.report(violation->reason, violation->detail());
+      } else {
+        rec.refuse(violation->reason, violation->detail());
+        co_return co_await send_answer(client, rec, version, req.keep_alive());
+      }
+    }
+    req.content_length(held_body->size());
   }
 
   // Rewrite the head in place: origin-form target, Host from the target, no hop-by-hop
   // headers; 100-continue is answered by us once the request is on its way.
-  const auto* rule = decision.rule;
   forward_params fp;
+  fp.body = held_body ? &*held_body : nullptr;
+  fp.upload = upload;
+  fp.download = download;
   fp.version = version;
   fp.has_body = has_body;
   fp.client_keep_alive = req.keep_alive();
-  fp.expect_continue = iequals(trim(req[http::field::expect]), "100-continue");
+  fp.expect_continue = expect_continue && !held_body;
   fp.head = req.method() == http::verb::head;
   strip_hop_by_hop(req);
   if (!upgrade.empty() && std::find(rule->upgrades.begin(), rule->upgrades.end(),
@@ -690,7 +858,7 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     req.set(http::field::connection, "upgrade");
     req.set(http::field::upgrade, upgrade);
   }
-  if (fp.expect_continue) req.erase(http::field::expect);
+  if (expect_continue) req.erase(http::field::expect);
   req.target(path_and_query);
   req.set(http::field::host, host_header(authority->host, authority->port, tunnel ? 443 : 80));
   req.version(11);
@@ -816,7 +984,8 @@ asio::awaitable<void> serve_intercepted(session_context& s, exchange_record& rec
 asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
                                      const std::shared_ptr<const policy::snapshot>& snap,
                                      const policy::decision& decision, const net::authority& target,
-                                     unsigned version) {
+                                     unsigned version, const byte_throttle& upload,
+                                     const byte_throttle& download) {
   const auto& limits = snap->limits();
   const auto* rule = decision.rule;
   std::shared_ptr<const interception> tls_state;
@@ -943,21 +1112,24 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
     s.buffer.consume(s.buffer.size());
     if (ec) co_return;
   }
-  auto totals = co_await splice(s.client.socket(), upstream.socket(), limits.idle_timeout);
+  auto totals =
+      co_await splice(s.client.socket(), upstream.socket(), limits.idle_timeout, upload, download);
   rec.bytes_in += totals.client_to_upstream;
   rec.bytes_out += totals.upstream_to_client;
 }
 
 }  // namespace
 
-asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
+namespace {
+
+asio::awaitable<void> serve_connection(worker& w, tcp::socket socket, tcp::endpoint endpoint,
+                                       std::string relay_agent) {
   boost::system::error_code ec;
-  auto endpoint = socket.remote_endpoint(ec);
-  if (ec) co_return;
-  socket.set_option(tcp::no_delay(true), ec);
-  session_context s{
-      w, beast::tcp_stream(std::move(socket)), endpoint, to_string(endpoint), beast::flat_buffer(),
-      {}};
+  socket.set_option(tcp::no_delay(true), ec);  // fails harmlessly on a Unix socket
+  session_context s{w,        beast::tcp_stream(std::move(socket)),
+                    endpoint, to_string(endpoint),
+                    {},       {},
+                    0,        std::move(relay_agent)};
   s.entry = w.add_session(&s.client.socket());
   struct unregister {
     worker& w;
@@ -978,6 +1150,58 @@ asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
   if (metrics) metrics->connection_closed();
   s.client.socket().shutdown(tcp::socket::shutdown_send, ec);
   s.client.close();
+}
+
+}  // namespace
+
+asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
+  boost::system::error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  if (ec) co_return;
+  co_await serve_connection(w, std::move(socket), endpoint, std::string{});
+}
+
+asio::awaitable<void> run_relay_session(worker& w, tcp::socket socket) {
+  // The header comes first and whole, within the head timeout; anything else ends the
+  // connection without an answer (a relay that speaks wrongly is a configuration error, and
+  // whoever else reached this socket learns nothing).
+  const auto timeout = w.shared().current()->limits().head_timeout;
+  beast::tcp_stream stream(std::move(socket));
+  stream.expires_after(timeout);
+  std::array<std::uint8_t, 16> fixed{};
+  auto [ec, n] = co_await asio::async_read(stream, asio::buffer(fixed), use_tuple);
+  if (ec) co_return;
+  const std::size_t rest = static_cast<std::size_t>(fixed[14]) << 8 | fixed[15];
+  std::vector<std::uint8_t> header(fixed.begin(), fixed.end());
+  header.resize(fixed.size() + rest);
+  if (rest > 0) {
+    auto [ec2, n2] = co_await asio::async_read(
+        stream, asio::buffer(header.data() + fixed.size(), rest), use_tuple);
+    if (ec2) co_return;
+  }
+  const auto decoded = launcher::proxy_v2::decode(header);
+  std::optional<std::string> agent;
+  if (decoded && decoded->value.cmd == launcher::proxy_v2::command::proxy)
+    agent = launcher::proxy_v2::agent_of(decoded->value);
+  if (!agent || agent->empty()) {
+    AIRLOCK_LOG(warn, "proxy", "relay connection without a valid PROXY v2 agent header: closed");
+    co_return;
+  }
+  // The agent's own address inside its jail, for the audit record; loopback when absent.
+  tcp::endpoint endpoint(asio::ip::address_v4::loopback(), 0);
+  if (const auto& src = decoded->value.source) {
+    if (src->v6) {
+      asio::ip::address_v6::bytes_type b;
+      std::copy(src->addr.begin(), src->addr.end(), b.begin());
+      endpoint = tcp::endpoint(asio::ip::address_v6(b), src->port);
+    } else {
+      asio::ip::address_v4::bytes_type b;
+      std::copy(src->addr.begin(), src->addr.begin() + 4, b.begin());
+      endpoint = tcp::endpoint(asio::ip::address_v4(b), src->port);
+    }
+  }
+  stream.expires_never();
+  co_await serve_connection(w, stream.release_socket(), endpoint, std::move(*agent));
 }
 
 }  // namespace airlock::proxy

@@ -16,4 +16,10 @@ class worker;
 // Runs on the worker's io_context until the client connection ends.
 boost::asio::awaitable<void> run_session(worker& w, boost::asio::ip::tcp::socket socket);
 
+// A connection from a launcher's relay (the `listen.relay` listener): it starts with a PROXY
+// protocol v2 header whose agent TLV names the agent, which is then the identity of every
+// request on the connection, whatever the requests themselves claim. `socket` may hold a Unix
+// stream socket (Asio only reads, writes, shuts down and closes it).
+boost::asio::awaitable<void> run_relay_session(worker& w, boost::asio::ip::tcp::socket socket);
+
 }  // namespace airlock::proxy

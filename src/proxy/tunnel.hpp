@@ -14,6 +14,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 
+#include "proxy/byte_throttle.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -53,15 +55,19 @@ inline void close_stream(boost::asio::ip::tcp::socket& s) {
 
 template <class From, class To>
 boost::asio::awaitable<void> pump(From& from, To& to, std::uint64_t& total,
-                                  clock::time_point& last_activity) {
+                                  clock::time_point& last_activity, const byte_throttle& throttle) {
   namespace asio = boost::asio;
   constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   auto buffer = std::make_unique<char[]>(buffer_size);
+  const std::size_t read_size = throttle ? std::min(buffer_size, throttle.max_read) : buffer_size;
   for (;;) {
-    auto [rec, n] =
-        co_await from.async_read_some(asio::buffer(buffer.get(), buffer_size), use_tuple);
+    auto [rec, n] = co_await from.async_read_some(asio::buffer(buffer.get(), read_size), use_tuple);
     if (n > 0) {
       last_activity = clock::now();
+      if (throttle) {
+        co_await throttle.pace(n);
+        last_activity = clock::now();
+      }
       auto [wec, w] = co_await asio::async_write(to, asio::buffer(buffer.get(), n), use_tuple);
       total += w;
       if (wec) break;
@@ -91,15 +97,18 @@ inline boost::asio::awaitable<void> watchdog(clock::time_point& last_activity,
 
 }  // namespace tunnel_detail
 
+// `upload` paces client-to-upstream bytes, `download` the other way (both off by default).
 template <class Client, class Upstream>
 boost::asio::awaitable<tunnel_totals> splice(Client& client, Upstream& upstream,
-                                             std::chrono::milliseconds idle_timeout) {
+                                             std::chrono::milliseconds idle_timeout,
+                                             byte_throttle upload = {},
+                                             byte_throttle download = {}) {
   using namespace boost::asio::experimental::awaitable_operators;
   using namespace tunnel_detail;
   tunnel_totals totals;
   clock::time_point last_activity = clock::now();
-  co_await ((pump(client, upstream, totals.client_to_upstream, last_activity) &&
-             pump(upstream, client, totals.upstream_to_client, last_activity)) ||
+  co_await ((pump(client, upstream, totals.client_to_upstream, last_activity, upload) &&
+             pump(upstream, client, totals.upstream_to_client, last_activity, download)) ||
             watchdog(last_activity, idle_timeout));
   close_stream(client);
   close_stream(upstream);

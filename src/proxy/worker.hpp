@@ -3,6 +3,7 @@
 // thread with its own io_context, acceptor and upstream pool, so the hot path of a session
 // (which never leaves its worker) takes no lock.
 
+#include "filters/rate_limit/plan.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/client_limiter.hpp"
 #include "proxy/connection_pool.hpp"
@@ -26,9 +27,16 @@ class metrics;
 
 namespace airlock::proxy {
 
+// The policy in force together with the runtime state bound to it (rate limits, breakers),
+// swapped as one so an exchange never sees a snapshot with another snapshot's limits.
+struct active_policy {
+  std::shared_ptr<const policy::snapshot> snapshot;
+  std::shared_ptr<const filters::rate_limit::plan> rates;  // never null once started
+};
+
 struct shared_state {
-  // The policy in force. A reload stores a new snapshot; each exchange loads it once.
-  std::atomic<std::shared_ptr<const policy::snapshot>> policy;
+  // A reload stores a new active policy; each exchange loads it once.
+  std::atomic<std::shared_ptr<const active_policy>> active;
   // TLS interception (CA, leaf cache, contexts); null when the policy names no CA.
   std::atomic<std::shared_ptr<const interception>> tls;
   telemetry::audit_log* audit = nullptr;  // may be null (tests)
@@ -36,7 +44,12 @@ struct shared_state {
   client_limiter limiter;
   std::atomic<bool> draining{false};
 
-  std::shared_ptr<const policy::snapshot> current() const { return policy.load(); }
+  std::shared_ptr<const active_policy> current_active() const { return active.load(); }
+  // The snapshot alone (shares ownership with its active policy).
+  std::shared_ptr<const policy::snapshot> current() const {
+    auto a = active.load();
+    return std::shared_ptr<const policy::snapshot>(a, a->snapshot.get());
+  }
 };
 
 // A live session as the worker sees it, so shutdown can close idle connections at once and

@@ -372,6 +372,34 @@ response admin_server::impl::handle(const request& req) {
                            std::move(message));
     });
   }
+  if (path == "/agents") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.agents_json) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.agents_json(), "application/json");
+    });
+  }
+  if (path.starts_with("/agents/")) {
+    // /agents/<name>/stop or /agents/<name>/resume; agent names never contain '/'.
+    std::string_view rest = path.substr(8);
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0) {
+      return make_response(req, http::status::not_found, "not found");
+    }
+    const std::string_view name = rest.substr(0, slash);
+    const std::string_view action = rest.substr(slash + 1);
+    if (action != "stop" && action != "resume") {
+      return make_response(req, http::status::not_found, "not found");
+    }
+    if (req.method() != http::verb::post) return method_not_allowed("POST");
+    if (!handlers_.agent_control) return not_configured();
+    return call_handler(req, [&] {
+      std::string message;
+      bool ok = handlers_.agent_control(name, action == "stop", message);
+      return make_response(req, ok ? http::status::ok : http::status::not_found,
+                           std::move(message));
+    });
+  }
   return make_response(req, http::status::not_found, "not found");
 }
 

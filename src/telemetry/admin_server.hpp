@@ -1,7 +1,8 @@
 #pragma once
-// The admin listener (default 127.0.0.1:9464): GET /metrics, /healthz, /readyz, /policy and
-// POST /reload. It is a separate listener from the proxy port, so nothing an agent sends
-// through the proxy can reach it (the proxy refuses its own addresses as upstreams).
+// The admin listener (default 127.0.0.1:9464): GET /metrics, /healthz, /readyz, /policy,
+// /agents and POST /reload, /agents/<name>/stop, /agents/<name>/resume. It is a separate listener
+// from the proxy port, so nothing an agent sends through the proxy can reach it (the proxy refuses
+// its own addresses as upstreams).
 //
 // Thread safety: runs on the io_context it is given (one strand per connection); the handlers
 // are called from that context's threads, possibly concurrently when several threads run it.
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace airlock::telemetry {
 
@@ -30,6 +32,11 @@ struct admin_handlers {
   // POST /reload: returns true and a message when the new policy was loaded, false and the
   // load errors otherwise (answered as 200 / 422 with the message as body).
   std::function<bool(std::string& message)> reload;
+  // GET /agents: each agent's controls (stopped, suspended, in flight) as a JSON object.
+  std::function<std::string()> agents_json;
+  // POST /agents/<name>/stop and /agents/<name>/resume: the kill switch. Returns false (404)
+  // when the policy has no such agent; the message is the answer's body.
+  std::function<bool(std::string_view agent, bool stop, std::string& message)> agent_control;
 };
 
 class admin_server {

@@ -160,6 +160,10 @@ struct metrics::impl {
                             .Name("airlock_upstream_errors_total")
                             .Help("Failures reaching or talking to upstream servers, by kind.")
                             .Register(*registry)),
+        breaker_trips(prometheus::BuildCounter()
+                          .Name("airlock_breaker_trips_total")
+                          .Help("Times an agent's circuit breaker suspended it, by agent.")
+                          .Register(*registry)),
         pool(prometheus::BuildCounter()
                  .Name("airlock_upstream_pool_total")
                  .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
@@ -225,6 +229,7 @@ struct metrics::impl {
   Histogram& upstream_connect;
   Histogram& upstream_tls;
   Family<Counter>& upstream_errors;
+  Family<Counter>& breaker_trips;
   Family<Counter>& pool;
   Counter& pool_hit;
   Counter& pool_miss;
@@ -347,6 +352,11 @@ void metrics::upstream_error(std::string_view kind) {
     it = impl_->upstream_error_series.emplace(label, c).first;
   }
   it->second->Increment();
+}
+
+void metrics::breaker_tripped(std::string_view agent) {
+  std::lock_guard lk(impl_->mu);  // rare: a trip suspends the agent for its cool-down
+  impl_->breaker_trips.Add({{"agent", std::string(agent)}}).Increment();
 }
 
 void metrics::pool_reuse(bool hit) noexcept {

@@ -57,6 +57,10 @@ class metrics {
   void upstream_error(std::string_view kind);
   void pool_reuse(bool hit) noexcept;  // plain-HTTP upstream connection reused or new
 
+  // An agent's circuit breaker tripped (airlock_breaker_trips_total{agent}); agent names come
+  // from the policy, so the label set is bounded by it.
+  void breaker_tripped(std::string_view agent);
+
   void leaf_minted() noexcept;  // TLS interception
   void leaf_cache_hit() noexcept;
 
