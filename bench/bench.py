@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run.
+"""Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run, and
+HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 
-Usually started by bench/run.sh, which installs the tools and builds airlock. See
-bench/README.md for what each scenario measures and how to read the table.
+Usually started by bench/run.sh, which installs the tools and builds airlock and the HTTPS
+client. See bench/README.md for what each scenario measures and how to read the tables.
 
 Exit status: 0 when every scenario ran cleanly (goals met or not), 1 when a scenario is
 broken (errors, wrong answers, a server died), 2 on bad usage.
@@ -23,14 +24,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import procfs, report, scenarios  # noqa: E402
-from lib.servers import Airlock, BenchError, Origin, Squid  # noqa: E402
+from lib import procfs, report, scenarios, tls_report, tls_scenarios  # noqa: E402
+from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
+from lib.tls_certs import DOMAIN, TlsFiles  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
 SMALL_BODY = b"airlock bench: a small keep-alive response body of about one hundred bytes.\n" \
              b"0123456789abcdef0123\n"
 BIG_SIZE = 512 * MIB
+PLAIN_SCENARIOS = ("small", "small_c1", "large", "connect", "idle")
+TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
+TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
 
 def write_small(path):
@@ -60,10 +65,17 @@ def settings_for(args):
         "idle_connections": 1000,
         "warmup_seconds": 1,
         "airlock_threads": args.threads,
+        "tls_keepalive_connections": 32,
+        "tls_newconn_connections": 16,
+        "tls_seconds": 5,
+        "tls_warmup_seconds": 1,
+        # Names for (t3), two connections each, one at a time: mitmproxy takes ~50 ms a pair.
+        "tls_mint_names": 80,
     }
     if args.quick:
         s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
-                 connect_seconds=2, idle_connections=200)
+                 connect_seconds=2, idle_connections=200, tls_seconds=2,
+                 tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
 
 
@@ -80,12 +92,24 @@ def versions(airlock_bin):
         "airlock": first_line([airlock_bin, "--version"]) if airlock_bin else None,
         "airlock_git": git,
         "squid": first_line(["squid", "-v"]),
+        "squid_ssl_bump": squid_has_openssl(),
+        "mitmproxy": first_line(["mitmdump", "--version"]) if shutil.which("mitmdump") else None,
+        "openssl": first_line(["openssl", "version"]),
         "nginx": first_line(["nginx", "-v"]),
         "wrk": first_line(["wrk", "-v"]),
         "curl": first_line(["curl", "--version"]),
         "kernel": platform.release(),
         "cpus": os.cpu_count(),
     }
+
+
+def squid_has_openssl():
+    """Whether the installed Squid can ssl-bump (Debian's squid-openssl build)."""
+    try:
+        out = subprocess.run(["squid", "-v"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return "--with-openssl" in out
 
 
 def _median(values):
@@ -136,6 +160,33 @@ def aggregate_connect(rounds):
     return out
 
 
+def aggregate_tls(rounds):
+    """Sums counts and CPU over rounds; latency percentiles are the median over rounds."""
+    if len(rounds) == 1:
+        return dict(rounds[0])
+    out = {k: sum(r[k] for r in rounds) for k in
+           ("requests", "seconds", "connections_opened", "origin_hits", "cpu_seconds",
+            "origin_cpu_seconds", "client_cpu_seconds")}
+    n, secs = out["requests"], out["seconds"]
+    out.update(
+        seconds=round(secs, 3),
+        requests_per_second=round(n / secs, 1),
+        latency_us={k: _median([r["latency_us"][k] for r in rounds])
+                    for k in rounds[0]["latency_us"]},
+        errors={k: sum(r["errors"][k] for r in rounds) for k in rounds[0]["errors"]},
+        cpu_us_per_request=round(out["cpu_seconds"] * 1e6 / n, 1),
+        client_cpu_share=round(out["client_cpu_seconds"] / secs, 3),
+        rounds=[{k: r[k] for k in ("requests_per_second", "latency_us", "cpu_us_per_request",
+                                   "client_cpu_share")} for r in rounds],
+    )
+    if rounds[0].get("handshake_us"):
+        out["handshake_us"] = {k: _median([r["handshake_us"][k] for r in rounds])
+                               for k in rounds[0]["handshake_us"]}
+    for k in ("cpu_seconds", "origin_cpu_seconds", "client_cpu_seconds"):
+        out[k] = round(out[k], 3)
+    return out
+
+
 class Run:
     """Runs the scenarios scenario by scenario, each target in turn (the starting target
     rotates every round), so that all targets are measured in the same stretch of time: a
@@ -144,6 +195,7 @@ class Run:
     def __init__(self, args):
         self.args = args
         self.s = settings_for(args)
+        self.wanted = set(args.scenarios)
         self.results = {}
         self.broken = []
         self.raw_dir = os.path.join(args.results_dir, "raw")
@@ -162,7 +214,8 @@ class Run:
     def ok(self, target, key):
         """False once the target is broken in `key` or could not be verified."""
         res = self.results.get(target.name, {})
-        return "broken" not in res.get("verify", {}) and "broken" not in res.get(key, {})
+        verify = "tls_verify" if key.startswith("tls_") else "verify"
+        return "broken" not in res.get(verify, {}) and "broken" not in res.get(key, {})
 
     def raw(self, target, key, rnd=None):
         suffix = "" if rnd is None else f"-{rnd + 1}"
@@ -170,6 +223,8 @@ class Run:
 
     def scenario(self, title, key, targets, fn, aggregate, describe, rounds=None):
         """Runs fn(target, round) for every target and round, then aggregates per target."""
+        if key not in self.wanted:
+            return
         rounds = self.s["rounds"] if rounds is None else rounds
         self.log(f"== {title}")
         per_target = {t.name: [] for t in targets}
@@ -191,7 +246,9 @@ class Run:
                 self.results.setdefault(t.name, {})[key] = aggregate(per_target[t.name])
 
     def run(self, targets):
+        """The plain scenarios (those of --scenarios)."""
         s = self.s
+        wanted = self.wanted
         files = {"/small": len(SMALL_BODY), "/1m": MIB}
         self.log("== verify: each target returns the origin's bytes (GET and CONNECT)")
         for t in targets:
@@ -203,7 +260,7 @@ class Run:
                 self.fail(t, "verify", e)
         # Warm-up: fills upstream pools and lets each proxy allocate what it keeps.
         for t in targets:
-            if self.ok(t, "small"):
+            if self.ok(t, "small") and {"small", "small_c1"} & wanted:
                 try:
                     scenarios.wrk(t, "/small", s["wrk_threads"], s["small_connections"],
                                   s["warmup_seconds"], self.raw(t, "warmup"), len(SMALL_BODY))
@@ -253,6 +310,50 @@ class Run:
                       f"{r['rss_before_bytes'] / MIB:.1f} MiB), {r['threads']} threads",
             rounds=1)
 
+    def run_tls(self, targets, client, mint_names):
+        """The HTTPS-inspection scenarios (those of --scenarios)."""
+        s = self.s
+        body = len(SMALL_BODY)
+        self.log("== HTTPS verify: GET /small over TLS, trusting only the target's CA "
+                 "(airlock: and a path outside its rule is refused with 403)")
+        for t in targets:
+            try:
+                tls_scenarios.verify(t, body, "/1m" if t.name == "airlock_tls" else None)
+                self.results.setdefault(t.name, {})["tls_verify"] = "ok"
+                self.log(f"  {t.name:<14} ok")
+            except BenchError as e:
+                self.fail(t, "tls_verify", e)
+
+        def describe(r):
+            return (f"{r['requests_per_second']:>9,.0f} req/s, p50 {r['latency_us']['p50']:,} us, "
+                    f"p99 {r['latency_us']['p99']:,} us, {r['cpu_us_per_request']} us CPU/req, "
+                    f"client {r['client_cpu_share']:.0%} of a core")
+
+        ck, cn = s["tls_keepalive_connections"], s["tls_newconn_connections"]
+        secs, warm = s["tls_seconds"], s["tls_warmup_seconds"]
+        self.scenario(
+            f"(t1) HTTPS keep-alive through an inspected rule: {ck} connections, {secs}s "
+            f"after {warm}s warm-up", "tls_keepalive", targets,
+            lambda t, rnd: tls_scenarios.load(t, client, "keepalive", ck, secs, warm,
+                                              self.raw(t, "tls_keepalive", rnd), body),
+            aggregate_tls, describe)
+        self.scenario(
+            f"(t2) HTTPS, a new connection per request (leaf cache hot): {cn} at a time, "
+            f"{secs}s after {warm}s warm-up", "tls_newconn", targets,
+            lambda t, rnd: tls_scenarios.load(t, client, "newconn", cn, secs, warm,
+                                              self.raw(t, "tls_newconn", rnd), body),
+            aggregate_tls, describe)
+        self.scenario(
+            f"(t3) leaf mint vs cache: {len(mint_names)} new names, one connection at a time, "
+            "two in a row per name", "tls_handshake", targets,
+            lambda t, rnd: tls_scenarios.handshakes(t, client, mint_names,
+                                                    self.raw(t, "tls_handshake"), body),
+            lambda rs: rs[0],
+            lambda r: f"handshake median: new name {r['new_name']['handshake_us']:,.0f} us, "
+                      f"same name again {r['cached_name']['handshake_us']:,.0f} us, "
+                      f"median difference {r['mint_us']:,.0f} us",
+            rounds=1)
+
     def check_audit(self, target):
         """After the audit instance has stopped (and flushed): one line per response."""
         r = self.results.get(target.name, {}).get("small")
@@ -272,12 +373,40 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def parse_scenarios(p, text):
+    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `tls` (its three parts), tls_keepalive,
+    tls_newconn, tls_handshake, or `all`."""
+    out = []
+    for name in (n.strip() for n in text.split(",") if n.strip()):
+        if name == "all":
+            out += list(PLAIN_SCENARIOS) + list(TLS_SCENARIOS)
+        elif name == "plain":
+            out += list(PLAIN_SCENARIOS)
+        elif name == "tls":
+            out += list(TLS_SCENARIOS)
+        elif name in PLAIN_SCENARIOS or name in TLS_SCENARIOS:
+            out.append(name)
+        else:
+            p.error(f"unknown scenario {name!r} (known: all, plain, "
+                    f"{', '.join(PLAIN_SCENARIOS)}, tls, {', '.join(TLS_SCENARIOS)})")
+    if not out:
+        p.error("--scenarios names no scenario")
+    return list(dict.fromkeys(out))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--airlock", help="airlock binary (required unless --targets omits it)")
-    p.add_argument("--targets", default="direct,squid,airlock",
-                   help="comma-separated subset of direct,squid,airlock (default: all)")
+    p.add_argument("--targets", default=",".join(TARGETS),
+                   help="comma-separated subset of direct,squid,mitmproxy,airlock (default: "
+                        "all). In the HTTPS scenario squid is Squid ssl-bump and airlock an "
+                        "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
+    p.add_argument("--scenarios", default="all",
+                   help="comma-separated: small,small_c1,large,connect,idle (or plain), "
+                        "tls (or tls_keepalive,tls_newconn,tls_handshake); default all")
+    p.add_argument("--tls-client", help="airlock_bench_tls_client binary (for the tls "
+                                        "scenarios; bench/run.sh builds it)")
     p.add_argument("--threads", type=int, default=int(os.environ.get("AIRLOCK_THREADS", "1")),
                    help="airlock --threads (default 1: Squid is one process, too)")
     p.add_argument("--no-audit", action="store_true", help="skip the audit-cost run")
@@ -287,11 +416,25 @@ def main():
     p.add_argument("--results-dir", default=os.path.join(HERE, "results"))
     args = p.parse_args()
     targets = [t for t in args.targets.split(",") if t]
-    if not set(targets) <= {"direct", "squid", "airlock"} or not targets:
+    if not set(targets) <= set(TARGETS) or not targets:
         p.error(f"bad --targets {args.targets!r}")
+    args.scenarios = parse_scenarios(p, args.scenarios)
+    plain_wanted = [n for n in args.scenarios if n in PLAIN_SCENARIOS]
+    tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
-    for tool in ("wrk", "curl", "nginx") + (("squid",) if "squid" in targets else ()):
+    tools = ["curl", "nginx"]
+    if plain_wanted:
+        tools.append("wrk")
+    if "squid" in targets:
+        tools.append("squid")
+    if tls_wanted:
+        tools.append("openssl")
+        if "mitmproxy" in targets:
+            tools.append("mitmdump")
+        if not args.tls_client or not os.access(args.tls_client, os.X_OK):
+            p.error("--tls-client BIN is required for the tls scenarios (bench/run.sh builds it)")
+    for tool in tools:
         if not shutil.which(tool):
             p.error(f"{tool} not found (bench/run.sh installs it)")
 
@@ -309,16 +452,34 @@ def main():
     os.chmod(workdir, 0o755)
     procs = []
     audit_target = None
+    live, tls_live = [], []
     try:
-        origin = Origin(workdir, {"small": write_small, "1m": write_random(MIB),
-                                  "big": write_random(BIG_SIZE)})
+        files = {"small": write_small}
+        if plain_wanted:
+            files["1m"] = write_random(MIB)
+        if "connect" in plain_wanted:
+            files["big"] = write_random(BIG_SIZE)
+        tls = None
+        if tls_wanted:
+            tls = TlsFiles(workdir, args.airlock if "airlock" in targets else None)
+        origin = Origin(workdir, files, tls=(tls.origin_cert, tls.origin_key) if tls else None)
         procs.append(origin)
         origin.start()
-        run.log(f"origin: nginx on 127.0.0.1:{origin.port}; work dir {workdir}")
-        wanted = list(targets)
-        if "airlock" in targets and not args.no_audit:
-            wanted.append("airlock_audit")
-        live = []
+        run.log(f"origin: nginx on 127.0.0.1:{origin.port}"
+                + (f", TLS on 127.0.0.1:{origin.tls_port}" if tls else "")
+                + f"; work dir {workdir}")
+        # One name per new leaf in the handshake scenario, plus the name the load runs use.
+        mint_names = [f"mint{i}.{DOMAIN}" for i in range(run.s["tls_mint_names"])]
+        wanted = []
+        if plain_wanted:
+            wanted += [t for t in targets if t != "mitmproxy"]
+            if "airlock" in targets and not args.no_audit and "small" in plain_wanted:
+                wanted.append("airlock_audit")
+        if tls_wanted:
+            wanted += [{"squid": "squid_bump", "airlock": "airlock_tls"}.get(t, t)
+                       for t in targets if t != "direct"]
+            if "direct" in targets:
+                tls_live.append(tls_scenarios.TlsTarget("direct", origin, None, tls.origin_ca))
         for name in wanted:
             proxy = None
             try:
@@ -330,6 +491,13 @@ def main():
                     proxy = Airlock(workdir, args.airlock, origin.port, args.threads,
                                     audit_path=os.path.join(workdir, "audit.jsonl"),
                                     name="airlock_audit")
+                elif name == "squid_bump":
+                    proxy = SquidBump(workdir, tls, [tls_scenarios.HOST] + mint_names)
+                elif name == "mitmproxy":
+                    proxy = Mitmproxy(workdir, tls)
+                elif name == "airlock_tls":
+                    proxy = Airlock(workdir, args.airlock, origin.tls_port, args.threads,
+                                    name="airlock_tls", tls=tls)
                 if proxy:
                     procs.append(proxy)
                     proxy.start()
@@ -338,15 +506,21 @@ def main():
                 run.log(f"{name}: BROKEN: cannot start: {e}")
                 run.broken.append({"target": name, "scenario": "start", "error": str(e)})
                 continue
+            if name in ("squid_bump", "mitmproxy", "airlock_tls"):
+                tls_live.append(tls_scenarios.TlsTarget(name, origin, proxy, tls.ca_cert))
+                continue
             target = scenarios.Target(name, origin, proxy)
             live.append(target)
             if name == "airlock_audit":
                 audit_target = target
-        run.run(live)
+        if live:
+            run.run(live)
+        if tls_live:
+            run.run_tls(tls_live, args.tls_client, mint_names)
         if audit_target:
             audit_target.proxy.stop()  # flushes the audit log
             run.check_audit(audit_target)
-        for t in live:
+        for t in live + tls_live:
             if isinstance(t.proxy, Airlock):
                 t.proxy.stop()
                 count, samples = t.proxy.log_problems()
@@ -359,6 +533,9 @@ def main():
     except KeyboardInterrupt:
         run.log("interrupted")
         run.broken.append({"target": "-", "scenario": "-", "error": "interrupted"})
+    except BenchError as e:
+        run.log(f"BROKEN: {e}")
+        run.broken.append({"target": "-", "scenario": "setup", "error": str(e)})
     finally:
         for proc in reversed(procs):
             proc.stop()
@@ -373,7 +550,11 @@ def main():
     wall = time.monotonic() - started
     foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - ours)
     foreign_share = foreign / (wall * os.cpu_count())
-    rows = report.rows(run.results)
+    # Rows of scenarios that were not run (or broke everywhere) are left out.
+    rows = [r for r in report.rows(run.results)
+            if any(r[t] is not None for t in ("direct", "squid", "airlock"))]
+    tls_rows = [r for r in tls_report.rows(run.results, run.s)
+                if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
     extra = []
     audit = run.results.get("airlock_audit", {}).get("small")
     plain = run.results.get("airlock", {}).get("small")
@@ -385,11 +566,18 @@ def main():
             f"({audit['cpu_us_per_request'] - plain['cpu_us_per_request']:+.1f} us), "
             f"{audit.get('audit_lines', '?')} lines for {audit['requests']} responses")
     s = run.s
-    print()
-    print(f"Airlock benchmark, loopback, {os.cpu_count()} CPUs shared by client, proxy and "
-          f"origin; wrk -t{s['wrk_threads']}, airlock --threads {s['airlock_threads']}, "
-          f"squid 1 process, nginx 1 worker")
-    print(report.table(rows, extra))
+    if rows:
+        print()
+        print(f"Airlock benchmark, loopback, {os.cpu_count()} CPUs shared by client, proxy and "
+              f"origin; wrk -t{s['wrk_threads']}, airlock --threads {s['airlock_threads']}, "
+              f"squid 1 process, nginx 1 worker")
+        print(report.table(rows, extra))
+    if tls_rows:
+        print()
+        print(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
+              f"--threads {s['airlock_threads']}, squid ssl-bump 1 process (+ certgen helper), "
+              f"mitmproxy 1 process, nginx 1 worker; GET /small ({len(SMALL_BODY)} bytes)")
+        print(tls_report.table(tls_rows, run.results))
     print(f"\nother processes used {foreign:.1f} CPU-seconds ({foreign_share:.0%} of the machine) "
           f"during the {wall:.0f} s run")
     if foreign_share > 0.05:
@@ -405,7 +593,9 @@ def main():
         "other_processes_machine_share": round(foreign_share, 3),
         "versions": versions(args.airlock),
         "settings": s,
+        "scenarios": args.scenarios,
         "summary": rows,
+        "tls_summary": tls_rows,
         "results": run.results,
         "broken": run.broken,
     }
@@ -413,7 +603,7 @@ def main():
     with open(out, "w") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")
-    print(f"\nresults: {out} (raw wrk output in {run.raw_dir})")
+    print(f"\nresults: {out} (raw client output in {run.raw_dir})")
     return 1 if run.broken else 0
 
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Airlock benchmark in one command: direct-to-origin vs Squid vs Airlock on loopback.
+# Airlock benchmark in one command: direct-to-origin vs Squid vs Airlock on loopback, and
+# HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 #
-#   bench/run.sh [bench.py options]     e.g. --quick, --targets direct,squid, --threads 2
+#   bench/run.sh [bench.py options]     e.g. --quick, --targets direct,squid, --threads 2,
+#                                       --scenarios tls (HTTPS inspection only)
 #
-# 1. installs what it needs from Debian when missing (squid, wrk, nginx, curl, python3),
-#    without letting the packages start their system services;
+# 1. installs what it needs from Debian when missing (squid-openssl, mitmproxy, wrk, nginx,
+#    curl, openssl, python3), without letting the packages start their system services;
 # 2. builds airlock in Release into build-bench-release (or uses AIRLOCK_BIN: an airlock
-#    binary is used as is, a directory is used as the build directory);
-# 3. runs bench/bench.py: prints a table and writes bench/results/latest.json.
+#    binary is used as is, a directory is used as the build directory), and the HTTPS load
+#    client (bench/tls_client) into build-bench-release/tls_client (or uses TLS_CLIENT_BIN);
+# 3. runs bench/bench.py: prints the tables and writes bench/results/latest.json.
 #
 # Exit status: 0 when every scenario ran (goals met or not), non-zero when one is broken.
 set -euo pipefail
@@ -21,7 +24,14 @@ if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 # --- 1. tools -------------------------------------------------------------------------------
 missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
-have squid || missing+=(squid)
+# Squid must be the OpenSSL build (Debian's squid-openssl, which replaces the squid package):
+# the plain build has no ssl-bump. It serves the plain scenarios the same way.
+if ! have squid || ! squid_version=$(PATH="$PATH:/usr/sbin" squid -v 2>/dev/null) ||
+  [[ $squid_version != *--with-openssl* ]]; then
+  missing+=(squid-openssl)
+fi
+have mitmdump || missing+=(mitmproxy)
+have openssl || missing+=(openssl)
 have wrk || missing+=(wrk)
 have nginx || missing+=(nginx)
 have curl || missing+=(curl)
@@ -82,6 +92,21 @@ if [ ! -x "$airlock_bin" ]; then
   exit 2
 fi
 
+# The HTTPS load client: its own small CMake project (Boost.Asio + OpenSSL), a few seconds.
+tls_client=${TLS_CLIENT_BIN:-}
+if [ -z "$tls_client" ]; then
+  client_dir="$repo/build-bench-release/tls_client"
+  generator=()
+  if command -v ninja >/dev/null 2>&1 && [ ! -f "$client_dir/CMakeCache.txt" ]; then
+    generator=(-G Ninja)
+  fi
+  cmake -S "$here/tls_client" -B "$client_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    >/dev/null
+  echo "bench: building the HTTPS client in $client_dir"
+  cmake --build "$client_dir" -j "$(nproc)"
+  tls_client="$client_dir/airlock_bench_tls_client"
+fi
+
 # --- 3. run -----------------------------------------------------------------------------
 # 1,000 idle connections plus the proxy's upstream side need more than the usual 1,024 fds.
 hard=$(ulimit -Hn)
@@ -90,4 +115,4 @@ if [ "$hard" = unlimited ] || [ "$hard" -ge 16384 ]; then
 else
   ulimit -n "$hard"
 fi
-exec /usr/bin/python3 "$here/bench.py" --airlock "$airlock_bin" "$@"
+exec /usr/bin/python3 "$here/bench.py" --airlock "$airlock_bin" --tls-client "$tls_client" "$@"

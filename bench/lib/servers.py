@@ -92,7 +92,7 @@ class Origin(Process):
 
     name = "nginx origin"
 
-    def __init__(self, workdir, files):
+    def __init__(self, workdir, files, tls=None):
         super().__init__()
         self.dir = os.path.join(workdir, "origin")
         self.www = os.path.join(self.dir, "www")
@@ -101,6 +101,22 @@ class Origin(Process):
             writer(os.path.join(self.www, name))
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "error.log")
+        # (certificate, key): the same files also served over TLS 1.2/1.3 on tls_port.
+        self.tls = tls
+        self.tls_port = free_port() if tls else None
+
+    def _tls_server(self):
+        if not self.tls:
+            return ""
+        cert, key = self.tls
+        return f"""
+  server {{
+    listen {LOOPBACK}:{self.tls_port} ssl backlog=4096;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    root {self.www};
+  }}"""
 
     def start(self):
         d = self.dir
@@ -131,12 +147,14 @@ http {{
     listen {LOOPBACK}:{self.port} backlog=4096;
     root {self.www};
     location = /__status {{ stub_status; }}
-  }}
+  }}{self._tls_server()}
 }}
 """)
         self.proc = subprocess.Popen(["nginx", "-p", d, "-c", conf],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log_path, "a"))
         wait_listening(self.port, self.proc, self.name)
+        if self.tls_port:
+            wait_listening(self.tls_port, self.proc, self.name)
 
     def url(self, path):
         return f"http://{LOOPBACK}:{self.port}{path}"
@@ -161,19 +179,30 @@ class Squid(Process):
 
     name = "squid"
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, name="squid"):
         super().__init__()
-        self.dir = os.path.join(workdir, "squid")
+        self.name = name
+        self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir)
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "cache.log")
 
+    def http_port_line(self):
+        return f"http_port {LOOPBACK}:{self.port}"
+
+    def extra_conf(self):
+        return ""
+
+    def prepare(self):
+        """Anything to create before Squid starts (SquidBump: its certificate database)."""
+
     def start(self):
         d = self.dir
+        self.prepare()
         conf = os.path.join(d, "squid.conf")
         with open(conf, "w") as f:
             f.write(f"""
-http_port {LOOPBACK}:{self.port}
+{self.http_port_line()}
 workers 1
 pid_filename {d}/squid.pid
 cache_log {d}/cache.log
@@ -190,11 +219,13 @@ shutdown_lifetime 0 seconds
 acl bench_clients src 127.0.0.0/8
 http_access allow bench_clients
 http_access deny all
-""")
+{self.extra_conf()}""")
         if os.geteuid() == 0:
             # Squid refuses to keep running as root and switches to its user, which must be
-            # able to write the logs and pid file.
-            shutil.chown(d, user="proxy", group="proxy")
+            # able to write the logs and pid file (and read SquidBump's CA and database).
+            for root, dirs, files in os.walk(d):
+                for n in [root] + [os.path.join(root, x) for x in dirs + files]:
+                    shutil.chown(n, user="proxy", group="proxy")
         self.proc = subprocess.Popen(["squid", "-N", "-f", conf],
                                      stdout=subprocess.DEVNULL,
                                      stderr=open(os.path.join(d, "stderr.log"), "a"))
@@ -205,10 +236,120 @@ http_access deny all
         return f"http://{LOOPBACK}:{self.port}"
 
 
-class Airlock(Process):
-    """`airlock proxy` with a policy that allows exactly the loopback origin."""
+SQUID_CERTGEN = "/usr/lib/squid/security_file_certgen"
 
-    def __init__(self, workdir, binary, origin_port, threads, audit_path="off", name="airlock"):
+
+class SquidBump(Squid):
+    """Squid 5 (Debian's squid-openssl) intercepting every CONNECT with ssl-bump: peek at the
+    ClientHello (step 1), then bump, minting leaves with `security_file_certgen` (an on-disk
+    database plus Squid's in-memory cache). The origin is verified against its CA, and the
+    bench names (*.bench.test) resolve through a hosts_file to the loopback origin, so no DNS
+    is used. Otherwise the plain Squid's settings: one process, no cache, no access log."""
+
+    def __init__(self, workdir, tls, names, name="squid_bump"):
+        super().__init__(workdir, name=name)
+        self.tls = tls
+        self.names = names
+        self.ca_cert = os.path.join(self.dir, "ca.crt")
+        self.ca_key = os.path.join(self.dir, "ca.key")
+        self.ssl_db = os.path.join(self.dir, "ssl_db")
+
+    def http_port_line(self):
+        return (f"http_port {LOOPBACK}:{self.port} ssl-bump tls-cert={self.ca_cert} "
+                f"tls-key={self.ca_key} generate-host-certificates=on "
+                "dynamic_cert_mem_cache_size=16MB")
+
+    def extra_conf(self):
+        return f"""
+sslcrtd_program {SQUID_CERTGEN} -s {self.ssl_db} -M 16MB
+sslcrtd_children 4 startup=1 idle=1
+acl step1 at_step SslBump1
+ssl_bump peek step1
+ssl_bump bump all
+tls_outgoing_options cafile={self.tls.origin_ca} min-version=1.2
+hosts_file {self.dir}/hosts
+"""
+
+    def prepare(self):
+        if not os.path.exists(SQUID_CERTGEN):
+            raise BenchError(f"{SQUID_CERTGEN} is missing: install squid-openssl")
+        shutil.copyfile(self.tls.ca_cert, self.ca_cert)
+        shutil.copyfile(self.tls.ca_key, self.ca_key)
+        os.chmod(self.ca_key, 0o600)
+        shutil.copyfile(self.tls.origin_ca, os.path.join(self.dir, "origin-ca.crt"))
+        with open(os.path.join(self.dir, "hosts"), "w") as f:
+            f.write("".join(f"{LOOPBACK} {n}\n" for n in self.names))
+        run = subprocess.run([SQUID_CERTGEN, "-c", "-s", self.ssl_db, "-M", "16MB"],
+                             capture_output=True, text=True, timeout=30)
+        if run.returncode != 0:
+            raise BenchError(f"security_file_certgen -c failed: {run.stderr.strip()}")
+
+
+MITM_PIN_ADDON = '''\
+"""Pins *.bench.test to the loopback origin, as Squid's hosts_file and Airlock's `addresses`
+do, so no DNS is used. mitmproxy still names the host in SNI and verifies it."""
+
+
+class Pin:
+    def server_connect(self, data):
+        host, port = data.server.address
+        if host == "bench.test" or host.endswith(".bench.test"):
+            data.server.address = ("127.0.0.1", port)
+
+
+addons = [Pin()]
+'''
+
+
+class Mitmproxy(Process):
+    """mitmdump (Debian's mitmproxy) as a regular forward proxy: it intercepts every CONNECT,
+    minting leaves with the bench CA (mitmproxy signs them with the CA's own key), verifying
+    the origin against its CA. Quiet (-q): no per-flow output."""
+
+    name = "mitmproxy"
+
+    def __init__(self, workdir, tls):
+        super().__init__()
+        self.dir = os.path.join(workdir, "mitmproxy")
+        os.makedirs(self.dir)
+        self.tls = tls
+        self.port = free_port()
+        self.log_path = os.path.join(self.dir, "output.log")
+
+    def start(self):
+        confdir = os.path.join(self.dir, "conf")
+        os.makedirs(confdir)
+        ca = os.path.join(confdir, "mitmproxy-ca.pem")
+        with open(ca, "w") as f:
+            f.write(self.tls.ca_key_and_cert_pem())
+        os.chmod(ca, 0o600)
+        addon = os.path.join(self.dir, "pin.py")
+        with open(addon, "w") as f:
+            f.write(MITM_PIN_ADDON)
+        cmd = ["mitmdump", "-q", "--listen-host", LOOPBACK, "--listen-port", str(self.port),
+               "--set", f"confdir={confdir}",
+               "--set", f"ssl_verify_upstream_trusted_ca={self.tls.origin_ca}",
+               "--set", "http2=false", "-s", addon]
+        env = dict(os.environ, HOME=self.dir)
+        self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "a"),
+                                     stderr=subprocess.STDOUT, env=env)
+        wait_listening(self.port, self.proc, self.name, timeout=60)
+
+    @property
+    def proxy_url(self):
+        return f"http://{LOOPBACK}:{self.port}"
+
+
+class Airlock(Process):
+    """`airlock proxy` with a policy that allows exactly the loopback origin.
+
+    With `tls` (a tls_certs.TlsFiles), the policy instead has one inspected rule for the
+    origin's TLS port: `*.bench.test` pinned to loopback, GET /small only, the bench CA to
+    mint with and the origin CA to verify with; the admin port is then on, for the leaf
+    cache's metrics."""
+
+    def __init__(self, workdir, binary, origin_port, threads, audit_path="off", name="airlock",
+                 tls=None):
         super().__init__()
         self.name = name
         self.binary = binary
@@ -217,13 +358,15 @@ class Airlock(Process):
         self.origin_port = origin_port
         self.threads = threads
         self.audit_path = audit_path
+        self.tls = tls
         self.port = None
+        self.admin_port = None
         self.log_path = os.path.join(self.dir, "stderr.log")
         self.config_path = os.path.join(self.dir, "policy.yaml")
 
-    def start(self):
-        with open(self.config_path, "w") as f:
-            f.write(f"""\
+    def policy(self):
+        if not self.tls:
+            return f"""\
 listen: {{proxy: '{LOOPBACK}:0', admin: 'off'}}
 audit: {{path: '{self.audit_path}'}}
 # All benchmark clients share one source address; (e) alone holds 1,000 connections.
@@ -235,7 +378,28 @@ rules:
     addresses: [{LOOPBACK}]
     allow_cidrs: [{LOOPBACK}/32]
     ports: [{self.origin_port}]
-""")
+"""
+        t = self.tls
+        return f"""\
+listen: {{proxy: '{LOOPBACK}:0', admin: '{LOOPBACK}:0'}}
+audit: {{path: '{self.audit_path}'}}
+limits: {{max_connections_per_client: 4096}}
+tls: {{ca_cert: '{t.ca_cert}', ca_key: '{t.ca_key}', upstream_ca: '{t.origin_ca}'}}
+agents: {{default: {{rules: [inspected]}}}}
+rules:
+  - name: inspected
+    hosts: ['*.bench.test']
+    addresses: [{LOOPBACK}]
+    allow_cidrs: [{LOOPBACK}/32]
+    ports: [{self.origin_port}]
+    inspect: true
+    methods: [GET]
+    paths: ['^/small$']
+"""
+
+    def start(self):
+        with open(self.config_path, "w") as f:
+            f.write(self.policy())
         self.proc = subprocess.Popen(
             [self.binary, "proxy", "--config", self.config_path, "--threads", str(self.threads)],
             stdout=subprocess.PIPE, stderr=open(self.log_path, "a"), text=True)
@@ -245,8 +409,10 @@ rules:
             with open(os.path.join(self.dir, "stdout.log"), "a") as out:
                 for line in self.proc.stdout:
                     if "port" not in found:
-                        m = re.search(r"listening proxy=([0-9.]+):(\d+)", line)
+                        m = re.search(r"listening proxy=([0-9.]+):(\d+) admin=(\S+)", line)
                         if m:
+                            admin = re.search(r":(\d+)$", m.group(3))
+                            found["admin"] = int(admin.group(1)) if admin else None
                             found["port"] = int(m.group(2))
                     out.write(line)
                     out.flush()
@@ -262,7 +428,22 @@ rules:
                 raise BenchError(f"{self.name} printed no 'listening proxy=' line within 15s")
             time.sleep(0.02)
         self.port = found["port"]
+        self.admin_port = found.get("admin")
         wait_listening(self.port, self.proc, self.name)
+
+    def metrics(self):
+        """The admin port's Prometheus text as {series: value} (unlabelled series only)."""
+        if not self.admin_port:
+            return {}
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+                f"http://{LOOPBACK}:{self.admin_port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        out = {}
+        for line in text.splitlines():
+            m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*) ([0-9.eE+-]+)$", line)
+            if m:
+                out[m.group(1)] = float(m.group(2))
+        return out
 
     @property
     def proxy_url(self):
