@@ -1,0 +1,23 @@
+#pragma once
+// Content-Encoding as far as redaction is concerned: what the proxy can decode and re-encode,
+// and what it must refuse to pass under a redacting rule (it cannot see inside).
+
+#include <string_view>
+
+namespace airlock::filters::redaction {
+
+enum class content_coding {
+  identity,
+  gzip,         // RFC 9110 section 8.4.1.3 (and x-gzip)
+  deflate,      // RFC 9110 section 8.4.1.2: zlib-wrapped; raw deflate is also accepted
+  unsupported,  // br, zstd, compress, unknown, or several codings stacked: fail closed
+};
+
+// Parses a Content-Encoding field value: a comma-separated list of codings in the order they
+// were applied (RFC 9110 section 8.4). "identity" and empty members are ignored; one gzip or
+// deflate is supported; anything else makes the whole value unsupported.
+content_coding parse_content_encoding(std::string_view value) noexcept;
+
+std::string_view to_string(content_coding c) noexcept;
+
+}  // namespace airlock::filters::redaction

@@ -1,0 +1,191 @@
+#include "filters/redaction/engine.hpp"
+
+#include "core/str_cat.hpp"
+#include "filters/redaction/engine_impl.hpp"
+#include "filters/redaction/secret_spellings.hpp"
+#include "filters/redaction/stream.hpp"
+
+#include <algorithm>
+
+namespace airlock::filters::redaction {
+namespace {
+
+// Below this the window would cut ordinary tokens (a GitHub fine-grained token is 93 bytes).
+constexpr std::size_t kMinOverlap = 256;
+
+// Names end up in replacements ("[REDACTED:secret:github]"), audit records and metric
+// labels: keep them to a plain token.
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+  });
+}
+
+RE2::Options byte_options() {
+  RE2::Options o;
+  // Bodies are bytes, often not valid UTF-8; every built-in pattern is ASCII.
+  o.set_encoding(RE2::Options::EncodingLatin1);
+  // RE2 would log to stderr, with the pattern; a secret's pattern is its value.
+  o.set_log_errors(false);
+  return o;
+}
+
+}  // namespace
+
+engine::engine(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+engine::~engine() = default;
+
+build_result engine::build(std::vector<redactor_spec> redactors,
+                           std::vector<literal_secret> secrets, const engine_options& opts) {
+  auto im = std::make_unique<impl>();
+  std::vector<std::string> errors;
+  std::vector<std::string> patterns;  // what goes into the set, index for index
+  const RE2::Options options = byte_options();
+  std::size_t overlap = std::max(opts.overlap, kMinOverlap);
+
+  auto label_for = [&](std::string name, std::string replacement) {
+    for (std::size_t i = 0; i < im->labels.size(); ++i)
+      if (im->labels[i].name == name) return static_cast<std::uint32_t>(i);
+    im->labels.push_back({std::move(name), std::move(replacement)});
+    return static_cast<std::uint32_t>(im->labels.size() - 1);
+  };
+
+  for (const literal_secret& s : secrets) {
+    if (!valid_name(s.name)) {
+      errors.push_back(core::str_cat("secret name '", s.name, "' is not a plain token"));
+      continue;
+    }
+    if (s.value.empty()) {
+      errors.push_back(core::str_cat("secret '", s.name, "' is empty"));
+      continue;
+    }
+    if (s.value.size() > opts.max_secret_length) {
+      errors.push_back(
+          core::str_cat("secret '", s.name, "' is longer than ", opts.max_secret_length, " bytes"));
+      continue;
+    }
+    const std::uint32_t l = label_for(core::str_cat("secret:", s.name),
+                                      core::str_cat("[REDACTED:secret:", s.name, "]"));
+    std::vector<std::string> spellings =
+        opts.secret_spellings ? secret_spellings(s.value) : std::vector<std::string>{s.value};
+    for (const std::string& spelling : spellings) {
+      overlap = std::max(overlap, spelling.size());
+      std::string pattern = RE2::QuoteMeta(spelling);
+      auto re = std::make_unique<RE2>(pattern, options);
+      if (!re->ok()) {  // not re->error(): it would quote the value
+        errors.push_back(core::str_cat("secret '", s.name, "' cannot be compiled"));
+        break;
+      }
+      compiled_redactor c{std::move(re), l, nullptr, spelling.size(), false, false, true};
+      c.hint.literals.push_back({spelling, false, 0});
+      im->redactors.push_back(std::move(c));
+      patterns.push_back(std::move(pattern));
+    }
+  }
+
+  for (redactor_spec& r : redactors) {
+    if (!valid_name(r.name)) {
+      errors.push_back(core::str_cat("redactor name '", r.name, "' is not a plain token"));
+      continue;
+    }
+    auto re = std::make_unique<RE2>(r.pattern, options);
+    if (!re->ok()) {
+      errors.push_back(core::str_cat("redactor '", r.name, "': invalid pattern: ", re->error()));
+      continue;
+    }
+    if (RE2::FullMatch("", *re)) {
+      errors.push_back(core::str_cat("redactor '", r.name, "': pattern matches the empty string"));
+      continue;
+    }
+    std::string replacement =
+        r.replacement.empty() ? core::str_cat("[REDACTED:", r.name, "]") : r.replacement;
+    const std::uint32_t l = label_for(r.name, std::move(replacement));
+    const bool windowed = r.max_length == 0 || r.max_length > overlap;
+    const bool group = re->NumberOfCapturingGroups() > 0;
+    im->redactors.push_back({std::move(re), l, r.validator, windowed ? 0 : r.max_length, windowed,
+                             group, false, false, std::move(r.hint)});
+    patterns.push_back(std::move(r.pattern));
+  }
+
+  if (errors.empty() && opts.prefilter) {
+    std::vector<prefilter::pattern> hinted;
+    for (const compiled_redactor& c : im->redactors)
+      hinted.push_back({&c.hint, c.max_length});
+    im->pre = std::make_unique<prefilter>(hinted);
+    for (std::size_t i = 0; i < im->redactors.size(); ++i)
+      im->redactors[i].prefiltered = im->pre->serves(i);
+  }
+  // A literal secret the prefilter does not serve is matched by its RE2 like any pattern.
+  for (compiled_redactor& c : im->redactors)
+    c.literal = c.literal && c.prefiltered;
+
+  if (errors.empty()) {
+    RE2::Options set_options = options;
+    set_options.set_max_mem(opts.set_max_mem);
+    auto set = std::make_unique<RE2::Set>(set_options, RE2::UNANCHORED);
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      if (im->redactors[i].prefiltered) continue;
+      if (set->Add(patterns[i], nullptr) != static_cast<int>(im->set_patterns.size())) {
+        errors.push_back(core::str_cat("redactor '", im->labels[im->redactors[i].label].name,
+                                       "' cannot be added to the set"));
+        break;
+      }
+      im->set_patterns.push_back(static_cast<std::uint32_t>(i));
+    }
+    if (errors.empty() && !im->set_patterns.empty()) {
+      if (set->Compile())
+        im->set = std::move(set);
+      else
+        errors.push_back("the redactors are too many or too large to compile together");
+    }
+  }
+
+  if (!errors.empty()) return {nullptr, std::move(errors)};
+  im->overlap = overlap;
+  return {std::shared_ptr<const engine>(new engine(std::move(im))), {}};
+}
+
+std::size_t engine::label_count() const noexcept {
+  return impl_->labels.size();
+}
+
+std::string_view engine::label_name(std::size_t i) const noexcept {
+  return i < impl_->labels.size() ? std::string_view(impl_->labels[i].name) : std::string_view();
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> engine::named(const hit_counts& h) const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> out;
+  for (std::size_t i = 0; i < h.size() && i < impl_->labels.size(); ++i)
+    if (h[i] != 0) out.emplace_back(impl_->labels[i].name, h[i]);
+  return out;
+}
+
+std::size_t engine::overlap() const noexcept {
+  return impl_->overlap;
+}
+
+std::size_t engine::pattern_count() const noexcept {
+  return impl_->redactors.size();
+}
+
+std::string engine::redact(std::string_view text, hit_counts* hits) const {
+  stream s(*this);
+  std::string out;
+  out.reserve(text.size());
+  s.write(text, out);
+  s.finish(out);
+  if (hits != nullptr) {
+    hits->resize(label_count());
+    for (std::size_t i = 0; i < s.hits().size(); ++i)
+      (*hits)[i] += s.hits()[i];
+  }
+  return out;
+}
+
+std::string redact_header_value(const engine& e, std::string_view value, hit_counts* hits) {
+  return e.redact(value, hits);
+}
+
+}  // namespace airlock::filters::redaction

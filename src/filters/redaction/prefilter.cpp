@@ -1,0 +1,349 @@
+#include "filters/redaction/prefilter.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace airlock::filters::redaction {
+namespace {
+
+// One compare per anchor byte per 16 bytes; beyond this many the pass would cost more than
+// the RE2::Set it replaces.
+constexpr std::size_t kMaxAnchors = 16;
+// What a new anchor byte costs, in the unit of byte_cost (expected hits per 1000 bytes).
+constexpr double kNewAnchorCost = 6;
+// Window of a phone group hit: the match starts at most this far before the separator.
+constexpr std::size_t kPhoneBefore = 12;
+constexpr std::size_t kPhoneAfter = 5;  // the separator and 4 digits
+constexpr std::size_t kCardDigits = 13;
+
+// Rough frequency of a byte in JSON and English text, per 1000 bytes: anchors are chosen
+// among the rarest bytes of each literal, since each occurrence costs a verification.
+double byte_cost(unsigned char c) {
+  static constexpr double kLower[26] = {60, 12, 25, 30, 90, 18, 15, 35, 55, 1.5, 6, 30, 20,
+                                        55, 55, 15, 1,  50, 50, 65, 22, 8,  15,  2, 15, 1};
+  if (c >= 'a' && c <= 'z') return kLower[c - 'a'];
+  if (c >= 'A' && c <= 'Z') return (c == 'J' || c == 'Q' || c == 'X' || c == 'Z') ? 1 : 3;
+  if (c >= '0' && c <= '9') return 20;
+  switch (c) {
+    case ' ':
+      return 150;
+    case '"':
+      return 40;
+    case ':':
+    case ',':
+      return 15;
+    case '.':
+      return 10;
+    case '-':
+      return 20;  // dates, UUIDs
+    case '_':
+      return 15;  // JSON keys
+    case '/':
+      return 6;
+    case '{':
+    case '}':
+    case '\n':
+      return 5;
+    case '[':
+    case ']':
+      return 3;
+    case '=':
+    case '\\':
+      return 2;
+    case '@':
+    case '+':
+      return 0.5;
+    default:
+      return 1;
+  }
+}
+
+bool is_alpha(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+unsigned char other_case(unsigned char c) {
+  return static_cast<unsigned char>(c ^ 0x20);
+}
+
+bool equal_icase(const unsigned char* a, std::string_view b) {
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    unsigned char x = a[i], y = static_cast<unsigned char>(b[i]);
+    if (x == y) continue;
+    if (!is_alpha(x) || !is_alpha(y) || (x | 0x20) != (y | 0x20)) return false;
+  }
+  return true;
+}
+
+std::uint32_t load_head(const unsigned char* p, std::size_t n) {
+  unsigned char b[4] = {0, 0, 0, 0};
+  std::memcpy(b, p, n < 4 ? n : 4);
+  return std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 |
+         std::uint32_t(b[3]) << 24;
+}
+
+// Without hardware popcnt in the baseline x86-64 ISA, GCC would call libgcc; this inlines.
+std::size_t popcount(std::uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return static_cast<std::size_t>((x * 0x0101010101010101ULL) >> 56);
+}
+
+struct masks {
+  std::uint64_t anchor = 0;
+  std::uint64_t digit = 0;
+  std::uint64_t card_sep = 0;   // ' ' or '-'
+  std::uint64_t phone_sep = 0;  // ' ', '.' or '-'
+};
+
+#if defined(__SSE2__)
+struct vectors {
+  __m128i anchor[kMaxAnchors];
+  std::size_t anchors;
+};
+
+// The masks of 64 bytes at p (fewer than 64 available: the rest reads as zero bytes).
+masks compute(const unsigned char* p, std::size_t avail, const vectors& vs) {
+  alignas(16) unsigned char tmp[64];
+  const unsigned char* src = p;
+  if (avail < 64) {
+    std::memset(tmp, 0, sizeof tmp);
+    std::memcpy(tmp, p, avail);
+    src = tmp;
+  }
+  masks m;
+  const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+  const __m128i space = _mm_set1_epi8(' '), dash = _mm_set1_epi8('-'), dot = _mm_set1_epi8('.');
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * k));
+    __m128i acc = _mm_setzero_si128();
+    for (std::size_t a = 0; a < vs.anchors; ++a)
+      acc = _mm_or_si128(acc, _mm_cmpeq_epi8(v, vs.anchor[a]));
+    // Bytes >= 0x80 are negative as signed chars, so they fall outside '0'..'9'.
+    const __m128i d = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
+    const __m128i cs = _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, dash));
+    const __m128i ps = _mm_or_si128(cs, _mm_cmpeq_epi8(v, dot));
+    const int shift = 16 * k;
+    m.anchor |= std::uint64_t(unsigned(_mm_movemask_epi8(acc))) << shift;
+    m.digit |= std::uint64_t(unsigned(_mm_movemask_epi8(d))) << shift;
+    m.card_sep |= std::uint64_t(unsigned(_mm_movemask_epi8(cs))) << shift;
+    m.phone_sep |= std::uint64_t(unsigned(_mm_movemask_epi8(ps))) << shift;
+  }
+  if (avail < 64) {
+    const std::uint64_t keep = avail == 0 ? 0 : (~std::uint64_t{0} >> (64 - avail));
+    m.anchor &= keep;
+    m.digit &= keep;
+    m.card_sep &= keep;
+    m.phone_sep &= keep;
+  }
+  return m;
+}
+#else
+struct vectors {
+  bool anchor[256];
+};
+
+masks compute(const unsigned char* p, std::size_t avail, const vectors& vs) {
+  masks m;
+  const std::size_t n = avail < 64 ? avail : 64;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char c = p[i];
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    if (vs.anchor[c]) m.anchor |= bit;
+    if (c >= '0' && c <= '9') m.digit |= bit;
+    if (c == ' ' || c == '-') m.card_sep |= bit;
+    if (c == ' ' || c == '-' || c == '.') m.phone_sep |= bit;
+  }
+  return m;
+}
+#endif
+
+}  // namespace
+
+prefilter::prefilter(const std::vector<pattern>& patterns) : served_(patterns.size(), false) {
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const prefilter_hint* h = patterns[i].hint;
+    if (h == nullptr || h->empty()) continue;
+    const bool windowed = patterns[i].max_length == 0;
+    if (windowed) {
+      // Hits must mark where a match starts: only literals at the match start will do.
+      if (h->card_digits || h->phone_digits) continue;
+      if (std::any_of(h->literals.begin(), h->literals.end(),
+                      [](const literal_hint& l) { return l.max_before != 0; }))
+        continue;
+    }
+    const std::size_t lits_before = lits_.size(), anchors_before = anchors_.size();
+    bool ok = true;
+    for (const literal_hint& l : h->literals)
+      ok = ok && add_literal(static_cast<std::uint32_t>(i), l, patterns[i].max_length);
+    if (!ok) {  // roll back this pattern's literals: the set finds it instead
+      for (auto& v : by_anchor_)
+        while (!v.empty() && v.back() >= lits_before)
+          v.pop_back();
+      lits_.resize(lits_before);
+      anchors_.resize(anchors_before);
+      continue;
+    }
+    if (h->card_digits) card_.push_back(static_cast<std::uint32_t>(i));
+    if (h->phone_digits) phone_.push_back(static_cast<std::uint32_t>(i));
+    served_[i] = true;
+  }
+}
+
+bool prefilter::add_literal(std::uint32_t pattern, const literal_hint& h, std::size_t max_length) {
+  const std::string& t = h.text;
+  if (t.empty()) return false;
+  std::size_t best = t.size();
+  double best_cost = 0;
+  for (std::size_t off = 0; off < t.size(); ++off) {
+    const auto c = static_cast<unsigned char>(t[off]);
+    unsigned char bytes[2] = {c, other_case(c)};
+    const std::size_t nbytes = h.icase && is_alpha(c) ? 2 : 1;
+    double cost = 0;
+    std::size_t fresh = 0;
+    for (std::size_t k = 0; k < nbytes; ++k) {
+      cost += byte_cost(bytes[k]);
+      if (std::find(anchors_.begin(), anchors_.end(), bytes[k]) == anchors_.end()) ++fresh;
+    }
+    if (anchors_.size() + fresh > kMaxAnchors) continue;
+    cost += kNewAnchorCost * double(fresh);
+    if (best == t.size() || cost < best_cost) {
+      best = off;
+      best_cost = cost;
+    }
+  }
+  if (best == t.size()) return false;
+  const auto c = static_cast<unsigned char>(t[best]);
+  const std::uint32_t index = static_cast<std::uint32_t>(lits_.size());
+  for (unsigned char b : {c, other_case(c)}) {
+    if (b != c && !(h.icase && is_alpha(c))) break;
+    if (std::find(anchors_.begin(), anchors_.end(), b) == anchors_.end()) anchors_.push_back(b);
+    by_anchor_[b].push_back(index);
+    auto& follow = follow_[b];
+    if (best + 1 == t.size()) {
+      follow.fill(~std::uint64_t{0});
+    } else {
+      const auto f = static_cast<unsigned char>(t[best + 1]);
+      for (unsigned char x : {f, other_case(f)}) {
+        if (x != f && !(h.icase && is_alpha(f))) break;
+        follow[x >> 6] |= std::uint64_t{1} << (x & 63);
+      }
+    }
+  }
+  // The first 4 bytes, compared as one word before the whole literal.
+  const std::size_t n = std::min<std::size_t>(t.size(), 4);
+  const std::uint32_t head = load_head(reinterpret_cast<const unsigned char*>(t.data()), n);
+  std::uint32_t mask = n == 4 ? ~std::uint32_t{0} : (std::uint32_t{1} << (8 * n)) - 1;
+  if (h.icase)
+    for (std::size_t i = 0; i < n; ++i)
+      if (is_alpha(static_cast<unsigned char>(t[i]))) mask &= ~(std::uint32_t{0x20} << (8 * i));
+  lits_.push_back({pattern, t, h.icase, best, h.max_before,
+                   max_length == 0 ? 1 : std::max(max_length, t.size()), head & mask, mask});
+  return true;
+}
+
+void prefilter::scan(std::string_view text, std::size_t base,
+                     std::vector<std::vector<window>>& out) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  vectors vs{};
+#if defined(__SSE2__)
+  vs.anchors = anchors_.size();
+  for (std::size_t a = 0; a < anchors_.size(); ++a)
+    vs.anchor[a] = _mm_set1_epi8(static_cast<char>(anchors_[a]));
+#else
+  for (unsigned char a : anchors_)
+    vs.anchor[a] = true;
+#endif
+  const bool digits = !card_.empty() || !phone_.empty();
+
+  auto emit = [&](const std::vector<std::uint32_t>& patterns, std::size_t b, std::size_t e) {
+    for (std::uint32_t i : patterns)
+      out[i].push_back({b, e});
+  };
+  // A run of digits joined by single ' ' or '-' (absolute begin, digits so far).
+  bool run_open = false;
+  std::size_t run_begin = 0, run_digits = 0;
+  auto close_run = [&](std::size_t end) {
+    if (run_open && run_digits >= kCardDigits) emit(card_, run_begin, end);
+    run_open = false;
+  };
+  bool prev_digit = false, prev_sep = false;  // the last byte of the previous 64
+
+  masks next = compute(p, n, vs);
+  for (std::size_t w = 0; w < n; w += 64) {
+    const masks m = next;
+    next = w + 64 < n ? compute(p + w + 64, n - w - 64, vs) : masks{};
+
+    for (std::uint64_t a = m.anchor; a != 0; a &= a - 1) {
+      const std::size_t pos = w + static_cast<std::size_t>(__builtin_ctzll(a));
+      const unsigned char b = p[pos];
+      if (pos + 1 < n) {
+        const unsigned char f = p[pos + 1];
+        if ((follow_[b][f >> 6] >> (f & 63) & 1) == 0) continue;
+      }
+      for (std::uint32_t li : by_anchor_[b]) {
+        const literal& l = lits_[li];
+        if (pos < l.anchor) continue;
+        const std::size_t t = pos - l.anchor;
+        if (t + l.text.size() > n) continue;
+        if ((load_head(p + t, l.text.size()) & l.head_mask) != l.head) continue;
+        const bool same = l.icase ? equal_icase(p + t, l.text)
+                                  : std::memcmp(p + t, l.text.data(), l.text.size()) == 0;
+        if (!same) continue;
+        const std::size_t at = base + t;
+        out[l.pattern].push_back({at - std::min(at, l.before), at + l.length});
+      }
+    }
+    if (!digits) continue;
+
+    const std::uint64_t d = m.digit, dn = next.digit;
+    if (!card_.empty()) {
+      // Joined: digits, and single separators with a digit on both sides.
+      const std::uint64_t digit_before = (d << 1) | std::uint64_t(prev_digit);
+      const std::uint64_t digit_after = (d >> 1) | (dn << 63);
+      std::uint64_t r = d | (m.card_sep & digit_before & digit_after);
+      if (run_open && (r & 1) == 0) close_run(base + w);
+      while (r != 0) {
+        const unsigned s = static_cast<unsigned>(__builtin_ctzll(r));
+        const std::uint64_t rest = ~(r >> s);
+        const unsigned len = rest == 0 ? 64 - s : static_cast<unsigned>(__builtin_ctzll(rest));
+        const std::uint64_t run = (len >= 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1))
+                                  << s;
+        // Digits are counted only where they may add up to a card (a run's length bounds its
+        // digits), which spares most numbers the count.
+        const bool may_reach = len >= kCardDigits || s == 0 || s + len >= 64;
+        const std::size_t count = may_reach ? popcount(d & run) : 0;
+        if (s == 0 && run_open) {
+          run_digits += count;
+        } else {
+          run_open = true;
+          run_begin = base + w + s;
+          run_digits = count;
+        }
+        if (s + len >= 64) break;  // continues into the next 64 bytes (or ends there)
+        close_run(base + w + s + len);
+        r &= ~run;
+      }
+    }
+    if (!phone_.empty()) {
+      const std::uint64_t sep_before = (m.phone_sep << 1) | std::uint64_t(prev_sep);
+      const std::uint64_t four =
+          d & ((d >> 1) | (dn << 63)) & ((d >> 2) | (dn << 62)) & ((d >> 3) | (dn << 61));
+      for (std::uint64_t g = sep_before & four; g != 0; g &= g - 1) {
+        const std::size_t sep = base + w + static_cast<std::size_t>(__builtin_ctzll(g)) - 1;
+        emit(phone_, sep - std::min(sep, kPhoneBefore), sep + kPhoneAfter);
+      }
+    }
+    prev_digit = (d >> 63) != 0;
+    prev_sep = (m.phone_sep >> 63) != 0;
+  }
+  close_run(base + n);
+}
+
+}  // namespace airlock::filters::redaction

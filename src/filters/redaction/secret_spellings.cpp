@@ -1,0 +1,99 @@
+#include "filters/redaction/secret_spellings.hpp"
+
+#include <algorithm>
+
+namespace airlock::filters::redaction {
+namespace {
+
+enum class json_style { minimal, slash, html };
+
+std::string json_escape(std::string_view in, json_style style) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(in.size() + 8);
+  for (char ch : in) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '/':
+        out += style == json_style::slash ? "\\/" : "/";
+        break;
+      case '<':
+      case '>':
+      case '&':
+        if (style == json_style::html) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xf];
+        } else {
+          out += ch;
+        }
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xf];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+std::string percent_encode(std::string_view in, bool upper) {
+  const char* hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string out;
+  out.reserve(in.size() * 3);
+  for (char ch : in) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> secret_spellings(std::string_view value) {
+  std::vector<std::string> out{std::string(value)};
+  auto add = [&](std::string s) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
+  };
+  add(json_escape(value, json_style::minimal));
+  add(json_escape(value, json_style::slash));
+  add(json_escape(value, json_style::html));
+  add(percent_encode(value, true));
+  add(percent_encode(value, false));
+  return out;
+}
+
+}  // namespace airlock::filters::redaction

@@ -1,0 +1,13 @@
+# Response redaction (issue 5): the redactor library, the compiled engine and its per-response
+# stream, and the content helpers (media type, content coding, gzip/deflate codec).
+list(APPEND AIRLOCK_FILTER_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/builtin.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/content_coding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/content_type.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/encoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/engine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/secret_spellings.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/stream.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/validators.cpp)

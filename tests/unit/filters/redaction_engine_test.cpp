@@ -1,0 +1,231 @@
+#include "filters/redaction/engine.hpp"
+
+#include "filters/redaction/builtin.hpp"
+#include "filters/redaction/engine_impl.hpp"
+#include "filters/redaction/secret_spellings.hpp"
+#include "filters/redaction/stream.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace airlock::filters::redaction {
+namespace {
+
+const std::string kValue = "TopSecret/Value\"with<odd>&chars 42";
+
+bool mentions_value(const std::vector<std::string>& errors) {
+  for (const auto& e : errors)
+    if (e.find("TopSecret") != std::string::npos) return true;
+  return false;
+}
+
+TEST(RedactionEngine, BuildErrorsNameTheCulpritNeverTheValue) {
+  auto r = engine::build({custom_redactor("bad", "([a-z]", ""), custom_redactor("empty", "x*", ""),
+                          custom_redactor("bad name!", "abc", ""), custom_redactor("", "abc", "")},
+                         {{"s1", ""}, {"s2", std::string(20000, 'x') + kValue}, {"s 3", kValue}});
+  EXPECT_EQ(r.compiled, nullptr);
+  ASSERT_EQ(r.errors.size(), 7u);
+  EXPECT_NE(r.errors[0].find("'s1' is empty"), std::string::npos);
+  EXPECT_NE(r.errors[1].find("'s2' is longer than"), std::string::npos);
+  EXPECT_NE(r.errors[2].find("'s 3'"), std::string::npos);
+  EXPECT_NE(r.errors[3].find("'bad': invalid pattern: missing )"), std::string::npos);
+  EXPECT_NE(r.errors[4].find("'empty': pattern matches the empty string"), std::string::npos);
+  EXPECT_NE(r.errors[5].find("'bad name!'"), std::string::npos);
+  EXPECT_FALSE(mentions_value(r.errors));
+}
+
+TEST(RedactionEngine, LabelsAndNamedHits) {
+  auto r = engine::build(*builtin_redactor("email"), {{"api", kValue}, {"api", "other-value-1"}});
+  ASSERT_TRUE(r.errors.empty());
+  const engine& e = *r.compiled;
+  ASSERT_EQ(e.label_count(), 2u);  // both secrets named "api" share one label
+  EXPECT_EQ(e.label_name(0), "secret:api");
+  EXPECT_EQ(e.label_name(1), "email");
+  EXPECT_EQ(e.label_name(7), "");
+  hit_counts hits;
+  EXPECT_EQ(e.redact("a " + kValue + " b other-value-1 c x@example.com", &hits),
+            "a [REDACTED:secret:api] b [REDACTED:secret:api] c [REDACTED:email]");
+  auto named = e.named(hits);
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[0].first, "secret:api");
+  EXPECT_EQ(named[0].second, 2u);
+  EXPECT_EQ(named[1].first, "email");
+  EXPECT_EQ(named[1].second, 1u);
+}
+
+TEST(RedactionEngine, CustomRedactorReplacementAndCaptureGroup) {
+  auto r = engine::build({custom_redactor("ticket", R"(ticket=(TCK-[0-9]{6}))", "<ticket>"),
+                          {.name = "internal-host",
+                           .pattern = R"([a-z0-9-]+\.corp\.example)",
+                           .replacement = "",
+                           .max_length = 64}},
+                         {});
+  ASSERT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.compiled->redact("see ticket=TCK-123456 on db-1.corp.example."),
+            "see ticket=<ticket> on [REDACTED:internal-host].");
+}
+
+TEST(RedactionEngine, SecretsAreFoundInTheirEncodedSpellings) {
+  auto r = engine::build({}, {{"api", kValue}});
+  ASSERT_TRUE(r.errors.empty());
+  for (const std::string& spelling : secret_spellings(kValue)) {
+    EXPECT_EQ(r.compiled->redact("<" + spelling + ">"), "<[REDACTED:secret:api]>") << spelling;
+  }
+  const auto sp = secret_spellings(kValue);
+  EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret/Value\\\"with<odd>&chars 42"), sp.end());
+  EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret\\/Value\\\"with<odd>&chars 42"), sp.end());
+  EXPECT_NE(
+      std::find(sp.begin(), sp.end(), "TopSecret/Value\\\"with\\u003codd\\u003e\\u0026chars 42"),
+      sp.end());
+  EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret%2FValue%22with%3Codd%3E%26chars%2042"),
+            sp.end());
+  EXPECT_EQ(secret_spellings("plain-token_1.2~").size(), 1u);
+
+  engine_options raw_only;
+  raw_only.secret_spellings = false;
+  auto raw = engine::build({}, {{"api", kValue}}, raw_only);
+  ASSERT_TRUE(raw.errors.empty());
+  EXPECT_EQ(raw.compiled->pattern_count(), 1u);
+}
+
+TEST(RedactionEngine, SecretsWithBinaryBytesAndRegexSyntax) {
+  const std::string odd = std::string("a.b*c(d)[e]\\f") + '\0' + "\xff\xfe|^$";
+  auto r = engine::build({}, {{"odd", odd}});
+  ASSERT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.compiled->redact("x" + odd + "y"), "x[REDACTED:secret:odd]y");
+  EXPECT_EQ(r.compiled->redact("xa-b*c(d)[e]\\fy"), "xa-b*c(d)[e]\\fy");  // '.' is literal
+}
+
+// Many secrets over many different bytes: the prefilter compares at most 16 anchor bytes per
+// pass, the rest of the secrets go through the set. All are redacted either way.
+TEST(RedactionEngine, ManySecretsSomeServedByThePrefilterSomeByTheSet) {
+  std::vector<literal_secret> secrets;
+  std::string text;
+  const std::string bytes = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";  // no byte shared
+  for (int i = 0; i < 40; ++i) {
+    const std::string v(8, bytes[static_cast<std::size_t>(i)]);
+    secrets.push_back({"s" + std::to_string(i), v});
+    text += "<" + v + ">";
+  }
+  auto r = engine::build({}, secrets);
+  ASSERT_TRUE(r.errors.empty());
+  const auto& im = r.compiled->internals();
+  std::size_t served = 0;
+  for (const auto& c : im.redactors)
+    served += c.prefiltered;
+  EXPECT_GT(served, 0u);
+  EXPECT_LT(served, im.redactors.size());
+  ASSERT_NE(im.set, nullptr);
+  hit_counts hits;
+  const std::string out = r.compiled->redact(text, &hits);
+  std::string expected;
+  for (int i = 0; i < 40; ++i)
+    expected += "<[REDACTED:secret:s" + std::to_string(i) + "]>";
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(hits, hit_counts(40, 1));
+}
+
+TEST(RedactionEngine, OverlapGrowsToTheLongestSecret) {
+  // A long random-looking value, like a key file's contents. (A run of one repeated letter
+  // against a text of that letter is RE2's worst case: every offset is a live match start.)
+  std::string big;
+  std::uint32_t x = 12345;
+  while (big.size() < 12000) {
+    x = x * 1103515245u + 12345u;
+    big += "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(x >> 16) % 64];
+  }
+  auto r = engine::build({}, {{"big", big + "!"}});
+  ASSERT_TRUE(r.errors.empty());
+  EXPECT_GE(r.compiled->overlap(), big.size() + 1);
+  stream s(r.compiled);
+  std::string out;
+  s.write(std::string(5000, '.') + big.substr(0, 7000), out);
+  EXPECT_EQ(out, std::string(5000, '.').substr(0, out.size()));
+  s.write(big.substr(7000) + "!" + std::string(30000, '.'), out);
+  s.finish(out);
+  EXPECT_EQ(out, std::string(5000, '.') + "[REDACTED:secret:big]" + std::string(30000, '.'));
+}
+
+TEST(RedactionEngine, OverlapsAreMergedSoNoSecretLeaksInPart) {
+  // "cd-SECRET": the custom pattern ends inside the secret; the union covers both.
+  auto r = engine::build({{.name = "c", .pattern = "cd-SEC", .replacement = "", .max_length = 6}},
+                         {{"s", "SECRET"}});
+  ASSERT_TRUE(r.errors.empty());
+  hit_counts hits;
+  EXPECT_EQ(r.compiled->redact("ab cd-SECRETxy", &hits), "ab [REDACTED:c]xy");
+  EXPECT_EQ(hits, (hit_counts{1, 1}));
+  // Same start: the longer span names it; same span: secrets come first.
+  auto t =
+      engine::build({{.name = "short", .pattern = "SEC", .replacement = "", .max_length = 3},
+                     {.name = "same", .pattern = "SECRET", .replacement = "", .max_length = 6}},
+                    {{"s", "SECRET"}});
+  ASSERT_TRUE(t.errors.empty());
+  EXPECT_EQ(t.compiled->redact("SECRET"), "[REDACTED:secret:s]");
+  EXPECT_EQ(t.compiled->redact("SECRE"), "[REDACTED:short]RE");
+}
+
+TEST(RedactionEngine, DefaultOverlapCoversA4096BitKeyInJson) {
+  auto r = engine::build(*builtin_redactor("pem-private-key"), {});
+  ASSERT_TRUE(r.errors.empty());
+  std::string body;
+  for (int i = 0; i < 50; ++i)  // 50 lines of 64: a 4096-bit RSA key is about that
+    body += "MIIJQgIBADANBgkqhkiG9w0BAQEFAASCCSwwggkoAgEAAoICAQDJ0123456789ab\\n";
+  const std::string key =
+      "-----BEGIN RSA PRIVATE KEY-----\\n" + body + "-----END RSA PRIVATE KEY-----";
+  const std::string doc = "{\"k\":\"" + key + "\\n\"}";
+  EXPECT_EQ(r.compiled->redact(doc), "{\"k\":\"[REDACTED:pem-private-key]\\n\"}");
+  // In 1 KiB chunks too.
+  stream s(r.compiled);
+  std::string out;
+  for (std::size_t p = 0; p < doc.size(); p += 1024)
+    s.write(doc.substr(p, 1024), out);
+  s.finish(out);
+  EXPECT_EQ(out, "{\"k\":\"[REDACTED:pem-private-key]\\n\"}");
+}
+
+TEST(RedactionEngine, HeaderValues) {
+  auto r =
+      engine::build(all_builtin_redactors(), {{"gh", "ghp_0123456789abcdefghijABCDEFGHIJ012345"}});
+  ASSERT_TRUE(r.errors.empty());
+  hit_counts hits;
+  EXPECT_EQ(
+      redact_header_value(*r.compiled, "Bearer ghp_0123456789abcdefghijABCDEFGHIJ012345", &hits),
+      "Bearer [REDACTED:secret:gh]");
+  EXPECT_EQ(redact_header_value(*r.compiled, "text/html; charset=utf-8"),
+            "text/html; charset=utf-8");
+  EXPECT_EQ(redact_header_value(*r.compiled, "<mailto:ops@example.com>"),
+            "<mailto:[REDACTED:email]>");
+  EXPECT_EQ(redact_header_value(*r.compiled, ""), "");
+}
+
+TEST(RedactionEngine, SharedAcrossThreads) {
+  auto r = engine::build(all_builtin_redactors(), {{"api", kValue}});
+  ASSERT_TRUE(r.errors.empty());
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += "row " + std::to_string(i) + " ops" + std::to_string(i) + "@example.com " + kValue +
+            " 4111 1111 1111 1111\n";
+  const std::string expected = r.compiled->redact(text);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        stream s(r.compiled);
+        std::string out;
+        for (std::size_t p = 0; p < text.size(); p += 97 + t)
+          s.write(text.substr(p, 97 + t), out);
+        s.finish(out);
+        ok[t] += out == expected;
+      }
+    });
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(ok, (std::vector<int>{20, 20, 20, 20}));
+}
+
+}  // namespace
+}  // namespace airlock::filters::redaction
