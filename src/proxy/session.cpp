@@ -742,12 +742,14 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   const auto* rule = decision.rule;
   const bool report_rule = rule->mode == policy::model::mode::report;
 
-  // Rate limits, quotas, concurrency caps, the circuit breaker and the kill switch. Requests
-  // inside an intercepted tunnel are counted and rated one by one.
+  // Rate limits, quotas, concurrency caps, the circuit breaker and the kill switch. An
+  // intercepted tunnel holds the concurrency slots; the requests inside it are what is rated.
   const std::size_t rule_position = rates.rule_position(agent_index, rule);
-  auto admission = rates.admit(
-      agent_index, rule_position, steady_now_ns(),
-      tunnel ? filters::rate_limit::plan::slots::skip : filters::rate_limit::plan::slots::take);
+  using slots = filters::rate_limit::plan::slots;
+  const slots slot_use = tunnel                        ? slots::skip
+                         : is_connect && rule->inspect ? slots::only
+                                                       : slots::take;
+  auto admission = rates.admit(agent_index, rule_position, steady_now_ns(), slot_use);
   if (!admission) {
     if (report_rule && admission.error != errc::agent_stopped &&
         admission.error != errc::internal_error) {

@@ -14,7 +14,8 @@ import unittest
 from harness import env
 from harness.base import ProxyTestCase, marker
 from harness.ops_admin import admin_call
-from harness.proxy import Airlock, make_policy, origin_rule, sha256_hex
+from harness.proxy import make_policy, origin_rule, sha256_hex
+from test_tls_interception import InterceptionCase, inspect_rule
 
 ALPHA_TOKEN = "alpha-token-5d1e"
 BETA_TOKEN = "beta-token-77c2"
@@ -373,6 +374,42 @@ class BreakerTest(ControlsTestCase):
         self.assertEqual(r.status, 404, r)
         r = admin_call(self.proxy.admin, "GET", "/agents/default/stop")
         self.assertEqual(r.status, 405, r)
+
+
+class InspectedControlsTest(InterceptionCase):
+    """Inside an intercepted tunnel each request is rated and validated like a plain one; the
+    tunnel itself holds the agent's concurrency slot, so its own requests are not refused by
+    it."""
+
+    @classmethod
+    def policy(cls):
+        p = make_policy([
+            origin_rule(cls.origin.port),
+            inspect_rule(cls.good.port, rate={"requests_per_second": 1, "burst": 3},
+                         query={"params": {"q": "^[a-z]+$"}}),
+        ], tls=cls.tls_section(),
+            agents={"default": {"rules": ["origin", "inspected"], "rate": {"concurrent": 1}}})
+        return p
+
+    def test_rate_and_validation_inside_tls(self):
+        m = marker()
+        urls = [self.insp_url("/echo/allowed-%s-%d?q=abc" % (m, i)) for i in range(3)]
+        # Three requests on one kept-alive tunnel: all pass (burst 3, concurrent 1 held by the
+        # tunnel itself).
+        r = self.curl_ica(*urls)
+        self.assertEqual(r.returncode, 0, r)
+        # (The first response curl lists is the proxy's 200 to CONNECT.)
+        self.assertEqual([x.status for x in r.responses], [200, 200, 200, 200], r)
+        # The fourth in the same second: 429 inside TLS, with its reason.
+        r = self.curl_ica(self.insp_url("/echo/allowed-%s-4?q=abc" % m))
+        self.assertEqual(r.status, 429, r)
+        self.assertEqual(r.header("X-Airlock-Reason"), "rate_limited")
+        self.assertIsNotNone(r.header("Retry-After"))
+        time.sleep(1.1)
+        r = self.curl_ica(self.insp_url("/echo/allowed-%s-5?q=ABC" % m))
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(r.header("X-Airlock-Reason"), "query_denied")
+        self.assertEqual(self.good.seen("%s-5" % m), [])
 
 
 if __name__ == "__main__":

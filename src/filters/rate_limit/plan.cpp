@@ -92,7 +92,7 @@ admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::i
   bucket_state& ab = st.buckets;
 
   // Concurrency first: it is the only check that takes nothing from a bucket.
-  const bool take = concurrency == slots::take;
+  const bool take = concurrency != slots::skip;
   if (take && al.concurrent != 0) {
     if (!ab.gate.try_enter(al.concurrent))
       return refuse(a, t, errc::concurrency_limited, 0,
@@ -106,6 +106,10 @@ admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::i
                     core::str_cat(subject(ag, re), " concurrent=", re->limits.concurrent));
     a.rule_slot = slot_ticket(std::shared_ptr<concurrency_gate>(re->state, &re->state->gate));
   }
+
+  // An intercepted tunnel: its requests are rated one by one, the tunnel itself only holds
+  // the slots.
+  if (concurrency == slots::only) return a;
 
   // Hourly request quotas.
   if (al.requests_per_hour.enabled()) {

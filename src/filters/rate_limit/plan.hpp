@@ -66,9 +66,10 @@ class plan {
   // then rule). The first that refuses decides; a refused admission consumes nothing (what the
   // earlier checks took is given back). Does not record a failure: the caller does that
   // (record_failure) for the refusals it counts.
-  // `slots::skip` leaves concurrency alone: for the requests inside an intercepted tunnel, whose
-  // tunnel already holds the slots (a tunnel and its requests are one connection).
-  enum class slots { take, skip };
+  // An intercepted tunnel and its requests are one connection: the CONNECT takes the
+  // concurrency slots and nothing from the buckets (`slots::only`), each request inside is
+  // rated without taking slots again (`slots::skip`). `slots::take` is everything else.
+  enum class slots { take, skip, only };
   admission admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
                   slots concurrency = slots::take) const;
 

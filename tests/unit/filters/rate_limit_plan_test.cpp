@@ -145,13 +145,16 @@ TEST(RateLimitPlan, SkippingSlotsStillRates) {
   ar.requests = 2;
   registry reg;
   const auto p = reg.bind({agent("coder", ar, {rule("api")})});
-  const admission tunnel = p->admit(0, 0, t0);
+  const admission tunnel = p->admit(0, 0, t0, plan::slots::only);
   ASSERT_TRUE(tunnel.admitted());
+  EXPECT_TRUE(tunnel.agent_slot.holds());
   EXPECT_EQ(p->admit(0, 0, t0).error, errc::concurrency_limited);
   const admission inner = p->admit(0, 0, t0, plan::slots::skip);
   ASSERT_TRUE(inner.admitted());
   EXPECT_FALSE(inner.agent_slot.holds());
   EXPECT_EQ(p->agents()[0].state->buckets.gate.in_flight(), 1u);
+  // The tunnel took no request token: two requests fit in the bucket of two.
+  EXPECT_TRUE(p->admit(0, 0, t0, plan::slots::skip).admitted());
   EXPECT_EQ(p->admit(0, 0, t0, plan::slots::skip).error, errc::rate_limited);
 }
 
