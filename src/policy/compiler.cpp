@@ -63,6 +63,7 @@ class checker {
   }
   // Entries the parser already complained about are skipped.
   bool skip(const std::string& key) const { return errors_.reported(key); }
+  std::size_t error_count() const { return errors_.size(); }
   bool has_unknown_key(const std::string& key) const { return errors_.has_unknown_key(key); }
 
   std::vector<net::cidr> cidrs(const std::vector<std::string>& list, const std::string& key) {
@@ -173,6 +174,7 @@ void compile_rule(checker& c, const model::policy& p, model::rule& r, std::size_
   // When the rule is not a mapping, or has a misspelt key, "missing name" or "matches no
   // host" would only repeat that error.
   const bool broken = c.skip(key) || c.has_unknown_key(key);
+  const std::size_t errors_before = c.error_count();
   if (!c.skip(key + ".name")) {
     if (!c.marks().has(key + ".name")) {
       if (!broken) c.error(key, "missing required key 'name'");
@@ -259,6 +261,20 @@ void compile_rule(checker& c, const model::policy& p, model::rule& r, std::size_
     if (!c.skip(full)) c.error(full, std::move(message));
   });
   out.checks_requests = !r.methods.empty() || !r.paths.empty() || out.checks.any();
+  // Port 443 is HTTPS: through an opaque tunnel none of these checks could ever apply, so the
+  // rule would either refuse every HTTPS request or (worse) be read as protecting it. Other
+  // ports may carry plain HTTP, where the checks do apply (a CONNECT to them is refused at run
+  // time with needs_inspection).
+  // (Only for an otherwise valid rule: a typo in a path should not bring this on as well.)
+  if (out.checks_requests && !r.inspect && !broken && c.error_count() == errors_before &&
+      std::find(r.ports.begin(), r.ports.end(), std::uint16_t{443}) != r.ports.end()) {
+    const std::string at = c.marks().has(key + ".ports") ? key + ".ports" : key;
+    if (!c.skip(at))
+      c.error(at, core::str_cat("rule '", r.name,
+                                "' checks requests (methods, paths, query, headers or body), which "
+                                "an HTTPS tunnel on port 443 hides: set inspect: true (with tls), "
+                                "or list only plain-HTTP ports"));
+  }
   out.match = std::move(m);
 }
 

@@ -30,6 +30,7 @@ class error_sink {
   void note_unknown_key_in(const std::string& map_key) { unknown_in_.insert(map_key); }
   bool has_unknown_key(const std::string& map_key) const { return unknown_in_.count(map_key) != 0; }
   bool empty() const noexcept { return errors_.empty(); }
+  std::size_t size() const noexcept { return errors_.size(); }
   const std::string& file() const noexcept { return file_; }
   std::vector<load_error> take() { return std::move(errors_); }
 

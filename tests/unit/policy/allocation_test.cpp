@@ -59,7 +59,7 @@ rules:
   - {name: a, hosts: [one.example], ports: [8080]}
   - {name: b, hosts: ['*.two.example']}
   - {name: c, host_regex: ['[a-z]+\.three\.example']}
-  - {name: d, hosts: [four.example], methods: [GET], paths: ['/api/.*'], upgrades: [websocket]}
+  - {name: d, hosts: [four.example], ports: [80], methods: [GET], paths: ['/api/.*'], upgrades: [websocket]}
 )");
   ASSERT_TRUE(p);
   const auto* agent = p->find_agent("default");

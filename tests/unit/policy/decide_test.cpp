@@ -71,7 +71,7 @@ rules:
 TEST_F(Decide, RegexIgnoresCaseLikeDns) {
   load(R"(agents: {default: {rules: [r]}}
 rules:
-  - {name: r, host_regex: ['API\.Example\.com'], paths: ['/Repos/.*']}
+  - {name: r, host_regex: ['API\.Example\.com'], ports: [80], paths: ['/Repos/.*']}
 )");
   EXPECT_EQ(reason(T("api.example.com", 80, "GET", "/Repos/x")), errc::ok);
   // Paths are case-sensitive.
@@ -142,7 +142,7 @@ rules:
 TEST_F(Decide, DotSegmentsNeverSatisfyPaths) {
   load(R"(agents: {default: {rules: [r]}}
 rules:
-  - {name: r, hosts: [a.example], paths: ['/repos/.*']}
+  - {name: r, hosts: [a.example], ports: [80], paths: ['/repos/.*']}
 )");
   EXPECT_EQ(reason(T("a.example", 80, "GET", "/repos/x")), errc::ok);
   EXPECT_EQ(reason(T("a.example", 80, "GET", "/repos/x..y/.z")), errc::ok);
@@ -184,7 +184,7 @@ TEST_F(Decide, ConnectVersusInspect) {
 agents: {default: {rules: [opaque, checked, inspected]}}
 rules:
   - {name: opaque, hosts: [opaque.example], ports: [443]}
-  - {name: checked, hosts: [checked.example], ports: [443], methods: [GET]}
+  - {name: checked, hosts: [checked.example], ports: [8443], methods: [GET]}
   - {name: inspected, hosts: [inspected.example], ports: [443], paths: ['/ok'], inspect: true}
 )",
                        dir + "/policy.yaml");
@@ -193,12 +193,13 @@ rules:
   agent_ = policy_->find_agent("default");
 
   EXPECT_EQ(reason(T::connect("opaque.example", 443)), errc::ok);
-  const auto d = decide(T::connect("checked.example", 443));
+  // A port other than 443 may carry plain HTTP, so the rule loads; a tunnel to it is refused.
+  const auto d = decide(T::connect("checked.example", 8443));
   EXPECT_EQ(d.reason, errc::needs_inspection);
   EXPECT_EQ(d.detail, "rule checked checks methods/paths; set inspect: true");
   // Plain HTTP to the same rule is checked request by request.
-  EXPECT_EQ(reason(T("checked.example", 443, "GET", "/")), errc::ok);
-  EXPECT_EQ(reason(T("checked.example", 443, "PUT", "/")), errc::method_denied);
+  EXPECT_EQ(reason(T("checked.example", 8443, "GET", "/")), errc::ok);
+  EXPECT_EQ(reason(T("checked.example", 8443, "PUT", "/")), errc::method_denied);
   // An inspecting rule allows the tunnel on host and port; the inner requests are checked later.
   EXPECT_EQ(reason(T::connect("inspected.example", 443)), errc::ok);
   EXPECT_EQ(reason(T::connect("inspected.example", 8443)), errc::port_denied);
@@ -206,10 +207,30 @@ rules:
   EXPECT_EQ(reason(T("inspected.example", 443, "GET", "/no")), errc::path_denied);
 }
 
+TEST(DecideLoad, RequestChecksOnPort443NeedInspect) {
+  // The loader refuses what an opaque HTTPS tunnel could never check.
+  for (const char* rule : {"{name: r, hosts: [a.example], methods: [GET]}",
+                           "{name: r, hosts: [a.example], ports: [443], paths: ['/x']}",
+                           "{name: r, hosts: [a.example], query: {params: {q: ''}}}",
+                           "{name: r, hosts: [a.example], headers: {forbidden: [Cookie]}}",
+                           "{name: r, hosts: [a.example], body: {max_bytes: 1KiB}}"}) {
+    auto r = load_string(std::string("agents: {default: {rules: [r]}}\nrules:\n  - ") + rule + "\n",
+                         "p.yaml");
+    ASSERT_FALSE(r.ok()) << rule;
+    ASSERT_EQ(r.errors.size(), 1u) << rule;
+    EXPECT_NE(r.errors[0].message.find("port 443 hides"), std::string::npos)
+        << r.errors[0].to_string();
+  }
+  EXPECT_TRUE(load_string("agents: {default: {rules: [r]}}\nrules:\n  - {name: r, hosts: "
+                          "[a.example], ports: [80], methods: [GET]}\n",
+                          "p.yaml")
+                  .ok());
+}
+
 TEST_F(Decide, FirstAllowingRuleWins) {
   load(R"(agents: {default: {rules: [narrow, wide]}}
 rules:
-  - {name: narrow, hosts: [a.example], methods: [GET]}
+  - {name: narrow, hosts: [a.example], ports: [80], methods: [GET]}
   - {name: wide, hosts: ['*.example', a.example]}
 )");
   EXPECT_EQ(decide(T("a.example", 80, "GET")).rule->name, "narrow");
@@ -249,10 +270,10 @@ rules:
 TEST_F(Decide, NeedsInspectionBeatsPort) {
   load(R"(agents: {default: {rules: [p, m]}}
 rules:
-  - {name: p, hosts: [a.example], ports: [8443]}
-  - {name: m, hosts: [a.example], ports: [443], methods: [GET]}
+  - {name: p, hosts: [a.example], ports: [9443]}
+  - {name: m, hosts: [a.example], ports: [8443], methods: [GET]}
 )");
-  const auto d = decide(T::connect("a.example", 443));
+  const auto d = decide(T::connect("a.example", 8443));
   EXPECT_EQ(d.reason, errc::needs_inspection);
   EXPECT_EQ(d.rule->name, "m");
 }

@@ -24,7 +24,7 @@ rules:
   - {name: mirror, hosts: [deb.debian.org], ports: [80], methods: [GET], paths: ['/debian/.*']}
   - {name: gh-api, hosts: [api.github.com], ports: [443], inspect: true, methods: [GET],
      paths: ['/repos/.*'], upgrades: [websocket]}
-  - {name: gh, hosts: ['*.github.com'], ports: [443], methods: [GET]}
+  - {name: gh, hosts: ['*.github.com'], ports: [8443], methods: [GET]}
   - {name: local, hosts: ['127.0.0.1', '10.1.2.3'], ports: [8080], allow_cidrs: ['10.1.0.0/16']}
   - {name: pinned, hosts: [internal.example], addresses: [10.9.9.9, 192.168.0.1]}
   - {name: trial, hosts: [trial.example], ports: [443], mode: report}
@@ -113,7 +113,7 @@ TEST_F(Explain, InspectedTunnelChecksTheInnerRequest) {
 }
 
 TEST_F(Explain, NeedsInspection) {
-  const auto e = run("GET", "https://www.github.com/", "coder");
+  const auto e = run("GET", "https://www.github.com:8443/", "coder");
   EXPECT_FALSE(e.allowed);
   EXPECT_TRUE(has(e.text, "an opaque tunnel hides (set inspect: true)") ||
               has(e.text, "which an opaque tunnel hides"))

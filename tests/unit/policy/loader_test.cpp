@@ -113,7 +113,7 @@ rules:
   - name: a
     hosts: [Example.COM., '*.Example.org', '127.1', '[::1]']
     host_regex: ['^[a-z]+\.example\.net$']
-    ports: [443, 8443]
+    ports: [80, 8443]
     methods: [get, POST]
     paths: ['^/repos/.*']
     upgrades: [WebSocket]
@@ -156,7 +156,7 @@ rules:
   EXPECT_EQ(p->find_agent("nobody"), nullptr);
 
   const auto& a = p->rules()[0];
-  EXPECT_EQ(a.ports, (std::vector<std::uint16_t>{443, 8443}));
+  EXPECT_EQ(a.ports, (std::vector<std::uint16_t>{80, 8443}));
   EXPECT_TRUE(a.checks_requests);
   EXPECT_EQ(a.upgrades, std::vector<std::string>{"websocket"});
   ASSERT_EQ(a.pinned.size(), 2u);
