@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 
 #include <charconv>
+#include <cstddef>
 #include <cstring>
 
 namespace airlock::launcher {
@@ -49,6 +50,27 @@ std::optional<socket_address> parse_host_port(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<std::string_view> unix_path_of(std::string_view text) {
+  constexpr std::string_view prefix = "unix:";
+  if (!text.starts_with(prefix)) return std::nullopt;
+  return text.substr(prefix.size());
+}
+
+std::optional<socket_address> parse_proxy_address(std::string_view text) {
+  auto path = unix_path_of(text);
+  if (!path) return parse_host_port(text);
+  socket_address out;
+  auto* un = reinterpret_cast<sockaddr_un*>(&out.storage);
+  // Absolute: the launcher's working directory means nothing to whoever reads the message.
+  if (path->empty() || path->front() != '/' || path->size() >= sizeof un->sun_path ||
+      path->find('\0') != std::string_view::npos)
+    return std::nullopt;
+  un->sun_family = AF_UNIX;
+  std::memcpy(un->sun_path, path->data(), path->size());
+  out.length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path->size() + 1);
+  return out;
+}
+
 std::string to_string(const socket_address& a) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (a.family() == AF_INET) {
@@ -60,6 +82,10 @@ std::string to_string(const socket_address& a) {
     const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&a.storage);
     inet_ntop(AF_INET6, &v6->sin6_addr, buf, sizeof buf);
     return core::str_cat('[', buf, "]:", ntohs(v6->sin6_port));
+  }
+  if (a.family() == AF_UNIX) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&a.storage);
+    return core::str_cat("unix:", std::string_view(un->sun_path));
   }
   return "?";
 }

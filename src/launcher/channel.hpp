@@ -1,8 +1,10 @@
 #pragma once
 // The launcher <-> jail synchronisation channel: one SOCK_SEQPACKET socketpair, so each
 // message arrives whole and a dead peer reads as end-of-file. The jail waits for `go` (maps
-// and cgroups are in place), sends the relay listener with `relay_fd`, and finally `ready`
-// (the command is starting) or `failed` with the step that broke.
+// and cgroups are in place), sends the relay listener (and, with capture, the capture listeners
+// and the resolver's socket) with `relay_fd`, a `notice` for the user where something optional
+// could not be set up, and finally `ready` (the command is starting) or `failed` with the
+// step that broke.
 
 #include <cstdint>
 #include <optional>
@@ -11,12 +13,16 @@
 
 namespace airlock::launcher {
 
-enum class message_type : std::uint8_t { go = 1, relay_fd, ready, failed };
+enum class message_type : std::uint8_t { go = 1, relay_fd, ready, failed, notice };
+
+// What a relay_fd message carries, in its flags.
+enum class socket_role : std::uint32_t { relay = 0, capture_v4, capture_v6, dns };
 
 struct message {
   message_type type = message_type::failed;
-  std::uint32_t flags = 0;  // go: which limits the jail must apply as rlimits (limits.hpp)
-  std::string text;         // failed: the reason
+  std::uint32_t flags = 0;  // go: which limits the jail must apply as rlimits (limits.hpp);
+                            // relay_fd: the socket_role
+  std::string text;         // failed: the reason; notice: a line for the user
   int fd = -1;              // relay_fd: the received descriptor (owned by the receiver)
 };
 

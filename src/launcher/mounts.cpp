@@ -232,6 +232,21 @@ bool step_hide(const mount_step& s, const std::string& target, const mount_conte
   return make_read_only(target, false);
 }
 
+bool step_resolv_conf(const mount_step& s, const std::string& target, const mount_context& ctx) {
+  if (ctx.resolv_file.empty()) return true;  // no resolver after all (capture unavailable)
+  // Where the file cannot be (a read-only directory without it), glibc falls back to
+  // 127.0.0.1 by itself, which is where the resolver listens.
+  if (!exists(target) && !ensure_mount_point(target, false)) {
+    if (s.optional) {
+      AIRLOCK_LOG(debug, "launcher", "no resolv.conf at ", s.target, ": ", last_step_error());
+      return true;
+    }
+    return false;
+  }
+  if (!do_mount(ctx.resolv_file.c_str(), target, nullptr, MS_BIND, nullptr)) return false;
+  return make_read_only(target, false);
+}
+
 bool step_protect_ro(const std::string& target, bool optional) {
   if (!exists(target)) return optional ? true : step_failed(str_cat("lstat(", target, ')'));
   if (!do_mount(target.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
@@ -290,6 +305,9 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         break;
       case mount_kind::bind:
         ok = step_bind(s.source, target, s.writable, s.is_dir);
+        break;
+      case mount_kind::resolv_conf:
+        ok = step_resolv_conf(s, target, ctx);
         break;
       case mount_kind::hide:
         ok = step_hide(s, target, ctx);

@@ -15,6 +15,7 @@ struct mount_context {
   std::string staging_root;  // empty host directory that becomes the jail's /
   std::string trust_dir;     // host directory with the CA bundle (mounted read-only)
   std::string masked_file;   // host file with mode 000, bound over hidden files
+  std::string resolv_file;   // host file for the jail's resolv.conf; empty: that step is skipped
 };
 
 // Runs the steps in order; false (with the failure recorded) at the first that fails.

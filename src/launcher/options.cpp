@@ -16,7 +16,8 @@ constexpr std::string_view usage_text =
     "\n"
     "options:\n"
     "  --agent NAME         agent name the relay vouches for (with --proxy-protocol)\n"
-    "  --proxy ADDR         proxy address HOST:PORT (default 127.0.0.1:3128)\n"
+    "  --proxy ADDR         proxy address HOST:PORT (default 127.0.0.1:3128), or\n"
+    "                       unix:/PATH, the proxy's relay socket (with --proxy-protocol)\n"
     "  --proxy-protocol     send a PROXY protocol v2 header with the agent name first\n"
     "  --relay-port PORT    port of the relay inside the jail (default 3128)\n"
     "  --workdir DIR        writable work directory (default: the current directory)\n"
@@ -32,6 +33,9 @@ constexpr std::string_view usage_text =
     "  --ca-key FILE        the CA key: its directory is hidden inside\n"
     "  --cgroup DIR         a delegated cgroup v2 directory to create the jail's cgroup in\n"
     "  --java-truststore    also make a Java trust store (needs keytool; slower start)\n"
+    "  --capture            require transparent capture: a resolver inside and every TCP\n"
+    "                       connection handed to the proxy (default: on where possible)\n"
+    "  --no-capture         no resolver, no capture: only the proxy variables lead out\n"
     "  --verbose            say which mechanisms applied (limits, mounts, relay)\n"
     "  --help               this text\n"
     "\n"
@@ -179,6 +183,10 @@ parse_result parse_options(std::span<const std::string_view> args) {
       o.java_truststore = true;
       continue;
     }
+    if (arg == "--capture" || arg == "--no-capture") {
+      o.capture = arg == "--capture" ? capture_mode::on : capture_mode::off;
+      continue;
+    }
     std::string_view name = arg, value;
     bool inline_value = false;
     if (auto eq = arg.find('='); eq != std::string_view::npos && arg.starts_with("--")) {
@@ -199,6 +207,10 @@ parse_result parse_options(std::span<const std::string_view> args) {
   if (o.command.size() == 1 && o.command[0].empty() && !o.help)
     return {std::nullopt, "empty command"};
   if (o.proxy_protocol && !o.agent) return {std::nullopt, "--proxy-protocol needs --agent NAME"};
+  // The proxy's relay socket trusts the PROXY v2 header and nothing else: without it every
+  // connection would be refused there, so say so now.
+  if (o.proxy.starts_with("unix:") && !o.proxy_protocol)
+    return {std::nullopt, "--proxy unix:PATH needs --proxy-protocol and --agent NAME"};
   return {std::move(o), {}};
 }
 

@@ -12,9 +12,13 @@
 
 namespace airlock::launcher {
 
+// --capture / --no-capture; automatic (the default) captures where the kernel allows it and
+// says so on stderr where it does not (docs/launcher.md, "Capture").
+enum class capture_mode { automatic, on, off };
+
 struct options {
   std::optional<std::string> agent;           // --agent NAME: identity the relay vouches for
-  std::string proxy = "127.0.0.1:3128";       // --proxy HOST:PORT, in the launcher's namespace
+  std::string proxy = "127.0.0.1:3128";       // --proxy HOST:PORT or unix:/PATH (launcher's side)
   bool proxy_protocol = false;                // --proxy-protocol: PROXY v2 header per connection
   std::uint16_t relay_port = 3128;            // --relay-port: listener inside the jail
   std::optional<std::string> workdir;         // --workdir DIR (default: current directory)
@@ -30,9 +34,10 @@ struct options {
   std::optional<std::string> ca_key;  // --ca-key FILE: its directory is hidden
   std::optional<std::string> cgroup;  // --cgroup DIR: delegated cgroup v2 parent
   bool java_truststore = false;       // --java-truststore: keytool-made store for the JVM
-  bool verbose = false;               // --verbose: one line per decision on stderr
-  bool help = false;                  // --help
-  std::vector<std::string> command;   // CMD ARGS (after --)
+  capture_mode capture = capture_mode::automatic;  // --capture / --no-capture
+  bool verbose = false;                            // --verbose: one line per decision on stderr
+  bool help = false;                               // --help
+  std::vector<std::string> command;                // CMD ARGS (after --)
 };
 
 struct parse_result {

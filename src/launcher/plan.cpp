@@ -95,6 +95,8 @@ std::string describe(const mount_step& s) {
       return str_cat("new sysfs at ", s.target);
     case mount_kind::trust:
       return str_cat("trust bundle at ", s.target, " (read-only)");
+    case mount_kind::resolv_conf:
+      return str_cat("the jail's resolver in ", s.target, " (read-only)");
     case mount_kind::bind:
       return str_cat("bind ", s.source, " at ", s.target, s.writable ? " (rw)" : " (ro)");
     case mount_kind::hide:
@@ -112,9 +114,10 @@ std::string describe(const mount_step& s) {
 plan_result build_plan(const options& o, const host_facts& host) {
   auto fail = [](std::string e) { return plan_result{std::nullopt, std::move(e)}; };
   if (o.command.empty() || o.command[0].empty()) return fail("missing command");
-  if (!parse_host_port(o.proxy))
-    return fail(
-        str_cat("--proxy: expected IP:PORT, [IPv6]:PORT or localhost:PORT, got '", o.proxy, "'"));
+  if (!parse_proxy_address(o.proxy))
+    return fail(str_cat(
+        "--proxy: expected IP:PORT, [IPv6]:PORT, localhost:PORT or unix:/ABSOLUTE/PATH, got '",
+        o.proxy, "'"));
 
   plan p;
   p.verbose = o.verbose;
@@ -208,6 +211,38 @@ plan_result build_plan(const options& o, const host_facts& host) {
     if (auto key = host.canonical(parent_dir(*canon) + "/ca.key"))
       hide_key(*key, "the key next to --ca");
   }
+  // The proxy's relay socket trusts whoever connects to name the agent: the command must not
+  // reach it. Where the jail sees the host's file system (not below /run, /tmp or /dev,
+  // which are its own), its directory is hidden like the CA key's — a directory rather than
+  // the socket, so that a proxy that re-creates the socket does not bring it back (unlinking
+  // a mount point takes the mount away, since Linux 3.18).
+  if (auto path = unix_path_of(o.proxy)) {
+    const std::string socket_path(*path);
+    const std::string dir = parent_dir(socket_path);
+    auto canon_dir = host.canonical(dir);
+    if (!canon_dir) return fail(str_cat("--proxy ", o.proxy, ": no such directory ", dir));
+    const std::string canon =
+        str_cat(*canon_dir == "/" ? "" : *canon_dir, socket_path.substr(socket_path.rfind('/')));
+    for (const auto& b : binds) {
+      if (is_within(canon, b.path)) {
+        return fail(str_cat("--proxy ", o.proxy, " lies inside ", b.what, ' ', b.path,
+                            ", where the command could reach it"));
+      }
+    }
+    bool private_inside = false;
+    for (std::string_view d : {"/run", "/tmp", "/dev", "/proc", "/sys"})
+      private_inside = private_inside || is_within(canon, d);
+    if (!private_inside) {
+      bool dir_needed = *canon_dir == "/";
+      for (const auto& b : binds)
+        dir_needed = dir_needed || is_within(b.path, *canon_dir);
+      if (dir_needed) {
+        hidden.push_back({canon, false, str_cat("--proxy ", o.proxy)});
+      } else {
+        add_hidden(*canon_dir, str_cat("--proxy ", o.proxy));
+      }
+    }
+  }
   if (!host.private_dir.empty()) {
     if (auto canon = host.canonical(host.private_dir))
       add_hidden(*canon, "the launcher's own files");
@@ -267,6 +302,8 @@ plan_result build_plan(const options& o, const host_facts& host) {
     r.data = "mode=0755";
   }
   add(mount_kind::trust, p.trust.inside_dir);
+  p.capture.enabled = o.capture != capture_mode::off;
+  p.capture.required = o.capture == capture_mode::on;
   // Parents before children, so --ro /w/.git lands on top of the work directory /w.
   std::stable_sort(binds.begin(), binds.end(), [](const exposed& a, const exposed& b) {
     return depth(a.path) < depth(b.path);
@@ -276,6 +313,14 @@ plan_result build_plan(const options& o, const host_facts& host) {
     s.source = b.path;
     s.writable = b.writable;
     s.is_dir = b.is_dir;
+  }
+  if (p.capture.enabled) {
+    // glibc reads /etc/resolv.conf through any symlink; the jail's copy goes where the link
+    // ends. Without the file at all, glibc asks 127.0.0.1 anyway (resolv.conf(5)).
+    if (auto canon = host.canonical("/etc/resolv.conf")) p.capture.resolv_conf = *canon;
+    auto& r = add(mount_kind::resolv_conf, p.capture.resolv_conf);
+    r.is_dir = false;
+    r.optional = true;
   }
   // Hides go last so that no bind can land on top of one. They are optional: a hidden path
   // that the jail cannot see anyway (say, below the host's /tmp) needs no cover.

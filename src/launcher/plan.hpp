@@ -44,6 +44,7 @@ enum class mount_kind {
   proc,                 // the new PID namespace's own /proc
   sysfs,                // a /sys for the new network namespace (falls back to the read-only bind)
   trust,                // the launcher's private trust directory, read-only, at target
+  resolv_conf,          // the launcher's resolv.conf (the jail's resolver), read-only, at target
   bind,                 // bind source (host path) at target, read-only unless writable
   hide,                 // empty read-only tmpfs (directory) or /dev/null (file) over target
   protect_ro,           // re-bind target onto itself read-only (e.g. /proc/sys); if it exists
@@ -77,6 +78,16 @@ struct relay_spec {
   bool proxy_protocol = false;
 };
 
+// Transparent capture (capture_net.hpp, resolver.hpp): a resolver on 127.0.0.1:53 inside, and
+// every TCP connection to any other address handed to the proxy.
+struct capture_spec {
+  bool enabled = false;
+  bool required = false;  // --capture: a jail that cannot have it does not run
+  // Where the jail's resolv.conf goes: /etc/resolv.conf, or where that symlink leads on the
+  // host (such as /run/systemd/resolve/stub-resolv.conf, then made in the jail's own /run).
+  std::string resolv_conf = "/etc/resolv.conf";
+};
+
 struct trust_spec {
   std::string system_bundle = "/etc/ssl/certs/ca-certificates.crt";
   std::optional<std::string> airlock_ca;  // canonical host path of --ca
@@ -102,6 +113,7 @@ struct plan {
   environment env;
   limit_spec limits;
   relay_spec relay;
+  capture_spec capture;
   trust_spec trust;
   bool verbose = false;
 };

@@ -1,9 +1,13 @@
 #include "launcher/relay.hpp"
 
 #include "core/log.hpp"
+#include "launcher/capture_protocol.hpp"
+#include "launcher/name_pool.hpp"
 #include "launcher/proxy_protocol.hpp"
+#include "launcher/resolver.hpp"
 #include "launcher/step.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,6 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <list>
@@ -20,40 +26,70 @@
 namespace airlock::launcher {
 namespace {
 
-// Bytes waiting to go from one side to the other.
+// SO_ORIGINAL_DST (linux/netfilter_ipv4.h) and IP6T_SO_ORIGINAL_DST
+// (linux/netfilter_ipv6/ip6_tables.h); both 80. Spelled here because those headers drag in
+// kernel definitions that clash with the C library's.
+constexpr int so_original_dst = 80;
+constexpr int ip6t_so_original_dst = 80;
+
+// Bytes waiting to go from one side to the other. `capacity` is the point at which the
+// sending side stops being read (back pressure); append() may go past it, by what one
+// rewrite of a read adds.
 class buffer {
  public:
-  explicit buffer(std::size_t capacity) : data_(capacity) {}
-  bool empty() const noexcept { return begin_ == end_; }
-  bool has_space() const noexcept { return end_ < data_.size() || begin_ > 0; }
-  // Contiguous free space at the end (compacting first if needed).
-  std::pair<char*, std::size_t> space() {
-    if (end_ == data_.size() && begin_ > 0) {
-      std::memmove(data_.data(), data_.data() + begin_, end_ - begin_);
-      end_ -= begin_;
+  explicit buffer(std::size_t capacity) : capacity_(capacity) {}
+  bool empty() const noexcept { return size() == 0; }
+  std::size_t size() const noexcept { return data_.size() - begin_; }
+  bool has_space() const noexcept { return size() < capacity_; }
+  std::size_t room() const noexcept { return has_space() ? capacity_ - size() : 0; }
+  std::string_view pending() const noexcept { return std::string_view(data_).substr(begin_); }
+  void consumed(std::size_t n) {
+    begin_ += n;
+    if (begin_ == data_.size()) {
+      data_.clear();
       begin_ = 0;
     }
-    return {data_.data() + end_, data_.size() - end_};
   }
-  void produced(std::size_t n) noexcept { end_ += n; }
-  std::pair<const char*, std::size_t> pending() const noexcept {
-    return {data_.data() + begin_, end_ - begin_};
+  void append(std::string_view bytes) {
+    compact();
+    data_.append(bytes);
   }
-  void consumed(std::size_t n) noexcept {
-    begin_ += n;
-    if (begin_ == end_) begin_ = end_ = 0;
-  }
-  bool append(const std::vector<std::uint8_t>& bytes) {
-    auto [p, n] = space();
-    if (n < bytes.size()) return false;
-    std::memcpy(p, bytes.data(), bytes.size());
-    produced(bytes.size());
-    return true;
+  // Reads what fits from fd.
+  ssize_t receive(int fd) {
+    const std::size_t n = room();
+    if (n == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    compact();
+    const std::size_t old = data_.size();
+    data_.resize(old + n);
+    ssize_t r;
+    do {
+      r = ::recv(fd, data_.data() + old, n, 0);
+    } while (r < 0 && errno == EINTR);
+    data_.resize(old + static_cast<std::size_t>(r > 0 ? r : 0));
+    return r;
   }
 
  private:
-  std::vector<char> data_;
-  std::size_t begin_ = 0, end_ = 0;
+  void compact() {
+    if (begin_ == 0) return;
+    data_.erase(0, begin_);
+    begin_ = 0;
+  }
+
+  std::string data_;
+  std::size_t begin_ = 0;
+  std::size_t capacity_;
+};
+
+// How a connection's bytes are treated (capture_protocol.hpp).
+enum class phase {
+  relay,           // both directions verbatim (the relay listener; an established tunnel)
+  sniff,           // captured: waiting for the client's first bytes to choose
+  awaiting_reply,  // captured TLS/other: CONNECT sent, the proxy's answer not yet read
+  http,            // captured HTTP: each request head rewritten for the proxy
 };
 
 struct connection {
@@ -66,6 +102,10 @@ struct connection {
   bool client_eof = false, upstream_eof = false;
   bool up_shut = false, down_shut = false;
   bool dead = false;
+  phase ph = phase::relay;
+  std::string authority;  // captured: where the command was going, "name:port"
+  std::string pending;    // sniff: the client's first bytes; awaiting_reply: the proxy's
+  std::optional<capture::http_rewriter> rewriter;
 };
 
 proxy_v2::endpoint to_endpoint(const sockaddr_storage& ss) {
@@ -85,27 +125,19 @@ proxy_v2::endpoint to_endpoint(const sockaddr_storage& ss) {
 
 enum class io { ok, again, eof, error };
 
-// Reads what fits into b from fd.
-io read_into(int fd, buffer& b, std::atomic<std::uint64_t>& counter) {
-  auto [p, n] = b.space();
-  if (n == 0) return io::again;
-  ssize_t r;
-  do {
-    r = ::recv(fd, p, n, 0);
-  } while (r < 0 && errno == EINTR);
+io classify_read(ssize_t r, std::atomic<std::uint64_t>& counter) {
   if (r == 0) return io::eof;
   if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? io::again : io::error;
-  b.produced(static_cast<std::size_t>(r));
   counter.fetch_add(static_cast<std::uint64_t>(r), std::memory_order_relaxed);
   return io::ok;
 }
 
 io write_from(int fd, buffer& b) {
-  auto [p, n] = b.pending();
-  if (n == 0) return io::ok;
+  const auto p = b.pending();
+  if (p.empty()) return io::ok;
   ssize_t w;
   do {
-    w = ::send(fd, p, n, MSG_NOSIGNAL);
+    w = ::send(fd, p.data(), p.size(), MSG_NOSIGNAL);
   } while (w < 0 && errno == EINTR);
   if (w < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? io::again : io::error;
   b.consumed(static_cast<std::size_t>(w));
@@ -119,21 +151,105 @@ void close_connection(connection& c) {
   c.dead = true;
 }
 
+// A reset rather than an orderly close: the command sees "connection reset", which no
+// client mistakes for an empty answer.
+void reset_fd(int fd) {
+  const linger l{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  ::close(fd);
+}
+
+void reset_connection(connection& c) {
+  if (c.client >= 0) reset_fd(c.client);
+  c.client = -1;
+  close_connection(c);
+}
+
+// The name (or address literal) and port a captured connection was meant for, or nullopt
+// for one that must not go anywhere: loopback (never redirected; a direct connection to the
+// capture listener), or a pool address that was never handed out.
+std::optional<std::string> target_of(const sockaddr_storage& dst, const name_pool& pool) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (dst.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&dst);
+    std::array<std::uint8_t, 4> a;
+    std::memcpy(a.data(), &v4->sin_addr, 4);
+    const std::uint16_t port = ntohs(v4->sin_port);
+    if (a[0] == 127 || port == 0) return std::nullopt;
+    if (name_pool::in_v4_pool(a)) {
+      auto name = pool.name_of_v4(a);
+      if (!name) return std::nullopt;
+      return capture::authority(*name, port);
+    }
+    ::inet_ntop(AF_INET, a.data(), text, sizeof text);
+    return capture::authority(text, port);
+  }
+  if (dst.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&dst);
+    std::array<std::uint8_t, 16> a;
+    std::memcpy(a.data(), &v6->sin6_addr, 16);
+    const std::uint16_t port = ntohs(v6->sin6_port);
+    if (IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr) || port == 0) return std::nullopt;
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      sockaddr_storage mapped{};
+      auto* v4 = reinterpret_cast<sockaddr_in*>(&mapped);
+      v4->sin_family = AF_INET;
+      v4->sin_port = v6->sin6_port;
+      std::memcpy(&v4->sin_addr, a.data() + 12, 4);
+      return target_of(mapped, pool);
+    }
+    if (name_pool::in_v6_pool(a)) {
+      auto name = pool.name_of_v6(a);
+      if (!name) return std::nullopt;
+      return capture::authority(*name, port);
+    }
+    ::inet_ntop(AF_INET6, a.data(), text, sizeof text);
+    return capture::authority(text, port);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-relay::relay(int listen_fd, config cfg) : listen_fd_(listen_fd), cfg_(std::move(cfg)) {}
+std::optional<sockaddr_storage> original_destination_of(int fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return std::nullopt;
+  sockaddr_storage out{};
+  len = sizeof out;
+  // The destination before the nat rule rewrote it, from conntrack (netfilter_ipv4.h).
+  const int rc = local.ss_family == AF_INET6
+                     ? ::getsockopt(fd, SOL_IPV6, ip6t_so_original_dst, &out, &len)
+                     : ::getsockopt(fd, SOL_IP, so_original_dst, &out, &len);
+  if (rc != 0) return std::nullopt;
+  return out;
+}
+
+relay::relay(int listen_fd, config cfg) : listen_fd_(listen_fd), cfg_(std::move(cfg)) {
+  if (!cfg_.original_destination) cfg_.original_destination = original_destination_of;
+}
 
 relay::~relay() {
   stop();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  close_listeners();
   if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void relay::close_listeners() {
+  for (int* fd : {&listen_fd_, &cfg_.capture_v4, &cfg_.capture_v6, &cfg_.dns}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 bool relay::start() {
   if (listen_fd_ < 0) return step_failed_msg("relay: no listening socket");
-  const int flags = ::fcntl(listen_fd_, F_GETFL);
-  if (flags < 0 || ::fcntl(listen_fd_, F_SETFL, flags | O_NONBLOCK) != 0)
-    return step_failed("fcntl(relay listener, O_NONBLOCK)");
+  for (int fd : {listen_fd_, cfg_.capture_v4, cfg_.capture_v6, cfg_.dns}) {
+    if (fd < 0) continue;
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+      return step_failed("fcntl(relay socket, O_NONBLOCK)");
+  }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) return step_failed("eventfd(relay)");
   try {
@@ -149,27 +265,72 @@ void relay::stop() {
   const std::uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
   thread_.join();
-  if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-  }
+  close_listeners();
 }
 
 relay::stats relay::get_stats() const noexcept {
-  return {accepted_.load(), upstream_failures_.load(), refused_.load(), bytes_up_.load(),
-          bytes_down_.load()};
+  return {accepted_.load(),        upstream_failures_.load(), refused_.load(),
+          bytes_up_.load(),        bytes_down_.load(),        captured_.load(),
+          capture_dropped_.load(), capture_denied_.load(),    dns_queries_.load()};
 }
 
 void relay::loop() {
   std::list<connection> conns;
   std::vector<pollfd> fds;
   bool warned = false;
+  // The resolver and the pool belong to this thread: the resolver hands out addresses and
+  // the capture maps them back, one after the other, without a lock.
+  name_pool pool;
+  resolver dns(pool, cfg_.hostname, cfg_.resolver_ipv6);
 
-  auto accept_all = [&] {
+  auto warn_unreachable = [&](int err) {
+    if (warned) return;
+    AIRLOCK_LOG(warn, "launcher", "relay: cannot reach the proxy at ", to_string(cfg_.upstream),
+                ": ", std::strerror(err));
+    warned = true;
+  };
+
+  // Opens the upstream for a new client and queues the PROXY header; nullptr (client closed)
+  // when the proxy cannot be reached.
+  auto open = [&](int client, const sockaddr_storage& source,
+                  const sockaddr_storage& destination) -> connection* {
+    accepted_.fetch_add(1, std::memory_order_relaxed);
+    const int up = ::socket(cfg_.upstream.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (up < 0) {
+      upstream_failures_.fetch_add(1, std::memory_order_relaxed);
+      ::close(client);
+      return nullptr;
+    }
+    const int one = 1;
+    if (cfg_.upstream.family() != AF_UNIX)
+      ::setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(up, cfg_.upstream.get(), cfg_.upstream.length) != 0 && errno != EINPROGRESS) {
+      warn_unreachable(errno);
+      upstream_failures_.fetch_add(1, std::memory_order_relaxed);
+      ::close(up);
+      ::close(client);
+      return nullptr;
+    }
+    auto& c = conns.emplace_back(client, up, cfg_.buffer_bytes);
+    if (cfg_.agent) {
+      auto header =
+          proxy_v2::encode_agent(to_endpoint(source), to_endpoint(destination), *cfg_.agent);
+      if (!header) {
+        close_connection(c);
+        return nullptr;
+      }
+      c.up.append({reinterpret_cast<const char*>(header->data()), header->size()});
+      bytes_up_.fetch_add(header->size(), std::memory_order_relaxed);
+    }
+    return &c;
+  };
+
+  auto accept_from = [&](int listener, bool captured) {
     while (true) {
       sockaddr_storage peer{}, local{};
       socklen_t peer_len = sizeof peer, local_len = sizeof local;
-      const int client = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+      const int client = ::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &peer_len,
                                    SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (client < 0) return;  // EAGAIN, or a connection that died in the queue
       if (conns.size() >= cfg_.max_connections) {
@@ -177,38 +338,119 @@ void relay::loop() {
         ::close(client);
         continue;
       }
-      accepted_.fetch_add(1, std::memory_order_relaxed);
-      const int up =
-          ::socket(cfg_.upstream.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (up < 0) {
-        upstream_failures_.fetch_add(1, std::memory_order_relaxed);
-        ::close(client);
-        continue;
-      }
-      const int one = 1;
-      ::setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      if (::connect(up, cfg_.upstream.get(), cfg_.upstream.length) != 0 && errno != EINPROGRESS) {
-        if (!warned) {
-          AIRLOCK_LOG(warn, "launcher", "relay: cannot reach the proxy at ",
-                      to_string(cfg_.upstream), ": ", std::strerror(errno));
-          warned = true;
-        }
-        upstream_failures_.fetch_add(1, std::memory_order_relaxed);
-        ::close(up);
-        ::close(client);
-        continue;
-      }
-      auto& c = conns.emplace_back(client, up, cfg_.buffer_bytes);
-      if (cfg_.agent) {
-        ::getsockname(client, reinterpret_cast<sockaddr*>(&local), &local_len);
+      if (!captured) {
         // Source: the agent's end; destination: the relay's listener, as seen in the jail.
-        auto header = proxy_v2::encode_agent(to_endpoint(peer), to_endpoint(local), *cfg_.agent);
-        if (!header || !c.up.append(*header)) {
-          close_connection(c);
-          continue;
-        }
-        bytes_up_.fetch_add(header->size(), std::memory_order_relaxed);
+        ::getsockname(client, reinterpret_cast<sockaddr*>(&local), &local_len);
+        open(client, peer, local);
+        continue;
+      }
+      captured_.fetch_add(1, std::memory_order_relaxed);
+      const auto dst = cfg_.original_destination(client);
+      auto target = dst ? target_of(*dst, pool) : std::nullopt;
+      if (!target) {
+        capture_dropped_.fetch_add(1, std::memory_order_relaxed);
+        AIRLOCK_LOG(debug, "launcher", "capture: reset a connection to ",
+                    dst ? "an address the resolver never handed out, or loopback"
+                        : "an unknown destination");
+        reset_fd(client);
+        continue;
+      }
+      // Source: the command's end; destination: where it was going.
+      connection* c = open(client, peer, *dst);
+      if (!c) continue;
+      c->ph = phase::sniff;
+      c->authority = std::move(*target);
+    }
+  };
+
+  // Captured: the first bytes (or the end of them) decide how the proxy gets the connection.
+  auto decide = [&](connection& c) {
+    const auto k = capture::classify(c.pending, c.client_eof);
+    if (k == capture::kind::need_more) return;
+    if (c.pending.empty()) {  // closed without a word: nothing to carry
+      close_connection(c);
+      return;
+    }
+    if (k == capture::kind::http) {
+      c.rewriter.emplace(c.authority);
+      std::string out;
+      c.rewriter->feed(c.pending, out);
+      if (c.client_eof) c.rewriter->finish(out);
+      c.up.append(out);
+      c.ph = phase::http;
+      AIRLOCK_LOG(debug, "launcher", "capture: HTTP to ", c.authority);
+    } else {
+      c.up.append(capture::connect_request(c.authority));
+      c.up.append(c.pending);
+      c.ph = phase::awaiting_reply;
+      AIRLOCK_LOG(debug, "launcher", "capture: CONNECT ", c.authority);
+    }
+    c.pending.clear();
+  };
+
+  auto read_client = [&](connection& c) -> io {
+    if (c.ph == phase::relay || c.ph == phase::awaiting_reply)
+      return classify_read(c.up.receive(c.client), bytes_up_);
+    char tmp[16 * 1024];
+    const std::size_t want = std::min(sizeof tmp, std::max<std::size_t>(c.up.room(), 1));
+    ssize_t r;
+    do {
+      r = ::recv(c.client, tmp, want, 0);
+    } while (r < 0 && errno == EINTR);
+    const io result = classify_read(r, bytes_up_);
+    if (result == io::eof) c.client_eof = true;
+    if (c.ph == phase::sniff) {
+      if (result == io::ok) c.pending.append(tmp, static_cast<std::size_t>(r));
+      if (result == io::ok || result == io::eof) decide(c);
+      return result;
+    }
+    // phase::http
+    std::string out;
+    if (result == io::ok) c.rewriter->feed({tmp, static_cast<std::size_t>(r)}, out);
+    if (result == io::eof) c.rewriter->finish(out);
+    c.up.append(out);
+    return result;
+  };
+
+  auto read_upstream = [&](connection& c) -> io {
+    if (c.ph != phase::awaiting_reply)
+      return classify_read(c.down.receive(c.upstream), bytes_down_);
+    char tmp[4096];
+    ssize_t r;
+    do {
+      r = ::recv(c.upstream, tmp, sizeof tmp, 0);
+    } while (r < 0 && errno == EINTR);
+    const io result = classify_read(r, bytes_down_);
+    if (result != io::ok) return result;
+    c.pending.append(tmp, static_cast<std::size_t>(r));
+    const auto reply = capture::parse_connect_reply(c.pending);
+    if (reply.result == capture::connect_reply::state::established) {
+      c.down.append(std::string_view(c.pending).substr(reply.head_size));
+      c.pending.clear();
+      c.ph = phase::relay;
+    } else if (reply.result == capture::connect_reply::state::refused) {
+      capture_denied_.fetch_add(1, std::memory_order_relaxed);
+      AIRLOCK_LOG(debug, "launcher", "capture: the proxy refused CONNECT ", c.authority, ": ",
+                  reply.status_line);
+      reset_connection(c);
+      return io::error;
+    }
+    return io::ok;
+  };
+
+  auto answer_dns = [&] {
+    std::uint8_t buf[4096];
+    for (int i = 0; i < 64; ++i) {  // bounded, so a flood cannot starve the connections
+      sockaddr_storage from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t n = ::recvfrom(cfg_.dns, buf, sizeof buf, MSG_DONTWAIT,
+                                   reinterpret_cast<sockaddr*>(&from), &from_len);
+      if (n < 0) return;
+      dns_queries_.fetch_add(1, std::memory_order_relaxed);
+      const auto reply = dns.answer({buf, static_cast<std::size_t>(n)});
+      if (!reply.empty()) {
+        ::sendto(cfg_.dns, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                 reinterpret_cast<const sockaddr*>(&from), from_len);
       }
     }
   };
@@ -216,9 +458,13 @@ void relay::loop() {
   while (true) {
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    // Always accepted, even at the limit: over it, accept_all closes the connection at once,
+    // Always accepted, even at the limit: over it, accept_from closes the connection at once,
     // which the agent sees as a reset rather than a hang in the backlog.
     fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({cfg_.capture_v4, POLLIN, 0});  // a negative fd is skipped by poll
+    fds.push_back({cfg_.capture_v6, POLLIN, 0});
+    fds.push_back({cfg_.dns, POLLIN, 0});
+    constexpr std::size_t first_connection = 5;
     for (auto& c : conns) {
       short ce = 0, ue = 0;
       if (!c.client_eof && c.up.has_space()) ce |= POLLIN;
@@ -242,20 +488,17 @@ void relay::loop() {
     }
     if (fds[0].revents) break;  // stop()
 
-    std::size_t i = 2;
+    std::size_t i = first_connection;
     for (auto& c : conns) {
       const short cr = fds[i].revents, ur = fds[i + 1].revents;
       i += 2;
+      if (c.dead) continue;
       if (c.connecting && ur) {
         int err = 0;
         socklen_t len = sizeof err;
         ::getsockopt(c.upstream, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-          if (!warned) {
-            AIRLOCK_LOG(warn, "launcher", "relay: cannot reach the proxy at ",
-                        to_string(cfg_.upstream), ": ", std::strerror(err));
-            warned = true;
-          }
+          warn_unreachable(err);
           upstream_failures_.fetch_add(1, std::memory_order_relaxed);
           close_connection(c);
           continue;
@@ -263,23 +506,32 @@ void relay::loop() {
         c.connecting = false;
       }
       auto fail = [&](io r) {
-        if (r == io::error) close_connection(c);
-        return r == io::error;
+        if (r == io::error && !c.dead) close_connection(c);
+        return r == io::error || c.dead;
       };
       if (cr & (POLLIN | POLLHUP | POLLERR)) {
-        io r = read_into(c.client, c.up, bytes_up_);
-        if (r == io::eof) c.client_eof = true;
+        const bool sniffing = c.ph == phase::sniff || c.ph == phase::http;
+        io r = read_client(c);
+        if (r == io::eof && !sniffing) c.client_eof = true;
         if (fail(r)) continue;
       }
       if (!c.connecting && (ur & (POLLIN | POLLHUP | POLLERR)) && !c.upstream_eof) {
-        io r = read_into(c.upstream, c.down, bytes_down_);
-        if (r == io::eof) c.upstream_eof = true;
+        io r = read_upstream(c);
+        if (r == io::eof) {
+          c.upstream_eof = true;
+          // The proxy hung up before it answered the CONNECT: nothing to pass on.
+          if (c.ph == phase::awaiting_reply || c.ph == phase::sniff) {
+            reset_connection(c);
+            continue;
+          }
+        }
         if (fail(r)) continue;
       }
       if (!c.connecting && !c.up.empty() && fail(write_from(c.upstream, c.up))) continue;
       if (!c.down.empty() && fail(write_from(c.client, c.down))) continue;
-      // Pass each half-close on once its direction has drained.
-      if (c.client_eof && c.up.empty() && !c.connecting && !c.up_shut) {
+      // Pass each half-close on once its direction has drained (and, captured, once the
+      // connection's first bytes have been placed).
+      if (c.client_eof && c.up.empty() && !c.connecting && !c.up_shut && c.ph != phase::sniff) {
         ::shutdown(c.upstream, SHUT_WR);
         c.up_shut = true;
       }
@@ -290,7 +542,10 @@ void relay::loop() {
       if (c.up_shut && c.down_shut) close_connection(c);
     }
     conns.remove_if([](const connection& c) { return c.dead; });
-    if (fds[1].revents & POLLIN) accept_all();
+    if (fds[1].revents & POLLIN) accept_from(listen_fd_, false);
+    if (fds[2].revents & POLLIN) accept_from(cfg_.capture_v4, true);
+    if (fds[3].revents & POLLIN) accept_from(cfg_.capture_v6, true);
+    if (fds[4].revents & POLLIN) answer_dns();
   }
   for (auto& c : conns)
     close_connection(c);

@@ -2,7 +2,9 @@
 
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "launcher/address.hpp"
 #include "launcher/capabilities.hpp"
+#include "launcher/capture_net.hpp"
 #include "launcher/channel.hpp"
 #include "launcher/exit_codes.hpp"
 #include "launcher/host.hpp"
@@ -34,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -193,7 +196,34 @@ int status_to_code(int status) {
   if (!send_message(sock, message_type::relay_fd, 0, {}, listener)) die("relay listener");
   ::close(listener);
 
-  if (!apply_mounts(p.mounts, ctx)) die("mounts");
+  // Transparent capture, while this process still holds CAP_NET_ADMIN in the jail's network
+  // namespace. Optional unless --capture asked for it: without it the jail is exactly as
+  // confined, only less convenient, and the user is told why.
+  mount_context jail_ctx = ctx;
+  if (p.capture.enabled) {
+    capture_sockets cs;
+    if (set_up_capture(cs)) {
+      const std::pair<int, socket_role> sent[] = {{cs.v4, socket_role::capture_v4},
+                                                  {cs.v6, socket_role::capture_v6},
+                                                  {cs.dns, socket_role::dns}};
+      for (const auto& [fd, role] : sent) {
+        if (fd >= 0 &&
+            !send_message(sock, message_type::relay_fd, static_cast<std::uint32_t>(role), {}, fd))
+          die("capture");
+      }
+      cs.close_all();
+    } else {
+      if (p.capture.required) die("capture");
+      send_message(sock, message_type::notice, 0,
+                   str_cat("warning: no transparent capture (", last_step_error(),
+                           "); only programs that use the proxy variables get out"));
+      jail_ctx.resolv_file.clear();
+    }
+  } else {
+    jail_ctx.resolv_file.clear();
+  }
+
+  if (!apply_mounts(p.mounts, jail_ctx)) die("mounts");
   if (::chdir(p.workdir.c_str()) != 0) {
     step_failed(str_cat("chdir(", p.workdir, ')'));
     die("work directory");
@@ -265,6 +295,20 @@ bool prepare_private_dir(const private_dir& dir, plan& p, mount_context& ctx) {
   ctx.staging_root = dir.path() + "/root";
   ctx.trust_dir = dir.path() + "/trust";
   ctx.masked_file = dir.path() + "/masked";
+  if (p.capture.enabled) {
+    // The jail's resolv.conf: its own resolver only. No search list: a short name is asked
+    // as it is, and answered like any other.
+    ctx.resolv_file = dir.path() + "/resolv.conf";
+    const std::string text =
+        "# airlock run: the jail's resolver; no query leaves the jail\n"
+        "nameserver 127.0.0.1\n";
+    const int rfd = ::open(ctx.resolv_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (rfd < 0) return step_failed(str_cat("open(", ctx.resolv_file, ')'));
+    const bool written =
+        ::write(rfd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(rfd);
+    if (!written) return step_failed(str_cat("write(", ctx.resolv_file, ')'));
+  }
   if (::mkdir(ctx.staging_root.c_str(), 0755) != 0)
     return step_failed(str_cat("mkdir(", ctx.staging_root, ')'));
   const int fd = ::open(ctx.masked_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
@@ -324,8 +368,9 @@ int run(const options& o) {
     return exit_launcher_error;
   }
   relay::config relay_cfg;
-  relay_cfg.upstream = *parse_host_port(p.relay.proxy);  // validated by build_plan
+  relay_cfg.upstream = *parse_proxy_address(p.relay.proxy);  // validated by build_plan
   if (p.relay.proxy_protocol) relay_cfg.agent = p.relay.agent;
+  relay_cfg.hostname = p.hostname;
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -370,33 +415,82 @@ int run(const options& o) {
     return exit_launcher_error;
   }
 
-  std::unique_ptr<relay> rel;
+  // The jail's sockets arrive one by one; the relay starts once the command is about to run.
+  // (A connection or a query the command makes before then waits in the socket's queue.)
+  struct fd_holder {
+    int fd = -1;
+    ~fd_holder() {
+      if (fd >= 0) ::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
+  } relay_fd, capture_v4, capture_v6, dns_fd;
   while (true) {
     auto m = receive_message(*sock);
     if (!m) {
       say("the jail's setup process died before the command started");
       return exit_launcher_error;
     }
-    if (m->type == message_type::relay_fd && m->fd >= 0 && !rel) {
-      rel = std::make_unique<relay>(m->fd, relay_cfg);
-      if (!rel->start()) {
-        say(str_cat("cannot start the relay: ", last_step_error()));
+    if (m->type == message_type::relay_fd && m->fd >= 0) {
+      fd_holder* slot = nullptr;
+      switch (static_cast<socket_role>(m->flags)) {
+        case socket_role::relay:
+          slot = &relay_fd;
+          break;
+        case socket_role::capture_v4:
+          slot = &capture_v4;
+          break;
+        case socket_role::capture_v6:
+          slot = &capture_v6;
+          break;
+        case socket_role::dns:
+          slot = &dns_fd;
+          break;
+      }
+      if (slot == nullptr || slot->fd >= 0) {
+        ::close(m->fd);
+        say("unexpected socket from the jail");
         return exit_launcher_error;
       }
-      if (o.verbose) {
-        say(str_cat("relay: 127.0.0.1:", p.relay.port, " inside -> ", p.relay.proxy,
-                    p.relay.proxy_protocol ? str_cat(" (PROXY v2, agent ", *p.relay.agent, ')')
-                                           : std::string()));
-      }
+      slot->fd = m->fd;
+      continue;
+    }
+    if (m->type == message_type::notice) {
+      say(m->text);
       continue;
     }
     if (m->type == message_type::failed) {
       say(str_cat("cannot confine the command (", m->text, "); it was not started"));
       return exit_launcher_error;
     }
-    if (m->type == message_type::ready && rel) break;
+    if (m->type == message_type::ready && relay_fd.fd >= 0) break;
     say("unexpected message from the jail");
     return exit_launcher_error;
+  }
+  const bool captured = capture_v4.fd >= 0 && dns_fd.fd >= 0;
+  if (p.capture.required && !captured) {
+    say("--capture: the jail did not set up transparent capture");
+    return exit_launcher_error;
+  }
+  if (captured) {
+    relay_cfg.capture_v4 = capture_v4.release();
+    relay_cfg.capture_v6 = capture_v6.release();
+    relay_cfg.dns = dns_fd.release();
+    relay_cfg.resolver_ipv6 = relay_cfg.capture_v6 >= 0;
+  }
+  auto rel = std::make_unique<relay>(relay_fd.release(), relay_cfg);
+  if (!rel->start()) {
+    say(str_cat("cannot start the relay: ", last_step_error()));
+    return exit_launcher_error;
+  }
+  if (o.verbose) {
+    say(str_cat("relay: 127.0.0.1:", p.relay.port, " inside -> ", to_string(relay_cfg.upstream),
+                p.relay.proxy_protocol ? str_cat(" (PROXY v2, agent ", *p.relay.agent, ')')
+                                       : std::string()));
+    if (captured) {
+      say(str_cat("capture: resolver 127.0.0.1:53 inside; TCP to any address but loopback",
+                  relay_cfg.resolver_ipv6 ? " (IPv4 and IPv6)" : " (IPv4)",
+                  " -> the proxy as CONNECT name:port or absolute-form HTTP"));
+    }
   }
 
   // ---- wait, forwarding signals, until the jail's init exits -----------------------------

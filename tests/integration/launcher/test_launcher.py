@@ -597,6 +597,414 @@ print("started", len(procs))
             origin.server_close()
 
 
+    # ---- transparent capture (issue 8) and the protected relay identity ------------------------
+
+    def start_proxy(self, policy, name="policy.yaml"):
+        """Starts `airlock proxy` with the policy text; returns (port, stderr text so far).
+        Skips when the proxy is not built or refuses the policy (the caller may look at the
+        second item first: start_proxy(..., allow_failure) is not needed)."""
+        config = os.path.join(self.tmp, name)
+        with open(config, "w") as f:
+            f.write(policy)
+        err_path = os.path.join(self.tmp, name + ".stderr")
+        err = open(err_path, "w")
+        proxy = subprocess.Popen([AIRLOCK, "proxy", "--config", config], stdout=subprocess.PIPE,
+                                 stderr=err, text=True)
+
+        def stop():
+            proxy.terminate()
+            try:
+                proxy.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+                proxy.communicate()
+            err.close()
+        self.addCleanup(stop)
+        port = None
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and port is None:
+            ready, _, _ = select.select([proxy.stdout], [], [], 0.5)
+            if ready:
+                line = proxy.stdout.readline()
+                if not line:
+                    break
+                m = re.search(r"listening proxy=127\.0\.0\.1:(\d+)", line)
+                if m:
+                    port = int(m.group(1))
+            elif proxy.poll() is not None:
+                break
+        if port is None:
+            proxy.wait(5)
+            with open(err_path) as f:
+                return None, f.read()
+        return port, ""
+
+    _capture_probe = {}
+
+    def capture_available(self):
+        """Whether this kernel can capture (nf_tables nat, policy routing by protocol):
+        `airlock run --capture` exits 125 and says why where it cannot."""
+        key = self.user.pw_uid if self.user is not None else None
+        if key not in self._capture_probe:
+            p = subprocess.run([AIRLOCK, "run", "--capture", "--", "true"], capture_output=True,
+                               text=True, timeout=RUN_TIMEOUT, **self._popen_kwargs())
+            self._capture_probe[key] = (p.returncode, p.stderr.strip())
+        rc, err = self._capture_probe[key]
+        if rc == 125 and "capture" in err:
+            return False, err
+        self.assertEqual(rc, 0, err)
+        return True, ""
+
+    def require_capture(self):
+        ok, why = self.capture_available()
+        if not ok:
+            self.skipTest("transparent capture is not available here: " + why)
+
+    def need_proxy(self, policy):
+        port, err = self.start_proxy(policy)
+        if port is None:
+            self.skipTest("`airlock proxy` is not available or refused the policy: " + err[-500:])
+        return port
+
+    def make_certs(self):
+        """An origin CA with a leaf for allowed.test, and an Airlock CA for interception."""
+        d = os.path.join(self.outside, "certs")
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o755)
+
+        def run(*args):
+            subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=30)
+
+        for ca in ("origin-ca", "airlock-ca"):
+            run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-days", "1", "-subj", f"/CN=itest {ca}", "-keyout", f"{d}/{ca}.key", "-out",
+                f"{d}/{ca}.crt", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign")
+        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+            "/CN=allowed.test", "-keyout", f"{d}/leaf.key", "-out", f"{d}/leaf.csr")
+        with open(f"{d}/leaf.ext", "w") as f:
+            f.write("subjectAltName=DNS:allowed.test\nbasicConstraints=CA:FALSE\n"
+                    "extendedKeyUsage=serverAuth\n")
+        run("x509", "-req", "-in", f"{d}/leaf.csr", "-CA", f"{d}/origin-ca.crt", "-CAkey",
+            f"{d}/origin-ca.key", "-CAcreateserial", "-days", "1", "-out", f"{d}/leaf.crt",
+            "-extfile", f"{d}/leaf.ext")
+        os.chmod(f"{d}/airlock-ca.crt", 0o644)
+        return d
+
+    def start_origins(self, certs=None):
+        """The plain origin, and a TLS one for allowed.test when certs are given."""
+        servers = []
+        plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OriginHandler)
+        servers.append(plain)
+        tls = None
+        if certs:
+            import ssl
+            tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OriginHandler)
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(f"{certs}/leaf.crt", f"{certs}/leaf.key")
+            tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
+            servers.append(tls)
+        for s in servers:
+            threading.Thread(target=s.serve_forever, daemon=True).start()
+
+        def stop():
+            for s in servers:
+                s.shutdown()
+                s.server_close()
+        self.addCleanup(stop)
+        return plain.server_address[1], (tls.server_address[1] if tls else None)
+
+    def audit_records(self, audit_path, timeout=5, at_least=1, **match):
+        """Audit records matching every item of `match`, waiting up to timeout for at_least
+        of them (the proxy writes a record when its exchange ends)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = []
+            try:
+                with open(audit_path) as f:
+                    for line in f:
+                        try:
+                            rec = json.loads(line)
+                        except ValueError:
+                            continue
+                        if all(rec.get(k) == v for k, v in match.items()):
+                            found.append(rec)
+            except OSError:
+                pass
+            if len(found) >= at_least or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
+
+    UNSET_PROXY = ("unset HTTP_PROXY http_proxy HTTPS_PROXY https_proxy ALL_PROXY all_proxy;"
+                   " test -z \"$HTTP_PROXY$http_proxy$HTTPS_PROXY$https_proxy\" || exit 99; ")
+
+    def capture_policy(self, oport, tport, certs, audit):
+        return ("listen: {proxy: '127.0.0.1:0', admin: 'off'}\n"
+                f"audit: {{path: '{audit}'}}\n"
+                f"tls: {{ca_cert: '{certs}/airlock-ca.crt', ca_key: '{certs}/airlock-ca.key',"
+                f" upstream_ca: '{certs}/origin-ca.crt'}}\n"
+                "agents: {default: {rules: [web, secure]}}\n"
+                "rules:\n"
+                f"  - {{name: web, hosts: [allowed.test], addresses: [127.0.0.1],"
+                f" allow_cidrs: [127.0.0.1/32], ports: [{oport}]}}\n"
+                f"  - {{name: secure, hosts: [allowed.test], addresses: [127.0.0.1],"
+                f" allow_cidrs: [127.0.0.1/32], ports: [{tport}], inspect: true}}\n")
+
+    def test_capture_curl_without_proxy_variables_goes_through_the_policy(self):
+        self.require_capture()
+        certs = self.make_certs()
+        oport, tport = self.start_origins(certs)
+        audit = os.path.join(self.tmp, "audit.jsonl")
+        port = self.need_proxy(self.capture_policy(oport, tport, certs, audit))
+        ca = ["--ca", f"{certs}/airlock-ca.crt", "--proxy", f"127.0.0.1:{port}"]
+        curl = "curl -sS --max-time 10 -o /dev/null -w '%{http_code}\\n'"
+        r = self.jail(
+            # The same requests through the proxy variables, for comparison...
+            f"{curl} http://allowed.test:{oport}/via-proxy; {curl} https://allowed.test:{tport}/via-proxy;"
+            # ...and with them gone: the resolver and the capture carry them.
+            f" {self.UNSET_PROXY}"
+            f" curl -sS --max-time 10 http://allowed.test:{oport}/via-capture; echo rc=$?;"
+            f" curl -sS --max-time 10 https://allowed.test:{tport}/via-capture; echo rc=$?;"
+            # Refused names are refused by the proxy, as for a proxied request.
+            f" {curl} http://denied.test:{oport}/x; {curl} https://denied.test:{tport}/x; echo rc=$?",
+            "--capture", *ca, timeout=90)
+        out = r.stdout.split("\n")
+        self.assertEqual(out[:2], ["200", "200"], r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("hello from the origin"), 2, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("rc=0"), 2, r.stdout + r.stderr)
+        self.assertIn("403", r.stdout)  # plain HTTP: the proxy's own answer reaches curl
+        self.assertNotIn("rc=0", r.stdout.split("403", 1)[1])  # TLS: the connection is reset
+        for scheme, rule in (("http", "web"), ("https", "secure")):
+            proxied = self.audit_records(audit, scheme=scheme, path="/via-proxy")
+            captured = self.audit_records(audit, scheme=scheme, path="/via-capture")
+            self.assertEqual(len(proxied), 1, scheme)
+            self.assertEqual(len(captured), 1, scheme)
+            for key in ("agent", "rule", "decision", "host", "port"):
+                self.assertEqual(captured[0][key], proxied[0][key], (scheme, key))
+            self.assertEqual(captured[0]["rule"], rule)
+            self.assertEqual(captured[0]["host"], "allowed.test")
+        denied = self.audit_records(audit, at_least=2, host="denied.test")
+        self.assertGreaterEqual(len(denied), 2, denied)
+        self.assertTrue(all(d["decision"] != "allow" and d["rule"] is None for d in denied), denied)
+
+    def test_capture_getaddrinfo_then_connect(self):
+        self.require_capture()
+        oport, _ = self.start_origins()
+        audit = os.path.join(self.tmp, "audit.jsonl")
+        port = self.need_proxy(self.capture_policy(oport, 1, self.make_certs(), audit))
+        r = self.python_in_jail(f"""
+import ipaddress, os, socket
+for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+    os.environ.pop(k, None)
+infos = socket.getaddrinfo("allowed.test", {oport}, type=socket.SOCK_STREAM)
+v4 = [i[4][0] for i in infos if i[0] == socket.AF_INET]
+print("pool", all(ipaddress.ip_address(a) in ipaddress.ip_network("198.18.0.0/15") for a in v4))
+s = socket.create_connection(("allowed.test", {oport}), timeout=10)
+s.sendall(b"GET /raw HTTP/1.1\\r\\nHost: allowed.test\\r\\nConnection: close\\r\\n\\r\\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print(data.decode(errors="replace"))
+""", "--proxy", f"127.0.0.1:{port}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("pool True", r.stdout)
+        self.assertIn("HTTP/1.1 200", r.stdout)
+        self.assertIn("hello from the origin", r.stdout)
+        rec = self.audit_records(audit, path="/raw")
+        self.assertEqual(len(rec), 1)
+        self.assertEqual(rec[0]["rule"], "web")
+
+    def test_capture_resolver_answers_inside_and_asks_no_one(self):
+        self.require_capture()
+        # A stand-in for the host's resolver: it must hear nothing, whatever the jail looks up.
+        host_dns = None
+        try:
+            host_dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            host_dns.bind(("127.0.0.1", 53))
+            host_dns.settimeout(0.2)
+        except OSError:
+            if host_dns is not None:
+                host_dns.close()
+            host_dns = None  # not root, or something already serves port 53 here
+        try:
+            r = self.jail(
+                "cat /etc/resolv.conf; getent ahostsv4 allowed.test | head -1;"
+                " getent ahostsv4 other.example | head -1; getent hosts allowed.test;"
+                " getent ahostsv4 allowed.test | head -1; getent hosts localhost;"
+                " getent hosts x.onion; echo onion=$?;"
+                " python3 -c \"import socket; print('v4only', socket.getaddrinfo('n.test', 80,"
+                " socket.AF_INET)[0][4][0])\"",
+                "--capture")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.splitlines()
+            self.assertIn("nameserver 127.0.0.1", lines)
+            v4 = [l.split() for l in lines if "STREAM" in l]
+            self.assertEqual(v4[0], ["198.18.0.1", "STREAM", "allowed.test"])
+            self.assertEqual(v4[1], ["198.18.0.2", "STREAM", "other.example"])
+            self.assertEqual(v4[2], ["198.18.0.1", "STREAM", "allowed.test"])  # stable
+            # `getent hosts` asks for IPv6 first: the IPv6 pool where the jail captures IPv6.
+            plain = [l.split() for l in lines if l.endswith(" allowed.test") and "STREAM" not in l]
+            self.assertIn(plain[0][0], ("fd61:6972:6c6b::1", "198.18.0.1"), r.stdout)
+            self.assertTrue(any(l.split()[:1] in (["127.0.0.1"], ["::1"]) and "localhost" in l
+                                for l in lines), r.stdout)
+            self.assertIn("onion=2", lines)  # NXDOMAIN: getent's "not found"
+            self.assertIn("v4only 198.18.0.3", lines)
+            # Other record types are refused; a query to an outside resolver has no route.
+            q = self.python_in_jail("""
+import socket, struct
+def query(name, qtype):
+    q = struct.pack(">HHHHHH", 7, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    return q + b"\\0" + struct.pack(">HH", qtype, 1)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(5)
+for qtype in (15, 16, 65, 1):
+    u.sendto(query("allowed.test", qtype), ("127.0.0.1", 53))
+    data = u.recv(512)
+    print("type", qtype, "rcode", data[3] & 15, "answers", struct.unpack(">H", data[6:8])[0])
+for resolver in ("8.8.8.8", "10.255.255.53", "192.0.2.53"):
+    try:
+        u.sendto(query("allowed.test", 1), (resolver, 53))
+        print("SENT", resolver)
+    except OSError as e:
+        print("unroutable", resolver, e.errno)
+""", "--capture")
+            self.assertEqual(q.returncode, 0, q.stderr)
+            for t in (15, 16, 65):
+                self.assertIn(f"type {t} rcode 5 answers 0", q.stdout)
+            self.assertIn("type 1 rcode 0 answers 1", q.stdout)
+            self.assertNotIn("SENT", q.stdout)
+            self.assertEqual(q.stdout.count("unroutable"), 3)
+            if host_dns is not None:
+                with self.assertRaises(socket.timeout):
+                    host_dns.recvfrom(512)
+        finally:
+            if host_dns is not None:
+                host_dns.close()
+
+    def test_capture_leaves_udp_and_icmp_without_a_way_out(self):
+        self.require_capture()
+        host_udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        host_udp.bind(("127.0.0.1", 0))
+        port = host_udp.getsockname()[1]
+        try:
+            r = self.python_in_jail(f"""
+import socket
+pool = socket.getaddrinfo("quic.test", 443, socket.AF_INET)[0][4][0]
+for addr in [(pool, 443), ("192.0.2.1", 443), ("127.0.0.1", {port})]:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(1)
+    try:
+        u.connect(addr)
+        u.send(b"quic initial")
+        u.recv(100)
+        print("ANSWERED", addr)
+    except OSError as e:
+        print("no way", addr[0], e.errno)
+try:
+    icmp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+    icmp.connect(("192.0.2.1", 0))
+    icmp.send(b"\\x08\\x00\\x00\\x00\\x00\\x01\\x00\\x01")
+    print("PINGED")
+except OSError as e:
+    print("no icmp", e.errno)
+""", "--capture")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("ANSWERED", r.stdout)
+            self.assertNotIn("PINGED", r.stdout)
+            self.assertEqual(r.stdout.count("no way"), 3, r.stdout)
+            self.assertIn("no way 198.18.", r.stdout)
+            host_udp.settimeout(0.2)
+            with self.assertRaises(socket.timeout):
+                host_udp.recvfrom(100)
+        finally:
+            host_udp.close()
+
+    def test_no_capture_keeps_the_jail_as_it_was(self):
+        r = self.python_in_jail("""
+import socket
+try:
+    socket.getaddrinfo("allowed.test", 80)
+    print("RESOLVED")
+except OSError as e:
+    print("no name")
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect(("192.0.2.1", 80))
+    print("CONNECTED")
+except OSError as e:
+    print("unroutable", e.errno)
+""", "--no-capture")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no name", r.stdout)
+        self.assertIn("unroutable 101", r.stdout)
+
+    def test_relay_socket_names_the_agent(self):
+        """Task A of issue 8: `--proxy unix:PATH --proxy-protocol --agent coder` through the
+        proxy's relay listener; the agent is coder whatever the command claims."""
+        oport, _ = self.start_origins()
+        audit = os.path.join(self.tmp, "audit.jsonl")
+        # Not below /tmp, which the jail replaces anyway: in a directory the jail would see,
+        # so that the launcher must hide it.
+        sock_dir = tempfile.mkdtemp(prefix="airlock-itest-relay-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, sock_dir, True)
+        os.chmod(sock_dir, 0o755)
+        sock = os.path.join(sock_dir, "relay.sock")
+        group = ""
+        if self.user is not None:
+            import grp
+            group = f", relay_group: {grp.getgrgid(self.user.pw_gid).gr_name}"
+        import hashlib
+        token_hash = hashlib.sha256(b"other-token").hexdigest()
+        policy = ("listen: {proxy: '127.0.0.1:0', admin: 'off', relay: '" + sock + "'" + group
+                  + "}\n"
+                  f"audit: {{path: '{audit}'}}\n"
+                  "agents:\n"
+                  "  default: {rules: []}\n"
+                  "  coder: {rules: [web]}\n"
+                  f"  other: {{rules: [web], token_sha256: '{token_hash}'}}\n"
+                  "rules:\n"
+                  f"  - {{name: web, hosts: [allowed.test], addresses: [127.0.0.1],"
+                  f" allow_cidrs: [127.0.0.1/32], ports: [{oport}]}}\n")
+        port, err = self.start_proxy(policy)
+        if port is None:
+            if "relay" in err:
+                self.skipTest("the proxy does not accept `listen: {relay: PATH}` yet: "
+                              + err.strip()[-300:])
+            self.fail("the proxy did not start: " + err[-1000:])
+        deadline = time.monotonic() + 5
+        while not os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        other = "Proxy-Authorization: Basic " + __import__("base64").b64encode(
+            b"other:other-token").decode()
+        captured, _ = self.capture_available()
+        r = self.jail(
+            f"curl -sS --max-time 10 -H '{other}' http://allowed.test:{oport}/as-proxied; echo;"
+            + (f" ( {self.UNSET_PROXY} curl -sS --max-time 10 -H '{other}'"
+               f" http://allowed.test:{oport}/as-captured; echo );" if captured else "") +
+            # The socket itself is out of the command's reach.
+            f" python3 -c \"import socket; s = socket.socket(socket.AF_UNIX);"
+            f" s.connect('{sock}')\" 2>/dev/null && echo REACHED || echo unreachable",
+            "--proxy", f"unix:{sock}", "--proxy-protocol", "--agent", "coder", timeout=60)
+        self.assertEqual(r.stdout.count("hello from the origin"), 2 if captured else 1,
+                         r.stdout + r.stderr)
+        self.assertIn("unreachable", r.stdout)
+        for path in ("/as-proxied", "/as-captured") if captured else ("/as-proxied",):
+            rec = self.audit_records(audit, path=path)
+            self.assertEqual(len(rec), 1, path)
+            self.assertEqual(rec[0]["agent"], "coder", rec[0])
+        # Without the header the relay socket names nobody: a plain launcher is refused there.
+        p = self.jail(f"curl -sS --max-time 10 http://allowed.test:{oport}/x; echo rc=$?",
+                      "--proxy", f"unix:{sock}")
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertIn("--proxy-protocol", p.stderr)
+
+
 class AsCaller(LauncherTestBase, unittest.TestCase):
     """As the user running the tests (root in CI)."""
 

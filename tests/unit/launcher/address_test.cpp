@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <string>
+#include <vector>
+
 namespace airlock::launcher {
 namespace {
 
@@ -24,6 +28,28 @@ TEST(LauncherAddress, RejectsEverythingElse) {
                    "::1:80", "[::1]80", "[::1]:", "proxy.example:3128", "1.2.3:80", ":80"}) {
     EXPECT_FALSE(parse_host_port(bad)) << bad;
   }
+}
+
+TEST(LauncherAddress, UnixSocketForTheRelayListener) {
+  auto u = parse_proxy_address("unix:/run/airlock/relay.sock");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->family(), AF_UNIX);
+  EXPECT_EQ(to_string(*u), "unix:/run/airlock/relay.sock");
+  EXPECT_EQ(u->length, offsetof(sockaddr_un, sun_path) + 23 + 1);  // the path and its NUL
+  EXPECT_EQ(unix_path_of("unix:/x"), "/x");
+  EXPECT_FALSE(unix_path_of("127.0.0.1:1"));
+  // TCP forms still work through the same door.
+  EXPECT_EQ(to_string(*parse_proxy_address("127.0.0.1:3128")), "127.0.0.1:3128");
+  // The longest path that fits sun_path with its NUL, and one byte more.
+  const std::string longest = "/" + std::string(sizeof(sockaddr_un::sun_path) - 2, 'a');
+  EXPECT_TRUE(parse_proxy_address("unix:" + longest));
+  EXPECT_FALSE(parse_proxy_address("unix:" + longest + "a"));
+  for (const std::string& bad : std::vector<std::string>{
+           "unix:", "unix:relative.sock", "unix:@abstract", "unix", std::string("unix:/a\0b", 9)}) {
+    EXPECT_FALSE(parse_proxy_address(bad)) << bad;
+  }
+  // parse_host_port alone never takes a Unix path.
+  EXPECT_FALSE(parse_host_port("unix:/run/airlock/relay.sock"));
 }
 
 }  // namespace

@@ -44,5 +44,31 @@ TEST(LauncherChannel, MessagesAndDescriptorPassing) {
   ::close(p[0]);
 }
 
+TEST(LauncherChannel, SocketRolesAndNotices) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ASSERT_TRUE(send_message(sv[1], message_type::relay_fd,
+                           static_cast<std::uint32_t>(socket_role::dns), {}, p[0]));
+  ASSERT_TRUE(send_message(sv[1], message_type::notice, 0, "warning: no capture"));
+  auto dns = receive_message(sv[0]);
+  ASSERT_TRUE(dns);
+  EXPECT_EQ(dns->type, message_type::relay_fd);
+  EXPECT_EQ(static_cast<socket_role>(dns->flags), socket_role::dns);
+  EXPECT_GE(dns->fd, 0);
+  ::close(dns->fd);
+  auto notice = receive_message(sv[0]);
+  ASSERT_TRUE(notice);
+  EXPECT_EQ(notice->type, message_type::notice);
+  EXPECT_EQ(notice->text, "warning: no capture");
+  // A type past the last one is refused, not misread.
+  const unsigned char bogus[12] = {static_cast<unsigned char>(message_type::notice) + 1};
+  ASSERT_EQ(::send(sv[1], bogus, sizeof bogus, 0), 12);
+  EXPECT_FALSE(receive_message(sv[0]));
+  for (int fd : {sv[0], sv[1], p[0], p[1]})
+    ::close(fd);
+}
+
 }  // namespace
 }  // namespace airlock::launcher

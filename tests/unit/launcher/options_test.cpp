@@ -116,6 +116,9 @@ TEST(LauncherOptions, RejectsBadValues) {
       {"--agent", "has space", "x"},
       {"--agent", "", "x"},
       {"--proxy-protocol", "x"},  // needs --agent
+      // The relay socket trusts only the PROXY v2 header.
+      {"--proxy", "unix:/run/airlock/relay.sock", "--agent", "a", "x"},
+      {"--proxy", "unix:/run/airlock/relay.sock", "--proxy-protocol", "x"},
       {"--ro", "", "x"},
   };
   for (const auto& args : bad) {
@@ -123,6 +126,29 @@ TEST(LauncherOptions, RejectsBadValues) {
     EXPECT_FALSE(r.value) << (args.empty() ? "(none)" : args[0]);
     EXPECT_FALSE(r.error.empty());
   }
+}
+
+TEST(LauncherOptions, CaptureModes) {
+  auto def = parse({"true"});
+  ASSERT_TRUE(def.value);
+  EXPECT_EQ(def.value->capture, capture_mode::automatic);
+  auto on = parse({"--capture", "true"});
+  ASSERT_TRUE(on.value);
+  EXPECT_EQ(on.value->capture, capture_mode::on);
+  auto off = parse({"--capture", "--no-capture", "true"});  // the last one wins
+  ASSERT_TRUE(off.value);
+  EXPECT_EQ(off.value->capture, capture_mode::off);
+  EXPECT_FALSE(parse({"--capture=yes", "true"}).value);  // a flag, not a valued option
+  EXPECT_NE(usage().find("--no-capture"), std::string_view::npos);
+}
+
+TEST(LauncherOptions, UnixRelaySocket) {
+  auto r = parse({"--proxy", "unix:/run/airlock/relay.sock", "--proxy-protocol", "--agent", "coder",
+                  "--", "true"});
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->proxy, "unix:/run/airlock/relay.sock");
+  EXPECT_TRUE(r.value->proxy_protocol);
+  EXPECT_EQ(r.value->agent, "coder");
 }
 
 TEST(LauncherOptions, HelpNeedsNoCommand) {

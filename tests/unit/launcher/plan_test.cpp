@@ -297,6 +297,86 @@ TEST_F(LauncherPlan, LimitsAndRelay) {
             1);
 }
 
+TEST_F(LauncherPlan, CaptureAndItsResolvConf) {
+  // Default: on (where the jail can have it), with the jail's resolv.conf among the mounts,
+  // after the binds and before the hides.
+  auto r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(r.value->capture.enabled);
+  EXPECT_FALSE(r.value->capture.required);
+  const auto resolv = index_of(*r.value, mount_kind::resolv_conf, "/etc/resolv.conf");
+  ASSERT_LT(resolv, r.value->mounts.size());
+  EXPECT_FALSE(r.value->mounts[resolv].is_dir);
+  EXPECT_TRUE(r.value->mounts[resolv].optional);
+  EXPECT_LT(index_of(*r.value, mount_kind::bind, "/home/u/proj"), resolv);
+  EXPECT_LT(resolv, index_of(*r.value, mount_kind::hide, "/home/u/.ssh"));
+
+  // A resolv.conf that is a link (systemd-resolved's stub) is replaced where it leads.
+  fs_.files["/run"] = true;
+  fs_.files["/run/systemd/resolve/stub-resolv.conf"] = false;
+  fs_.links["/etc/resolv.conf"] = "/run/systemd/resolve/stub-resolv.conf";
+  auto linked = build_plan(opts(), host());
+  ASSERT_TRUE(linked.value) << linked.error;
+  EXPECT_EQ(linked.value->capture.resolv_conf, "/run/systemd/resolve/stub-resolv.conf");
+  EXPECT_LT(
+      index_of(*linked.value, mount_kind::resolv_conf, "/run/systemd/resolve/stub-resolv.conf"),
+      index_of(*linked.value, mount_kind::remount_ro, "/run"));
+
+  auto o = opts();
+  o.capture = capture_mode::on;
+  auto on = build_plan(o, host());
+  ASSERT_TRUE(on.value);
+  EXPECT_TRUE(on.value->capture.required);
+  o.capture = capture_mode::off;
+  auto off = build_plan(o, host());
+  ASSERT_TRUE(off.value);
+  EXPECT_FALSE(off.value->capture.enabled);
+  EXPECT_TRUE(of_kind(*off.value, mount_kind::resolv_conf).empty());
+}
+
+TEST_F(LauncherPlan, RelaySocketOfTheProxyIsOutOfReach) {
+  auto o = opts();
+  o.agent = "coder";
+  o.proxy_protocol = true;
+  // On the host's file system: its directory is hidden (like the CA key's).
+  fs_.files["/srv/airlock"] = true;
+  o.proxy = "unix:/srv/airlock/relay.sock";
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_LT(index_of(*r.value, mount_kind::hide, "/srv/airlock"), r.value->mounts.size());
+  // Its directory holds something the jail needs: just the socket.
+  o.rw = {"/srv/data"};
+  o.proxy = "unix:/srv/relay.sock";
+  auto only = build_plan(o, host());
+  ASSERT_TRUE(only.value) << only.error;
+  const auto at = index_of(*only.value, mount_kind::hide, "/srv/relay.sock");
+  ASSERT_LT(at, only.value->mounts.size());
+  EXPECT_FALSE(only.value->mounts[at].is_dir);
+  EXPECT_EQ(index_of(*only.value, mount_kind::hide, "/srv"), only.value->mounts.size());
+  o.rw.clear();
+  // Under /tmp or /run the jail has its own: nothing to hide.
+  o.proxy = "unix:/tmp/priv/relay.sock";
+  auto tmp = build_plan(o, host());
+  ASSERT_TRUE(tmp.value) << tmp.error;
+  EXPECT_EQ(index_of(*tmp.value, mount_kind::hide, "/tmp/priv/relay.sock"),
+            tmp.value->mounts.size());
+  // Inside the work directory the command could reach it: refused.
+  o.proxy = "unix:/home/u/proj/relay.sock";
+  auto inside = build_plan(o, host());
+  EXPECT_FALSE(inside.value);
+  EXPECT_NE(inside.error.find("where the command could reach it"), std::string::npos);
+  // Through a symlink into the work directory: refused all the same.
+  fs_.links["/srv/back"] = "/home/u/proj";
+  o.proxy = "unix:/srv/back/relay.sock";
+  auto linked = build_plan(o, host());
+  EXPECT_FALSE(linked.value);
+  // A directory that does not exist, a relative path.
+  o.proxy = "unix:/nowhere/relay.sock";
+  EXPECT_FALSE(build_plan(o, host()).value);
+  o.proxy = "unix:relay.sock";
+  EXPECT_FALSE(build_plan(o, host()).value);
+}
+
 TEST_F(LauncherPlan, DescribeEveryStep) {
   auto r = build_plan(opts(), host());
   ASSERT_TRUE(r.value);

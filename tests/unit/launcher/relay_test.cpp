@@ -85,9 +85,12 @@ class echo_upstream {
           ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
           std::string got = read_all(c);
           write_all(c, got);
+          {
+            // Recorded before the close, which is what ends the client's read.
+            std::lock_guard lock(mu_);
+            received_.push_back(got);
+          }
           ::close(c);
-          std::lock_guard lock(mu_);
-          received_.push_back(std::move(got));
         });
       }
       for (auto& w : workers)
