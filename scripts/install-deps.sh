@@ -12,6 +12,9 @@ packages=(
   # test clients and tools
   curl openssl ca-certificates python3 python3-requests python3-yaml prometheus
   iproute2 procps
+  # toolchains the trust tests run inside `airlock run` (docs/toolchains.md), and
+  # systemd-analyze for the unit file check
+  git python3-pip nodejs openjdk-17-jdk-headless systemd
 )
 
 sudo_cmd=()
