@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run, and
+"""Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run; the cost
+of request controls (a rule with rate limits and validation vs a rule with neither); and
 HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 
 Usually started by bench/run.sh, which installs the tools and builds airlock and the HTTPS
@@ -24,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import procfs, report, scenarios, tls_report, tls_scenarios  # noqa: E402
+from lib import controls, procfs, report, scenarios, tls_report, tls_scenarios  # noqa: E402
 from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
 from lib.tls_certs import DOMAIN, TlsFiles  # noqa: E402
 
@@ -34,6 +35,7 @@ SMALL_BODY = b"airlock bench: a small keep-alive response body of about one hund
              b"0123456789abcdef0123\n"
 BIG_SIZE = 512 * MIB
 PLAIN_SCENARIOS = ("small", "small_c1", "large", "connect", "idle")
+CONTROLS_SCENARIOS = ("controls",)
 TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
 TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
@@ -63,6 +65,9 @@ def settings_for(args):
         "large_seconds": 4,
         "connect_seconds": 3,
         "idle_connections": 1000,
+        # (f) request controls: short runs alternating between the two rules, many rounds.
+        "controls_rounds": 10,
+        "controls_seconds": 3,
         "warmup_seconds": 1,
         "airlock_threads": args.threads,
         "tls_keepalive_connections": 32,
@@ -74,7 +79,8 @@ def settings_for(args):
     }
     if args.quick:
         s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
-                 connect_seconds=2, idle_connections=200, tls_seconds=2,
+                 connect_seconds=2, idle_connections=200, controls_rounds=6,
+                 controls_seconds=2, tls_seconds=2,
                  tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
 
@@ -310,6 +316,72 @@ class Run:
                       f"{r['rss_before_bytes'] / MIB:.1f} MiB), {r['threads']} threads",
             rounds=1)
 
+    def run_controls(self, proxy, origin):
+        """(f) the same small-request load through a rule with no controls and a rule with
+        rate limits, quotas and validation, on one Airlock, alternating round by round."""
+        s = self.s
+        bare, ctrl = targets = controls.targets(origin, proxy)
+        self.log("== (f) verify: the controls rule refuses each kind of bad request, the bare "
+                 "rule lets it through")
+        try:
+            checks = controls.verify(proxy, origin, len(SMALL_BODY))
+        except BenchError as e:
+            for t in targets:
+                self.fail(t, "verify", e)
+            return
+        for c in checks:
+            self.log(f"  {c['check']:<34} bare {c['bare']}, ctrl {c['ctrl']}"
+                     + (f" {c['reason']} ({c['details']})" if "reason" in c else ""))
+        for t in targets:
+            self.results.setdefault(t.name, {})["verify"] = "ok"
+        self.results.setdefault(ctrl.name, {})["controls_checks"] = checks
+        c = s["small_connections"]
+        for t in targets:
+            try:
+                scenarios.wrk(t, controls.PATH, s["wrk_threads"], c, s["warmup_seconds"],
+                              self.raw(t, "warmup"), len(SMALL_BODY))
+            except BenchError as e:
+                self.fail(t, "controls", f"warm-up: {e}")
+        broken = [t.name for t in targets if not self.ok(t, "controls")]
+        if broken:
+            # One rule alone compares with nothing.
+            for t in targets:
+                if self.ok(t, "controls"):
+                    self.fail(t, "controls", f"not measured: {', '.join(broken)} is broken")
+            return
+        before = controls.request_counts(proxy)
+        self.scenario(
+            f"(f) request controls: wrk -t{s['wrk_threads']} -c{c} -d{s['controls_seconds']}s "
+            f"GET {controls.PATH}, {s['controls_rounds']} rounds, the two rules alternating",
+            "controls", targets,
+            lambda t, rnd: scenarios.wrk(t, controls.PATH, s["wrk_threads"], c,
+                                         s["controls_seconds"], self.raw(t, "controls", rnd),
+                                         len(SMALL_BODY)),
+            aggregate_wrk,
+            lambda r: f"{r['requests_per_second']:>9,.0f} req/s, p50 "
+                      f"{r['latency_us']['p50']:,} us, p99 {r['latency_us']['p99']:,} us, "
+                      f"{r['cpu_us_per_request']} us CPU/req",
+            rounds=s["controls_rounds"])
+        # wrk counts a status >= 400 as an error, which already breaks a run; the proxy's own
+        # count says the same from the other side, and that every response was an allowed one.
+        try:
+            allowed, refused = controls.growth(before, controls.request_counts(proxy))
+        except BenchError as e:
+            allowed, refused = {}, {("?", "?", str(e)): 1}
+        for t, agent in ((bare, "bare"), (ctrl, "ctrl")):
+            r = self.results.get(t.name, {}).get("controls")
+            if not self.ok(t, "controls") or not r:
+                continue
+            mine = {k: n for k, n in refused.items() if k[0] in (agent, "?")}
+            if mine:
+                what = ", ".join(f"{d}/{why}: {n:.0f}" for (_, d, why), n in mine.items())
+                self.fail(t, "controls", f"not allowed while measuring: {what}")
+            elif allowed.get(agent, 0) < r["requests"]:
+                self.fail(t, "controls", f"airlock counted {allowed.get(agent, 0):.0f} allowed "
+                          f"requests for {r['requests']} responses")
+            else:
+                r["airlock_allowed"] = int(allowed[agent])
+
     def run_tls(self, targets, client, mint_names):
         """The HTTPS-inspection scenarios (those of --scenarios)."""
         s = self.s
@@ -374,21 +446,22 @@ def _interrupt(signum, frame):
 
 
 def parse_scenarios(p, text):
-    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `tls` (its three parts), tls_keepalive,
-    tls_newconn, tls_handshake, or `all`."""
+    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `tls` (its three parts),
+    tls_keepalive, tls_newconn, tls_handshake, or `all`."""
     out = []
     for name in (n.strip() for n in text.split(",") if n.strip()):
         if name == "all":
-            out += list(PLAIN_SCENARIOS) + list(TLS_SCENARIOS)
+            out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + list(TLS_SCENARIOS)
         elif name == "plain":
             out += list(PLAIN_SCENARIOS)
         elif name == "tls":
             out += list(TLS_SCENARIOS)
-        elif name in PLAIN_SCENARIOS or name in TLS_SCENARIOS:
+        elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + TLS_SCENARIOS:
             out.append(name)
         else:
             p.error(f"unknown scenario {name!r} (known: all, plain, "
-                    f"{', '.join(PLAIN_SCENARIOS)}, tls, {', '.join(TLS_SCENARIOS)})")
+                    f"{', '.join(PLAIN_SCENARIOS)}, controls, tls, "
+                    f"{', '.join(TLS_SCENARIOS)})")
     if not out:
         p.error("--scenarios names no scenario")
     return list(dict.fromkeys(out))
@@ -404,7 +477,8 @@ def main():
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
                    help="comma-separated: small,small_c1,large,connect,idle (or plain), "
-                        "tls (or tls_keepalive,tls_newconn,tls_handshake); default all")
+                        "controls (airlock only), tls (or tls_keepalive,tls_newconn,"
+                        "tls_handshake); default all")
     p.add_argument("--tls-client", help="airlock_bench_tls_client binary (for the tls "
                                         "scenarios; bench/run.sh builds it)")
     p.add_argument("--threads", type=int, default=int(os.environ.get("AIRLOCK_THREADS", "1")),
@@ -421,10 +495,12 @@ def main():
     args.scenarios = parse_scenarios(p, args.scenarios)
     plain_wanted = [n for n in args.scenarios if n in PLAIN_SCENARIOS]
     tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
+    # Airlock against itself: only when airlock is a target.
+    controls_wanted = "controls" in args.scenarios and "airlock" in targets
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
     tools = ["curl", "nginx"]
-    if plain_wanted:
+    if plain_wanted or controls_wanted:
         tools.append("wrk")
     if "squid" in targets:
         tools.append("squid")
@@ -452,10 +528,11 @@ def main():
     os.chmod(workdir, 0o755)
     procs = []
     audit_target = None
+    controls_proxy = None
     live, tls_live = [], []
     try:
         files = {"small": write_small}
-        if plain_wanted:
+        if plain_wanted or controls_wanted:
             files["1m"] = write_random(MIB)
         if "connect" in plain_wanted:
             files["big"] = write_random(BIG_SIZE)
@@ -480,6 +557,8 @@ def main():
                        for t in targets if t != "direct"]
             if "direct" in targets:
                 tls_live.append(tls_scenarios.TlsTarget("direct", origin, None, tls.origin_ca))
+        if controls_wanted:
+            wanted.append("airlock_controls")
         for name in wanted:
             proxy = None
             try:
@@ -498,6 +577,9 @@ def main():
                 elif name == "airlock_tls":
                     proxy = Airlock(workdir, args.airlock, origin.tls_port, args.threads,
                                     name="airlock_tls", tls=tls)
+                elif name == "airlock_controls":
+                    proxy = controls.AirlockControls(workdir, args.airlock, origin.port,
+                                                     args.threads)
                 if proxy:
                     procs.append(proxy)
                     proxy.start()
@@ -509,21 +591,29 @@ def main():
             if name in ("squid_bump", "mitmproxy", "airlock_tls"):
                 tls_live.append(tls_scenarios.TlsTarget(name, origin, proxy, tls.ca_cert))
                 continue
+            if name == "airlock_controls":
+                controls_proxy = proxy
+                continue
             target = scenarios.Target(name, origin, proxy)
             live.append(target)
             if name == "airlock_audit":
                 audit_target = target
+        if "controls" in args.scenarios and not controls_wanted:
+            run.log("(f) request controls: skipped, airlock is not among --targets")
         if live:
             run.run(live)
+        if controls_proxy:
+            run.run_controls(controls_proxy, origin)
         if tls_live:
             run.run_tls(tls_live, args.tls_client, mint_names)
         if audit_target:
             audit_target.proxy.stop()  # flushes the audit log
             run.check_audit(audit_target)
-        for t in live + tls_live:
-            if isinstance(t.proxy, Airlock):
-                t.proxy.stop()
-                count, samples = t.proxy.log_problems()
+        for t in live + tls_live + ([controls_proxy] if controls_proxy else []):
+            proxy = t if isinstance(t, Airlock) else t.proxy
+            if isinstance(proxy, Airlock):
+                proxy.stop()
+                count, samples = proxy.log_problems()
                 run.results.setdefault(t.name, {})["log_problems"] = {
                     "count": count, "samples": samples}
                 if count:
@@ -555,6 +645,7 @@ def main():
             if any(r[t] is not None for t in ("direct", "squid", "airlock"))]
     tls_rows = [r for r in tls_report.rows(run.results, run.s)
                 if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
+    controls_summary = controls.summary(run.results, run.s)
     extra = []
     audit = run.results.get("airlock_audit", {}).get("small")
     plain = run.results.get("airlock", {}).get("small")
@@ -572,6 +663,15 @@ def main():
               f"origin; wrk -t{s['wrk_threads']}, airlock --threads {s['airlock_threads']}, "
               f"squid 1 process, nginx 1 worker")
         print(report.table(rows, extra))
+    if controls_summary:
+        cs = controls_summary
+        print()
+        print(f"Request controls (issue 4), one airlock --threads {s['airlock_threads']}: agent "
+              f"bare (a rule with no controls) vs agent ctrl (rate limits, quotas, byte "
+              f"throttles, concurrency cap, breaker; method, path, query and header checks); "
+              f"wrk -t{s['wrk_threads']} -c{cs['connections']}, {cs['rounds']} rounds x "
+              f"{cs['seconds_per_run']} s each, alternating")
+        print(controls.table(cs))
     if tls_rows:
         print()
         print(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
@@ -595,6 +695,7 @@ def main():
         "settings": s,
         "scenarios": args.scenarios,
         "summary": rows,
+        "controls_summary": controls_summary,
         "tls_summary": tls_rows,
         "results": run.results,
         "broken": run.broken,

@@ -23,10 +23,14 @@ LUA = os.path.join(HERE, "request.lua")
 class Target:
     """Where the client connects and how it phrases requests."""
 
-    def __init__(self, name, origin, proxy=None):
+    def __init__(self, name, origin, proxy=None, host=LOOPBACK, headers=()):
         self.name = name
         self.origin = origin
         self.proxy = proxy  # a servers.Process with proxy_url and port, or None for direct
+        # The name the request gives the origin (a proxy rule may pin it to the loopback
+        # origin), and extra "Name: value" header fields sent with every wrk request.
+        self.host = host
+        self.headers = tuple(headers)
 
     @property
     def connect_port(self):
@@ -35,11 +39,11 @@ class Target:
     def request_target(self, path):
         # Absolute-form towards a forward proxy, origin-form towards the origin
         # (RFC 9112 section 3.2).
-        return self.origin.url(path) if self.proxy else path
+        return f"http://{self.host_header}{path}" if self.proxy else path
 
     @property
     def host_header(self):
-        return f"{LOOPBACK}:{self.origin.port}"
+        return f"{self.host}:{self.origin.port}"
 
     @property
     def measured(self):
@@ -58,7 +62,7 @@ def wrk(target, path, threads, connections, seconds, raw_log, expect_body):
     _check_alive(target)
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency",
            "--timeout", "5s", "-s", LUA, f"http://{LOOPBACK}:{target.connect_port}/", "--",
-           target.request_target(path), target.host_header]
+           target.request_target(path), target.host_header, *target.headers]
     hits0 = target.origin.hits()
     cpu0 = procfs.cpu_seconds(target.measured.pid)
     origin_cpu0 = procfs.cpu_seconds(target.origin.pid)
@@ -94,7 +98,7 @@ def wrk(target, path, threads, connections, seconds, raw_log, expect_body):
         "cpu_seconds": round(cpu1 - cpu0, 3),
         "origin_cpu_seconds": round(origin_cpu1 - origin_cpu0, 3),
         "wall_seconds": round(wall, 3),
-        "wrk": cmd[:-2] + [f"'{cmd[-2]}'", f"'{cmd[-1]}'"],
+        "wrk": cmd[:cmd.index("--") + 1] + [f"'{a}'" for a in cmd[cmd.index("--") + 1:]],
     }
     if n:
         out["cpu_us_per_request"] = round((cpu1 - cpu0) * 1e6 / n, 1)
