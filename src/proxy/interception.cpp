@@ -7,6 +7,7 @@
 #include "tls/contexts.hpp"
 #include "tls/leaf_cache.hpp"
 #include "tls/leaf_minter.hpp"
+#include "tls/upstream_sessions.hpp"
 
 namespace airlock::proxy {
 
@@ -37,6 +38,11 @@ std::shared_ptr<const interception> interception::create(const policy::model::tl
   if (!result->server_context) return nullptr;
   result->client_context = tls::make_client_context(config.upstream_ca, error);
   if (!result->client_context) return nullptr;
+  result->upstream_sessions = std::make_shared<tls::upstream_sessions>();
+  if (!result->upstream_sessions->attach(result->client_context->native_handle())) {
+    error = "upstream TLS context: cannot install the session cache";
+    return nullptr;
+  }
   result->files = config;
   AIRLOCK_LOG(info, "tls", "interception CA ", loaded.ca->subject(), " (SHA-256 ",
               loaded.ca->fingerprint(), ")");

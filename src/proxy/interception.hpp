@@ -17,11 +17,14 @@ class metrics;
 }
 namespace airlock::tls {
 class leaf_cache;
-}
+class upstream_sessions;
+}  // namespace airlock::tls
 
 namespace airlock::proxy {
 
 struct interception {
+  // Declared before the contexts: the upstream context hands it sessions until it is gone.
+  std::shared_ptr<tls::upstream_sessions> upstream_sessions;
   std::shared_ptr<boost::asio::ssl::context> server_context;  // client-facing
   std::shared_ptr<boost::asio::ssl::context> client_context;  // upstream-facing
   std::shared_ptr<tls::leaf_cache> leaves;

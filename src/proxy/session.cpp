@@ -21,6 +21,7 @@
 #include "telemetry/metrics.hpp"
 #include "tls/contexts.hpp"
 #include "tls/leaf_cache.hpp"
+#include "tls/upstream_sessions.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/read.hpp>
@@ -532,6 +533,8 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
     outcome.detail = error;
     co_return outcome;
   }
+  // A session from an earlier verified handshake with this name saves the full handshake.
+  t.tls->upstream_sessions->resume(t.upstream->native_handle());
   auto started = std::chrono::steady_clock::now();
   lowest(*t.upstream).expires_after(limits.connect_timeout);
   auto [ec] = co_await t.upstream->async_handshake(ssl::stream_base::client, use_tuple);

@@ -1,5 +1,7 @@
 #include "tls/contexts.hpp"
 
+#include "tls/upstream_sessions.hpp"
+
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 #include <boost/asio/as_tuple.hpp>
@@ -321,6 +323,40 @@ TEST_F(TlsHandshakeTest, SessionsResume) {
     EXPECT_TRUE(second.resumed);
     EXPECT_EQ(second.echoed, "pong");
   }
+}
+
+TEST_F(TlsHandshakeTest, UpstreamSessionCacheResumesOnlyTheSameName) {
+  upstream_sessions cache;
+  ASSERT_TRUE(cache.attach(client_ctx_->native_handle()));
+  auto through_cache = [&cache](std::string host) {
+    return [&cache, host = std::move(host)](SSL* ssl) {
+      std::string error;
+      ASSERT_TRUE(set_upstream_host(ssl, host, error)) << error;
+      cache.resume(ssl);
+    };
+  };
+  auto api = mint("api.example.com");
+  auto first =
+      run_handshake(*server_ctx_, api.get(), *client_ctx_, through_cache("api.example.com"));
+  ASSERT_FALSE(first.client_ec) << first.client_reason;
+  EXPECT_FALSE(first.resumed);
+  EXPECT_EQ(cache.size(), 1u);
+  auto second =
+      run_handshake(*server_ctx_, api.get(), *client_ctx_, through_cache("api.example.com"));
+  ASSERT_FALSE(second.client_ec) << second.client_reason;
+  EXPECT_TRUE(second.resumed);
+  EXPECT_EQ(second.echoed, "pong");
+  // Another name is never offered api's session: a full, verified handshake.
+  auto other = mint("other.example.com");
+  auto third =
+      run_handshake(*server_ctx_, other.get(), *client_ctx_, through_cache("other.example.com"));
+  ASSERT_FALSE(third.client_ec) << third.client_reason;
+  EXPECT_FALSE(third.resumed);
+  EXPECT_EQ(cache.size(), 2u);
+  // A handshake that fails verification leaves nothing behind to resume.
+  auto wrong = run_handshake(*server_ctx_, other.get(), *client_ctx_, through_cache("x.example"));
+  EXPECT_TRUE(wrong.client_ec);
+  EXPECT_EQ(cache.size(), 2u);
 }
 
 TEST(TlsContexts, ClientContextNamesAMissingBundle) {
