@@ -36,7 +36,7 @@ class AddressGuardTest(ProxyTestCase):
         rules = [
             origin_rule(p),
             # A rule that names every special address but has no CIDR exception.
-            {"name": "literals", "hosts": CANONICAL, "ports": [p, 80, 443],
+            {"name": "literals", "hosts": CANONICAL, "ports": [p, 80],
              "methods": ["GET", "HEAD"], "paths": ["^/.*$"]},
             {"name": "literals-tunnel", "hosts": CANONICAL, "ports": [8443]},
             # A name pinned to loopback without an exception.

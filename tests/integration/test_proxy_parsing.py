@@ -15,7 +15,7 @@ class TargetFormTest(ProxyTestCase):
     @classmethod
     def policy(cls):
         p = cls.origin.port
-        return make_policy([origin_rule([p, 443, 80]), tunnel_rule(8443)])
+        return make_policy([origin_rule([p, 80]), tunnel_rule(8443)])
 
     def expect(self, request_line, reasons, extra="", host=None):
         m = marker()
