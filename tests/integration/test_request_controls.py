@@ -338,6 +338,14 @@ class BreakerTest(ControlsTestCase):
         self.assertEqual(self.get("/echo/ok").status, 200)
         for _ in range(4):
             self.assert_answer(self.get("/echo/x", host="elsewhere.test"), "host_denied")
+        # A refusal is counted when its exchange is recorded, just after the answer went out:
+        # wait for the fourth to land.
+        deadline = time.monotonic() + env.t(3)
+        while time.monotonic() < deadline:
+            agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
+            if [a for a in agents if a["name"] == "default"][0]["suspended_seconds_left"] > 0:
+                break
+            time.sleep(0.02)
         m = marker()
         r = self.get("/echo/" + m)
         self.assert_answer(r, "agent_suspended")
