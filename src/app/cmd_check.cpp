@@ -41,6 +41,8 @@ int cmd_check(args a) {
     return 2;
   }
   const auto result = policy::load_file(config);
+  for (const auto& w : result.warnings)
+    std::fprintf(stderr, "warning: %s\n", w.to_string().c_str());
   if (!result.ok()) {
     for (const auto& e : result.errors)
       std::fprintf(stderr, "%s\n", e.to_string().c_str());

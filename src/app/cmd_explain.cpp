@@ -74,6 +74,8 @@ int cmd_explain(args a) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
 
   const auto loaded = policy::load_file(config);
+  for (const auto& w : loaded.warnings)
+    std::fprintf(stderr, "warning: %s\n", w.to_string().c_str());
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors)
       std::fprintf(stderr, "%s\n", e.to_string().c_str());

@@ -3,8 +3,10 @@
 #include "core/str_cat.hpp"
 #include "policy/checks_compiler.hpp"
 #include "policy/endpoint.hpp"
+#include "policy/host_pattern.hpp"
 #include "policy/matcher.hpp"
 #include "policy/parser.hpp"
+#include "policy/secrets_compiler.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -127,31 +129,17 @@ std::shared_ptr<compiled_rule::matcher> compile_hosts(checker& c, model::rule& r
   for (std::size_t i = 0; i < r.hosts.size(); ++i) {
     const std::string k = indexed(key + ".hosts", i);
     if (c.skip(k)) continue;
-    std::string_view entry = r.hosts[i];
-    const bool wildcard = entry.starts_with("*.");
-    if (wildcard) entry.remove_prefix(2);
-    if (entry.find('*') != std::string_view::npos) {
-      c.error(k, core::str_cat("invalid host '", r.hosts[i],
-                               "': '*' is only allowed as a leading '*.' (e.g. *.example.com)"));
+    std::string message;
+    auto pattern = parse_host_pattern(r.hosts[i], message);
+    if (!pattern) {
+      c.error(k, std::move(message));
       continue;
     }
-    const auto host = net::normalize_host(entry);
-    if (!host) {
-      c.error(k, core::str_cat("invalid host '", r.hosts[i], "'"));
-      continue;
-    }
-    if (wildcard) {
-      if (host->is_ip()) {
-        c.error(k, core::str_cat("invalid host '", r.hosts[i],
-                                 "': a '*.' wildcard needs a DNS name, not an address"));
-        continue;
-      }
-      r.hosts[i] = core::str_cat("*.", host->text);
-      m->suffixes.push_back({r.hosts[i], core::str_cat(".", host->text)});
-    } else {
-      r.hosts[i] = host->text;
-      m->exact.insert(host->text);
-    }
+    r.hosts[i] = pattern->text;
+    if (pattern->wildcard)
+      m->suffixes.push_back({std::move(pattern->text), std::move(pattern->dot_suffix)});
+    else
+      m->exact.insert(std::move(pattern->text));
   }
   for (std::size_t i = 0; i < r.host_regex.size(); ++i) {
     const std::string k = indexed(key + ".host_regex", i);
@@ -350,6 +338,9 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
 
   check_settings(c, p);
   auto allow = c.cidrs(p.network.allow_cidrs, "network.allow_cidrs");
+  // Secret values are read here, at every load: a reload is how a rotated secret is taken up.
+  s->secrets_ = compile_secrets(p, marks, errors, options.read_secrets);
+  s->redactors_ = compile_redactors(p, marks, errors);
 
   s->rules_.resize(p.rules.size());
   for (std::size_t i = 0; i < p.rules.size(); ++i) {

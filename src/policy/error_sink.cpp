@@ -16,6 +16,11 @@ void error_sink::add(model::mark at, std::string key, std::string message) {
   errors_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
 }
 
+void error_sink::warn(model::mark at, std::string key, std::string message) {
+  if (warnings_.size() >= cap_) return;
+  warnings_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+}
+
 model::mark mark_table::find(std::string_view key) const {
   std::string k(key);
   while (true) {

@@ -21,6 +21,9 @@ class error_sink {
       : file_(std::move(file)), cap_(cap) {}
 
   void add(model::mark at, std::string key, std::string message);
+  // Something worth fixing that does not stop the load (a secret file others can read).
+  void warn(model::mark at, std::string key, std::string message);
+  std::vector<load_error> take_warnings() { return std::move(warnings_); }
   bool full() const noexcept { return full_; }
   // True when an error was already reported for exactly this key: later checks skip it, so
   // one mistake yields one error.
@@ -39,6 +42,7 @@ class error_sink {
   std::size_t cap_;
   bool full_ = false;
   std::vector<load_error> errors_;
+  std::vector<load_error> warnings_;
   std::unordered_set<std::string> keys_;
   std::unordered_set<std::string> unknown_in_;
 };

@@ -46,6 +46,7 @@ load_result load_string(std::string_view yaml, const std::string& source_name,
     if (errors.empty()) result.policy = std::move(snapshot);
   }
   result.errors = sorted(errors.take());
+  result.warnings = sorted(errors.take_warnings());
   if (!result.errors.empty()) result.policy.reset();
   return result;
 }

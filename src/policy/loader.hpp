@@ -2,6 +2,8 @@
 // Reads a policy file (YAML) and compiles it into a snapshot, or explains precisely why not.
 // Never applies a policy partially: either every check passes and a snapshot is returned, or
 // the result carries every error found (file, line, column, key, message) and no snapshot.
+// Secrets (`secrets:`) are read from the environment and from files during the load, every
+// time: loading again is how a rotated secret is picked up. No error or warning quotes a value.
 
 #include "policy/snapshot.hpp"
 
@@ -27,11 +29,19 @@ struct load_error {
 struct load_options {
   // The proxy's listening endpoints, refused by the address guard (loop prevention).
   std::vector<boost::asio::ip::tcp::endpoint> own_endpoints;
+  // Read every secret's value (from its environment variable or file). Off only to validate a
+  // policy where the secrets are not available (CI): sources and placeholders are checked as
+  // far as they can be without the values, and the snapshot's secrets have empty values, so
+  // it must not be used to run a proxy.
+  bool read_secrets = true;
 };
 
 struct load_result {
   std::shared_ptr<const snapshot> policy;  // null when errors is not empty
   std::vector<load_error> errors;
+  // Found whether or not the policy loaded, and never a reason to refuse it (e.g. a secret file
+  // that group or others can read). The caller prints or logs them ("warning: " + to_string()).
+  std::vector<load_error> warnings;
   bool ok() const noexcept { return policy != nullptr; }
 };
 

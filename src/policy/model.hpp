@@ -159,6 +159,29 @@ struct rule {
   mark at;
 };
 
+// A named secret (`secrets.NAME`): where its value is read from when the policy loads. The value
+// itself is never part of the model; the snapshot holds it (snapshot::secrets()).
+struct secret {
+  std::string name;
+  std::string env;   // environment variable that holds the value, or
+  std::string file;  // file that holds it (relative paths resolve against the policy's folder)
+  // A fake value of the same shape that the launcher may hand the agent; the proxy swaps it for
+  // the value on `hosts` only. Empty = none (see has_placeholder).
+  std::string placeholder;
+  bool has_placeholder = false;
+  std::vector<std::string> hosts;  // where the secret may go: exact names / IPs or "*.suffix"
+  mark at;
+};
+
+// A custom redactor (`redactors[i]`), as written.
+struct redactor {
+  std::string name;
+  std::string pattern;  // re2
+  std::string replace;  // empty = "[REDACTED:<name>]"
+  bool has_replace = false;
+  mark at;
+};
+
 struct policy {
   std::string source;   // file name the policy came from
   std::string version;  // hex SHA-256 of the file's bytes
@@ -168,7 +191,9 @@ struct policy {
   model::limits limits;
   model::network network;
   model::audit audit;
-  std::vector<agent> agents;  // may include "default"
+  std::vector<secret> secrets;      // in file order
+  std::vector<redactor> redactors;  // in file order
+  std::vector<agent> agents;        // may include "default"
   std::vector<rule> rules;
 };
 

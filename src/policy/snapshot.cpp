@@ -191,6 +191,18 @@ const compiled_agent* snapshot::find_agent(std::string_view name) const noexcept
   return nullptr;
 }
 
+const compiled_secret* snapshot::find_secret(std::string_view name) const noexcept {
+  for (const auto& s : secrets_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const compiled_redactor* snapshot::find_redactor(std::string_view name) const noexcept {
+  for (const auto& r : redactors_)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
 identity snapshot::identify(std::string_view relay_agent, std::string_view proxy_authorization,
                             const boost::asio::ip::address& client) const {
   if (relay_agent.empty()) return identify(proxy_authorization, client);

@@ -10,6 +10,7 @@
 #include "net/host.hpp"
 #include "policy/checks.hpp"
 #include "policy/model.hpp"
+#include "policy/secrets.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -90,6 +91,15 @@ class snapshot {
 
   const compiled_agent* find_agent(std::string_view name) const noexcept;
 
+  // The secrets, with the values read when this snapshot was loaded, in file order. Only the
+  // proxy process loads a policy with secrets; nothing it prints may reveal() them.
+  std::span<const compiled_secret> secrets() const noexcept { return secrets_; }
+  const compiled_secret* find_secret(std::string_view name) const noexcept;
+  // The custom redactors (`redactors:`), checked and ready for the redaction engine, in file
+  // order. The built-in ones are not listed (see redactor_names.hpp).
+  std::span<const compiled_redactor> redactors() const noexcept { return redactors_; }
+  const compiled_redactor* find_redactor(std::string_view name) const noexcept;
+
   // Resolves the agent for a request: a Proxy-Authorization header value (Basic
   // base64(agent:token) or Bearer token), when present, must be valid (else auth_required);
   // otherwise the first agent whose `sources` contains the client address; otherwise the
@@ -121,6 +131,8 @@ class snapshot {
   model::policy model_;
   std::vector<compiled_rule> rules_;
   std::vector<compiled_agent> agents_;
+  std::vector<compiled_secret> secrets_;
+  std::vector<compiled_redactor> redactors_;
   std::unique_ptr<net::address_guard> guard_;
 };
 

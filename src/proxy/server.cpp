@@ -329,6 +329,8 @@ bool server::start(std::vector<std::string>& errors) {
   }
 
   auto second = load(load_options());
+  for (const auto& w : second.warnings)
+    AIRLOCK_LOG(warn, "policy", w.to_string());
   if (!second.ok()) {
     for (const auto& e : second.errors)
       errors.push_back(e.to_string());
@@ -370,6 +372,8 @@ bool server::reload(std::string_view trigger, std::string& message) {
   std::lock_guard lock(reload_mutex_);
   status_.last_attempt = std::chrono::system_clock::now();
   auto result = load(load_options());
+  for (const auto& w : result.warnings)
+    AIRLOCK_LOG(warn, "policy", w.to_string());
   if (!result.ok()) {
     message.clear();
     for (const auto& e : result.errors)

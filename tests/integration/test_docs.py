@@ -8,7 +8,8 @@ Policy examples in Markdown are ```yaml blocks preceded by a marker comment:
     <!-- policy: invalid -->                      must fail; the ```text block after it holds
                                                  the exact error lines (file named policy.yaml)
 
-An example may name `ca/ca.crt` and `ca/ca.key`: each runs in a folder holding a real CA there.
+An example may name `ca/ca.crt` and `ca/ca.key`, and `secrets/github-token`: each runs in a
+folder holding a real CA there, and a fake GitHub token (40 bytes, mode 0600).
 A ```yaml block that looks like a policy (top-level `agents` or `rules`) but has no marker is
 an error, so that no example escapes the test.
 """
@@ -115,6 +116,10 @@ class PolicyExamplesTest(unittest.TestCase):
         r = run_airlock(["ca", "init", "--dir", os.path.join(cls.tmp.name, "ca")])
         if r.returncode != 0:
             raise AssertionError("airlock ca init: " + r.stdout + r.stderr)
+        os.mkdir(os.path.join(cls.tmp.name, "secrets"))
+        token = os.path.join(cls.tmp.name, "secrets", "github-token")
+        with open(os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write("ghp_0123456789abcdefghijklmnopqrstuvwxyz\n")
         cls.count = 0
 
     @classmethod
