@@ -6,11 +6,23 @@
 #include <cstdint>
 
 namespace airlock::policy {
+namespace {
+
+// Fetched once: EVP_sha256() makes OpenSSL 3 look the implementation up in its provider store
+// on every call (a lock and a hash-table probe), which was most of the cost of hashing a
+// Bearer token per request. The fetched object is immutable and safe to share across threads.
+const EVP_MD* sha256_md() {
+  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+}  // namespace
 
 std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &size, EVP_sha256(), nullptr) != 1) {
+  const EVP_MD* type = sha256_md();
+  if (type == nullptr || EVP_Digest(data.data(), data.size(), md, &size, type, nullptr) != 1) {
     // Cannot happen with the default provider; an empty hash never equals a configured one,
     // so callers fail closed.
     return {};
