@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace airlock::proxy {
@@ -29,13 +30,32 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // One name lookup. getaddrinfo blocks and cannot be cancelled, so it runs on a small pool
 // shared by all workers (Asio's resolver would run it on one thread per worker, so one slow
 // name would hold up every lookup of that worker, and a timeout could not end the wait).
+//
+// The pool thread may finish after the session gave up, or after its io_context is gone, so
+// the shared state holds no I/O object: the timer that wakes the session lives in the
+// session's own frame, and the answer is posted to the session's executor only while the
+// session still waits for it (`abandoned`, under the mutex, is set when its frame ends).
 struct lookup_state {
-  explicit lookup_state(const asio::any_io_executor& ex)
-      : wake(ex, asio::steady_timer::time_point::max()) {}
-  asio::steady_timer wake;  // cancelled when the answer is in
-  bool done = false;        // touched only on the session's executor
-  int error = 0;            // getaddrinfo's code
+  explicit lookup_state(const asio::any_io_executor& ex) : executor(ex) {}
+  std::mutex mutex;
+  bool abandoned = false;          // guarded by mutex
+  asio::any_io_executor executor;  // the session's; posted to only while !abandoned
+  // Touched only on the session's executor:
+  asio::steady_timer* wake = nullptr;  // the session's timer while it waits
+  bool done = false;
+  int error = 0;  // getaddrinfo's code
   std::vector<tcp::endpoint> endpoints;
+};
+
+// Marks the lookup abandoned when the waiting frame ends, however it ends (answer, timeout, or
+// the io_context destroying the coroutine).
+struct lookup_waiter {
+  std::shared_ptr<lookup_state> state;
+  ~lookup_waiter() {
+    state->wake = nullptr;
+    std::lock_guard lock(state->mutex);
+    state->abandoned = true;
+  }
 };
 
 asio::thread_pool& lookup_pool() {
@@ -67,12 +87,14 @@ std::shared_ptr<lookup_state> start_lookup(const asio::any_io_executor& ex, std:
       }
     }
     if (list) ::freeaddrinfo(list);
-    // Hand the answer to the session's own executor; it may have given up already.
-    asio::post(state->wake.get_executor(), [state, rc, found = std::move(found)]() mutable {
+    // Hand the answer to the session's own executor, unless it has given up already.
+    std::lock_guard lock(state->mutex);
+    if (state->abandoned) return;
+    asio::post(state->executor, [state, rc, found = std::move(found)]() mutable {
       state->done = true;
       state->error = rc;
       state->endpoints = std::move(found);
-      state->wake.cancel();
+      if (state->wake) state->wake->cancel();
     });
   });
   return state;
@@ -100,11 +122,14 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
       endpoints.emplace_back(a, request.port);
   } else {
     auto executor = co_await asio::this_coro::executor;
-    auto lookup = start_lookup(executor, host.text, request.port);
+    asio::steady_timer wake(executor, asio::steady_timer::time_point::max());
     asio::steady_timer deadline(executor, request.dns_timeout);
+    auto lookup = start_lookup(executor, host.text, request.port);
+    lookup->wake = &wake;
+    lookup_waiter waiter{lookup};
     if (!lookup->done) {
       // Whichever comes first: the answer (which cancels `wake`) or the deadline.
-      co_await (lookup->wake.async_wait(use_tuple) || deadline.async_wait(use_tuple));
+      co_await (wake.async_wait(use_tuple) || deadline.async_wait(use_tuple));
     }
     if (!lookup->done) {
       out.error = core::errc::dns_timeout;
