@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace re2 {
@@ -73,6 +74,9 @@ struct compiled_body {
   bool json = false;  // `json:` with or without fields: the body must parse as JSON
   std::vector<compiled_json_field> fields;
 };
+
+// "string", "integer", ...: the policy's spelling of a JSON type, for messages.
+std::string_view json_type_name(model::json_type t);
 
 struct compiled_checks {
   compiled_query query;

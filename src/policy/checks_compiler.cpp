@@ -1,6 +1,7 @@
 #include "policy/checks_compiler.hpp"
 
 #include "core/str_cat.hpp"
+#include "core/utf8.hpp"
 
 #include <re2/re2.h>
 
@@ -36,61 +37,6 @@ bool is_token(std::string_view s) {
       return false;
   }
   return true;
-}
-
-// RFC 3629 well-formed UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF).
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= n) return false;
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
-std::string_view type_name(json_type t) {
-  switch (t) {
-    case json_type::any:
-      return "any";
-    case json_type::string:
-      return "string";
-    case json_type::number:
-      return "number";
-    case json_type::integer:
-      return "integer";
-    case json_type::boolean:
-      return "boolean";
-    case json_type::object:
-      return "object";
-    case json_type::array:
-      return "array";
-    case json_type::null:
-      return "null";
-  }
-  return "any";
 }
 
 std::shared_ptr<const re2::RE2> regex(const std::string& pattern, const std::string& key,
@@ -167,7 +113,7 @@ void compile_query(const model::query_checks& in, const check_error& error, comp
       error(key, "parameter names must not be empty");
       continue;
     }
-    if (name.find('\0') != std::string::npos || !valid_utf8(name)) {
+    if (name.find('\0') != std::string::npos || !core::valid_utf8(name)) {
       error(key, "parameter names must be UTF-8 without NUL (they are compared after decoding)");
       continue;
     }
@@ -289,7 +235,7 @@ bool can_be_object(const model::json_field& f) {
 void compile_field(const model::json_field& f, const std::string& key, const check_error& error,
                    compiled_json_field& out) {
   const json_type t = f.type;
-  const auto tn = type_name(t);
+  const auto tn = json_type_name(t);
   out.name = f.path;
   out.type = t;
   out.required = f.required;
@@ -410,6 +356,28 @@ void compile_body(const model::body_checks& in, const check_error& error, compil
 }
 
 }  // namespace
+
+std::string_view json_type_name(model::json_type t) {
+  switch (t) {
+    case model::json_type::any:
+      return "any";
+    case model::json_type::string:
+      return "string";
+    case model::json_type::number:
+      return "number";
+    case model::json_type::integer:
+      return "integer";
+    case model::json_type::boolean:
+      return "boolean";
+    case model::json_type::object:
+      return "object";
+    case model::json_type::array:
+      return "array";
+    case model::json_type::null:
+      return "null";
+  }
+  return "any";
+}
 
 compiled_checks compile_checks(const model::rule& rule, const check_error& error) {
   compiled_checks out;

@@ -241,28 +241,6 @@ bool has_type(const json::value& v, json_type t) {
   return false;
 }
 
-std::string_view type_name(json_type t) {
-  switch (t) {
-    case json_type::any:
-      return "any";
-    case json_type::string:
-      return "string";
-    case json_type::number:
-      return "number";
-    case json_type::integer:
-      return "integer";
-    case json_type::boolean:
-      return "boolean";
-    case json_type::object:
-      return "object";
-    case json_type::array:
-      return "array";
-    case json_type::null:
-      return "null";
-  }
-  return "any";
-}
-
 // The first `n` segments of the field's dotted name ("user" of "user.name").
 std::string_view prefix(const policy::compiled_json_field& f, std::size_t n) {
   std::size_t len = n - 1;
@@ -273,7 +251,7 @@ std::string_view prefix(const policy::compiled_json_field& f, std::size_t n) {
 
 std::optional<violation> check_value(const policy::compiled_json_field& f, const json::value& v) {
   if (!has_type(v, f.type))
-    return body_field_violation(f.name, core::str_cat("type ", type_name(f.type)));
+    return body_field_violation(f.name, core::str_cat("type ", policy::json_type_name(f.type)));
   if (f.pattern) {
     if (!v.is_string()) return body_field_violation(f.name, "type string");
     const json::string& s = v.get_string();

@@ -3,6 +3,8 @@
 // decoding, the case folding that lenient origins apply to names, and making names safe to
 // put in a Proxy-Status header.
 
+#include "core/utf8.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -10,8 +12,8 @@
 
 namespace airlock::filters::validation {
 
-// RFC 3629 well-formed UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-bool valid_utf8(std::string_view s) noexcept;
+// RFC 3629 well-formed UTF-8 (the one implementation is core's).
+using core::valid_utf8;
 
 // Unicode code points in valid UTF-8 (the bytes that are not continuation bytes).
 std::size_t code_points(std::string_view s) noexcept;
