@@ -6,6 +6,7 @@
 // read never buys a long sleep (a smooth rate rather than bursts and pauses).
 
 #include "filters/rate_limit/plan.hpp"
+#include "proxy/steady_ns.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -60,9 +61,7 @@ struct byte_throttle {
   boost::asio::awaitable<void> pace(std::size_t bytes) const {
     if (!plan || bytes == 0) co_return;
     const auto now = std::chrono::steady_clock::now();
-    const std::int64_t now_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    const std::int64_t wait = plan->throttle(agent, rule, dir, bytes, now_ns);
+    const std::int64_t wait = plan->throttle(agent, rule, dir, bytes, steady_ns(now));
     if (wait <= 0) co_return;
     boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
     timer.expires_at(now + std::chrono::nanoseconds(wait));

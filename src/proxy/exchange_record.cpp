@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "filters/rate_limit/plan.hpp"
+#include "proxy/steady_ns.hpp"
 #include "proxy/worker.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
@@ -69,10 +70,7 @@ exchange_record::~exchange_record() {
     // suspension (which would keep it suspended) nor an operator's stop.
     if (controls && (decision == "deny" || decision == "error") &&
         reason != core::errc::agent_suspended && reason != core::errc::agent_stopped) {
-      const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count();
-      if (controls->record_failure(agent_index, now)) {
+      if (controls->record_failure(agent_index, steady_now_ns())) {
         AIRLOCK_LOG(warn, "proxy", "agent ", agent,
                     " suspended by its circuit breaker (too many refusals and errors)");
         if (shared.metrics) shared.metrics->breaker_tripped(agent);

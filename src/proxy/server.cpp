@@ -5,6 +5,7 @@
 #include "net/host.hpp"
 #include "proxy/policy_diff.hpp"
 #include "proxy/session.hpp"
+#include "proxy/steady_ns.hpp"
 #include "telemetry/metrics.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -429,14 +430,6 @@ void server::activate(std::shared_ptr<const policy::snapshot> snapshot) {
   next->snapshot = std::move(snapshot);
   shared_.active.store(std::move(next));
 }
-
-namespace {
-std::int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 bool server::agent_control(std::string_view agent, bool stop, std::string& message) {
   const bool ok = stop ? rates_.stop(agent) : rates_.resume(agent);

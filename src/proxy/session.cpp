@@ -15,6 +15,7 @@
 #include "proxy/exchange_record.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/steady_ns.hpp"
 #include "proxy/tunnel.hpp"
 #include "proxy/upstream_connector.hpp"
 #include "proxy/worker.hpp"
@@ -49,11 +50,6 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-std::int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 constexpr std::size_t relay_buffer_size = 64 * 1024;
 
 std::uint32_t header_limit(const policy::model::limits& limits) {
