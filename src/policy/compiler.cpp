@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "policy/checks_compiler.hpp"
+#include "policy/credentials_compiler.hpp"
 #include "policy/endpoint.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/matcher.hpp"
@@ -150,8 +151,8 @@ std::shared_ptr<compiled_rule::matcher> compile_hosts(checker& c, model::rule& r
   return m;
 }
 
-void compile_rule(checker& c, const model::policy& p, model::rule& r, std::size_t index,
-                  compiled_rule& out) {
+void compile_rule(checker& c, const model::policy& p, const credential_sources& credentials,
+                  error_sink& errors, model::rule& r, std::size_t index, compiled_rule& out) {
   const std::string key = indexed("rules", index);
   out.index = index;
   out.source = &r;
@@ -248,20 +249,24 @@ void compile_rule(checker& c, const model::policy& p, model::rule& r, std::size_
     const std::string full = core::str_cat(key, ".", k);
     if (!c.skip(full)) c.error(full, std::move(message));
   });
-  out.checks_requests = !r.methods.empty() || !r.paths.empty() || out.checks.any();
+  // After compile_hosts: the host binding check needs the normalised exact hosts.
+  compile_credentials(r, key, credentials, c.marks(), errors, out.inject, out.redact);
+  // Injection and redaction work on requests and responses, which an opaque tunnel hides.
+  out.checks_requests = !r.methods.empty() || !r.paths.empty() || out.checks.any() ||
+                        r.inject.present || r.redact.present;
   // Port 443 is HTTPS: through an opaque tunnel none of these checks could ever apply, so the
   // rule would either refuse every HTTPS request or (worse) be read as protecting it. Other
   // ports may carry plain HTTP, where the checks do apply (a CONNECT to them is refused at run
-  // time with needs_inspection).
+  // time with needs_inspection). The same holds for injection and redaction.
   // (Only for an otherwise valid rule: a typo in a path should not bring this on as well.)
   if (out.checks_requests && !r.inspect && !broken && c.error_count() == errors_before &&
       std::find(r.ports.begin(), r.ports.end(), std::uint16_t{443}) != r.ports.end()) {
     const std::string at = c.marks().has(key + ".ports") ? key + ".ports" : key;
     if (!c.skip(at))
       c.error(at, core::str_cat("rule '", r.name,
-                                "' checks requests (methods, paths, query, headers or body), which "
-                                "an HTTPS tunnel on port 443 hides: set inspect: true (with tls), "
-                                "or list only plain-HTTP ports"));
+                                "' checks requests (methods, paths, query, headers or body) or "
+                                "injects or redacts, which an HTTPS tunnel on port 443 hides: set "
+                                "inspect: true (with tls), or list only plain-HTTP ports"));
   }
   out.match = std::move(m);
 }
@@ -339,12 +344,15 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
   check_settings(c, p);
   auto allow = c.cidrs(p.network.allow_cidrs, "network.allow_cidrs");
   // Secret values are read here, at every load: a reload is how a rotated secret is taken up.
+  // Before the rules, whose templates refer to the secrets by index.
   s->secrets_ = compile_secrets(p, marks, errors, options.read_secrets);
   s->redactors_ = compile_redactors(p, marks, errors);
+  const credential_sources credentials{s->secrets_, p.secrets, s->redactors_,
+                                       p.limits.response_bytes};
 
   s->rules_.resize(p.rules.size());
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
-    compile_rule(c, p, p.rules[i], i, s->rules_[i]);
+    compile_rule(c, p, credentials, errors, p.rules[i], i, s->rules_[i]);
     const std::string& name = p.rules[i].name;
     if (name.empty()) continue;
     for (std::size_t j = 0; j < i; ++j) {

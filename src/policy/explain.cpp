@@ -63,6 +63,10 @@ std::string why(const compiled_rule& rule, const rule_outcome& o, const request_
     return core::str_cat(out, "; port ", t.port, " is not in ", list(rule.ports));
   out += core::str_cat(", port ", t.port, " ok");
   if (t.is_connect) {
+    if (o.reason == errc::needs_inspection && (rule.inject.active || rule.redact.active))
+      return core::str_cat(out,
+                           "; the rule injects or redacts, which needs the requests an opaque "
+                           "tunnel hides (set inspect: true)");
     if (o.reason == errc::needs_inspection)
       return core::str_cat(out,
                            "; the rule checks methods/paths, which an opaque tunnel hides "
@@ -157,6 +161,50 @@ bool guard(const snapshot& s, const net::authority& target, const compiled_rule*
             "refused unless network.allow_cidrs or the rule's allow_cidrs name them\n"
           : "(network.block_private is false) only the proxy's own endpoints are refused\n");
   return true;
+}
+
+// What the deciding rule adds to requests and takes out of responses: header and parameter
+// names, secret and redactor names, never a template or a value.
+void credentials(const snapshot& s, const compiled_rule& rule, std::string& text) {
+  const auto secrets = s.secrets();
+  auto used = [&](const secret_template& t) {
+    std::string names;
+    for (const auto& part : t.parts)
+      if (part.secret < secrets.size())
+        names += core::str_cat(names.empty() ? "" : ", ", secrets[part.secret].name);
+    return names.empty() ? std::string{} : core::str_cat(" (secret ", names, ")");
+  };
+  const compiled_injection& in = rule.inject;
+  bool injects_secret = false;
+  if (in.active) {
+    std::string what;
+    auto add = [&](std::string item) { what += core::str_cat(what.empty() ? "" : ", ", item); };
+    for (const auto& [name, t] : in.headers)
+      add(core::str_cat("header ", name, used(t)));
+    for (const auto& [name, t] : in.query)
+      add(core::str_cat("query parameter ", name, used(t)));
+    if (in.has_basic) {
+      secret_template both = in.basic_username;
+      both.parts.insert(both.parts.end(), in.basic_password.parts.begin(),
+                        in.basic_password.parts.end());
+      add(core::str_cat("Basic credentials", used(both)));
+    }
+    if (!in.require.empty()) {
+      std::string names;
+      for (std::size_t i : in.require)
+        names += core::str_cat(names.empty() ? "" : ", ", secrets[i].name);
+      add(core::str_cat("requires the placeholder of ", names));
+    }
+    text += core::str_cat("inject:  rule ", rule.name, " sets ", what, "\n");
+    injects_secret = !in.secrets.empty();
+  }
+  if (rule.redact.active) {
+    text += core::str_cat("redact:  responses are redacted with ", list(rule.redact.redactors),
+                          " and every secret's value; text bodies are cut off after ",
+                          rule.redact.max_bytes, " bytes\n");
+  } else if (injects_secret) {
+    text += "redact:  every secret's value is redacted from responses (the rule injects one)\n";
+  }
 }
 
 }  // namespace
@@ -269,6 +317,7 @@ explanation explain(const snapshot& s, const explain_request& r) {
                           " (the address guard applies in every mode)\n");
   } else if (final.reason == core::errc::ok) {
     text += core::str_cat("decision: allowed (rule ", final.rule->name, ")\n");
+    credentials(s, *final.rule, text);
   } else if (final.report_only) {
     text += core::str_cat("decision: allowed in report mode; would be denied: ",
                           core::name(final.reason), " (", final.detail, ")\n");

@@ -130,6 +130,30 @@ struct body_checks {
   std::vector<json_field> fields;          // in file order
 };
 
+// Credentials the proxy adds to requests under a rule (`rules[i].inject`). Every value is a
+// template: literal text and ${secrets.NAME} references, expanded per request.
+struct inject {
+  bool present = false;  // the rule has an `inject` key
+  // header name (as written) -> template; the agent's own fields of that name are removed
+  std::vector<std::pair<std::string, std::string>> headers;
+  // query parameter name -> template; the agent's own parameters of that name are removed
+  std::vector<std::pair<std::string, std::string>> query;
+  // HTTP Basic credentials (RFC 7617): Authorization: Basic base64(username ":" password)
+  bool has_basic = false;
+  std::string basic_username;  // template
+  std::string basic_password;  // template
+  // Secrets whose placeholder every request must carry (in a header or the target).
+  std::vector<std::string> require;
+};
+
+// Response redaction under a rule (`rules[i].redact`): a list of redactor names, or
+// {redactors: [...], max_bytes: N}.
+struct redact {
+  bool present = false;
+  std::vector<std::string> redactors;      // built-in or `redactors:` names
+  std::optional<std::uint64_t> max_bytes;  // text body cut off (with a marker) above this
+};
+
 struct agent {
   std::string name;
   std::vector<std::string> rules;    // rule names, in order of evaluation
@@ -156,6 +180,8 @@ struct rule {
   query_checks query;
   header_checks headers;
   body_checks body;
+  model::inject inject;
+  model::redact redact;
   mark at;
 };
 

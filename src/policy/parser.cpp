@@ -18,8 +18,8 @@ namespace {
 
 using key_list = std::span<const std::string_view>;
 
-// The schema. Keys of features that do not exist yet are refused by name, so that an operator
-// who writes a rate limit or a redactor does not believe it is enforced (fail closed).
+// The schema. (entries() can also refuse keys of features that do not exist yet by name, so
+// that an operator who writes one does not believe it is enforced: fail closed. None now.)
 constexpr std::string_view top_keys[] = {"mode",  "listen",  "tls",       "limits", "network",
                                          "audit", "secrets", "redactors", "agents", "rules"};
 constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
@@ -46,11 +46,12 @@ constexpr std::string_view body_keys[] = {"max_bytes", "json"};
 constexpr std::string_view json_field_keys[] = {"type",    "pattern", "enum",    "max_length",
                                                 "minimum", "maximum", "required"};
 constexpr std::string_view rule_keys[] = {
-    "name",        "hosts",   "host_regex", "ports", "methods", "paths",   "upgrades", "addresses",
-    "allow_cidrs", "inspect", "mode",       "rate",  "query",   "headers", "body"};
-// Injection and redaction are not wired into the proxy yet: a rule asking for them is refused,
-// so that nobody believes a credential is added or a response redacted.
-constexpr std::string_view rule_unsupported[] = {"inject", "redact"};
+    "name",     "hosts",     "host_regex",  "ports",   "methods", "paths",
+    "upgrades", "addresses", "allow_cidrs", "inspect", "mode",    "rate",
+    "query",    "headers",   "body",        "inject",  "redact"};
+constexpr std::string_view inject_keys[] = {"headers", "query", "basic", "require"};
+constexpr std::string_view basic_keys[] = {"username", "password"};
+constexpr std::string_view redact_keys[] = {"redactors", "max_bytes"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
 
@@ -140,6 +141,11 @@ class parser {
   void pattern_map(const YAML::Node& n, const std::string& path,
                    std::vector<std::pair<std::string, std::string>>& out);
   std::optional<double> number(const YAML::Node& n, const std::string& key);
+  // A mapping of names to templates (strings), in file order.
+  void template_map(const YAML::Node& n, const std::string& path,
+                    std::vector<std::pair<std::string, std::string>>& out);
+  void inject(const YAML::Node& n, const std::string& path, model::inject& in);
+  void redact(const YAML::Node& n, const std::string& path, model::redact& r);
   void secrets(const YAML::Node& n, const std::string& path, std::vector<model::secret>& out);
   void redactors(const YAML::Node& n, const std::string& path, std::vector<model::redactor>& out);
   void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
@@ -480,6 +486,84 @@ void parser::body(const YAML::Node& node, const std::string& path, model::body_c
           });
 }
 
+void parser::template_map(const YAML::Node& node, const std::string& path,
+                          std::vector<std::pair<std::string, std::string>>& out) {
+  if (!expect(node, path, YAML::NodeType::Map, "a mapping of names to templates")) return;
+  if (node.size() == 0) {
+    error(node, path, "must not be empty (omit the key)");
+    return;
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (errors_.full()) return;
+    const YAML::Node name_node = it->first;
+    if (!name_node.IsScalar() || name_node.Scalar().empty()) {
+      error(name_node, path, "names must be non-empty strings");
+      continue;
+    }
+    const std::string& name = name_node.Scalar();
+    const std::string key = join(path, name);
+    if (std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == name; })) {
+      error(name_node, key, core::str_cat("duplicate name '", name, "'"));
+      continue;
+    }
+    marks_.set(key, to_mark(name_node.Mark()));
+    // A template is a string; nothing is quoted back (it may hold a pasted secret).
+    if (auto s = string(it->second, key)) out.emplace_back(name, std::move(*s));
+  }
+}
+
+void parser::inject(const YAML::Node& node, const std::string& path, model::inject& in) {
+  in.present = true;
+  entries(node, path, inject_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "headers") {
+              template_map(v, key, in.headers);
+            } else if (k == "query") {
+              template_map(v, key, in.query);
+            } else if (k == "basic") {
+              in.has_basic = true;
+              entries(v, key, basic_keys, {},
+                      [&](const std::string& bk, const YAML::Node& bv, const std::string& child) {
+                        if (bk == "username")
+                          string_into(bv, child, in.basic_username);
+                        else if (bk == "password")
+                          string_into(bv, child, in.basic_password);
+                      });
+            } else if (k == "require") {
+              strings_into(v, key, in.require);
+            }
+          });
+}
+
+void parser::redact(const YAML::Node& node, const std::string& path, model::redact& r) {
+  r.present = true;
+  // Short form: a list of redactor names. Long form: {redactors: [...], max_bytes: size}.
+  if (node.IsSequence()) {
+    strings_into(node, path, r.redactors);
+    return;
+  }
+  if (!node.IsMap()) {
+    // marks_ has the key's position when the value is null (`redact:` alone).
+    errors_.add(
+        marks_.find(path), path,
+        core::str_cat("expected a list of redactor names or a mapping {redactors, max_bytes}, "
+                      "got ",
+                      describe(node)));
+    return;
+  }
+  entries(node, path, redact_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "redactors") {
+              strings_into(v, key, r.redactors);
+            } else if (k == "max_bytes") {
+              constexpr auto unset = std::numeric_limits<std::uint64_t>::max();
+              std::uint64_t n = unset;
+              size_into(v, key, n, 1);
+              if (n != unset) r.max_bytes = n;
+            }
+          });
+}
+
 std::optional<double> parser::number(const YAML::Node& n, const std::string& key) {
   if (!expect(n, key, YAML::NodeType::Scalar, "a number")) return std::nullopt;
   const std::string& s = n.Scalar();
@@ -642,7 +726,7 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
     r.at = to_mark(it->Mark());
     const std::string key = indexed(path, i);
     marks_.set(key, r.at);
-    entries(*it, key, rule_keys, rule_unsupported,
+    entries(*it, key, rule_keys, {},
             [&](const std::string& k, const YAML::Node& v, const std::string& child) {
               if (k == "name")
                 string_into(v, child, r.name);
@@ -672,6 +756,10 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 headers(v, child, r.headers);
               else if (k == "body")
                 body(v, child, r.body);
+              else if (k == "inject")
+                inject(v, child, r.inject);
+              else if (k == "redact")
+                redact(v, child, r.redact);
               else if (k == "ports") {
                 if (!expect(v, child, YAML::NodeType::Sequence, "a list")) return;
                 if (v.size() == 0) {

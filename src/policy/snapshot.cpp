@@ -98,6 +98,8 @@ std::string refusal_detail(const compiled_rule& rule, core::errc reason,
     case errc::port_denied:
       return core::str_cat("rule ", rule.name, ": port ", target.port, " not allowed");
     case errc::needs_inspection:
+      if (rule.inject.active || rule.redact.active)
+        return core::str_cat("rule ", rule.name, " injects or redacts; set inspect: true");
       return core::str_cat("rule ", rule.name, " checks methods/paths; set inspect: true");
     case errc::upgrade_denied:
       if (is_short_token(target.upgrade))

@@ -9,6 +9,7 @@
 #include "net/address_guard.hpp"
 #include "net/host.hpp"
 #include "policy/checks.hpp"
+#include "policy/credentials.hpp"
 #include "policy/model.hpp"
 #include "policy/secrets.hpp"
 
@@ -39,6 +40,8 @@ struct compiled_rule {
   std::vector<net::cidr> allow_cidrs;
   std::vector<std::string> upgrades;
   compiled_checks checks;  // query, headers, body
+  compiled_injection inject;
+  compiled_redaction redact;
   const model::rule* source = nullptr;
   // Matching state (exact host set, suffixes, re2 objects, method set) is private to the
   // compiler; see snapshot::decide().

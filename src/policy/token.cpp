@@ -88,4 +88,28 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
+std::string base64_encode(std::string_view data) {
+  static constexpr char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= data.size(); i += 3) {
+    const std::uint32_t g = static_cast<std::uint32_t>(static_cast<unsigned char>(data[i])) << 16 |
+                            static_cast<std::uint32_t>(static_cast<unsigned char>(data[i + 1]))
+                                << 8 |
+                            static_cast<unsigned char>(data[i + 2]);
+    out += {alphabet[g >> 18], alphabet[(g >> 12) & 63], alphabet[(g >> 6) & 63], alphabet[g & 63]};
+  }
+  if (const std::size_t rest = data.size() - i; rest > 0) {
+    std::uint32_t g = static_cast<std::uint32_t>(static_cast<unsigned char>(data[i])) << 16;
+    if (rest == 2) g |= static_cast<std::uint32_t>(static_cast<unsigned char>(data[i + 1])) << 8;
+    out += alphabet[g >> 18];
+    out += alphabet[(g >> 12) & 63];
+    out += rest == 2 ? alphabet[(g >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 }  // namespace airlock::policy

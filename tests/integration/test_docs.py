@@ -212,8 +212,12 @@ class ReferenceTest(unittest.TestCase):
         lists = parser_key_lists()
         self.assertIn("top_keys", lists)
         page = read(POLICY_MD)
-        not_yet = page[page.index("## Keys that are not available yet"):]
-        not_yet = not_yet[:not_yet.index("\n## ", 1)]
+        # The section exists while some key is reserved (a `*_unsupported` list in the parser).
+        start = page.find("## Keys that are not available yet")
+        not_yet = ""
+        if start >= 0:
+            not_yet = page[start:]
+            not_yet = not_yet[:not_yet.index("\n## ", 1)]
         for name, keys in sorted(lists.items()):
             for key in keys:
                 with self.subTest(list=name, key=key):

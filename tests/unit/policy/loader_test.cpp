@@ -339,27 +339,24 @@ rules:
     EXPECT_EQ(errors[i].line, lines[i]) << errors[i].key;
 }
 
-TEST(LoaderErrors, UnsupportedFeaturesFailClosed) {
-  // Injection and redaction are not wired into the proxy yet: a rule asking for them is
-  // refused, never loaded with the protection silently missing. (Secrets and redactors
-  // themselves load: secrets_test.cpp, redactors_test.cpp.)
+TEST(LoaderErrors, InjectAndRedactAreRuleKeys) {
+  // Once refused as "not supported yet"; now parsed and checked (credentials_test.cpp). An
+  // empty inject is still an error: it would protect nothing.
   const auto errors = errors_of(R"(redactors: []
 agents:
   default: {rules: [r]}
 rules:
   - name: r
     hosts: [a.example]
+    ports: [80]
     inject: {}
     redact: []
 )");
-  ASSERT_EQ(errors.size(), 2u) << dump(errors);
-  const char* rule_keys[] = {"inject", "redact"};
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(errors[i].key, std::string("rules[0].") + rule_keys[i]);
-    EXPECT_EQ(errors[i].message, std::string("'") + rule_keys[i] + "' is not supported yet");
-    EXPECT_EQ(errors[i].line, 7 + i);
-    EXPECT_EQ(errors[i].column, 5);
-  }
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "rules[0].inject");
+  EXPECT_EQ(errors[0].message, "inject needs headers, query, basic or require");
+  EXPECT_EQ(errors[0].line, 8);
+  EXPECT_EQ(errors[0].column, 13);
 }
 
 TEST(LoaderRequestControls, ParsesEveryKey) {

@@ -41,12 +41,15 @@ redactors:
   - {name: session, pattern: 'session=(?P<redact>[A-Za-z0-9]{16,64})', replace: '***'}
   - {name: ci, pattern: '(?i)x-internal-[a-f0-9]{8}'}
   - {name: word, pattern: '\bsecretword\b'}
+rules:
+  - {name: r, hosts: [a.example], ports: [80], redact: [internal-id, session, ci, word, email]}
 )");
   ASSERT_TRUE(r.ok()) << dump(r.errors);
   const auto custom = redaction::custom_redactors(*r.policy);
   ASSERT_EQ(custom.size(), 4u);
-  // A rule's `redact: [...]` once it exists: custom names and built-ins together.
-  const std::vector<std::string> names = {"internal-id", "session", "ci", "word", "email"};
+  // A rule's `redact: [...]`: custom names and built-ins together.
+  const std::vector<std::string>& names = r.policy->rules()[0].redact.redactors;
+  ASSERT_EQ(names.size(), 5u);
   auto resolved = redaction::resolve_redactors(names, custom);
   ASSERT_TRUE(resolved.errors.empty());
   auto built =

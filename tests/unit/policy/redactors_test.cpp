@@ -156,22 +156,31 @@ TEST(RedactorErrors, EveryErrorAtOnce) {
   EXPECT_EQ(r.errors[4].message, "duplicate redactor name 'ok' (first at line 3)");
 }
 
-TEST(RedactorErrors, RulesCannotRedactOrInjectYet) {
-  // The proxy does not redact or inject yet: a rule asking for it must not load, even when the
-  // secrets and redactors it names are valid.
+TEST(RedactorErrors, RulesNameBuiltInAndCustomRedactors) {
+  // A rule's redact list resolves against the built-ins and the custom redactors; a name that
+  // is neither is an error listing both. (More in credentials_test.cpp.)
   const auto r = load(R"(redactors:
   - {name: aws-key, pattern: 'AKIA[0-9A-Z]{16}'}
 rules:
   - name: r
     hosts: [a.example]
-    inject: {headers: {Authorization: 'Bearer ${secrets.gh}'}}
-    redact: [aws-key]
+    ports: [80]
+    redact: [aws-key, email, aws_key]
 )");
-  ASSERT_EQ(r.errors.size(), 2u) << dump(r.errors);
-  EXPECT_EQ(r.errors[0].key, "rules[0].inject");
-  EXPECT_EQ(r.errors[0].message, "'inject' is not supported yet");
-  EXPECT_EQ(r.errors[1].key, "rules[0].redact");
-  EXPECT_EQ(r.errors[1].message, "'redact' is not supported yet");
+  ASSERT_EQ(r.errors.size(), 1u) << dump(r.errors);
+  EXPECT_EQ(r.errors[0].key, "rules[0].redact[2]");
+  EXPECT_EQ(r.errors[0].line, 7);
+  EXPECT_NE(r.errors[0].message.find("unknown redactor 'aws_key' (built-in: aws-access-key, "),
+            std::string::npos)
+      << dump(r.errors);
+  EXPECT_NE(r.errors[0].message.find("; custom: aws-key)"), std::string::npos) << dump(r.errors);
+  const auto ok = load(R"(redactors:
+  - {name: aws-key, pattern: 'AKIA[0-9A-Z]{16}'}
+rules:
+  - {name: r, hosts: [a.example], ports: [80], redact: [aws-key, email]}
+)");
+  ASSERT_TRUE(ok.ok()) << dump(ok.errors);
+  EXPECT_EQ(ok.policy->rules()[0].redact.redactors, (std::vector<std::string>{"aws-key", "email"}));
 }
 
 }  // namespace

@@ -173,5 +173,92 @@ TEST_F(SecretLeak, ExplainAndModelOfALoadedPolicy) {
   }
 }
 
+TEST_F(SecretLeak, InjectAndRedactErrors) {
+  // The value pasted where a template, a reference, a header or parameter name, a required
+  // secret or a redactor name belongs, next to a secret that holds it. Also the placeholder.
+  scoped_env e("AIRLOCK_TEST_MARK", marker);
+  const std::string placeholder = "mk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+  const std::string head =
+      "secrets:\n"
+      "  m: {env: AIRLOCK_TEST_MARK, placeholder: '" +
+      placeholder +
+      "', hosts: [api.example]}\n"
+      "rules:\n"
+      "  - name: r\n"
+      "    hosts: [api.example, other.example]\n"
+      "    ports: [80]\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"    inject: {headers: {Authorization: 'Bearer " + marker + "'}}\n",
+       "rules[0].inject.headers.Authorization"},
+      {"    inject: {query: {k: 'a" + marker + "b'}}\n", "rules[0].inject.query.k"},
+      {"    inject: {basic: {username: u, password: '" + marker + "'}}\n",
+       "rules[0].inject.basic.password"},
+      {"    inject: {headers: {A: '${secrets." + marker + "}'}}\n", "rules[0].inject.headers.A"},
+      {"    inject: {headers: {A: '${secrets." + placeholder + "}'}}\n",
+       "rules[0].inject.headers.A"},
+      {"    inject: {headers: {A: '${" + marker + "}'}}\n", "rules[0].inject.headers.A"},
+      {"    inject: {headers: {A: 'x${" + marker + "'}}\n", "rules[0].inject.headers.A"},
+      {"    inject: {headers: {A: \"" + marker + "\\r\\n\"}}\n", "rules[0].inject.headers.A"},
+      {"    inject: {require: ['" + marker + "']}\n", "rules[0].inject.require[0]"},
+      {"    inject: {require: ['" + placeholder + "']}\n", "rules[0].inject.require[0]"},
+      {"    redact: ['" + marker + "']\n", "rules[0].redact[0]"},
+      {"    redact: [email, '" + placeholder + "', '" + placeholder + "']\n", "rules[0].redact[1]"},
+      {"    redact: {redactors: ['x" + marker + "']}\n", "rules[0].redact.redactors[0]"},
+      // The binding error names the secret and the host only.
+      {"    inject: {headers: {Authorization: 'Bearer ${secrets.m}'}}\n", "rules[0].inject"},
+  };
+  for (const auto& [rule, key] : cases) {
+    auto r = must_fail(head + rule, key);
+    // The placeholder is no more shown than the value.
+    for (const auto& err : r.errors)
+      EXPECT_EQ(err.to_string().find(placeholder.substr(3)), std::string::npos) << rule;
+  }
+}
+
+TEST_F(SecretLeak, ExplainOfARuleThatInjects) {
+  scoped_env e("AIRLOCK_TEST_MARK", marker);
+  auto r = dir_.load(
+      "secrets:\n"
+      "  m: {env: AIRLOCK_TEST_MARK, placeholder: 'mk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',"
+      " hosts: [api.example]}\n"
+      "agents:\n"
+      "  default: {rules: [api]}\n"
+      "rules:\n"
+      "  - name: api\n"
+      "    hosts: [api.example]\n"
+      "    ports: [80]\n"
+      "    inject:\n"
+      "      headers: {Authorization: 'Bearer ${secrets.m}'}\n"
+      "      query: {key: '${secrets.m}'}\n"
+      "      basic: {username: 'u', password: '${secrets.m}'}\n"
+      "      require: [m]\n"
+      "    redact: [email]\n");
+  ASSERT_FALSE(r.ok());  // Authorization and basic together
+  r = dir_.load(
+      "secrets:\n"
+      "  m: {env: AIRLOCK_TEST_MARK, placeholder: 'mk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',"
+      " hosts: [api.example]}\n"
+      "agents:\n"
+      "  default: {rules: [api]}\n"
+      "rules:\n"
+      "  - name: api\n"
+      "    hosts: [api.example]\n"
+      "    ports: [80]\n"
+      "    inject:\n"
+      "      headers: {X-Key: 'Bearer ${secrets.m}'}\n"
+      "      query: {key: '${secrets.m}'}\n"
+      "      basic: {username: 'u', password: '${secrets.m}'}\n"
+      "      require: [m]\n"
+      "    redact: [email]\n");
+  ASSERT_TRUE(r.ok()) << everything(r);
+  explain_request q;
+  q.method = "GET";
+  q.url = "http://api.example/x";
+  const std::string text = explain(*r.policy, q).text;
+  EXPECT_NE(text.find("inject:  rule api sets header X-Key (secret m)"), std::string::npos) << text;
+  expect_clean(text, "explain");
+  EXPECT_EQ(text.find("mk-xxxx"), std::string::npos) << text;  // nor the placeholder
+}
+
 }  // namespace
 }  // namespace airlock::policy
