@@ -32,6 +32,10 @@ enum class errc {
   concurrency_limited,  // 429: the agent (or agent and rule) has too many requests in flight
   agent_suspended,      // 429: the circuit breaker stopped the agent for a cool-down
   agent_stopped,        // 403: an operator stopped the agent (kill switch)
+  // credentials
+  placeholder_refused,   // 403: a secret's placeholder sent to a host the secret is not bound to
+  placeholder_required,  // 403: the rule requires a placeholder the request does not carry
+  secret_not_bound,      // 403: the rule would inject a secret on a host it is not bound to
   // malformed or oversized input
   bad_request,           // 400: unparsable request, smuggling attempt, bad target
   unsupported_scheme,    // 400: not http:// and not CONNECT
@@ -42,14 +46,15 @@ enum class errc {
   head_timeout,          // 408: full head not received in time
   too_many_connections,  // 503: global or per-client cap
   // upstream failures
-  dns_error,            // 502
-  dns_timeout,          // 504
-  connect_refused,      // 502
-  connect_timeout,      // 504
-  upstream_error,       // 502: reset, malformed response, ...
-  upstream_timeout,     // 504: no response in time
-  upstream_tls_failed,  // 502: certificate verification or handshake failure
-  response_too_large,   // 502: response cut off
+  dns_error,              // 502
+  dns_timeout,            // 504
+  connect_refused,        // 502
+  connect_timeout,        // 504
+  upstream_error,         // 502: reset, malformed response, ...
+  upstream_timeout,       // 504: no response in time
+  upstream_tls_failed,    // 502: certificate verification or handshake failure
+  response_too_large,     // 502: response cut off
+  unredactable_response,  // 502: a redacting rule got a body in a coding it cannot decode
   // everything else: fail closed
   internal_error,  // 500
   shutting_down,   // 503

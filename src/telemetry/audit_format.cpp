@@ -192,6 +192,26 @@ void append_audit_line(std::string& out, const audit_record& r) {
   str("upstream", r.upstream);
   str("client", r.client);
   str("policy_version", r.policy_version);
+  if (!r.redactions.empty()) {
+    key("redactions");
+    out.push_back('{');
+    for (std::size_t i = 0; i < r.redactions.size(); ++i) {
+      if (i) out.push_back(',');
+      append_json_string(out, r.redactions[i].first);
+      out.push_back(':');
+      append_int(out, r.redactions[i].second);
+    }
+    out.push_back('}');
+  }
+  if (!r.injected.empty()) {
+    key("injected");
+    out.push_back('[');
+    for (std::size_t i = 0; i < r.injected.size(); ++i) {
+      if (i) out.push_back(',');
+      append_json_string(out, r.injected[i]);
+    }
+    out.push_back(']');
+  }
   out.append("}\n");
 }
 

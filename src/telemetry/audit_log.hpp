@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace airlock::telemetry {
 
@@ -34,6 +36,10 @@ struct audit_record {
   std::string_view upstream;  // "ip:port" connected to; empty if none
   std::string_view client;    // "ip:port" of the client
   std::string_view policy_version;
+  // Response redaction: how often each redactor (or "secret:NAME") fired; absent when none.
+  std::span<const std::pair<std::string_view, std::uint64_t>> redactions;
+  // Names of the secrets the proxy added to the request (never values); absent when none.
+  std::span<const std::string_view> injected;
 };
 
 class audit_log {

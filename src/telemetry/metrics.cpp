@@ -164,6 +164,11 @@ struct metrics::impl {
                           .Name("airlock_breaker_trips_total")
                           .Help("Times an agent's circuit breaker suspended it, by agent.")
                           .Register(*registry)),
+        redactions(prometheus::BuildCounter()
+                       .Name("airlock_redactions_total")
+                       .Help("Spans redacted from responses, by rule and redactor (secret:NAME "
+                             "for an injected secret).")
+                       .Register(*registry)),
         pool(prometheus::BuildCounter()
                  .Name("airlock_upstream_pool_total")
                  .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
@@ -230,6 +235,7 @@ struct metrics::impl {
   Histogram& upstream_tls;
   Family<Counter>& upstream_errors;
   Family<Counter>& breaker_trips;
+  Family<Counter>& redactions;
   Family<Counter>& pool;
   Counter& pool_hit;
   Counter& pool_miss;
@@ -357,6 +363,12 @@ void metrics::upstream_error(std::string_view kind) {
 void metrics::breaker_tripped(std::string_view agent) {
   std::lock_guard lk(impl_->mu);  // rare: a trip suspends the agent for its cool-down
   impl_->breaker_trips.Add({{"agent", std::string(agent)}}).Increment();
+}
+
+void metrics::redacted(std::string_view rule, std::string_view redactor, std::uint64_t count) {
+  std::lock_guard lk(impl_->mu);  // once per redacted response, not per byte
+  impl_->redactions.Add({{"rule", std::string(rule)}, {"redactor", std::string(redactor)}})
+      .Increment(static_cast<double>(count));
 }
 
 void metrics::pool_reuse(bool hit) noexcept {

@@ -60,6 +60,8 @@ class metrics {
   // An agent's circuit breaker tripped (airlock_breaker_trips_total{agent}); agent names come
   // from the policy, so the label set is bounded by it.
   void breaker_tripped(std::string_view agent);
+  // Response redaction: `count` more hits of `redactor` ("secret:NAME" for a secret) under rule.
+  void redacted(std::string_view rule, std::string_view redactor, std::uint64_t count);
 
   void leaf_minted() noexcept;  // TLS interception
   void leaf_cache_hit() noexcept;

@@ -11,3 +11,6 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/secret_spellings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stream.cpp
   ${CMAKE_CURRENT_LIST_DIR}/validators.cpp)
+list(APPEND AIRLOCK_FILTER_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/response_body.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/rule_engines.cpp)

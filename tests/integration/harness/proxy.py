@@ -44,6 +44,9 @@ REASONS = {
     "concurrency_limited": (429, "connection_limit_reached"),
     "agent_suspended": (429, "http_request_denied"),
     "agent_stopped": (403, "http_request_denied"),
+    "placeholder_refused": (403, "http_request_denied"),
+    "placeholder_required": (403, "http_request_denied"),
+    "secret_not_bound": (403, "http_request_denied"),
     "bad_request": (400, "http_request_error"),
     "unsupported_scheme": (400, "http_request_error"),
     "origin_form": (400, "http_request_error"),
@@ -60,8 +63,14 @@ REASONS = {
     "upstream_timeout": (504, "http_response_timeout"),
     "upstream_tls_failed": (502, "tls_certificate_error"),
     "response_too_large": (502, "http_response_body_size"),
+    "unredactable_response": (502, "proxy_internal_response"),
     "internal_error": (500, "proxy_internal_error"),
     "shutting_down": (503, "proxy_internal_response"),
+    # Credential injection and response redaction (issue 5).
+    "placeholder_refused": (403, "http_request_denied"),
+    "placeholder_required": (403, "http_request_denied"),
+    "secret_not_bound": (403, "http_request_denied"),
+    "unredactable_response": (502, "proxy_internal_response"),
 }
 
 ORIGIN_PATHS = r"^/(echo|bytes|chunked|slow|status|conn-id)(/.*)?$"

@@ -125,6 +125,29 @@ TEST(AuditFormat, LineHasAllKeysInOrderAndTypes) {
   EXPECT_EQ(v.at("bytes_out").as_uint64(), 18446744073709551615ull);
 }
 
+TEST(AuditFormat, RedactionsAndInjectedSecretsByNameOnly) {
+  audit_record r;
+  const std::pair<std::string_view, std::uint64_t> hits[] = {{"secret:github", 3}, {"email", 1}};
+  const std::string_view injected[] = {"github", "quote\"d"};
+  r.redactions = hits;
+  r.injected = injected;
+  std::string line;
+  append_audit_line(line, r);
+  EXPECT_NE(
+      line.find(R"("redactions":{"secret:github":3,"email":1},"injected":["github","quote\"d"]})"),
+      std::string::npos)
+      << line;
+  auto v = boost::json::parse(line).as_object();
+  EXPECT_EQ(v.at("redactions").as_object().at("email").to_number<std::uint64_t>(), 1u);
+  EXPECT_EQ(v.at("injected").as_array().size(), 2u);
+  // Absent when empty (the line of an exchange without credentials keeps its 18 keys).
+  audit_record plain;
+  line.clear();
+  append_audit_line(line, plain);
+  EXPECT_EQ(line.find("redactions"), std::string::npos);
+  EXPECT_EQ(line.find("injected"), std::string::npos);
+}
+
 TEST(AuditFormat, EmptyRuleIsNullAndDefaultsAreValid) {
   audit_record r;  // everything default: empty strings, zero numbers, epoch
   std::string line;

@@ -1,0 +1,40 @@
+#pragma once
+// Placeholders: fake values shaped like a secret (same prefix and length) that the launcher
+// hands the agent, so tools that insist on an API key start. The proxy swaps a placeholder for
+// the secret's value on the hosts the secret is bound to, and refuses a request that carries it
+// anywhere else (an exfiltration attempt: the agent has no business sending it there).
+//
+// Only what the proxy sees of a request is searched: header values and the request target.
+// Proxy-Authorization is skipped (it is for the proxy, and never forwarded).
+//
+// @par Thread Safety
+// Free functions over caller-owned data.
+
+#include "policy/secrets.hpp"
+
+#include <boost/beast/http/fields.hpp>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::filters::credentials {
+
+// Whether any secret has a placeholder (when none does, nothing needs searching).
+bool any_placeholder(std::span<const policy::compiled_secret> secrets) noexcept;
+
+// Indices (into `secrets`) of the secrets whose placeholder occurs in a header value or in
+// `target`, in index order, each once.
+std::vector<std::size_t> find_placeholders(std::span<const policy::compiled_secret> secrets,
+                                           const boost::beast::http::fields& head,
+                                           std::string_view target);
+
+// Replaces every occurrence of the placeholders of `which` with the secrets' values, in header
+// values and in `target`. The caller has checked that the host is bound to each of them.
+void swap_placeholders(std::span<const policy::compiled_secret> secrets,
+                       std::span<const std::size_t> which, boost::beast::http::fields& head,
+                       std::string& target);
+
+}  // namespace airlock::filters::credentials

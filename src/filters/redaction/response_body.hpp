@@ -1,0 +1,87 @@
+#pragma once
+// One response body through redaction, as it streams: decode (gzip/deflate), redact (stream),
+// encode again in the upstream's coding, with a cap on the decoded size past which the body is
+// cut off and a marker line says so.
+//
+//   auto plan = plan_response(content_type, content_encoding);
+//   if (plan.treatment == body_treatment::refuse) -> 502, nothing sent
+//   if (plan.treatment == body_treatment::redact) {
+//     response_body body(engine, plan, max_bytes, marker);
+//     for each piece: if (!body.write(piece, out)) fail; send(out); out.clear();
+//                     if (body.cut_off()) break;
+//     if (!body.finish(out)) fail; send(out);
+//   }
+//
+// @par Thread Safety
+// One per response, one thread at a time; the engine is shared.
+
+#include "filters/redaction/content_coding.hpp"
+#include "filters/redaction/content_type.hpp"
+#include "filters/redaction/decoder.hpp"
+#include "filters/redaction/encoder.hpp"
+#include "filters/redaction/stream.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace airlock::filters::redaction {
+
+enum class body_treatment {
+  pass,    // binary: byte for byte
+  redact,  // text-like, in a coding the proxy decodes
+  refuse,  // text in a charset or a coding the proxy cannot see into: fail closed
+};
+
+struct response_plan {
+  body_treatment treatment = body_treatment::redact;
+  body_class media;
+  content_coding coding = content_coding::identity;
+  std::string why;  // for refuse: what could not be read ("Content-Encoding br")
+};
+
+// From the response's Content-Type and Content-Encoding values (empty when absent).
+response_plan plan_response(std::string_view content_type, std::string_view content_encoding);
+
+class response_body {
+ public:
+  response_body(std::shared_ptr<const engine> e, const response_plan& plan, std::uint64_t max_bytes,
+                std::string marker);
+  ~response_body();
+  response_body(const response_body&) = delete;
+  response_body& operator=(const response_body&) = delete;
+
+  // A piece of the body as it came from upstream (still encoded). Appends what may go to the
+  // client now. False when the body cannot be decoded (error() says why): the client must not
+  // get a whole-looking response then.
+  bool write(std::string_view piece, std::string& out);
+  // The upstream body ended (or was cut off): appends the rest, the marker when cut off, and
+  // the coding's trailer. False when the encoded body was truncated or corrupt.
+  bool finish(std::string& out);
+
+  // More than max_bytes of decoded text arrived: stop reading, then finish().
+  bool cut_off() const noexcept { return cut_off_; }
+  std::uint64_t decoded_bytes() const noexcept { return decoded_; }
+  const stream& redaction() const noexcept { return stream_; }
+  const char* error() const noexcept { return error_; }
+
+ private:
+  void take_text(std::string_view text, std::string& out);
+  void emit(std::string& text, std::string& out, bool flush);
+
+  stream stream_;
+  std::optional<decoder> decoder_;
+  std::optional<encoder> encoder_;
+  bool flush_each_ = false;  // event streams: every write's output decodes on its own
+  std::uint64_t max_bytes_;
+  std::string marker_;
+  std::uint64_t decoded_ = 0;
+  bool cut_off_ = false;
+  const char* error_ = nullptr;
+  std::string text_;      // decoded text of the current piece
+  std::string redacted_;  // redacted text waiting to be encoded
+};
+
+}  // namespace airlock::filters::redaction
