@@ -43,6 +43,8 @@ exchange_record::~exchange_record() {
       shared.metrics->request_finished(agent, rule, decision, core::name(reason), duration,
                                        bytes_in, bytes_out, /*tunnel=*/scheme == "connect");
       if (connect_time.count() > 0) shared.metrics->upstream_connect_time(connect_time);
+      for (const auto& [name, count] : redactions)
+        shared.metrics->redacted(rule, name, count);
     }
     if (shared.audit) {
       telemetry::audit_record r;
@@ -64,6 +66,8 @@ exchange_record::~exchange_record() {
       r.upstream = upstream;
       r.client = client_;
       r.policy_version = policy_version_;
+      r.injected = injected;
+      r.redactions = redactions;
       shared.audit->write(r);
     }
     // The circuit breaker counts what the agent got wrong and what failed for it; not its own

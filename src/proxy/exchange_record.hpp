@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace airlock::filters::rate_limit {
 class plan;
@@ -59,6 +61,9 @@ class exchange_record {
   std::uint64_t bytes_out = 0;
   std::string upstream;
   std::chrono::microseconds connect_time{0};
+  // Credentials and redaction: names of the secrets injected, and each redactor's hit count.
+  std::vector<std::string_view> injected;  // point into the snapshot (which outlives the record)
+  std::vector<std::pair<std::string_view, std::uint64_t>> redactions;  // into the engine, ditto
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
   // Set once the agent is known: a refusal or upstream error then counts towards the agent's
   // circuit breaker. The plan outlives the record (the session holds it).

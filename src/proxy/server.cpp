@@ -1,5 +1,7 @@
 #include "proxy/server.hpp"
 
+#include "filters/redaction/rule_engines.hpp"
+
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
@@ -337,12 +339,18 @@ bool server::start(std::vector<std::string>& errors) {
       errors.push_back(e.to_string());
     return false;
   }
+  std::string engines_error;
+  auto engines = build_redaction(*second.policy, engines_error);
+  if (!engines) {
+    errors.push_back(engines_error);
+    return false;
+  }
   std::string tls_error;
   if (!update_interception(*second.policy, tls_error)) {
     errors.push_back(tls_error);
     return false;
   }
-  activate(second.policy);
+  activate(second.policy, std::move(engines));
   {
     std::lock_guard lock(reload_mutex_);
     status_.version = second.policy->version();
@@ -386,7 +394,8 @@ bool server::reload(std::string_view trigger, std::string& message) {
     return false;
   }
   std::string tls_error;
-  if (!update_interception(*result.policy, tls_error)) {
+  auto engines = build_redaction(*result.policy, tls_error);
+  if (!engines || !update_interception(*result.policy, tls_error)) {
     message = tls_error;
     status_.last_error = message;
     if (shared_.metrics) shared_.metrics->policy_loaded(false, "", trigger);
@@ -396,7 +405,7 @@ bool server::reload(std::string_view trigger, std::string& message) {
   }
   auto old = shared_.current();
   const std::string changes = describe_changes(*old, *result.policy);
-  activate(result.policy);
+  activate(result.policy, std::move(engines));
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
@@ -424,8 +433,21 @@ bool server::update_interception(const policy::snapshot& snap, std::string& erro
   return true;
 }
 
-void server::activate(std::shared_ptr<const policy::snapshot> snapshot) {
+std::shared_ptr<const filters::redaction::rule_engines> server::build_redaction(
+    const policy::snapshot& snapshot, std::string& error) {
+  auto built = filters::redaction::rule_engines::build(snapshot);
+  if (!built.engines) {
+    error = "redaction: ";
+    for (const auto& e : built.errors)
+      error += core::str_cat(e, "; ");
+  }
+  return built.engines;
+}
+
+void server::activate(std::shared_ptr<const policy::snapshot> snapshot,
+                      std::shared_ptr<const filters::redaction::rule_engines> engines) {
   auto next = std::make_shared<active_policy>();
+  next->redaction = std::move(engines);
   next->rates = rates_.bind(snapshot);
   next->snapshot = std::move(snapshot);
   shared_.active.store(std::move(next));

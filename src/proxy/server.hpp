@@ -19,6 +19,10 @@
 #include <string>
 #include <vector>
 
+namespace airlock::filters::redaction {
+class rule_engines;
+}
+
 namespace airlock::proxy {
 
 struct server_options {
@@ -76,7 +80,12 @@ class server {
   bool start_relay_listener(const std::string& where, const std::string& group, std::string& error);
 
   // Binds a snapshot to the rate-limit state and makes both the policy in force.
-  void activate(std::shared_ptr<const policy::snapshot> snapshot);
+  // The policy's redaction engines (null, with `error` set, when one cannot be built: the policy
+  // is then refused like one that fails to load).
+  static std::shared_ptr<const filters::redaction::rule_engines> build_redaction(
+      const policy::snapshot& snapshot, std::string& error);
+  void activate(std::shared_ptr<const policy::snapshot> snapshot,
+                std::shared_ptr<const filters::redaction::rule_engines> engines);
 
   server_options options_;
   shared_state shared_;

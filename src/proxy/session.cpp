@@ -3,6 +3,10 @@
 #include "core/errc.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "filters/credentials/injection.hpp"
+#include "filters/credentials/placeholder_scanner.hpp"
+#include "filters/credentials/placeholders.hpp"
+#include "filters/redaction/response_body.hpp"
 #include "filters/validation/headers.hpp"
 #include "filters/validation/json_body.hpp"
 #include "filters/validation/query.hpp"
@@ -164,16 +168,17 @@ struct relay_result {
   beast::error_code read_ec;   // error on the side being read
   beast::error_code write_ec;  // error on the side being written
   std::uint64_t bytes = 0;
+  // A request body carried the placeholder of this secret (index) to a host it is not bound
+  // to: relaying stopped before the piece that holds it was written.
+  std::size_t placeholder = filters::credentials::placeholder_scanner::none;
 };
 
 template <bool IsRequest, class ReadStream, class WriteStream>
-asio::awaitable<relay_result> relay_body(worker& w, ReadStream& from,
-                                         beast::flat_buffer& from_buffer,
-                                         http::parser<IsRequest, http::buffer_body>& parser,
-                                         WriteStream& to,
-                                         http::serializer<IsRequest, http::buffer_body>& sr,
-                                         std::chrono::milliseconds idle_timeout,
-                                         const byte_throttle& throttle) {
+asio::awaitable<relay_result> relay_body(
+    worker& w, ReadStream& from, beast::flat_buffer& from_buffer,
+    http::parser<IsRequest, http::buffer_body>& parser, WriteStream& to,
+    http::serializer<IsRequest, http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
+    const byte_throttle& throttle, filters::credentials::placeholder_scanner* scan = nullptr) {
   relay_result result;
   // Lent by the worker only while a body moves, so idle connections hold no large buffer.
   auto buf = w.borrow_buffer();
@@ -195,6 +200,10 @@ asio::awaitable<relay_result> relay_body(worker& w, ReadStream& from,
       }
       const std::size_t got = piece - parser.get().body().size;
       if (got == 0 && !parser.is_done()) continue;  // only framing so far (a chunk header)
+      if (scan && got > 0) {
+        result.placeholder = scan->scan(std::string_view(buf.data(), got));
+        if (result.placeholder != filters::credentials::placeholder_scanner::none) co_return result;
+      }
       if (throttle) co_await throttle.pace(got);
       // An empty piece must be passed as "no data": for a chunked message the serializer
       // would write a zero-size chunk, which is the end of the body.
@@ -304,6 +313,17 @@ upstream_request upstream_for(const net::authority& target, const policy::compil
   return ur;
 }
 
+// Records the refusal of a request that carries a secret's placeholder to a host the secret is
+// not bound to, and logs it as the exfiltration attempt it is.
+void refuse_placeholder(exchange_record& rec, const policy::compiled_secret& secret,
+                        const net::authority& target) {
+  rec.refuse(errc::placeholder_refused, core::str_cat("the placeholder of secret ", secret.name,
+                                                      " may not be sent to ", target.host.text));
+  AIRLOCK_LOG(warn, "proxy", "exfiltration attempt: agent ", rec.agent,
+              " sent the placeholder of secret ", secret.name, " to ", target.host.text, ':',
+              target.port, " (refused)");
+}
+
 struct forward_result {
   bool client_continues = false;   // the client connection may carry another request
   bool upstream_reusable = false;  // the upstream connection may carry another request
@@ -325,7 +345,140 @@ struct forward_params {
   const std::string* body = nullptr;
   byte_throttle upload;    // paces the request body
   byte_throttle download;  // paces the response body
+  // Response redaction: the engine (null = the response passes as it is), the most decoded
+  // text passed before the body is cut off, and the rule's name for the cut-off marker.
+  std::shared_ptr<const filters::redaction::engine> redaction;
+  std::uint64_t redact_max_bytes = 0;
+  std::string_view rule_name;
+  // Watches a streamed request body for placeholders (null: nothing to watch for).
+  filters::credentials::placeholder_scanner* body_scan = nullptr;
+  std::span<const policy::compiled_secret> secrets;
+  const net::authority* target = nullptr;
 };
+
+// Whether a response header is left out of redaction: the framing and coding fields the proxy
+// itself rewrites or relies on.
+bool framing_field(http::field f) {
+  return f == http::field::content_length || f == http::field::transfer_encoding ||
+         f == http::field::content_encoding || f == http::field::content_type;
+}
+
+// Redacts every other response header value in place; hits are added to `hits`.
+template <class Fields>
+void redact_header_values(const filters::redaction::engine& e, Fields& head,
+                          filters::redaction::hit_counts& hits) {
+  std::vector<std::pair<std::string, std::string>> changed;
+  for (auto f = head.begin(); f != head.end();) {
+    if (framing_field(f->name())) {
+      ++f;
+      continue;
+    }
+    std::string value = filters::redaction::redact_header_value(e, f->value(), &hits);
+    if (value != f->value()) {
+      changed.emplace_back(std::string(f->name_string()), std::move(value));
+      f = head.erase(f);
+    } else {
+      ++f;
+    }
+  }
+  for (auto& [name, value] : changed)
+    head.insert(name, value);
+}
+
+// Under a redacting rule only codings the proxy can decode may come back: the client's
+// Accept-Encoding is narrowed to gzip, deflate and identity (identity when nothing is left).
+void narrow_accept_encoding(http::fields& head) {
+  std::string kept;
+  for (const auto& f : head) {
+    if (f.name() != http::field::accept_encoding) continue;
+    std::string_view list = f.value();
+    while (!list.empty()) {
+      const auto comma = list.find(',');
+      const std::string_view member = trim(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      const std::string coding = lower_copy(trim(member.substr(0, member.find(';'))));
+      if (coding == "gzip" || coding == "x-gzip" || coding == "deflate" || coding == "identity") {
+        if (!kept.empty()) kept += ", ";
+        kept += member;
+      }
+    }
+  }
+  head.set(http::field::accept_encoding, kept.empty() ? std::string("identity") : kept);
+}
+
+// Writes `out` as the next piece of a buffer_body message (the last one when !more), then
+// clears it. An empty piece is passed as "no data" (see relay_body).
+template <class WriteStream>
+asio::awaitable<beast::error_code> write_body_piece(
+    WriteStream& to, http::response_serializer<http::buffer_body>& sr,
+    http::buffer_body::value_type& b, std::string& out, bool more,
+    std::chrono::milliseconds idle_timeout) {
+  b.data = out.empty() ? nullptr : out.data();
+  b.size = out.size();
+  b.more = more;
+  lowest(to).expires_after(idle_timeout);
+  auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+  out.clear();
+  if (ec == http::error::need_buffer) ec = {};
+  co_return ec;
+}
+
+struct redacted_relay_result {
+  relay_result relay;
+  std::uint64_t bytes_to_client = 0;
+  bool cut_off = false;
+  const char* decode_error = nullptr;  // the upstream body could not be decoded
+};
+
+// relay_body for a body that is redacted on the way: each piece read from upstream goes
+// through `body` (decode, redact, encode) and whatever it releases is written to the client
+// as a chunk at once. The head has been written already.
+template <class ReadStream, class WriteStream>
+asio::awaitable<redacted_relay_result> relay_redacted(
+    worker& w, ReadStream& from, beast::flat_buffer& from_buffer,
+    http::response_parser<http::buffer_body>& parser, WriteStream& to,
+    http::response_serializer<http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
+    const byte_throttle& throttle, filters::redaction::response_body& body) {
+  redacted_relay_result result;
+  auto buf = w.borrow_buffer();
+  const std::size_t piece = throttle ? std::min(buf.size(), throttle.max_read) : buf.size();
+  if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
+  std::string out;
+  // The parser and the serializer share the message's body: the parser reads into `buf`, the
+  // serializer writes from `out`.
+  auto& b = parser.get().body();
+  while (!parser.is_done() && !body.cut_off()) {
+    b.data = buf.data();
+    b.size = piece;
+    lowest(from).expires_after(idle_timeout);
+    auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      result.relay.read_ec = ec;
+      co_return result;
+    }
+    const std::size_t got = piece - b.size;
+    if (got == 0) continue;
+    if (throttle) co_await throttle.pace(got);
+    result.relay.bytes += got;
+    if (!body.write(std::string_view(buf.data(), got), out)) {
+      result.decode_error = body.error();
+      co_return result;
+    }
+    if (out.empty()) continue;
+    result.bytes_to_client += out.size();
+    result.relay.write_ec = co_await write_body_piece(to, sr, b, out, true, idle_timeout);
+    if (result.relay.write_ec) co_return result;
+  }
+  result.cut_off = body.cut_off();
+  if (!body.finish(out)) {
+    result.decode_error = body.error();
+    co_return result;
+  }
+  result.bytes_to_client += out.size();
+  result.relay.write_ec = co_await write_body_piece(to, sr, b, out, false, idle_timeout);
+  co_return result;
+}
 
 // Sends the (already rewritten) request head and body upstream and relays the response
 // back. Any answer of the proxy's own is sent here; the exchange record is filled in.
@@ -366,8 +519,14 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
     }
   } else {
     auto body = co_await relay_body(s.w, client, client_buffer, req_p, upstream, req_sr,
-                                    limits.idle_timeout, fp.upload);
+                                    limits.idle_timeout, fp.upload, fp.body_scan);
     rec.bytes_in = body.bytes;
+    if (body.placeholder != filters::credentials::placeholder_scanner::none) {
+      // The origin holds a partial request and is dropped; the client learns why.
+      refuse_placeholder(rec, fp.secrets[body.placeholder], *fp.target);
+      co_await send_answer(client, rec, version, false);
+      co_return out;
+    }
     if (body.read_ec) {
       // The origin holds a partial request: the connection is dropped, never completed.
       if (body.read_ec == http::error::body_limit) {
@@ -431,7 +590,8 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   rec.status = status;
 
   if (status == 101) {
-    if (fp.upgrade.empty()) {
+    // An upgraded stream cannot be redacted: under redaction, switching protocols fails closed.
+    if (fp.upgrade.empty() || fp.redaction) {
       rec.failed_upstream(errc::upstream_error);
       {
         rec.refuse(errc::upstream_error, "origin switched protocols without an allowed upgrade");
@@ -470,25 +630,83 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   strip_hop_by_hop(res);
   const bool no_body = fp.head || status == 204 || status == 304;
   bool keep_alive = fp.client_keep_alive && !s.w.shared().draining.load();
-  if (!no_body && !res_p->chunked() && !res_p->content_length()) {
-    // Close-delimited response: re-frame as chunked for HTTP/1.1 clients, else close.
-    if (version >= 11)
+
+  // Redaction: header values now; a text body as it streams (its length changes, so it is
+  // re-framed like a close-delimited one). A body the proxy cannot read is not passed.
+  std::optional<filters::redaction::response_body> redacted_body;
+  filters::redaction::hit_counts header_hits;
+  if (fp.redaction) {
+    redact_header_values(*fp.redaction, res, header_hits);
+    rec.redactions = fp.redaction->named(header_hits);
+    if (!no_body) {
+      auto plan = filters::redaction::plan_response(res[http::field::content_type],
+                                                    res[http::field::content_encoding]);
+      if (plan.treatment == filters::redaction::body_treatment::refuse) {
+        rec.failed_upstream(errc::unredactable_response);
+        rec.refuse(
+            errc::unredactable_response,
+            core::str_cat("rule ", fp.rule_name, " redacts responses; this one is in ", plan.why));
+        co_await send_answer(client, rec, version, false);
+        co_return out;
+      }
+      if (plan.treatment == filters::redaction::body_treatment::redact) {
+        redacted_body.emplace(
+            fp.redaction, plan, fp.redact_max_bytes,
+            core::str_cat("\n[airlock: response cut off after ", fp.redact_max_bytes,
+                          " bytes by rule ", fp.rule_name, "]\n"));
+        res.erase(http::field::content_length);
+      }
+    }
+  }
+  if (!no_body && (redacted_body || (!res_p->chunked() && !res_p->content_length()))) {
+    // Close-delimited (or redacted) response: re-frame as chunked for HTTP/1.1 clients, else
+    // close.
+    if (version >= 11) {
       res.chunked(true);
-    else
+    } else {
+      res.chunked(false);
       keep_alive = false;
+    }
   }
   res.version(version >= 11 ? 11 : 10);
   res.keep_alive(keep_alive);
 
   http::response_serializer<http::buffer_body> res_sr{res};
-  if (no_body || (up_buffer.size() == 0 && !res_p->is_done())) {
+  if (no_body || redacted_body || (up_buffer.size() == 0 && !res_p->is_done())) {
     // Nothing of the body is here yet (or there is none): send the head now, so a client of
     // a slow stream sees it at once.
     lowest(client).expires_after(limits.idle_timeout);
     auto [wh_ec, wh_n] = co_await http::async_write_header(client, res_sr, use_tuple);
     if (wh_ec) co_return out;
   }
-  if (!no_body) {
+  if (!no_body && redacted_body) {
+    auto body = co_await relay_redacted(s.w, upstream, up_buffer, *res_p, client, res_sr,
+                                        limits.idle_timeout, fp.download, *redacted_body);
+    rec.bytes_out = body.bytes_to_client;
+    auto hits = redacted_body->redaction().hits();
+    hits.resize(std::max(hits.size(), header_hits.size()));
+    for (std::size_t i = 0; i < header_hits.size(); ++i)
+      hits[i] += header_hits[i];
+    rec.redactions = fp.redaction->named(hits);
+    if (body.relay.read_ec) {
+      rec.failed_upstream(body.relay.read_ec == http::error::body_limit ? errc::response_too_large
+                                                                        : errc::upstream_error);
+      rec.detail = core::str_cat("response body: ", body.relay.read_ec.message());
+      co_return out;
+    }
+    if (body.decode_error) {
+      rec.failed_upstream(errc::upstream_error);
+      rec.detail = core::str_cat("response body: ", body.decode_error);
+      co_return out;
+    }
+    if (body.relay.write_ec) co_return out;
+    if (body.cut_off) {
+      rec.detail = core::str_cat("response cut off after ", fp.redact_max_bytes,
+                                 " bytes of text (rule ", fp.rule_name, " redacts at most that)");
+      AIRLOCK_LOG(warn, "proxy", rec.agent, ' ', rec.method, ' ', rec.host, rec.path, ": ",
+                  rec.detail);
+    }
+  } else if (!no_body) {
     auto body = co_await relay_body(s.w, upstream, up_buffer, *res_p, client, res_sr,
                                     limits.idle_timeout, fp.download);
     rec.bytes_out = body.bytes;
@@ -722,6 +940,19 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   rec.controls = &rates;
   rec.agent_index = agent_index;
 
+  // Placeholders of secrets: swapped for the value only on the hosts the secret is bound to;
+  // anywhere else they are an exfiltration attempt, refused whatever the rules say.
+  std::vector<std::size_t> placeholders;
+  const auto secrets = snap->secrets();
+  if (filters::credentials::any_placeholder(secrets)) {
+    placeholders = filters::credentials::find_placeholders(secrets, req, req.target());
+    for (std::size_t i : placeholders) {
+      if (secrets[i].bound_to(authority->host)) continue;
+      refuse_placeholder(rec, secrets[i], *authority);
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
+  }
+
   // What the policy says.
   std::string upgrade = requested_upgrade(req);
   policy::request_target pt;
@@ -769,6 +1000,15 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     co_return false;
   }
 
+  // A rule may insist on a placeholder (the agent's tool must be the one it was handed).
+  for (std::size_t i : rule->inject.require) {
+    if (std::find(placeholders.begin(), placeholders.end(), i) != placeholders.end()) continue;
+    rec.refuse(errc::placeholder_required,
+               core::str_cat("rule ", rule->name, " requires the placeholder of secret ",
+                             secrets[i].name));
+    co_return co_await send_answer(client, rec, version, keep_after_refusal);
+  }
+
   // Parameter validation: query, headers, then (when the rule constrains it) the body.
   const auto& checks = rule->checks;
   std::optional<filters::validation::violation> violation;
@@ -806,6 +1046,12 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
       co_return co_await send_answer(client, rec, version, keep_after_refusal);
     }
   }
+  // A placeholder in the body, bound for a host its secret is not bound to, is refused too.
+  std::optional<filters::credentials::placeholder_scanner> body_scan;
+  if (has_body && filters::credentials::any_placeholder(secrets)) {
+    body_scan.emplace(secrets, authority->host);
+    if (!body_scan->active()) body_scan.reset();
+  }
   // A body the rule checks is read whole first (at most body_limit bytes), then forwarded:
   // nothing of it reaches the origin unless all of it passes.
   std::optional<std::string> held_body;
@@ -829,6 +1075,13 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
       rec.refuse(errc::bad_request, core::str_cat("reading request body: ", read_ec.message()));
       co_return co_await send_answer(client, rec, version, false);
     }
+    if (body_scan) {
+      if (auto hit = body_scan->scan(*held_body);
+          hit != filters::credentials::placeholder_scanner::none) {
+        refuse_placeholder(rec, secrets[hit], *authority);
+        co_return co_await send_answer(client, rec, version, false);
+      }
+    }
     violation = filters::validation::check_json(checks.body, *held_body);
     if (violation) {
       if (report_rule) {
@@ -841,9 +1094,36 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
     req.content_length(held_body->size());
   }
 
+  // Credentials: placeholders swapped for their values, then the rule's own injected (the
+  // agent's values of those headers and parameters removed first). Either way, what comes back
+  // is redacted of every secret.
+  filters::credentials::swap_placeholders(secrets, placeholders, req, path_and_query);
+  for (std::size_t i : placeholders)
+    rec.injected.push_back(secrets[i].name);
+  if (rule->inject.active) {
+    auto injected = filters::credentials::apply_injection(rule->inject, secrets, authority->host,
+                                                          req, path_and_query);
+    if (injected.error != errc::ok) {
+      rec.refuse(injected.error, std::move(injected.detail));
+      co_return co_await send_answer(client, rec, version, keep_after_refusal);
+    }
+    for (std::size_t i : rule->inject.secrets)
+      if (std::find(placeholders.begin(), placeholders.end(), i) == placeholders.end())
+        rec.injected.push_back(secrets[i].name);
+  }
+  auto redaction = active->redaction->for_rule(rule->index);
+  if (!redaction && !placeholders.empty()) redaction = active->redaction->secrets_only();
+  if (redaction) narrow_accept_encoding(req);
+
   // Rewrite the head in place: origin-form target, Host from the target, no hop-by-hop
   // headers; 100-continue is answered by us once the request is on its way.
   forward_params fp;
+  fp.redaction = std::move(redaction);
+  fp.redact_max_bytes = rule->redact.active ? rule->redact.max_bytes : limits.response_bytes;
+  fp.rule_name = rule->name;
+  fp.body_scan = body_scan && !held_body ? &*body_scan : nullptr;
+  fp.secrets = secrets;
+  fp.target = &*authority;
   fp.body = held_body ? &*held_body : nullptr;
   fp.upload = upload;
   fp.download = download;

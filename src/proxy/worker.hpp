@@ -4,6 +4,7 @@
 // (which never leaves its worker) takes no lock.
 
 #include "filters/rate_limit/plan.hpp"
+#include "filters/redaction/rule_engines.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/client_limiter.hpp"
 #include "proxy/connection_pool.hpp"
@@ -32,6 +33,8 @@ namespace airlock::proxy {
 struct active_policy {
   std::shared_ptr<const policy::snapshot> snapshot;
   std::shared_ptr<const filters::rate_limit::plan> rates;  // never null once started
+  // Response redaction engines, built from the snapshot at activation; never null once started.
+  std::shared_ptr<const filters::redaction::rule_engines> redaction;
 };
 
 struct shared_state {
