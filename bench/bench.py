@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run; the cost
-of request controls (a rule with rate limits and validation vs a rule with neither); and
-HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
+of request controls (a rule with rate limits and validation vs a rule with neither); the cost
+of credential injection and response redaction (a rule with inject and redact vs one without);
+and HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 
 Usually started by bench/run.sh, which installs the tools and builds airlock and the HTTPS
 client. See bench/README.md for what each scenario measures and how to read the tables.
@@ -25,7 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import controls, procfs, report, scenarios, tls_report, tls_scenarios  # noqa: E402
+from lib import controls, credentials, procfs, report, scenarios, tls_report  # noqa: E402
+from lib import tls_scenarios  # noqa: E402
 from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
 from lib.tls_certs import DOMAIN, TlsFiles  # noqa: E402
 
@@ -36,6 +38,7 @@ SMALL_BODY = b"airlock bench: a small keep-alive response body of about one hund
 BIG_SIZE = 512 * MIB
 PLAIN_SCENARIOS = ("small", "small_c1", "large", "connect", "idle")
 CONTROLS_SCENARIOS = ("controls",)
+CREDENTIALS_SCENARIOS = ("credentials",)
 TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
 TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
@@ -68,6 +71,9 @@ def settings_for(args):
         # (f) request controls: short runs alternating between the two rules, many rounds.
         "controls_rounds": 10,
         "controls_seconds": 3,
+        # (g) credentials: the same, for two bodies (small binary, small JSON) in turn.
+        "credentials_rounds": 6,
+        "credentials_seconds": 3,
         "warmup_seconds": 1,
         "airlock_threads": args.threads,
         "tls_keepalive_connections": 32,
@@ -80,7 +86,8 @@ def settings_for(args):
     if args.quick:
         s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
                  connect_seconds=2, idle_connections=200, controls_rounds=6,
-                 controls_seconds=2, tls_seconds=2,
+                 controls_seconds=2, credentials_rounds=4, credentials_seconds=2,
+                 tls_seconds=2,
                  tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
 
@@ -382,6 +389,77 @@ class Run:
             else:
                 r["airlock_allowed"] = int(allowed[agent])
 
+    def run_credentials(self, proxy, origin):
+        """(g) the same small-request load through a rule that neither injects nor redacts and
+        one that does both, on one Airlock, alternating round by round; first a small binary
+        body (injection and header redaction), then a small JSON body (also body redaction)."""
+        s = self.s
+        bare, cred = targets = credentials.targets(origin, proxy)
+        # Its second body is a results key of its own, wanted whenever the scenario is.
+        self.wanted.add("credentials_json")
+        self.log("== (g) verify: the origin gets the injected Authorization via cred.test only, "
+                 "a leaked secret comes back redacted")
+        try:
+            checks = credentials.verify(proxy, origin, len(SMALL_BODY))
+        except BenchError as e:
+            for t in targets:
+                self.fail(t, "verify", e)
+            return
+        for c in checks:
+            self.log(f"  {c['check']:<44} bare: {c['bare']}; cred: {c['cred']}")
+        for t in targets:
+            self.results.setdefault(t.name, {})["verify"] = "ok"
+        self.results.setdefault(cred.name, {})["credentials_checks"] = checks
+        c = s["small_connections"]
+        loads = (("credentials", credentials.SMALL_PATH, len(SMALL_BODY)),
+                 ("credentials_json", credentials.JSON_PATH, len(credentials.JSON_BODY)))
+        for t in targets:
+            for key, path, size in loads:
+                try:
+                    scenarios.wrk(t, path, s["wrk_threads"], c, s["warmup_seconds"],
+                                  self.raw(t, f"warmup-{key}"), size)
+                except BenchError as e:
+                    self.fail(t, key, f"warm-up: {e}")
+        for key, path, size in loads:
+            broken = [t.name for t in targets if not self.ok(t, key)]
+            if broken:
+                # One rule alone compares with nothing.
+                for t in targets:
+                    if self.ok(t, key):
+                        self.fail(t, key, f"not measured: {', '.join(broken)} is broken")
+                continue
+            before = credentials.request_counts(proxy)
+            self.scenario(
+                f"(g) credentials: wrk -t{s['wrk_threads']} -c{c} -d{s['credentials_seconds']}s "
+                f"GET {path} ({size} bytes), {s['credentials_rounds']} rounds, the two rules "
+                "alternating", key, targets,
+                lambda t, rnd, key=key, path=path, size=size: scenarios.wrk(
+                    t, path, s["wrk_threads"], c, s["credentials_seconds"],
+                    self.raw(t, key, rnd), size),
+                aggregate_wrk,
+                lambda r: f"{r['requests_per_second']:>9,.0f} req/s, p50 "
+                          f"{r['latency_us']['p50']:,} us, p99 {r['latency_us']['p99']:,} us, "
+                          f"{r['cpu_us_per_request']} us CPU/req",
+                rounds=s["credentials_rounds"])
+            # As in (f): the proxy's own count says every response was an allowed one.
+            try:
+                allowed, refused = credentials.growth(before, credentials.request_counts(proxy))
+            except BenchError as e:
+                allowed, refused = {}, {("?", "?", str(e)): 1}
+            for t, rule in ((bare, "bare"), (cred, "cred")):
+                r = self.results.get(t.name, {}).get(key)
+                if not self.ok(t, key) or not r:
+                    continue
+                mine = {k: n for k, n in refused.items() if k[0] in (rule, "?")}
+                if mine:
+                    what = ", ".join(f"{d}/{why}: {n:.0f}" for (_, d, why), n in mine.items())
+                    self.fail(t, key, f"not allowed while measuring: {what}")
+                elif allowed.get(rule, 0) < r["requests"]:
+                    self.fail(t, key, f"airlock counted {allowed.get(rule, 0):.0f} allowed "
+                              f"requests for {r['requests']} responses")
+                else:
+                    r["airlock_allowed"] = int(allowed[rule])
+
     def run_tls(self, targets, client, mint_names):
         """The HTTPS-inspection scenarios (those of --scenarios)."""
         s = self.s
@@ -446,21 +524,23 @@ def _interrupt(signum, frame):
 
 
 def parse_scenarios(p, text):
-    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `tls` (its three parts),
-    tls_keepalive, tls_newconn, tls_handshake, or `all`."""
+    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `tls` (its
+    three parts), tls_keepalive, tls_newconn, tls_handshake, or `all`."""
     out = []
     for name in (n.strip() for n in text.split(",") if n.strip()):
         if name == "all":
-            out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + list(TLS_SCENARIOS)
+            out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + \
+                list(CREDENTIALS_SCENARIOS) + list(TLS_SCENARIOS)
         elif name == "plain":
             out += list(PLAIN_SCENARIOS)
         elif name == "tls":
             out += list(TLS_SCENARIOS)
-        elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + TLS_SCENARIOS:
+        elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + CREDENTIALS_SCENARIOS + \
+                TLS_SCENARIOS:
             out.append(name)
         else:
             p.error(f"unknown scenario {name!r} (known: all, plain, "
-                    f"{', '.join(PLAIN_SCENARIOS)}, controls, tls, "
+                    f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, tls, "
                     f"{', '.join(TLS_SCENARIOS)})")
     if not out:
         p.error("--scenarios names no scenario")
@@ -477,7 +557,8 @@ def main():
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
                    help="comma-separated: small,small_c1,large,connect,idle (or plain), "
-                        "controls (airlock only), tls (or tls_keepalive,tls_newconn,"
+                        "controls and credentials (airlock only), tls (or tls_keepalive,"
+                        "tls_newconn,"
                         "tls_handshake); default all")
     p.add_argument("--tls-client", help="airlock_bench_tls_client binary (for the tls "
                                         "scenarios; bench/run.sh builds it)")
@@ -497,10 +578,11 @@ def main():
     tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
     # Airlock against itself: only when airlock is a target.
     controls_wanted = "controls" in args.scenarios and "airlock" in targets
+    credentials_wanted = "credentials" in args.scenarios and "airlock" in targets
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
     tools = ["curl", "nginx"]
-    if plain_wanted or controls_wanted:
+    if plain_wanted or controls_wanted or credentials_wanted:
         tools.append("wrk")
     if "squid" in targets:
         tools.append("squid")
@@ -529,6 +611,9 @@ def main():
     procs = []
     audit_target = None
     controls_proxy = None
+    credentials_proxy = None
+    # (g)'s secret: made afresh, handed to that airlock's environment only.
+    secret = credentials.new_secret() if credentials_wanted else None
     live, tls_live = [], []
     try:
         files = {"small": write_small}
@@ -536,10 +621,13 @@ def main():
             files["1m"] = write_random(MIB)
         if "connect" in plain_wanted:
             files["big"] = write_random(BIG_SIZE)
+        if credentials_wanted:
+            files.update(credentials.origin_files(secret))
         tls = None
         if tls_wanted:
             tls = TlsFiles(workdir, args.airlock if "airlock" in targets else None)
-        origin = Origin(workdir, files, tls=(tls.origin_cert, tls.origin_key) if tls else None)
+        origin = Origin(workdir, files, tls=(tls.origin_cert, tls.origin_key) if tls else None,
+                        echo=credentials_wanted)
         procs.append(origin)
         origin.start()
         run.log(f"origin: nginx on 127.0.0.1:{origin.port}"
@@ -559,6 +647,8 @@ def main():
                 tls_live.append(tls_scenarios.TlsTarget("direct", origin, None, tls.origin_ca))
         if controls_wanted:
             wanted.append("airlock_controls")
+        if credentials_wanted:
+            wanted.append("airlock_credentials")
         for name in wanted:
             proxy = None
             try:
@@ -580,6 +670,9 @@ def main():
                 elif name == "airlock_controls":
                     proxy = controls.AirlockControls(workdir, args.airlock, origin.port,
                                                      args.threads)
+                elif name == "airlock_credentials":
+                    proxy = credentials.AirlockCredentials(workdir, args.airlock, origin.port,
+                                                           args.threads, secret)
                 if proxy:
                     procs.append(proxy)
                     proxy.start()
@@ -594,22 +687,29 @@ def main():
             if name == "airlock_controls":
                 controls_proxy = proxy
                 continue
+            if name == "airlock_credentials":
+                credentials_proxy = proxy
+                continue
             target = scenarios.Target(name, origin, proxy)
             live.append(target)
             if name == "airlock_audit":
                 audit_target = target
         if "controls" in args.scenarios and not controls_wanted:
             run.log("(f) request controls: skipped, airlock is not among --targets")
+        if "credentials" in args.scenarios and not credentials_wanted:
+            run.log("(g) credentials: skipped, airlock is not among --targets")
         if live:
             run.run(live)
         if controls_proxy:
             run.run_controls(controls_proxy, origin)
+        if credentials_proxy:
+            run.run_credentials(credentials_proxy, origin)
         if tls_live:
             run.run_tls(tls_live, args.tls_client, mint_names)
         if audit_target:
             audit_target.proxy.stop()  # flushes the audit log
             run.check_audit(audit_target)
-        for t in live + tls_live + ([controls_proxy] if controls_proxy else []):
+        for t in live + tls_live + [p for p in (controls_proxy, credentials_proxy) if p]:
             proxy = t if isinstance(t, Airlock) else t.proxy
             if isinstance(proxy, Airlock):
                 proxy.stop()
@@ -620,6 +720,14 @@ def main():
                     run.log(f"{t.name} logged {count} warning/error lines, e.g.:")
                     for line in samples:
                         run.log(f"  {line}")
+        if credentials_proxy:
+            # Stopped above: all it will ever log is on disk. Not one line may hold the secret.
+            try:
+                credentials.check_logs(credentials_proxy)
+            except BenchError as e:
+                run.log(f"BROKEN: {e}")
+                run.broken.append({"target": credentials_proxy.name, "scenario": "credentials",
+                                   "error": str(e)})
     except KeyboardInterrupt:
         run.log("interrupted")
         run.broken.append({"target": "-", "scenario": "-", "error": "interrupted"})
@@ -646,6 +754,7 @@ def main():
     tls_rows = [r for r in tls_report.rows(run.results, run.s)
                 if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
     controls_summary = controls.summary(run.results, run.s)
+    credentials_summary = credentials.summary(run.results, run.s)
     extra = []
     audit = run.results.get("airlock_audit", {}).get("small")
     plain = run.results.get("airlock", {}).get("small")
@@ -672,6 +781,16 @@ def main():
               f"wrk -t{s['wrk_threads']} -c{cs['connections']}, {cs['rounds']} rounds x "
               f"{cs['seconds_per_run']} s each, alternating")
         print(controls.table(cs))
+    if credentials_summary:
+        cs = credentials_summary
+        print()
+        print(f"Credential injection and response redaction (issue 5), one airlock --threads "
+              f"{s['airlock_threads']}: rule bare (bare.test: no inject, no redact) vs rule cred "
+              f"(cred.test: inject Authorization: Bearer ${{secrets.{credentials.SECRET_NAME}}}, "
+              f"redact {', '.join(credentials.REDACTORS)}); wrk -t{s['wrk_threads']} "
+              f"-c{cs['connections']}, {cs['rounds']} rounds x {cs['seconds_per_run']} s each "
+              f"per body, alternating")
+        print(credentials.table(cs))
     if tls_rows:
         print()
         print(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
@@ -696,6 +815,7 @@ def main():
         "scenarios": args.scenarios,
         "summary": rows,
         "controls_summary": controls_summary,
+        "credentials_summary": credentials_summary,
         "tls_summary": tls_rows,
         "results": run.results,
         "broken": run.broken,

@@ -92,7 +92,7 @@ class Origin(Process):
 
     name = "nginx origin"
 
-    def __init__(self, workdir, files, tls=None):
+    def __init__(self, workdir, files, tls=None, echo=False):
         super().__init__()
         self.dir = os.path.join(workdir, "origin")
         self.www = os.path.join(self.dir, "www")
@@ -104,6 +104,41 @@ class Origin(Process):
         # (certificate, key): the same files also served over TLS 1.2/1.3 on tls_port.
         self.tls = tls
         self.tls_port = free_port() if tls else None
+        # The credentials scenario's extras (see _echo_locations); off otherwise, so the other
+        # scenarios' origin configuration is unchanged.
+        self.echo = echo
+        self.echo_log = os.path.join(self.dir, "echo.log")
+
+    def _echo_log_format(self):
+        if not self.echo:
+            return ""
+        return "\n  log_format airlock_echo '$http_host|$http_authorization';"
+
+    def _echo_locations(self):
+        """For the credentials scenario: /__echo answers with the Authorization field it
+        received and also logs it (with the Host) to echo.log, which the benchmark reads: the
+        response goes back through redaction, the log line does not. The .json files are served
+        as application/json (everything else stays application/octet-stream). Exact-match
+        locations only, so no other request pays for a regex."""
+        if not self.echo:
+            return ""
+        json_types = "".join(
+            f"\n    location = /{n} {{ default_type application/json; }}"
+            for n in sorted(os.listdir(self.www)) if n.endswith(".json"))
+        return f"""
+    location = /__echo {{
+      default_type text/plain;
+      access_log {self.echo_log} airlock_echo;
+      return 200 "authorization: $http_authorization\\n";
+    }}{json_types}"""
+
+    def echo_lines(self):
+        """echo.log as a list of (host, authorization) ("-" when the field was absent)."""
+        try:
+            with open(self.echo_log, errors="replace") as f:
+                return [tuple(line.rstrip("\n").split("|", 1)) for line in f if "|" in line]
+        except OSError:
+            return []
 
     def _tls_server(self):
         if not self.tls:
@@ -142,11 +177,11 @@ http {{
   tcp_nopush on;
   tcp_nodelay on;
   keepalive_requests 1000000000;
-  keepalive_timeout 300s;
+  keepalive_timeout 300s;{self._echo_log_format()}
   server {{
     listen {LOOPBACK}:{self.port} backlog=4096;
     root {self.www};
-    location = /__status {{ stub_status; }}
+    location = /__status {{ stub_status; }}{self._echo_locations()}
   }}{self._tls_server()}
 }}
 """)
@@ -363,6 +398,9 @@ class Airlock(Process):
         self.admin_port = None
         self.log_path = os.path.join(self.dir, "stderr.log")
         self.config_path = os.path.join(self.dir, "policy.yaml")
+        # The proxy's environment (None: the benchmark's own). The credentials scenario puts
+        # its secret here, so only the proxy process holds it.
+        self.env = None
 
     def policy(self):
         if not self.tls:
@@ -402,7 +440,7 @@ rules:
             f.write(self.policy())
         self.proc = subprocess.Popen(
             [self.binary, "proxy", "--config", self.config_path, "--threads", str(self.threads)],
-            stdout=subprocess.PIPE, stderr=open(self.log_path, "a"), text=True)
+            stdout=subprocess.PIPE, stderr=open(self.log_path, "a"), text=True, env=self.env)
         found = {}
 
         def read_stdout():
