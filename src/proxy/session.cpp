@@ -348,6 +348,8 @@ struct forward_params {
   // Response redaction: the engine (null = the response passes as it is), the most decoded
   // text passed before the body is cut off, and the rule's name for the cut-off marker.
   std::shared_ptr<const filters::redaction::engine> redaction;
+  // Literal secrets only: guards a binary body, which passes unchanged unless it carries one.
+  std::shared_ptr<const filters::redaction::engine> binary_guard;
   std::uint64_t redact_max_bytes = 0;
   std::string_view rule_name;
   // Watches a streamed request body for placeholders (null: nothing to watch for).
@@ -634,6 +636,7 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   // Redaction: header values now; a text body as it streams (its length changes, so it is
   // re-framed like a close-delimited one). A body the proxy cannot read is not passed.
   std::optional<filters::redaction::response_body> redacted_body;
+  bool reframed = false;  // the body's length changes: sent chunked (or close-delimited)
   filters::redaction::hit_counts header_hits;
   if (fp.redaction) {
     redact_header_values(*fp.redaction, res, header_hits);
@@ -649,7 +652,10 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
         co_await send_answer(client, rec, version, false);
         co_return out;
       }
-      if (plan.treatment == filters::redaction::body_treatment::redact) {
+      if (plan.treatment == filters::redaction::body_treatment::pass && fp.binary_guard) {
+        redacted_body.emplace(fp.binary_guard, plan, 0, std::string());
+      } else if (plan.treatment == filters::redaction::body_treatment::redact) {
+        reframed = true;
         redacted_body.emplace(
             fp.redaction, plan, fp.redact_max_bytes,
             core::str_cat("\n[airlock: response cut off after ", fp.redact_max_bytes,
@@ -658,7 +664,7 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
       }
     }
   }
-  if (!no_body && (redacted_body || (!res_p->chunked() && !res_p->content_length()))) {
+  if (!no_body && (reframed || (!res_p->chunked() && !res_p->content_length()))) {
     // Close-delimited (or redacted) response: re-frame as chunked for HTTP/1.1 clients, else
     // close.
     if (version >= 11) {
@@ -695,8 +701,12 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
       co_return out;
     }
     if (body.decode_error) {
-      rec.failed_upstream(errc::upstream_error);
-      rec.detail = core::str_cat("response body: ", body.decode_error);
+      // Cut off: the client sees an incomplete response, never the rest of it.
+      rec.failed_upstream(redacted_body->guarding() ? errc::unredactable_response
+                                                    : errc::upstream_error);
+      rec.detail = core::str_cat("response body cut off: ", body.decode_error);
+      AIRLOCK_LOG(warn, "proxy", rec.agent, ' ', rec.method, ' ', rec.host, rec.path, ": ",
+                  rec.detail);
       co_return out;
     }
     if (body.relay.write_ec) co_return out;
@@ -1112,13 +1122,16 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
         rec.injected.push_back(secrets[i].name);
   }
   auto redaction = active->redaction->for_rule(rule->index);
-  if (!redaction && !placeholders.empty()) redaction = active->redaction->secrets_only();
+  auto binary_guard = active->redaction->for_binary(rule->index);
+  if (!redaction && !placeholders.empty())
+    redaction = binary_guard = active->redaction->secrets_only();
   if (redaction) narrow_accept_encoding(req);
 
   // Rewrite the head in place: origin-form target, Host from the target, no hop-by-hop
   // headers; 100-continue is answered by us once the request is on its way.
   forward_params fp;
   fp.redaction = std::move(redaction);
+  fp.binary_guard = std::move(binary_guard);
   fp.redact_max_bytes = rule->redact.active ? rule->redact.max_bytes : limits.response_bytes;
   fp.rule_name = rule->name;
   fp.body_scan = body_scan && !held_body ? &*body_scan : nullptr;

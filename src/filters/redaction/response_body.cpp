@@ -34,6 +34,10 @@ response_body::response_body(std::shared_ptr<const engine> e, const response_pla
       flush_each_(plan.media.frame != framing::none),
       max_bytes_(max_bytes),
       marker_(std::move(marker)) {
+  if (plan.treatment == body_treatment::pass) {
+    guard_ = true;
+    return;
+  }
   if (plan.coding == content_coding::gzip || plan.coding == content_coding::deflate) {
     decoder_.emplace(plan.coding);
     encoder_.emplace(plan.coding);
@@ -69,6 +73,10 @@ void response_body::take_text(std::string_view text, std::string& out) {
 
 bool response_body::write(std::string_view piece, std::string& out) {
   if (error_) return false;
+  if (guard_) {
+    stream_.write(piece, redacted_);
+    return guarded(out);
+  }
   if (!decoder_) {
     take_text(piece, out);
     return true;
@@ -86,8 +94,22 @@ bool response_body::write(std::string_view piece, std::string& out) {
   return true;
 }
 
+bool response_body::guarded(std::string& out) {
+  if (stream_.redactions() > 0) {
+    error_ = "a secret in a body that is not redacted (binary content)";
+    redacted_.clear();
+    return false;
+  }
+  emit(redacted_, out, false);
+  return true;
+}
+
 bool response_body::finish(std::string& out) {
   if (error_) return false;
+  if (guard_) {
+    stream_.finish(redacted_);
+    return guarded(out);
+  }
   if (decoder_ && !cut_off_ && !decoder_->complete()) {
     error_ = "compressed body ends early";
     return false;

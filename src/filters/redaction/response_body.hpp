@@ -47,6 +47,10 @@ response_plan plan_response(std::string_view content_type, std::string_view cont
 
 class response_body {
  public:
+  // For a plan to redact: `e` is the rule's engine. For a plan to pass (binary), the body is
+  // guarded instead: `e` holds literal secrets only (rule_engines::for_binary), the bytes pass
+  // unchanged, and a body that carries a secret fails (write() or finish() returns false before
+  // any byte of the secret is released), since a secret never goes back to the agent.
   response_body(std::shared_ptr<const engine> e, const response_plan& plan, std::uint64_t max_bytes,
                 std::string marker);
   ~response_body();
@@ -66,15 +70,19 @@ class response_body {
   std::uint64_t decoded_bytes() const noexcept { return decoded_; }
   const stream& redaction() const noexcept { return stream_; }
   const char* error() const noexcept { return error_; }
+  // Guarding a binary body (pass) rather than redacting a text one.
+  bool guarding() const noexcept { return guard_; }
 
  private:
   void take_text(std::string_view text, std::string& out);
   void emit(std::string& text, std::string& out, bool flush);
+  bool guarded(std::string& out);
 
   stream stream_;
   std::optional<decoder> decoder_;
   std::optional<encoder> encoder_;
   bool flush_each_ = false;  // event streams: every write's output decodes on its own
+  bool guard_ = false;       // binary: pass unchanged, fail on a secret
   std::uint64_t max_bytes_;
   std::string marker_;
   std::uint64_t decoded_ = 0;

@@ -37,7 +37,10 @@ rule_engines::build_result rule_engines::build(const policy::snapshot& snapshot,
   }
   // Rules listing the same redactors (and the same Basic credentials) share an engine.
   std::map<std::string, std::shared_ptr<const engine>> shared;
+  // Literal-only engines differ only by a rule's Basic form ("" for none).
+  std::map<std::string, std::shared_ptr<const engine>> shared_binary;
   result->by_rule_.resize(snapshot.rules().size());
+  result->binary_by_rule_.resize(snapshot.rules().size());
   for (const auto& rule : snapshot.rules()) {
     if (!rule.redact.active && !rule.inject.active) continue;
     auto resolved = resolve_redactors(rule.redact.redactors, custom);
@@ -56,16 +59,33 @@ rule_engines::build_result rule_engines::build(const policy::snapshot& snapshot,
       }
     }
     auto& slot = shared[key];
+    auto& binary =
+        shared_binary[key.substr(key.find('|') == std::string::npos ? key.size() : key.find('|'))];
+    if (!binary && !literals.empty()) {
+      auto built = engine::build({}, literals, opts);
+      for (auto& e : built.errors)
+        out.errors.push_back(core::str_cat("rule ", rule.name, ": ", e));
+      binary = std::move(built.compiled);
+    }
     if (!slot) {
       auto built = engine::build(std::move(resolved.specs), std::move(literals), opts);
       for (auto& e : built.errors)
         out.errors.push_back(core::str_cat("rule ", rule.name, ": ", e));
       slot = std::move(built.compiled);
     }
-    if (rule.index < result->by_rule_.size()) result->by_rule_[rule.index] = slot;
+    if (rule.index < result->by_rule_.size()) {
+      result->by_rule_[rule.index] = slot;
+      result->binary_by_rule_[rule.index] = binary;
+    }
   }
   if (out.errors.empty()) out.engines = std::move(result);
   return out;
+}
+
+const std::shared_ptr<const engine>& rule_engines::for_binary(
+    std::size_t rule_index) const noexcept {
+  static const std::shared_ptr<const engine> none;
+  return rule_index < binary_by_rule_.size() ? binary_by_rule_[rule_index] : none;
 }
 
 const std::shared_ptr<const engine>& rule_engines::for_rule(std::size_t rule_index) const noexcept {

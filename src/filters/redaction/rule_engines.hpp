@@ -28,11 +28,15 @@ class rule_engines {
   // The engine for a rule (compiled_rule::index), or null when the rule neither redacts nor
   // injects.
   const std::shared_ptr<const engine>& for_rule(std::size_t rule_index) const noexcept;
+  // The same rule's literal secrets alone (every secret, the Basic form), to guard bodies that
+  // are not redacted (binary); null when for_rule is.
+  const std::shared_ptr<const engine>& for_binary(std::size_t rule_index) const noexcept;
   // Every secret of the policy and nothing else; null when the policy has no secrets.
   const std::shared_ptr<const engine>& secrets_only() const noexcept { return secrets_only_; }
 
  private:
   std::vector<std::shared_ptr<const engine>> by_rule_;
+  std::vector<std::shared_ptr<const engine>> binary_by_rule_;
   std::shared_ptr<const engine> secrets_only_;
 };
 

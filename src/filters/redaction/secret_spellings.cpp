@@ -62,7 +62,10 @@ std::string json_escape(std::string_view in, json_style style) {
   return out;
 }
 
-std::string percent_encode(std::string_view in, bool upper) {
+// Percent-encoding as the common encoders write it: everything but the RFC 3986 unreserved
+// characters and `keep` becomes %XX; with plus_space, a space is '+' (HTML forms).
+std::string percent_encode(std::string_view in, bool upper, std::string_view keep = {},
+                           bool plus_space = false) {
   const char* hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
   std::string out;
   out.reserve(in.size() * 3);
@@ -70,8 +73,10 @@ std::string percent_encode(std::string_view in, bool upper) {
     const auto c = static_cast<unsigned char>(ch);
     const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                             (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-    if (unreserved) {
+    if (unreserved || keep.find(ch) != std::string_view::npos) {
       out += ch;
+    } else if (plus_space && ch == ' ') {
+      out += '+';
     } else {
       out += '%';
       out += hex[c >> 4];
@@ -93,6 +98,14 @@ std::vector<std::string> secret_spellings(std::string_view value) {
   add(json_escape(value, json_style::html));
   add(percent_encode(value, true));
   add(percent_encode(value, false));
+  // What the usual encoders leave as it is: Python's quote() keeps '/', JavaScript's
+  // encodeURIComponent() keeps !'()*, encodeURI() the URI delimiters too; forms (Python's
+  // quote_plus, URLSearchParams) write a space as '+'.
+  add(percent_encode(value, true, "/"));
+  add(percent_encode(value, true, "!'()*"));
+  add(percent_encode(value, true, ";,/?:@&=+$#!'()*"));
+  add(percent_encode(value, true, {}, true));
+  add(percent_encode(value, true, "*", true));
   return out;
 }
 

@@ -66,11 +66,6 @@ REASONS = {
     "unredactable_response": (502, "proxy_internal_response"),
     "internal_error": (500, "proxy_internal_error"),
     "shutting_down": (503, "proxy_internal_response"),
-    # Credential injection and response redaction (issue 5).
-    "placeholder_refused": (403, "http_request_denied"),
-    "placeholder_required": (403, "http_request_denied"),
-    "secret_not_bound": (403, "http_request_denied"),
-    "unredactable_response": (502, "proxy_internal_response"),
 }
 
 ORIGIN_PATHS = r"^/(echo|bytes|chunked|slow|status|conn-id)(/.*)?$"

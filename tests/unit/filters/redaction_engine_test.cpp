@@ -82,6 +82,13 @@ TEST(RedactionEngine, SecretsAreFoundInTheirEncodedSpellings) {
       sp.end());
   EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret%2FValue%22with%3Codd%3E%26chars%2042"),
             sp.end());
+  // The forms Python's quote() and quote_plus() write, and JavaScript's encodeURI().
+  EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret/Value%22with%3Codd%3E%26chars%2042"),
+            sp.end());
+  EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret%2FValue%22with%3Codd%3E%26chars+42"),
+            sp.end());
+  EXPECT_NE(std::find(sp.begin(), sp.end(), "TopSecret/Value%22with%3Codd%3E&chars%2042"),
+            sp.end());
   EXPECT_EQ(secret_spellings("plain-token_1.2~").size(), 1u);
 
   engine_options raw_only;

@@ -146,6 +146,39 @@ TEST(ResponseBody, GzipEventsAreFlushedPerEvent) {
   EXPECT_EQ(text.rfind("data: [REDACTED:secret:api]\n\n", 0), 0u) << text;
 }
 
+TEST(ResponseBody, BinaryPassesUnchangedUnlessItCarriesASecret) {
+  auto literals = engine::build({}, {{"api", std::string(kSecret)}});
+  ASSERT_TRUE(literals.errors.empty());
+  std::string binary;
+  for (int i = 0; i < 5000; ++i)
+    binary += static_cast<char>((i * 7919) & 0xff);
+  const auto plan = plan_response("image/png", "");
+  ASSERT_EQ(plan.treatment, body_treatment::pass);
+  for (std::size_t piece : {1u, 13u, 4096u}) {
+    response_body body(literals.compiled, plan, 0, "");
+    EXPECT_TRUE(body.guarding());
+    EXPECT_EQ(run(body, binary, piece), binary);
+  }
+  // The secret inside: the body fails and no byte of the secret is released.
+  {
+    const std::string carrying = binary.substr(0, 3000) + std::string(kSecret) + binary;
+    for (std::size_t piece : {1u, 100u, 4096u}) {
+      response_body body(literals.compiled, plan, 0, "");
+      std::string released;
+      bool ok = true;
+      for (std::size_t i = 0; ok && i < carrying.size(); i += piece) {
+        std::string chunk;
+        ok = body.write(std::string_view(carrying).substr(i, piece), chunk);
+        released += chunk;
+      }
+      if (ok) ok = body.finish(released);
+      EXPECT_FALSE(ok) << piece;
+      EXPECT_NE(body.error(), nullptr);
+      EXPECT_EQ(released.find(kSecret.substr(0, 12)), std::string::npos) << piece;
+    }
+  }
+}
+
 TEST(RuleEngines, EveryRedactingRuleRedactsEverySecretAndBasicForm) {
   ::setenv("AIRLOCK_TEST_RE_A", "first-secret-value-aaaa", 1);
   ::setenv("AIRLOCK_TEST_RE_B", "second-secret-value-bbbb", 1);
@@ -183,6 +216,10 @@ rules:
   // base64("u:first-secret-value-aaaa")
   EXPECT_EQ(engines.for_rule(1)->redact("Basic dTpmaXJzdC1zZWNyZXQtdmFsdWUtYWFhYQ=="),
             "Basic [REDACTED:secret:a]");
+  ASSERT_NE(engines.for_binary(1), nullptr);
+  EXPECT_EQ(engines.for_binary(0), nullptr);
+  EXPECT_EQ(engines.for_binary(1)->redact("Basic dTpmaXJzdC1zZWNyZXQtdmFsdWUtYWFhYQ== x@y.example"),
+            "Basic [REDACTED:secret:a] x@y.example");
   EXPECT_EQ(engines.secrets_only()->redact(text),
             "[REDACTED:secret:a] [REDACTED:secret:b] x@y.example");
 }
