@@ -468,6 +468,31 @@ class InjectionTest(SecretsCase):
         r = self.curl(self.url("/echo/ph-q-%s?k=%s" % (m, PH_PLACEHOLDER), host="other.test"))
         self.assert_placeholder_refused(CurlAnswer(r), m, self.origin, "http")
 
+    def test_placeholder_in_body_to_unbound_host_refused(self):
+        m = marker()
+        body = json.dumps({"note": "paste", "key": PH_PLACEHOLDER})
+        r = self.curl(self.url("/echo/ph-body-%s" % m, host="other.test"),
+                      args=["-X", "POST", "-H", "Content-Type: application/json",
+                            "--data-binary", body])
+        self.assert_placeholder_refused(CurlAnswer(r), m, self.origin, "http")
+
+    def test_placeholder_deep_in_streamed_body_refused(self):
+        """A placeholder 300 KB into a chunked upload, split across two chunks: refused before
+        the piece that holds it is sent."""
+        half = len(PH_PLACEHOLDER) // 2
+        chunks = [b"a" * 300_000 + PH_PLACEHOLDER[:half].encode(),
+                  PH_PLACEHOLDER[half:].encode() + b"b" * 1000]
+        wire = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+        c = self.raw()
+        self.addCleanup(c.close)
+        c.send(("POST %s HTTP/1.1\r\nHost: other.test\r\nTransfer-Encoding: chunked\r\n"
+                "Content-Type: text/plain\r\n\r\n" % self.url("/echo/deep", host="other.test")
+                ).encode() + wire)
+        r = c.read_response()
+        self.assert_answer(r, "placeholder_refused")
+        rec = self.assert_audit(scheme="http", reason="placeholder_refused", host="other.test")
+        self.assertNotIn(PH_PLACEHOLDER, json.dumps(rec))
+
     def test_placeholder_refused_inside_tunnel_to_unbound_host(self):
         m = marker()
         r = self.curl_ica(self.tls_echo.url("/echo/tls-ph-out-%s" % m, "origin.test"),
