@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "core/utf8.hpp"
+#include "policy/key_text.hpp"
 
 #include <re2/re2.h>
 
@@ -15,29 +16,6 @@ namespace airlock::policy {
 namespace {
 
 using model::json_type;
-
-std::string indexed(std::string_view key, std::size_t i) {
-  return core::str_cat(key, '[', i, ']');
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-// RFC 9110 section 5.1: field-name = token; section 5.6.2: tchar.
-bool is_token(std::string_view s) {
-  if (s.empty()) return false;
-  for (unsigned char c : s) {
-    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (!alnum &&
-        std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) == std::string_view::npos)
-      return false;
-  }
-  return true;
-}
 
 std::shared_ptr<const re2::RE2> regex(const std::string& pattern, const std::string& key,
                                       const check_error& error) {

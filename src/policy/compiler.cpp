@@ -5,6 +5,7 @@
 #include "policy/credentials_compiler.hpp"
 #include "policy/endpoint.hpp"
 #include "policy/host_pattern.hpp"
+#include "policy/key_text.hpp"
 #include "policy/matcher.hpp"
 #include "policy/parser.hpp"
 #include "policy/secrets_compiler.hpp"
@@ -18,16 +19,6 @@
 namespace airlock::policy {
 namespace {
 
-bool is_tchar(char c) {
-  // RFC 9110 section 5.6.2.
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_token(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
-}
-
 bool is_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -39,22 +30,6 @@ bool is_hex64(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
          });
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
-std::string upper(std::string s) {
-  for (char& c : s)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return s;
-}
-
-std::string indexed(const std::string& path, std::size_t i) {
-  return core::str_cat(path, "[", i, "]");
 }
 
 class checker {

@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
+#include "policy/key_text.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -61,10 +62,6 @@ bool contains(key_list list, std::string_view key) {
 
 std::string join(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : core::str_cat(path, ".", key);
-}
-
-std::string indexed(const std::string& path, std::size_t i) {
-  return core::str_cat(path, "[", i, "]");
 }
 
 model::mark to_mark(const YAML::Mark& m) {

@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "policy/host_pattern.hpp"
+#include "policy/key_text.hpp"
 #include "policy/redactor_names.hpp"
 #include "policy/secret_reader.hpp"
 
@@ -12,10 +13,6 @@
 
 namespace airlock::policy {
 namespace {
-
-std::string indexed(std::string_view key, std::size_t i) {
-  return core::str_cat(key, '[', i, ']');
-}
 
 bool is_lower_or_digit(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
