@@ -80,7 +80,7 @@ std::optional<message> receive_message(int sock) {
   }
   if (n == 0 || static_cast<std::size_t>(n) < offsetof(wire, text) ||
       w.type < static_cast<std::uint8_t>(message_type::go) ||
-      w.type > static_cast<std::uint8_t>(message_type::notice)) {
+      w.type > static_cast<std::uint8_t>(message_type::filter)) {
     if (out.fd >= 0) ::close(out.fd);
     if (n == 0)
       step_failed_msg("the other side of the sync channel went away");

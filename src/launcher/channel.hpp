@@ -4,7 +4,8 @@
 // and cgroups are in place), sends the relay listener (and, with capture, the capture listeners
 // and the resolver's socket) with `relay_fd`, a `notice` for the user where something optional
 // could not be set up, and finally `ready` (the command is starting) or `failed` with the
-// step that broke.
+// step that broke. After `go` the launcher sends `filter`: the compiled seccomp program
+// (seccomp.hpp), or no descriptor when it could not compile it (the jail then tries itself).
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +14,7 @@
 
 namespace airlock::launcher {
 
-enum class message_type : std::uint8_t { go = 1, relay_fd, ready, failed, notice };
+enum class message_type : std::uint8_t { go = 1, relay_fd, ready, failed, notice, filter };
 
 // What a relay_fd message carries, in its flags.
 enum class socket_role : std::uint32_t { relay = 0, capture_v4, capture_v6, dns };
@@ -23,7 +24,7 @@ struct message {
   std::uint32_t flags = 0;  // go: which limits the jail must apply as rlimits (limits.hpp);
                             // relay_fd: the socket_role
   std::string text;         // failed: the reason; notice: a line for the user
-  int fd = -1;              // relay_fd: the received descriptor (owned by the receiver)
+  int fd = -1;              // relay_fd, filter: the received descriptor (owned by the receiver)
 };
 
 // Each returns false with the failure recorded (step.hpp). fd < 0: no descriptor attached.

@@ -50,20 +50,26 @@ bool make_dirs(const std::string& path) {
   return true;
 }
 
-// A mount point of the right kind (directory or empty file) at path.
-bool ensure_mount_point(const std::string& path, bool is_dir) {
-  if (exists(path)) return true;
-  auto slash = path.rfind('/');
-  if (slash != 0 && !make_dirs(path.substr(0, slash))) return false;
-  if (is_dir) {
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-      return step_failed(str_cat("mkdir(", path, ')'));
-    return true;
-  }
+// Creates a directory or an empty file at path; ENOENT when its parent is missing.
+bool create_node(const std::string& path, bool is_dir) {
+  if (is_dir) return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return step_failed(str_cat("open(", path, ", O_CREAT)"));
+  if (fd < 0) return false;
   ::close(fd);
   return true;
+}
+
+// A mount point of the right kind (directory or empty file) at path. The parent usually
+// exists already, so it is tried first; mkdir -p only when it does not.
+bool ensure_mount_point(const std::string& path, bool is_dir) {
+  if (exists(path)) return true;
+  if (create_node(path, is_dir)) return true;
+  auto slash = path.rfind('/');
+  if (errno != ENOENT || slash == 0 || slash == std::string::npos)
+    return step_failed(str_cat(is_dir ? "mkdir(" : "open(", path, is_dir ? ")" : ", O_CREAT)"));
+  if (!make_dirs(path.substr(0, slash))) return false;
+  if (create_node(path, is_dir)) return true;
+  return step_failed(str_cat(is_dir ? "mkdir(" : "open(", path, is_dir ? ")" : ", O_CREAT)"));
 }
 
 bool do_mount(const char* source, const std::string& target, const char* type, unsigned long flags,
@@ -119,7 +125,10 @@ std::string unescape(const std::string& s) {
 
 // For kernels before 5.12 (no mount_setattr): remount every mount at or below path.
 bool remount_tree_read_only(const std::string& path) {
+  // While the jail is assembled, the only proc is the host's, below the staging tmpfs; its
+  // mountinfo shows mount points relative to our root (the tmpfs), as path is.
   std::ifstream in("/proc/self/mountinfo");
+  if (!in) in.open(str_cat(mount_context{}.host_root, "/proc/self/mountinfo"));
   if (!in) return step_failed("open(/proc/self/mountinfo)");
   std::vector<std::string> points;
   std::string line;
@@ -142,8 +151,74 @@ bool remount_tree_read_only(const std::string& path) {
   return true;
 }
 
+bool write_staged_file(const staged_file& f, const std::string& host_root) {
+  const std::string path = str_cat('/', f.path);
+  const auto slash = path.rfind('/');
+  if (slash != 0 && !make_dirs(path.substr(0, slash))) return false;
+  if (!f.bind_from.empty()) {
+    if (!create_node(path, false)) return step_failed(str_cat("open(", path, ", O_CREAT)"));
+    return do_mount(str_cat(host_root, f.bind_from).c_str(), path, nullptr, MS_BIND, nullptr);
+  }
+  if (!f.link_to.empty()) {
+    const std::string to = str_cat('/', f.link_to);
+    if (::link(to.c_str(), path.c_str()) != 0) return step_failed(str_cat("link(", path, ')'));
+    return true;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return step_failed(str_cat("open(", path, ", O_CREAT)"));
+  std::string_view rest = f.content;
+  while (!rest.empty()) {
+    const ssize_t n = ::write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      errno = n == 0 ? EIO : err;
+      return step_failed(str_cat("write(", path, ')'));
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+// Makes a fresh tmpfs the root of this mount namespace, with the host's root at
+// ctx.host_root below it (bubblewrap's first pivot_root). Any existing directory serves as
+// the tmpfs's first mount point: pivot_root moves the tmpfs away from it again, so the host's
+// directory is seen as it is below ctx.host_root.
+bool enter_staging_tmpfs(const mount_context& ctx) {
+  bool mounted = false;
+  std::string base;
+  for (const char* candidate : {"/tmp", "/dev", "/run", "/mnt"}) {
+    // No device nodes, no set-uid files, nothing to execute: it holds only files to read.
+    if (::mount("tmpfs", candidate, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") == 0) {
+      mounted = true;
+      base = candidate;
+      break;
+    }
+  }
+  if (!mounted) return step_failed("mount(tmpfs, staging)");
+  const std::string old_dir = str_cat(base, ctx.host_root);
+  if (::mkdir(old_dir.c_str(), 0755) != 0) return step_failed(str_cat("mkdir(", old_dir, ')'));
+  if (::syscall(SYS_pivot_root, base.c_str(), old_dir.c_str()) != 0)
+    return step_failed(str_cat("pivot_root(", base, ", ", old_dir, ')'));
+  if (::chdir("/") != 0) return step_failed("chdir(/)");
+  return true;
+}
+
 bool step_root_ro(const mount_context& ctx) {
-  if (!do_mount("/", ctx.staging_root, nullptr, MS_BIND | MS_REC, nullptr)) return false;
+  if (!enter_staging_tmpfs(ctx)) return false;
+  for (const auto& f : ctx.files) {
+    if (!write_staged_file(f, ctx.host_root)) return false;
+  }
+  // The file bound over hidden files: mode 000, so open() fails rather than reading empty.
+  const int fd = ::open(ctx.masked_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+  if (fd < 0) return step_failed(str_cat("open(", ctx.masked_file, ", O_CREAT)"));
+  ::close(fd);
+  if (::mkdir(ctx.staging_root.c_str(), 0755) != 0)
+    return step_failed(str_cat("mkdir(", ctx.staging_root, ')'));
+  if (!do_mount(ctx.host_root.c_str(), ctx.staging_root, nullptr, MS_BIND | MS_REC, nullptr))
+    return false;
   return make_read_only(ctx.staging_root, true);
 }
 
@@ -152,18 +227,21 @@ bool step_tmpfs(const std::string& target, const std::string& data) {
   return do_mount("tmpfs", target, "tmpfs", tmpfs_flags, data.c_str());
 }
 
-bool bind_device(const std::string& dev_root, const char* name) {
+bool bind_device(const std::string& host_root, const std::string& dev_root, const char* name) {
   const std::string target = str_cat(dev_root, '/', name);
-  if (!ensure_mount_point(target, false)) return false;
+  // A fresh tmpfs: the node cannot be there yet.
+  const int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return step_failed(str_cat("open(", target, ", O_CREAT)"));
+  ::close(fd);
   // mknod is not allowed in a user namespace; binding the host's node is (bubblewrap --dev).
-  return do_mount(str_cat("/dev/", name).c_str(), target, nullptr, MS_BIND, nullptr);
+  return do_mount(str_cat(host_root, "/dev/", name).c_str(), target, nullptr, MS_BIND, nullptr);
 }
 
-bool step_dev(const std::string& target) {
+bool step_dev(const std::string& target, const mount_context& ctx) {
   if (!ensure_mount_point(target, true)) return false;
   if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")) return false;
   for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
-    if (!bind_device(target, dev)) return false;
+    if (!bind_device(ctx.host_root, target, dev)) return false;
   }
   struct link {
     const char* name;
@@ -208,6 +286,7 @@ bool step_sysfs(const std::string& target) {
 
 bool step_bind(const std::string& source, const std::string& target, bool writable, bool is_dir) {
   if (!ensure_mount_point(target, is_dir)) return false;
+  // source is a path in this mount namespace (below the host root, or in the staging tmpfs).
   if (!do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
   return writable || make_read_only(target, true);
 }
@@ -253,9 +332,12 @@ bool step_protect_ro(const std::string& target, bool optional) {
   return make_read_only(target, true);
 }
 
-bool step_pivot(const std::string& root) {
-  // pivot_root(".", ".") stacks the old root on top of the new one; unmounting "." then
-  // removes the old root without needing a directory for it (pivot_root(2), NOTES).
+bool step_pivot(const mount_context& ctx) {
+  // pivot_root(".", ".") stacks the old root (the staging tmpfs) on top of the new one;
+  // unmounting "." then removes it without needing a directory for it (pivot_root(2), NOTES).
+  // The lazy unmount takes the whole tree below the tmpfs along, the host's root at
+  // ctx.host_root included: one unmount (and one RCU grace period in the kernel), not two.
+  const std::string& root = ctx.staging_root;
   if (::chdir(root.c_str()) != 0) return step_failed(str_cat("chdir(", root, ')'));
   if (::syscall(SYS_pivot_root, ".", ".") != 0) return step_failed("pivot_root(., .)");
   if (::umount2(".", MNT_DETACH) != 0) return step_failed("umount2(old root, MNT_DETACH)");
@@ -292,7 +374,7 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_tmpfs(target, s.data);
         break;
       case mount_kind::dev:
-        ok = step_dev(target);
+        ok = step_dev(target, ctx);
         break;
       case mount_kind::proc:
         ok = step_proc(target);
@@ -304,7 +386,7 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_bind(ctx.trust_dir, target, false, true);
         break;
       case mount_kind::bind:
-        ok = step_bind(s.source, target, s.writable, s.is_dir);
+        ok = step_bind(str_cat(ctx.host_root, s.source), target, s.writable, s.is_dir);
         break;
       case mount_kind::resolv_conf:
         ok = step_resolv_conf(s, target, ctx);
@@ -319,7 +401,7 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = make_read_only(target, false);
         break;
       case mount_kind::pivot_root:
-        ok = step_pivot(ctx.staging_root);
+        ok = step_pivot(ctx);
         break;
     }
     if (!ok) return false;

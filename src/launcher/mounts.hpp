@@ -1,6 +1,6 @@
 #pragma once
 // The jail's file system (mount_namespaces(7)), executed from the plan's mount steps inside
-// the new mount namespace: a read-only copy of / assembled under a staging directory, fresh
+// the new mount namespace: a read-only copy of / assembled in a private staging tmpfs, fresh
 // /proc, /dev, /tmp and /run, the work directory and --rw paths writable, hidden paths covered,
 // then pivot_root into it. Every step logs the failing call with errno and stops the run.
 
@@ -11,11 +11,29 @@
 
 namespace airlock::launcher {
 
+// A file the jail's staging tmpfs gets before anything else is mounted: the trust bundle,
+// the resolver's resolv.conf. The launcher builds these in memory; nothing is written to the
+// host's disk, so nothing is left to remove there when the jail ends.
+struct staged_file {
+  std::string path;     // relative to the staging tmpfs ("trust/ca-bundle.crt")
+  std::string content;  // ignored when link_to or bind_from is set
+  std::string link_to;  // non-empty: a hard link to this earlier path instead of a copy
+  // Non-empty: the host's file at this canonical path, bound (not copied) over an empty file;
+  // read-only once the directory holding it is mounted read-only.
+  std::string bind_from;
+};
+
+// Where apply_mounts assembles the jail (bubblewrap's layout): a fresh tmpfs becomes the root
+// of the mount namespace, with the host's root below it at host_root and the jail's root being
+// built at staging_root; the final pivot_root detaches the tmpfs and the host's tree alike.
+// The tmpfs outlives that only through the read-only binds of its files.
 struct mount_context {
-  std::string staging_root;  // empty host directory that becomes the jail's /
-  std::string trust_dir;     // host directory with the CA bundle (mounted read-only)
-  std::string masked_file;   // host file with mode 000, bound over hidden files
-  std::string resolv_file;   // host file for the jail's resolv.conf; empty: that step is skipped
+  std::vector<staged_file> files;
+  std::string staging_root = "/newroot";  // becomes the jail's /
+  std::string host_root = "/oldroot";     // the host's / while the jail is assembled
+  std::string trust_dir = "/trust";       // the staged trust files (mounted read-only)
+  std::string masked_file = "/masked";    // mode 000, bound over hidden files
+  std::string resolv_file;  // a staged file for the jail's resolv.conf; empty: step skipped
 };
 
 // Runs the steps in order; false (with the failure recorded) at the first that fails.

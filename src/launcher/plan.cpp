@@ -243,10 +243,6 @@ plan_result build_plan(const options& o, const host_facts& host) {
       }
     }
   }
-  if (!host.private_dir.empty()) {
-    if (auto canon = host.canonical(host.private_dir))
-      add_hidden(*canon, "the launcher's own files");
-  }
   for (const auto& b : builtin_hidden_paths()) {
     std::string path = b;
     if (b.starts_with("~/")) {

@@ -32,8 +32,6 @@ struct host_facts {
   std::function<bool(const std::string&)> is_dir;
   // Path of keytool if one is on PATH (for --java-truststore), else empty.
   std::string keytool;
-  // The launcher's private directory (trust bundle, staging root). Never exposed inside.
-  std::string private_dir;
 };
 
 enum class mount_kind {

@@ -19,7 +19,6 @@
 #include "launcher/trust.hpp"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -159,7 +158,7 @@ int status_to_code(int status) {
   }
 }
 
-[[noreturn]] void jail_main(const plan& p, const mount_context& ctx, int sock) {
+[[noreturn]] void jail_main(const plan& p, mount_context& ctx, int sock) {
   auto die = [&](std::string_view stage) {
     send_message(sock, message_type::failed, 0, str_cat(stage, ": ", last_step_error()));
     ::_exit(kConfinementFailed);
@@ -199,7 +198,6 @@ int status_to_code(int status) {
   // Transparent capture, while this process still holds CAP_NET_ADMIN in the jail's network
   // namespace. Optional unless --capture asked for it: without it the jail is exactly as
   // confined, only less convenient, and the user is told why.
-  mount_context jail_ctx = ctx;
   if (p.capture.enabled) {
     capture_sockets cs;
     if (set_up_capture(cs)) {
@@ -217,13 +215,13 @@ int status_to_code(int status) {
       send_message(sock, message_type::notice, 0,
                    str_cat("warning: no transparent capture (", last_step_error(),
                            "); only programs that use the proxy variables get out"));
-      jail_ctx.resolv_file.clear();
+      ctx.resolv_file.clear();
     }
   } else {
-    jail_ctx.resolv_file.clear();
+    ctx.resolv_file.clear();
   }
 
-  if (!apply_mounts(p.mounts, jail_ctx)) die("mounts");
+  if (!apply_mounts(p.mounts, ctx)) die("mounts");
   if (::chdir(p.workdir.c_str()) != 0) {
     step_failed(str_cat("chdir(", p.workdir, ')'));
     die("work directory");
@@ -231,7 +229,15 @@ int status_to_code(int status) {
   // Privileges last, seccomp very last: each step still needs what the next one drops.
   if (!drop_all_capabilities()) die("capabilities");
   if (!set_no_new_privs()) die("no_new_privs");
-  if (!install_seccomp_filter()) die("seccomp");
+  {
+    // The launcher compiled the filter meanwhile; without a program from it, compile here.
+    auto filter = receive_message(sock);
+    if (!filter || filter->type != message_type::filter) ::_exit(kConfinementFailed);
+    const bool installed =
+        filter->fd >= 0 ? install_seccomp_program(filter->fd) : install_seccomp_filter();
+    if (filter->fd >= 0) ::close(filter->fd);
+    if (!installed) die("seccomp");
+  }
 
   const pid_t command = ::fork();
   if (command < 0) {
@@ -248,31 +254,6 @@ int status_to_code(int status) {
 }
 
 // ---- the launcher ----------------------------------------------------------------------
-
-// The launcher's private directory; removed with everything in it on every exit path.
-class private_dir {
- public:
-  bool create() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = str_cat((tmp && *tmp == '/') ? tmp : "/tmp", "/airlock-run.XXXXXX");
-    if (::mkdtemp(templ.data()) == nullptr) return step_failed(str_cat("mkdtemp(", templ, ')'));
-    path_ = templ;
-    return true;
-  }
-  ~private_dir() {
-    if (path_.empty()) return;
-    ::nftw(
-        path_.c_str(),
-        [](const char* p, const struct stat*, int type, FTW*) {
-          return type == FTW_DP ? ::rmdir(p) : ::unlink(p);
-        },
-        16, FTW_DEPTH | FTW_PHYS);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Kills and reaps the jail if the launcher leaves before it is done (error paths).
 class jail_guard {
@@ -291,38 +272,27 @@ class jail_guard {
   pid_t pid_;
 };
 
-bool prepare_private_dir(const private_dir& dir, plan& p, mount_context& ctx) {
-  ctx.staging_root = dir.path() + "/root";
-  ctx.trust_dir = dir.path() + "/trust";
-  ctx.masked_file = dir.path() + "/masked";
+// What the jail's staging tmpfs gets (mounts.hpp): the trust files and, with capture, the
+// resolver's resolv.conf. Only memory here; the jail writes them after it has its own tmpfs.
+bool prepare_staging(plan& p, mount_context& ctx) {
   if (p.capture.enabled) {
     // The jail's resolv.conf: its own resolver only. No search list: a short name is asked
     // as it is, and answered like any other.
-    ctx.resolv_file = dir.path() + "/resolv.conf";
-    const std::string text =
-        "# airlock run: the jail's resolver; no query leaves the jail\n"
-        "nameserver 127.0.0.1\n";
-    const int rfd = ::open(ctx.resolv_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (rfd < 0) return step_failed(str_cat("open(", ctx.resolv_file, ')'));
-    const bool written =
-        ::write(rfd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(rfd);
-    if (!written) return step_failed(str_cat("write(", ctx.resolv_file, ')'));
+    ctx.resolv_file = "/resolv.conf";
+    ctx.files.push_back({ctx.resolv_file.substr(1),
+                         "# airlock run: the jail's resolver; no query leaves the jail\n"
+                         "nameserver 127.0.0.1\n",
+                         {},
+                         {}});
   }
-  if (::mkdir(ctx.staging_root.c_str(), 0755) != 0)
-    return step_failed(str_cat("mkdir(", ctx.staging_root, ')'));
-  const int fd = ::open(ctx.masked_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-  if (fd < 0) return step_failed(str_cat("open(", ctx.masked_file, ')'));
-  ::close(fd);
   bool java_made = false;
-  if (!write_trust_dir(p.trust, ctx.trust_dir, java_made)) return false;
+  if (!build_trust_files(p.trust, ctx.trust_dir.substr(1), ctx.files, java_made)) return false;
   if (p.trust.java && !java_made) {
     say("warning: keytool could not make a Java trust store; JAVA_TOOL_OPTIONS not set");
     std::erase_if(p.env.entries,
                   [](const std::string& e) { return e.starts_with("JAVA_TOOL_OPTIONS="); });
   }
-  // The staging root and the trust directory must be reachable for the jail's uid.
-  return ::chmod(dir.path().c_str(), 0711) == 0 || step_failed(str_cat("chmod(", dir.path(), ')'));
+  return true;
 }
 
 std::string format_ms(std::chrono::milliseconds ms) {
@@ -335,17 +305,11 @@ std::string format_ms(std::chrono::milliseconds ms) {
 int run(const options& o) {
   if (o.verbose) core::set_log_level(core::log_level::debug);
 
-  private_dir dir;
-  if (!dir.create()) {
-    say(str_cat("cannot create a private directory: ", last_step_error()));
-    return exit_launcher_error;
-  }
   host_facts host;
   if (!real_host_facts(host)) {
     say(last_step_error());
     return exit_launcher_error;
   }
-  host.private_dir = dir.path();
   plan_result built = build_plan(o, host);
   if (!built.value) {
     say(built.error);
@@ -363,7 +327,7 @@ int run(const options& o) {
     }
   }
   mount_context ctx;
-  if (!prepare_private_dir(dir, p, ctx)) {
+  if (!prepare_staging(p, ctx)) {
     say(str_cat("cannot prepare the jail: ", last_step_error()));
     return exit_launcher_error;
   }
@@ -404,7 +368,10 @@ int run(const options& o) {
     say(str_cat("cannot map user ids into the jail: ", last_step_error()));
     return exit_launcher_error;
   }
-  limits.setup(p.limits, child, read_cgroup_layout(), str_cat("airlock-", ::getpid()));
+  // Where no limit is asked for there is nothing to place: skip reading the cgroup layout.
+  const bool any_limit = p.limits.memory_bytes || p.limits.cpu_millis || p.limits.pids;
+  limits.setup(p.limits, child, any_limit ? read_cgroup_layout() : cgroup_layout{},
+               str_cat("airlock-", ::getpid()));
   if (o.verbose) {
     std::string line = str_cat("limits: ", limits.summary());
     if (p.limits.timeout) line += str_cat(" timeout=", format_ms(*p.limits.timeout));
@@ -413,6 +380,15 @@ int run(const options& o) {
   if (!send_message(*sock, message_type::go, limits.rlimit_mask())) {
     say(str_cat("cannot start the jail: ", last_step_error()));
     return exit_launcher_error;
+  }
+  // While the jail sets up its network and mounts, compile its seccomp filter here: the jail
+  // then only loads it. A jail that died meanwhile shows in the loop below.
+  {
+    const int filter_fd = compile_seccomp_filter();
+    if (filter_fd < 0)
+      AIRLOCK_LOG(debug, "launcher", "seccomp: the jail compiles it (", last_step_error(), ')');
+    (void)send_message(*sock, message_type::filter, 0, {}, filter_fd);
+    if (filter_fd >= 0) ::close(filter_fd);
   }
 
   // The jail's sockets arrive one by one; the relay starts once the command is about to run.
@@ -504,17 +480,19 @@ int run(const options& o) {
     delete fd;
   });
   using clock = std::chrono::steady_clock;
-  const auto deadline =
-      p.limits.timeout ? std::optional(clock::now() + *p.limits.timeout) : std::nullopt;
+  // A plain time point and a flag (not an optional: GCC 12 -O2 warns it may be read unset).
+  const bool has_deadline = p.limits.timeout.has_value();
+  const clock::time_point deadline =
+      has_deadline ? clock::now() + *p.limits.timeout : clock::time_point{};
   bool timed_out = false;
   int status = 0;
   while (true) {
     const pid_t w = ::waitpid(child, &status, WNOHANG);
     if (w == child) break;
     int wait_ms = -1;
-    if (deadline && !timed_out) {
+    if (has_deadline && !timed_out) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
       if (left.count() <= 0) {
         // SIGKILL to the namespace's init: the kernel then kills every process in it
         // (pid_namespaces(7)), so nothing of the tree survives, whatever it does.

@@ -3,10 +3,16 @@
 #include "core/str_cat.hpp"
 #include "launcher/step.hpp"
 
+#include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -206,6 +212,43 @@ bool install_seccomp_filter() {
     return step_failed("seccomp_load");
   }
   return true;
+}
+
+int compile_seccomp_filter() {
+  ctx_ptr ctx = build();
+  if (!ctx) return -1;
+  const int fd = ::memfd_create("airlock-seccomp", MFD_CLOEXEC);
+  if (fd < 0) {
+    step_failed("memfd_create(seccomp)");
+    return -1;
+  }
+  const int rc = seccomp_export_bpf(ctx.get(), fd);
+  if (rc != 0) {
+    ::close(fd);
+    errno = -rc;
+    step_failed("seccomp_export_bpf");
+    return -1;
+  }
+  return fd;
+}
+
+bool install_seccomp_program(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return step_failed("fstat(seccomp program)");
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size == 0 || size % sizeof(sock_filter) != 0 || size / sizeof(sock_filter) > BPF_MAXINSNS)
+    return step_failed_msg(str_cat("seccomp program of ", size, " bytes: not a BPF program"));
+  std::vector<sock_filter> code(size / sizeof(sock_filter));
+  if (::pread(fd, code.data(), size, 0) != static_cast<ssize_t>(size))
+    return step_failed("pread(seccomp program)");
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
+  // As seccomp_load does with SCMP_FLTATR_CTL_LOG: log denials where the kernel can
+  // (Linux 4.14); an older kernel refuses the flag with EINVAL, and gets the filter without.
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_LOG, &prog) == 0)
+    return true;
+  if (errno == EINVAL && ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0)
+    return true;
+  return step_failed("seccomp(SECCOMP_SET_MODE_FILTER)");
 }
 
 bool export_seccomp_filter(int fd) {

@@ -21,6 +21,17 @@ std::vector<std::string> seccomp_rules();
 // CAP_SYS_ADMIN). False with the failure recorded if any rule cannot be added.
 bool install_seccomp_filter();
 
+// Builds the filter and compiles it to the BPF program the kernel loads, in a memfd: the
+// launcher compiles it while the jail sets up its network and mounts, and the jail then only
+// loads it (install_seccomp_program), keeping libseccomp's compile off the critical path.
+// -1 with the failure recorded.
+int compile_seccomp_filter();
+
+// Loads the program that compile_seccomp_filter wrote to fd into the calling thread, exactly
+// as install_seccomp_filter would (with the kernel's logging of denials where it has it).
+// Requires no_new_privs (or CAP_SYS_ADMIN). Does not close fd.
+bool install_seccomp_program(int fd);
+
 // Builds the filter and writes it in libseccomp's pseudo-filter-code text to fd (for tests
 // and debugging). False on failure.
 bool export_seccomp_filter(int fd);

@@ -5,6 +5,7 @@
 #include "launcher/step.hpp"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <spawn.h>
@@ -14,10 +15,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstdlib>
 #include <thread>
 
 extern char** environ;
@@ -28,11 +29,23 @@ namespace {
 using core::str_cat;
 
 bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  out = s.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  out.clear();
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   return true;
 }
 
@@ -126,12 +139,71 @@ bool make_java_store(const trust_spec& spec, const std::string& dir, const std::
       std::chrono::seconds(60));
 }
 
+// keytool's scratch directory; removed with everything in it when this goes.
+class scratch_dir {
+ public:
+  bool create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = str_cat((tmp && *tmp == '/') ? tmp : "/tmp", "/airlock-run.XXXXXX");
+    if (::mkdtemp(templ.data()) == nullptr) return step_failed(str_cat("mkdtemp(", templ, ')'));
+    path_ = templ;
+    return true;
+  }
+  ~scratch_dir() {
+    if (path_.empty()) return;
+    ::nftw(
+        path_.c_str(),
+        [](const char* p, const struct stat*, int type, FTW*) {
+          return type == FTW_DP ? ::rmdir(p) : ::unlink(p);
+        },
+        16, FTW_DEPTH | FTW_PHYS);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Adds the Java store that keytool makes (from the JVM's cacerts and ca) to out; false
+// where keytool failed.
+bool add_java_store(const trust_spec& spec, const std::string& ca, const std::string& dir,
+                    std::vector<staged_file>& out) {
+  scratch_dir scratch;
+  if (!scratch.create()) return false;
+  std::string ca_file;
+  if (!ca.empty()) {
+    ca_file = scratch.path() + "/airlock-ca.crt";
+    if (!write_file(ca_file, ca)) return false;
+  }
+  if (!make_java_store(spec, scratch.path(), ca_file)) return false;
+  std::string bytes;
+  if (!read_file(scratch.path() + "/truststore.p12", bytes)) return false;
+  out.push_back({dir + "/truststore.p12", std::move(bytes), {}, {}});
+  return true;
+}
+
 }  // namespace
 
-bool write_trust_dir(const trust_spec& spec, const std::string& dir, bool& java_made) {
+bool build_trust_files(const trust_spec& spec, const std::string& dir,
+                       std::vector<staged_file>& out, bool& java_made) {
   java_made = false;
-  std::string system;
-  if (!read_file(spec.system_bundle, system)) {
+  const std::string bundle_path = dir + "/ca-bundle.crt";
+  if (!spec.airlock_ca) {
+    // Nothing to add to the system's bundle: the jail binds the file itself (at its canonical
+    // path: a symlink in it would resolve against the jail's staging root, not the host's).
+    char canonical[PATH_MAX];
+    struct stat st;
+    if (::realpath(spec.system_bundle.c_str(), canonical) != nullptr &&
+        ::stat(canonical, &st) == 0 && S_ISREG(st.st_mode) && ::access(canonical, R_OK) == 0) {
+      out.push_back({bundle_path, {}, {}, canonical});
+      out.push_back({dir + "/certs/ca-bundle.crt", {}, {}, canonical});
+      if (spec.java) java_made = add_java_store(spec, {}, dir, out);
+      return true;
+    }
+  }
+  std::string bundle;
+  if (!read_file(spec.system_bundle, bundle)) {
+    bundle.clear();
     AIRLOCK_LOG(warn, "launcher", "no system CA bundle at ", spec.system_bundle,
                 "; the jail trusts only the Airlock CA");
   }
@@ -144,25 +216,19 @@ bool write_trust_dir(const trust_spec& spec, const std::string& dir, bool& java_
     if (!hash_name)
       return step_failed_msg(str_cat("--ca ", *spec.airlock_ca, ": not a PEM certificate"));
   }
-  std::string bundle = system;
   if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
   if (!ca.empty()) bundle += str_cat("# Airlock CA (", *spec.airlock_ca, ")\n", ca);
   if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
 
-  const std::string certs = dir + "/certs";
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return step_failed(str_cat("mkdir(", dir, ')'));
-  if (::mkdir(certs.c_str(), 0755) != 0 && errno != EEXIST)
-    return step_failed(str_cat("mkdir(", certs, ')'));
-  if (!write_file(dir + "/ca-bundle.crt", bundle)) return false;
-  if (!write_file(certs + "/ca-bundle.crt", bundle)) return false;
-  std::string ca_copy;
+  if (spec.java) java_made = add_java_store(spec, ca, dir, out);
+  out.push_back({bundle_path, std::move(bundle), {}, {}});
+  // The same bytes again for SSL_CERT_DIR: a hard link in the tmpfs, not a second copy.
+  out.push_back({dir + "/certs/ca-bundle.crt", {}, bundle_path, {}});
   if (!ca.empty()) {
-    ca_copy = dir + "/airlock-ca.crt";
-    if (!write_file(ca_copy, ca)) return false;
-    if (!write_file(str_cat(certs, '/', *hash_name), ca)) return false;
+    const std::string ca_path = dir + "/airlock-ca.crt";
+    out.push_back({ca_path, std::move(ca), {}, {}});
+    out.push_back({str_cat(dir, "/certs/", *hash_name), {}, ca_path, {}});
   }
-  if (spec.java) java_made = make_java_store(spec, dir, ca_copy);
   return true;
 }
 

@@ -62,8 +62,20 @@ TEST(LauncherChannel, SocketRolesAndNotices) {
   ASSERT_TRUE(notice);
   EXPECT_EQ(notice->type, message_type::notice);
   EXPECT_EQ(notice->text, "warning: no capture");
+  // The launcher's filter message carries a descriptor the other way, or none.
+  ASSERT_TRUE(send_message(sv[0], message_type::filter, 0, {}, p[1]));
+  ASSERT_TRUE(send_message(sv[0], message_type::filter));
+  auto filter = receive_message(sv[1]);
+  ASSERT_TRUE(filter);
+  EXPECT_EQ(filter->type, message_type::filter);
+  EXPECT_GE(filter->fd, 0);
+  ::close(filter->fd);
+  auto no_filter = receive_message(sv[1]);
+  ASSERT_TRUE(no_filter);
+  EXPECT_EQ(no_filter->type, message_type::filter);
+  EXPECT_EQ(no_filter->fd, -1);
   // A type past the last one is refused, not misread.
-  const unsigned char bogus[12] = {static_cast<unsigned char>(message_type::notice) + 1};
+  const unsigned char bogus[12] = {static_cast<unsigned char>(message_type::filter) + 1};
   ASSERT_EQ(::send(sv[1], bogus, sizeof bogus, 0), 12);
   EXPECT_FALSE(receive_message(sv[0]));
   for (int fd : {sv[0], sv[1], p[0], p[1]})

@@ -79,7 +79,6 @@ class LauncherPlan : public ::testing::Test {
       auto it = fs_.files.find(p);
       return it != fs_.files.end() && it->second;
     };
-    h.private_dir = "/tmp/priv";
     return h;
   }
   options opts() {
@@ -142,7 +141,6 @@ TEST_F(LauncherPlan, DefaultPlanShape) {
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.aws"), p.hidden.end());
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.netrc"), p.hidden.end());
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/etc/shadow"), p.hidden.end());
-  EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/tmp/priv"), p.hidden.end());
   EXPECT_EQ(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.gnupg"), p.hidden.end());
   for (const auto* h : of_kind(p, mount_kind::hide)) {
     if (h->target == "/home/u/.netrc" || h->target == "/etc/shadow") {
@@ -200,7 +198,6 @@ TEST_F(LauncherPlan, HiddenPathsCannotBeReexposed) {
       {{"/srv/secret"}, {}, {}, {"/srv/secret/inner"}},    // as the work directory
       {{"/home/u"}, {}, {}, {}},                           // hides the work directory
       {{}, {"/home/u/.ssh"}, {}, {}},                      // built-in secret
-      {{}, {}, {"/tmp/priv"}, {}},                         // the launcher's own files
   };
   for (const auto& c : cases) {
     auto o = opts();

@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,14 +24,25 @@
 namespace airlock::launcher {
 namespace {
 
+// How the child gets its filter: built and loaded by libseccomp there, or compiled by the
+// parent and handed over as a BPF program (what `airlock run` does).
+enum class loading { libseccomp, precompiled };
+
 // Runs body in a forked child after loading the filter; returns the child's wait status.
 // The body returns 0 when every expectation held, else the number of the failed check.
-int in_filtered_child(const std::function<int()>& body) {
+int in_filtered_child(const std::function<int()>& body, loading how = loading::libseccomp) {
+  int program = -1;
+  if (how == loading::precompiled) {
+    program = compile_seccomp_filter();
+    if (program < 0) return -1;
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (!set_no_new_privs() || !install_seccomp_filter()) ::_exit(100);
+    if (!set_no_new_privs()) ::_exit(100);
+    if (!(program >= 0 ? install_seccomp_program(program) : install_seccomp_filter())) ::_exit(101);
     ::_exit(body());
   }
+  if (program >= 0) ::close(program);
   int status = 0;
   ::waitpid(pid, &status, 0);
   return status;
@@ -70,71 +83,108 @@ TEST(LauncherSeccomp, ExportsFilterText) {
   EXPECT_NE(text.find("clone3"), std::string::npos);
 }
 
-TEST(LauncherSeccomp, DeniesWhatItShouldAndAllowsTheRest) {
-  const int status = in_filtered_child([] {
-    int check = 0;
-    auto expect = [&](bool ok) {
-      ++check;
-      return ok;
-    };
-    // Denied with EPERM.
-    if (!expect(err_of(::unshare(CLONE_NEWUSER)) == EPERM)) return check;
-    if (!expect(err_of(::syscall(SYS_setns, -1, 0)) == EPERM)) return check;
-    if (!expect(err_of(::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr)) == EPERM)) return check;
-    if (!expect(err_of(::syscall(SYS_mount, "none", "/", "tmpfs", 0, nullptr)) == EPERM))
-      return check;
-    if (!expect(err_of(::syscall(SYS_userfaultfd, 0)) == EPERM)) return check;
-    if (!expect(err_of(::syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0)) == EPERM))
-      return check;
-    if (!expect(err_of(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0)) == EPERM))
-      return check;
-    if (!expect(err_of(::socket(AF_PACKET, SOCK_RAW, 0)) == EPERM)) return check;
-    if (!expect(err_of(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, 1)) == EPERM)) return check;
-    if (!expect(err_of(::socket(AF_INET6, SOCK_RAW, 58)) == EPERM)) return check;
-    if (!expect(err_of(::socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT)) == EPERM)) return check;
-    // Other families: as if the kernel lacked them (AF_VSOCK is 40, AF_BLUETOOTH 31).
-    if (!expect(err_of(::socket(40, SOCK_STREAM, 0)) == EAFNOSUPPORT)) return check;
-    if (!expect(err_of(::socket(31, SOCK_STREAM, 0)) == EAFNOSUPPORT)) return check;
-    if (!expect(err_of(::syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0)) ==
-                EAFNOSUPPORT))
-      return check;
-    // clone3 gets ENOSYS so that libc falls back to clone.
-    if (!expect(err_of(::syscall(SYS_clone3, nullptr, 0)) == ENOSYS)) return check;
+class LauncherSeccompLoading : public ::testing::TestWithParam<loading> {};
 
-    // Allowed: ordinary sockets, rtnetlink, fork (clone without namespace flags).
-    for (int fam : {AF_INET, AF_INET6, AF_UNIX}) {
-      const int s = ::socket(fam, SOCK_STREAM, 0);
-      if (!expect(s >= 0)) return check;
-      ::close(s);
-    }
-    const int u = ::socket(AF_INET, SOCK_DGRAM, 0);
-    if (!expect(u >= 0)) return check;
-    ::close(u);
-    const int nl = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    if (!expect(nl >= 0)) return check;
-    ::close(nl);
-    const pid_t child = ::fork();
-    if (child == 0) ::_exit(0);
-    int st = 0;
-    if (!expect(child > 0 && ::waitpid(child, &st, 0) == child && WIFEXITED(st))) return check;
-    return 0;
-  });
+TEST_P(LauncherSeccompLoading, DeniesWhatItShouldAndAllowsTheRest) {
+  const int status = in_filtered_child(
+      [] {
+        int check = 0;
+        auto expect = [&](bool ok) {
+          ++check;
+          return ok;
+        };
+        // Denied with EPERM.
+        if (!expect(err_of(::unshare(CLONE_NEWUSER)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_setns, -1, 0)) == EPERM)) return check;
+        if (!expect(err_of(::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_mount, "none", "/", "tmpfs", 0, nullptr)) == EPERM))
+          return check;
+        if (!expect(err_of(::syscall(SYS_userfaultfd, 0)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0)) == EPERM))
+          return check;
+        if (!expect(err_of(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0)) == EPERM))
+          return check;
+        if (!expect(err_of(::socket(AF_PACKET, SOCK_RAW, 0)) == EPERM)) return check;
+        if (!expect(err_of(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, 1)) == EPERM)) return check;
+        if (!expect(err_of(::socket(AF_INET6, SOCK_RAW, 58)) == EPERM)) return check;
+        if (!expect(err_of(::socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT)) == EPERM)) return check;
+        // Other families: as if the kernel lacked them (AF_VSOCK is 40, AF_BLUETOOTH 31).
+        if (!expect(err_of(::socket(40, SOCK_STREAM, 0)) == EAFNOSUPPORT)) return check;
+        if (!expect(err_of(::socket(31, SOCK_STREAM, 0)) == EAFNOSUPPORT)) return check;
+        if (!expect(err_of(::syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0)) ==
+                    EAFNOSUPPORT))
+          return check;
+        // clone3 gets ENOSYS so that libc falls back to clone.
+        if (!expect(err_of(::syscall(SYS_clone3, nullptr, 0)) == ENOSYS)) return check;
+
+        // Allowed: ordinary sockets, rtnetlink, fork (clone without namespace flags).
+        for (int fam : {AF_INET, AF_INET6, AF_UNIX}) {
+          const int s = ::socket(fam, SOCK_STREAM, 0);
+          if (!expect(s >= 0)) return check;
+          ::close(s);
+        }
+        const int u = ::socket(AF_INET, SOCK_DGRAM, 0);
+        if (!expect(u >= 0)) return check;
+        ::close(u);
+        const int nl = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (!expect(nl >= 0)) return check;
+        ::close(nl);
+        const pid_t child = ::fork();
+        if (child == 0) ::_exit(0);
+        int st = 0;
+        if (!expect(child > 0 && ::waitpid(child, &st, 0) == child && WIFEXITED(st))) return check;
+        return 0;
+      },
+      GetParam());
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << "check number " << WEXITSTATUS(status) << " failed";
 }
 
 #if defined(__x86_64__)
-TEST(LauncherSeccomp, KillsOtherAbis) {
+TEST_P(LauncherSeccompLoading, KillsOtherAbis) {
   // getpid through the x32 ABI (bit 30 set): a filter written for x86_64 numbers must not
   // let it through, whatever the kernel's x32 support.
-  const int status = in_filtered_child([] {
-    ::syscall(0x40000000L | SYS_getpid);
-    return 0;
-  });
+  const int status = in_filtered_child(
+      [] {
+        ::syscall(0x40000000L | SYS_getpid);
+        return 0;
+      },
+      GetParam());
   ASSERT_TRUE(WIFSIGNALED(status)) << "exited with " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGSYS);
 }
 #endif
+
+INSTANTIATE_TEST_SUITE_P(Both, LauncherSeccompLoading,
+                         ::testing::Values(loading::libseccomp, loading::precompiled),
+                         [](const auto& info) {
+                           return info.param == loading::libseccomp ? "libseccomp" : "precompiled";
+                         });
+
+TEST(LauncherSeccomp, PrecompiledProgramIsTheFilter) {
+  const int fd = compile_seccomp_filter();
+  ASSERT_GE(fd, 0);
+  struct stat st;
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  // Whole BPF instructions, and enough of them for every rule.
+  EXPECT_EQ(st.st_size % 8, 0);
+  EXPECT_GT(st.st_size / 8, 50);
+  // The descriptor does not leak into programs the launcher starts.
+  EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  ::close(fd);
+}
+
+TEST(LauncherSeccomp, RefusesWhatIsNotAProgram) {
+  // Checked before anything is loaded: this process stays unfiltered.
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{7}, std::size_t{13}, std::size_t{8 * 5000}}) {
+    const int fd = ::memfd_create("not-a-program", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+    EXPECT_FALSE(install_seccomp_program(fd)) << size << " bytes";
+    ::close(fd);
+  }
+}
 
 }  // namespace
 }  // namespace airlock::launcher
