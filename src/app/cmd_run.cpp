@@ -5,10 +5,41 @@
 #include "launcher/exit_codes.hpp"
 #include "launcher/options.hpp"
 #include "launcher/run.hpp"
+#include "policy/handoff.hpp"
+#include "policy/loader.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 namespace airlock::app {
+
+namespace {
+
+// --policy FILE: hide the policy's secret files and CA key, and hand over each placeholder in
+// its secret's variable unless --env sets that variable. The values are never read.
+bool apply_policy(const std::string& path, launcher::options& options) {
+  policy::load_options load;
+  load.read_secrets = false;
+  const auto loaded = policy::load_file(path, load);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "airlock run: --policy %s does not load:\n", path.c_str());
+    for (const auto& e : loaded.errors)
+      std::fprintf(stderr, "  %s\n", e.to_string().c_str());
+    return false;
+  }
+  const auto handoff = policy::handoff_for_agent(*loaded.policy);
+  options.hide.insert(options.hide.end(), handoff.hidden.begin(), handoff.hidden.end());
+  for (const auto& [name, placeholder] : handoff.env) {
+    const bool set_by_caller =
+        std::any_of(options.env.begin(), options.env.end(),
+                    [&](std::string_view e) { return e.substr(0, e.find('=')) == name; });
+    if (!set_by_caller) options.env.push_back(name + "=" + placeholder);
+  }
+  return true;
+}
+
+}  // namespace
 
 int cmd_run(args a) {
   const auto parsed = launcher::parse_options(a);
@@ -22,7 +53,10 @@ int cmd_run(args a) {
     std::fwrite(launcher::usage().data(), 1, launcher::usage().size(), stdout);
     return 0;
   }
-  return launcher::run(*parsed.value);
+  auto options = *parsed.value;
+  if (options.policy && !apply_policy(*options.policy, options))
+    return launcher::exit_launcher_error;
+  return launcher::run(options);
 }
 
 }  // namespace airlock::app

@@ -32,6 +32,8 @@ constexpr std::string_view usage_text =
     "  --ca FILE            Airlock CA certificate to trust in addition to the system's\n"
     "  --ca-key FILE        the CA key: its directory is hidden inside\n"
     "  --cgroup DIR         a delegated cgroup v2 directory to create the jail's cgroup in\n"
+    "  --policy FILE        the proxy's policy: hide its secret files, and hand the agent\n"
+    "                       each secret's placeholder in the secret's variable\n"
     "  --java-truststore    also make a Java trust store (needs keytool; slower start)\n"
     "  --capture            require transparent capture: a resolver inside and every TCP\n"
     "                       connection handed to the proxy (default: on where possible)\n"
@@ -77,7 +79,7 @@ bool valid_env_name(std::string_view name) {
 // Options that take a value.
 constexpr std::string_view valued[] = {
     "--agent", "--proxy", "--relay-port", "--workdir", "--ro", "--rw",     "--hide",   "--memory",
-    "--cpus",  "--pids",  "--timeout",    "--env",     "--ca", "--ca-key", "--cgroup",
+    "--cpus",  "--pids",  "--timeout",    "--env",     "--ca", "--ca-key", "--cgroup", "--policy",
 };
 
 bool takes_value(std::string_view name) {
@@ -112,6 +114,9 @@ std::string apply(options& o, std::string_view name, std::string_view value) {
     if (value.empty()) return str_cat(name, ": empty path");
     auto& list = name == "--ro" ? o.ro : name == "--rw" ? o.rw : o.hide;
     list.emplace_back(value);
+  } else if (name == "--policy") {
+    if (value.empty()) return "--policy: empty path";
+    o.policy = std::string(value);
   } else if (name == "--memory") {
     auto size = core::parse_size(value);
     // Below a few MiB nothing starts at all; refuse rather than fail obscurely.

@@ -33,7 +33,11 @@ struct options {
   std::optional<std::string> ca;      // --ca FILE: the Airlock CA certificate (PEM)
   std::optional<std::string> ca_key;  // --ca-key FILE: its directory is hidden
   std::optional<std::string> cgroup;  // --cgroup DIR: delegated cgroup v2 parent
-  bool java_truststore = false;       // --java-truststore: keytool-made store for the JVM
+  // --policy FILE: the proxy's policy; its secrets' files are hidden and each secret read from
+  // an environment variable that has a placeholder gets that variable set to the placeholder
+  // (src/app/cmd_run.cpp applies it: the launcher itself does not parse policies).
+  std::optional<std::string> policy;
+  bool java_truststore = false;  // --java-truststore: keytool-made store for the JVM
   capture_mode capture = capture_mode::automatic;  // --capture / --no-capture
   bool verbose = false;                            // --verbose: one line per decision on stderr
   bool help = false;                               // --help

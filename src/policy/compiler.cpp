@@ -246,7 +246,7 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
   out.match = std::move(m);
 }
 
-void check_settings(checker& c, const model::policy& p) {
+void check_settings(checker& c, const model::policy& p, bool read_secrets) {
   c.endpoint(p.listen.proxy, "listen.proxy");
   if (!p.listen.admin.empty()) {
     c.endpoint(p.listen.admin, "listen.admin");
@@ -259,7 +259,8 @@ void check_settings(checker& c, const model::policy& p) {
     c.error(p.tls.ca_cert.empty() ? "tls.ca_key" : "tls.ca_cert",
             "tls.ca_cert and tls.ca_key go together: set both or neither");
   c.readable_file(p.tls.ca_cert, "tls.ca_cert");
-  c.readable_file(p.tls.ca_key, "tls.ca_key");
+  // The CA key is a secret like the others: not read where secrets are not (the launcher).
+  if (read_secrets) c.readable_file(p.tls.ca_key, "tls.ca_key");
   c.readable_file(p.tls.upstream_ca, "tls.upstream_ca");
 }
 
@@ -316,7 +317,7 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
   std::shared_ptr<snapshot> s(new snapshot(std::move(policy)));
   model::policy& p = s->model_;
 
-  check_settings(c, p);
+  check_settings(c, p, options.read_secrets);
   auto allow = c.cidrs(p.network.allow_cidrs, "network.allow_cidrs");
   // Secret values are read here, at every load: a reload is how a rotated secret is taken up.
   // Before the rules, whose templates refer to the secrets by index.

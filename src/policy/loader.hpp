@@ -29,10 +29,11 @@ struct load_error {
 struct load_options {
   // The proxy's listening endpoints, refused by the address guard (loop prevention).
   std::vector<boost::asio::ip::tcp::endpoint> own_endpoints;
-  // Read every secret's value (from its environment variable or file). Off only to validate a
-  // policy where the secrets are not available (CI): sources and placeholders are checked as
-  // far as they can be without the values, and the snapshot's secrets have empty values, so
-  // it must not be used to run a proxy.
+  // Read every secret's value (from its environment variable or file), and check that the CA
+  // key is readable. Off only to validate a policy where the secrets are not available (CI,
+  // `airlock run --policy` as a user who may not read them): sources and placeholders are checked
+  // as far as they can be without the values, and the snapshot's secrets have empty values, so it
+  // must not be used to run a proxy.
   bool read_secrets = true;
 };
 

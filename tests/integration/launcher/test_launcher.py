@@ -425,6 +425,40 @@ except OSError as e:
         self.assertFalse(os.path.exists(outside_file))
         self.assertFalse(os.path.exists("/etc/airlock-x"))
 
+    def test_policy_hands_over_placeholders_and_hides_secret_files(self):
+        """--policy: each secret read from a variable is handed over as its placeholder (the
+        host's real value never enters), files holding secrets are hidden, and no secret is read
+        by the launcher (the variable may even be unset on the host)."""
+        key_file = os.path.join(self.work, "svc.key")  # in the work directory: exposed unless hidden
+        with open(key_file, "w") as f:
+            f.write("svc-REAL-SECRET-VALUE\n")
+        policy = os.path.join(self.outside, "policy.yaml")
+        with open(policy, "w") as f:
+            f.write("secrets:\n"
+                    "  gh: {env: AIRLOCK_T_GH, placeholder: 'ghp_PLACEHOLDER0000000000000',"
+                    " hosts: [api.github.com]}\n"
+                    "  svc: {file: %s}\n"
+                    "agents: {default: {rules: []}}\nrules: []\n" % key_file)
+        for p in (key_file, policy):
+            os.chmod(p, 0o644)
+            if self.user is not None:
+                os.chown(p, self.user.pw_uid, self.user.pw_gid)
+        env = dict(os.environ, AIRLOCK_T_GH="ghp_REALVALUE000000000000000")
+        r = self.jail("printenv AIRLOCK_T_GH; cat svc.key; echo rc=$?", "--policy", policy,
+                      env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines()[0], "ghp_PLACEHOLDER0000000000000", r.stdout)
+        self.assertNotIn("REAL", r.stdout)
+        self.assertNotIn("rc=0", r.stdout)
+        # --env still wins over the placeholder; a policy that does not load is a launcher error.
+        r = self.jail("printenv AIRLOCK_T_GH", "--policy", policy, "--env", "AIRLOCK_T_GH=mine")
+        self.assertEqual(r.stdout.strip(), "mine")
+        with open(policy, "w") as f:
+            f.write("secrets: {gh: {env: 'not a name'}}\n")
+        r = self.jail("true", "--policy", policy)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("secrets.gh.env", r.stderr)
+
     def test_hidden_paths_cannot_be_read_or_reexposed(self):
         secret = os.path.join(self.work, "secret.txt")
         with open(secret, "w") as f:

@@ -64,6 +64,7 @@ TEST(LauncherOptions, AllValuedOptionsBothSpellings) {
                   "--proxy-protocol",
                   "--cgroup",
                   "/sys/fs/cgroup/x",
+                  "--policy=/etc/airlock/policy.yaml",
                   "--",
                   "true"});
   ASSERT_TRUE(r.value) << r.error;
@@ -85,6 +86,8 @@ TEST(LauncherOptions, AllValuedOptionsBothSpellings) {
   EXPECT_TRUE(o.verbose);
   EXPECT_TRUE(o.proxy_protocol);
   EXPECT_EQ(o.cgroup, "/sys/fs/cgroup/x");
+  EXPECT_EQ(o.policy, "/etc/airlock/policy.yaml");
+  EXPECT_FALSE(parse({"--policy", "", "x"}).value);
 }
 
 TEST(LauncherOptions, CpuFractions) {
