@@ -365,23 +365,31 @@ bool framing_field(http::field f) {
          f == http::field::content_encoding || f == http::field::content_type;
 }
 
-// Redacts every other response header value in place; hits are added to `hits`.
+// Redacts every other response header value in place (all in one pass); hits are added to
+// `hits`.
 template <class Fields>
 void redact_header_values(const filters::redaction::engine& e, Fields& head,
                           filters::redaction::hit_counts& hits) {
+  std::vector<std::string_view> values;
+  for (const auto& f : head)
+    if (!framing_field(f.name())) values.push_back(f.value());
+  if (values.empty()) return;
+  auto redacted = filters::redaction::redact_header_values(e, values, &hits);
+  // Fields cannot be edited in place: the changed ones are removed and added back.
   std::vector<std::pair<std::string, std::string>> changed;
+  std::size_t i = 0;
   for (auto f = head.begin(); f != head.end();) {
     if (framing_field(f->name())) {
       ++f;
       continue;
     }
-    std::string value = filters::redaction::redact_header_value(e, f->value(), &hits);
-    if (value != f->value()) {
-      changed.emplace_back(std::string(f->name_string()), std::move(value));
+    if (redacted[i] != f->value()) {
+      changed.emplace_back(std::string(f->name_string()), std::move(redacted[i]));
       f = head.erase(f);
     } else {
       ++f;
     }
+    ++i;
   }
   for (auto& [name, value] : changed)
     head.insert(name, value);

@@ -188,4 +188,37 @@ std::string redact_header_value(const engine& e, std::string_view value, hit_cou
   return e.redact(value, hits);
 }
 
+std::vector<std::string> redact_header_values(const engine& e,
+                                              const std::vector<std::string_view>& values,
+                                              hit_counts* hits) {
+  std::vector<std::string> result;
+  result.reserve(values.size());
+  stream s(e, stream_options{framing::lines, 0});
+  std::string out;
+  for (std::string_view v : values) {
+    s.write(v, out);
+    s.write("\n", out);
+  }
+  s.finish(out);
+  std::string_view rest = out;
+  while (!rest.empty() && result.size() <= values.size()) {
+    const std::size_t nl = rest.find('\n');
+    result.emplace_back(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+  }
+  if (result.size() != values.size()) {
+    // A replacement (or a match) that spans a line feed: redact the values one by one.
+    result.clear();
+    for (std::string_view v : values)
+      result.push_back(e.redact(v, hits));
+    return result;
+  }
+  if (hits != nullptr) {
+    hits->resize(e.label_count());
+    for (std::size_t i = 0; i < s.hits().size(); ++i)
+      (*hits)[i] += s.hits()[i];
+  }
+  return result;
+}
+
 }  // namespace airlock::filters::redaction

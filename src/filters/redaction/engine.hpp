@@ -98,4 +98,11 @@ class engine {
 std::string redact_header_value(const engine& e, std::string_view value,
                                 hit_counts* hits = nullptr);
 
+// Every value of a response head at once: the same result as redact_header_value on each, for
+// the cost of one stream (each value is a line, redacted as a text of its own), instead of one
+// per value. Values must not contain a line feed (header field values cannot).
+std::vector<std::string> redact_header_values(const engine& e,
+                                              const std::vector<std::string_view>& values,
+                                              hit_counts* hits = nullptr);
+
 }  // namespace airlock::filters::redaction

@@ -240,3 +240,38 @@ TEST(RedactionEngine, SharedAcrossThreads) {
 
 }  // namespace
 }  // namespace airlock::filters::redaction
+
+namespace airlock::filters::redaction {
+namespace {
+
+TEST(RedactionEngine, HeaderValuesAtOnceEqualOneByOne) {
+  auto r = engine::build(all_builtin_redactors(), {{"api", "sk-live-HEADERVALUES-0123456789"}});
+  ASSERT_TRUE(r.errors.empty());
+  const engine& e = *r.compiled;
+  const std::vector<std::string_view> values = {
+      "nginx",
+      "Bearer sk-live-HEADERVALUES-0123456789",
+      "",
+      "mailto:someone@example.com",
+      "4111 1111 1111 1111",
+      "AKIAIOSFODNN7EXAMPLE",
+      "x@y.example",
+      "sk-live-HEADERVALUES-0123456789",
+      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_"
+      "XgL0n3I9PlFUP0THsR8U",
+      "+1 415 555 0100",
+      "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+      "sk-live-HEADERVALUES-01234567",  // almost the secret: left alone
+  };
+  hit_counts one, all;
+  std::vector<std::string> expected;
+  for (auto v : values)
+    expected.push_back(e.redact(v, &one));
+  EXPECT_EQ(redact_header_values(e, values, &all), expected);
+  EXPECT_EQ(all, one);
+  EXPECT_NE(expected[1], values[1]);
+  EXPECT_EQ(expected.back(), values.back());
+}
+
+}  // namespace
+}  // namespace airlock::filters::redaction
