@@ -2,10 +2,12 @@
 """Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run; the cost
 of request controls (a rule with rate limits and validation vs a rule with neither); the cost
 of credential injection and response redaction (a rule with inject and redact vs one without);
-and HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
+the throughput of the redaction engine itself (MB/s per core on a 100 MiB JSON body); and HTTPS
+inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 
-Usually started by bench/run.sh, which installs the tools and builds airlock and the HTTPS
-client. See bench/README.md for what each scenario measures and how to read the tables.
+Usually started by bench/run.sh, which installs the tools and builds airlock, the redaction
+benchmark tool and the HTTPS client. See bench/README.md for what each scenario measures and
+how to read the tables.
 
 Exit status: 0 when every scenario ran cleanly (goals met or not), 1 when a scenario is
 broken (errors, wrong answers, a server died), 2 on bad usage.
@@ -26,7 +28,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import controls, credentials, procfs, report, scenarios, tls_report  # noqa: E402
+from lib import controls, credentials, procfs, redaction, report, scenarios  # noqa: E402
+from lib import tls_report  # noqa: E402
 from lib import tls_scenarios  # noqa: E402
 from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
 from lib.tls_certs import DOMAIN, TlsFiles  # noqa: E402
@@ -39,6 +42,7 @@ BIG_SIZE = 512 * MIB
 PLAIN_SCENARIOS = ("small", "small_c1", "large", "connect", "idle")
 CONTROLS_SCENARIOS = ("controls",)
 CREDENTIALS_SCENARIOS = ("credentials",)
+REDACTION_SCENARIOS = ("redaction",)
 TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
 TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
@@ -74,6 +78,9 @@ def settings_for(args):
         # (g) credentials: the same, for two bodies (small binary, small JSON) in turn.
         "credentials_rounds": 6,
         "credentials_seconds": 3,
+        # (r) redaction throughput: one body of this size, timed passes over it.
+        "redaction_mib": 100,
+        "redaction_repeat": 3,
         "warmup_seconds": 1,
         "airlock_threads": args.threads,
         "tls_keepalive_connections": 32,
@@ -87,7 +94,7 @@ def settings_for(args):
         s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
                  connect_seconds=2, idle_connections=200, controls_rounds=6,
                  controls_seconds=2, credentials_rounds=4, credentials_seconds=2,
-                 tls_seconds=2,
+                 redaction_mib=16, redaction_repeat=2, tls_seconds=2,
                  tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
 
@@ -460,6 +467,28 @@ class Run:
                 else:
                     r["airlock_allowed"] = int(allowed[rule])
 
+    def run_redaction(self, binary):
+        """(r) the redaction engine alone: MB/s per core on a generated JSON body, one thread
+        (bench/redaction), a realistic body and a dense one."""
+        s = self.s
+        name = "airlock_redaction"
+        self.log(f"== (r) redaction throughput: {s['redaction_mib']} MiB JSON body, full "
+                 f"built-in library, 64 KiB chunks, one thread, {s['redaction_repeat']} passes")
+        for key, dense, label in redaction.LOADS:
+            try:
+                r = redaction.run(binary, s["redaction_mib"], s["redaction_repeat"], dense,
+                                  os.path.join(self.raw_dir, f"{name}-{key}.txt"))
+            except BenchError as e:
+                self.log(f"  BROKEN {name}/{key}: {e}")
+                self.broken.append({"target": name, "scenario": key, "error": str(e)})
+                self.results.setdefault(name, {})[key] = {"broken": str(e)}
+                continue
+            self.results.setdefault(name, {})[key] = r
+            passes = ", ".join(f"{p['mb_per_s_per_core']:,.0f}" for p in r["passes"])
+            self.log(f"  {label:<40} {r['mb_per_s_per_core']:>7,.0f} MB/s per core (passes: "
+                     f"{passes}), {r['redactions']:,} redactions, "
+                     f"others used {r['other_processes_machine_share']:.0%} of the machine")
+
     def run_tls(self, targets, client, mint_names):
         """The HTTPS-inspection scenarios (those of --scenarios)."""
         s = self.s
@@ -519,28 +548,35 @@ class Run:
             self.fail(target, "audit", f"{lines} audit lines for {r['requests']} responses")
 
 
+def _own_cpu_seconds():
+    """CPU seconds of this process and its waited-for children. run.sh execs bench.py, so the
+    count starts with the build's compilers: only differences are meaningful."""
+    return sum(getattr(resource.getrusage(who), f) for who in
+               (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
 def parse_scenarios(p, text):
-    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `tls` (its
-    three parts), tls_keepalive, tls_newconn, tls_handshake, or `all`."""
+    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `redaction`,
+    `tls` (its three parts), tls_keepalive, tls_newconn, tls_handshake, or `all`."""
     out = []
     for name in (n.strip() for n in text.split(",") if n.strip()):
         if name == "all":
             out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + \
-                list(CREDENTIALS_SCENARIOS) + list(TLS_SCENARIOS)
+                list(CREDENTIALS_SCENARIOS) + list(REDACTION_SCENARIOS) + list(TLS_SCENARIOS)
         elif name == "plain":
             out += list(PLAIN_SCENARIOS)
         elif name == "tls":
             out += list(TLS_SCENARIOS)
         elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + CREDENTIALS_SCENARIOS + \
-                TLS_SCENARIOS:
+                REDACTION_SCENARIOS + TLS_SCENARIOS:
             out.append(name)
         else:
             p.error(f"unknown scenario {name!r} (known: all, plain, "
-                    f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, tls, "
+                    f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, redaction, tls, "
                     f"{', '.join(TLS_SCENARIOS)})")
     if not out:
         p.error("--scenarios names no scenario")
@@ -557,11 +593,17 @@ def main():
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
                    help="comma-separated: small,small_c1,large,connect,idle (or plain), "
-                        "controls and credentials (airlock only), tls (or tls_keepalive,"
+                        "controls, credentials and redaction (airlock only), tls (or "
+                        "tls_keepalive,"
                         "tls_newconn,"
                         "tls_handshake); default all")
     p.add_argument("--tls-client", help="airlock_bench_tls_client binary (for the tls "
                                         "scenarios; bench/run.sh builds it)")
+    p.add_argument("--redaction-bench", help="airlock_redaction_bench binary (for the "
+                                             "redaction scenario; bench/run.sh builds it)")
+    p.add_argument("--no-redaction", action="store_true",
+                   help="leave the redaction scenario out of `all` (bench/run.sh passes it when "
+                        "it has no tool)")
     p.add_argument("--threads", type=int, default=int(os.environ.get("AIRLOCK_THREADS", "1")),
                    help="airlock --threads (default 1: Squid is one process, too)")
     p.add_argument("--no-audit", action="store_true", help="skip the audit-cost run")
@@ -573,15 +615,28 @@ def main():
     targets = [t for t in args.targets.split(",") if t]
     if not set(targets) <= set(TARGETS) or not targets:
         p.error(f"bad --targets {args.targets!r}")
+    named = {n.strip() for n in args.scenarios.split(",")}
     args.scenarios = parse_scenarios(p, args.scenarios)
+    if args.no_redaction and "airlock" in targets:
+        if "redaction" in named:
+            p.error("--scenarios names redaction, but there is no redaction tool "
+                    "(--redaction-bench, or REDACTION_BENCH_BIN for bench/run.sh)")
+        args.scenarios = [n for n in args.scenarios if n != "redaction"]
     plain_wanted = [n for n in args.scenarios if n in PLAIN_SCENARIOS]
     tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
     # Airlock against itself: only when airlock is a target.
     controls_wanted = "controls" in args.scenarios and "airlock" in targets
     credentials_wanted = "credentials" in args.scenarios and "airlock" in targets
+    redaction_wanted = "redaction" in args.scenarios and "airlock" in targets
+    if redaction_wanted and (not args.redaction_bench or
+                             not os.access(args.redaction_bench, os.X_OK)):
+        p.error("--redaction-bench BIN is required for the redaction scenario (bench/run.sh "
+                "builds it)")
+    # The redaction scenario needs no server: with it alone, none is started.
+    servers_wanted = bool(plain_wanted or tls_wanted or controls_wanted or credentials_wanted)
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
-    tools = ["curl", "nginx"]
+    tools = ["curl", "nginx"] if servers_wanted else []
     if plain_wanted or controls_wanted or credentials_wanted:
         tools.append("wrk")
     if "squid" in targets:
@@ -606,6 +661,7 @@ def main():
     run = Run(args)
     started = time.monotonic()
     busy0 = procfs.machine_busy_seconds()
+    ours0 = _own_cpu_seconds()
     workdir = tempfile.mkdtemp(prefix="airlock-bench-")
     os.chmod(workdir, 0o755)
     procs = []
@@ -616,6 +672,9 @@ def main():
     secret = credentials.new_secret() if credentials_wanted else None
     live, tls_live = [], []
     try:
+        # First, while no server of ours runs: it needs a core to itself more than anything.
+        if redaction_wanted:
+            run.run_redaction(args.redaction_bench)
         files = {"small": write_small}
         if plain_wanted or controls_wanted:
             files["1m"] = write_random(MIB)
@@ -626,13 +685,15 @@ def main():
         tls = None
         if tls_wanted:
             tls = TlsFiles(workdir, args.airlock if "airlock" in targets else None)
-        origin = Origin(workdir, files, tls=(tls.origin_cert, tls.origin_key) if tls else None,
-                        echo=credentials_wanted)
-        procs.append(origin)
-        origin.start()
-        run.log(f"origin: nginx on 127.0.0.1:{origin.port}"
-                + (f", TLS on 127.0.0.1:{origin.tls_port}" if tls else "")
-                + f"; work dir {workdir}")
+        if servers_wanted:
+            origin = Origin(workdir, files,
+                            tls=(tls.origin_cert, tls.origin_key) if tls else None,
+                            echo=credentials_wanted)
+            procs.append(origin)
+            origin.start()
+            run.log(f"origin: nginx on 127.0.0.1:{origin.port}"
+                    + (f", TLS on 127.0.0.1:{origin.tls_port}" if tls else "")
+                    + f"; work dir {workdir}")
         # One name per new leaf in the handshake scenario, plus the name the load runs use.
         mint_names = [f"mint{i}.{DOMAIN}" for i in range(run.s["tls_mint_names"])]
         wanted = []
@@ -698,6 +759,8 @@ def main():
             run.log("(f) request controls: skipped, airlock is not among --targets")
         if "credentials" in args.scenarios and not credentials_wanted:
             run.log("(g) credentials: skipped, airlock is not among --targets")
+        if "redaction" in args.scenarios and not redaction_wanted:
+            run.log("(r) redaction throughput: skipped, airlock is not among --targets")
         if live:
             run.run(live)
         if controls_proxy:
@@ -743,8 +806,7 @@ def main():
             shutil.rmtree(workdir, ignore_errors=True)
 
     # Everything we started has been waited for, so RUSAGE_CHILDREN now holds its CPU time.
-    ours = sum(getattr(resource.getrusage(who), f) for who in
-               (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+    ours = _own_cpu_seconds() - ours0
     wall = time.monotonic() - started
     foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - ours)
     foreign_share = foreign / (wall * os.cpu_count())
@@ -755,6 +817,7 @@ def main():
                 if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
     controls_summary = controls.summary(run.results, run.s)
     credentials_summary = credentials.summary(run.results, run.s)
+    redaction_summary = redaction.summary(run.results, run.s)
     extra = []
     audit = run.results.get("airlock_audit", {}).get("small")
     plain = run.results.get("airlock", {}).get("small")
@@ -791,6 +854,14 @@ def main():
               f"-c{cs['connections']}, {cs['rounds']} rounds x {cs['seconds_per_run']} s each "
               f"per body, alternating")
         print(credentials.table(cs))
+    if redaction_summary:
+        rs = redaction_summary
+        m = rs.get("redaction") or rs.get("redaction_dense")
+        print()
+        print(f"Response redaction throughput (issue 5), bench/redaction: the full built-in "
+              f"library + 1 literal secret ({m['patterns']} patterns), one thread, "
+              f"{rs['chunk_kib']} KiB chunks, {rs['passes']} timed passes per body")
+        print(redaction.table(rs))
     if tls_rows:
         print()
         print(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
@@ -816,6 +887,7 @@ def main():
         "summary": rows,
         "controls_summary": controls_summary,
         "credentials_summary": credentials_summary,
+        "redaction_summary": redaction_summary,
         "tls_summary": tls_rows,
         "results": run.results,
         "broken": run.broken,

@@ -7,8 +7,9 @@
 #
 # 1. installs what it needs from Debian when missing (squid-openssl, mitmproxy, wrk, nginx,
 #    curl, openssl, python3), without letting the packages start their system services;
-# 2. builds airlock in Release into build-bench-release (or uses AIRLOCK_BIN: an airlock
-#    binary is used as is, a directory is used as the build directory), and the HTTPS load
+# 2. builds airlock and the redaction benchmark tool (bench/redaction) in Release into
+#    build-bench-release (or uses AIRLOCK_BIN: an airlock binary is used as is, a directory is
+#    used as the build directory; REDACTION_BENCH_BIN names a built tool), and the HTTPS load
 #    client (bench/tls_client) into build-bench-release/tls_client (or uses TLS_CLIENT_BIN);
 # 3. runs bench/bench.py: prints the tables and writes bench/results/latest.json.
 #
@@ -60,12 +61,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export PATH="$PATH:/usr/sbin:/sbin"  # squid and nginx live in /usr/sbin
 
-# --- 2. airlock (Release) -------------------------------------------------------------------
+# --- 2. airlock and the redaction tool (Release) -------------------------------------------
 build_dir="$repo/build-bench-release"
 airlock_bin=""
+redaction_bin=${REDACTION_BENCH_BIN:-}
 if [ -n "${AIRLOCK_BIN:-}" ]; then
   if [ -f "$AIRLOCK_BIN" ] && [ -x "$AIRLOCK_BIN" ]; then
     airlock_bin=$AIRLOCK_BIN
+    # A binary of a build tree (<build>/src/app/airlock): its tool, when that tree has one.
+    sibling="$(dirname "$AIRLOCK_BIN")/../../bench/redaction/airlock_redaction_bench"
+    if [ -z "$redaction_bin" ] && [ -x "$sibling" ]; then redaction_bin=$sibling; fi
   else
     build_dir=$AIRLOCK_BIN
   fi
@@ -80,16 +85,31 @@ if [ -z "$airlock_bin" ]; then
   generator=()
   if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
   if [ -f "$build_dir/CMakeCache.txt" ]; then generator=(); fi  # keep the existing one
-  # Configure every time: cheap, and it picks up components added since the last run.
+  # Configure every time: cheap, and it picks up components added since the last run. The
+  # benchmark tools without the tests (AIRLOCK_BUILD_BENCH); only the targets below are built.
   cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DAIRLOCK_BUILD_TESTS=OFF >/dev/null
-  echo "bench: building airlock (Release) in $build_dir"
-  cmake --build "$build_dir" --target airlock -j "$(nproc)"
+    -DAIRLOCK_BUILD_TESTS=OFF -DAIRLOCK_BUILD_BENCH=ON >/dev/null
+  targets=(airlock)
+  if [ -z "$redaction_bin" ]; then targets+=(airlock_redaction_bench); fi
+  echo "bench: building ${targets[*]} (Release) in $build_dir"
+  cmake --build "$build_dir" --target "${targets[@]}" -j "$(nproc)"
   airlock_bin="$build_dir/src/app/airlock"
+  if [ -z "$redaction_bin" ]; then
+    redaction_bin="$build_dir/bench/redaction/airlock_redaction_bench"
+  fi
 fi
 if [ ! -x "$airlock_bin" ]; then
   echo "bench: no airlock binary at $airlock_bin" >&2
   exit 2
+fi
+redaction_args=()
+if [ -n "$redaction_bin" ]; then
+  redaction_args=(--redaction-bench "$redaction_bin")
+else
+  # An airlock binary given as is, with no tool beside it: leave the redaction scenario out
+  # of the default run (naming it in --scenarios still asks for the tool, and fails).
+  echo "bench: no redaction tool (set REDACTION_BENCH_BIN): the redaction scenario is skipped" >&2
+  redaction_args=(--no-redaction)
 fi
 
 # The HTTPS load client: its own small CMake project (Boost.Asio + OpenSSL), a few seconds.
@@ -115,4 +135,5 @@ if [ "$hard" = unlimited ] || [ "$hard" -ge 16384 ]; then
 else
   ulimit -n "$hard"
 fi
-exec /usr/bin/python3 "$here/bench.py" --airlock "$airlock_bin" --tls-client "$tls_client" "$@"
+exec /usr/bin/python3 "$here/bench.py" --airlock "$airlock_bin" --tls-client "$tls_client" \
+  "${redaction_args[@]}" "$@"
