@@ -442,7 +442,7 @@ struct redacted_relay_result {
 
 // relay_body for a body that is redacted on the way: each piece read from upstream goes
 // through `body` (decode, redact, encode) and whatever it releases is written to the client
-// as a chunk at once. The head has been written already.
+// as a chunk at once (with the head, when that has not been written yet).
 template <class ReadStream, class WriteStream>
 asio::awaitable<redacted_relay_result> relay_redacted(
     worker& w, ReadStream& from, beast::flat_buffer& from_buffer,
@@ -475,7 +475,8 @@ asio::awaitable<redacted_relay_result> relay_redacted(
       result.decode_error = body.error();
       co_return result;
     }
-    if (out.empty()) continue;
+    // When the body is complete, what is left goes out with the end of it, in one write.
+    if (out.empty() || parser.is_done()) continue;
     result.bytes_to_client += out.size();
     result.relay.write_ec = co_await write_body_piece(to, sr, b, out, true, idle_timeout);
     if (result.relay.write_ec) co_return result;
@@ -686,7 +687,12 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   res.keep_alive(keep_alive);
 
   http::response_serializer<http::buffer_body> res_sr{res};
-  if (no_body || redacted_body || (up_buffer.size() == 0 && !res_p->is_done())) {
+  // A redacted body may be held back a while (the overlap): its head goes first unless the
+  // whole body is already here.
+  const bool whole_body_here =
+      res_p->content_length() && up_buffer.size() >= *res_p->content_length();
+  if (no_body ||
+      (!res_p->is_done() && (redacted_body ? !whole_body_here : up_buffer.size() == 0))) {
     // Nothing of the body is here yet (or there is none): send the head now, so a client of
     // a slow stream sees it at once.
     lowest(client).expires_after(limits.idle_timeout);
