@@ -164,22 +164,7 @@ bool write_staged_file(const staged_file& f, const std::string& host_root) {
     if (::link(to.c_str(), path.c_str()) != 0) return step_failed(str_cat("link(", path, ')'));
     return true;
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return step_failed(str_cat("open(", path, ", O_CREAT)"));
-  std::string_view rest = f.content;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      errno = n == 0 ? EIO : err;
-      return step_failed(str_cat("write(", path, ')'));
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return true;
+  return write_whole_file(path, f.content, O_EXCL);
 }
 
 // Makes a fresh tmpfs the root of this mount namespace, with the host's root at

@@ -1,6 +1,10 @@
 #include "launcher/step.hpp"
 
 #include "core/log.hpp"
+#include "core/str_cat.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -32,6 +36,24 @@ bool step_failed_msg(std::string_view message) noexcept {
 
 const std::string& last_step_error() noexcept {
   return last_error;
+}
+
+bool write_whole_file(const std::string& path, std::string_view content, int create_flags) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | create_flags, 0644);
+  if (fd < 0) return step_failed(core::str_cat("open(", path, ", O_CREAT)"));
+  while (!content.empty()) {
+    const ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      errno = n == 0 ? EIO : err;
+      return step_failed(core::str_cat("write(", path, ')'));
+    }
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::close(fd) != 0) return step_failed(core::str_cat("close(", path, ')'));
+  return true;
 }
 
 }  // namespace airlock::launcher

@@ -16,4 +16,8 @@ bool step_failed_msg(std::string_view message) noexcept;
 // The last recorded failure of this thread.
 const std::string& last_step_error() noexcept;
 
+// Creates a file (mode 0644; `create_flags` adds O_EXCL or O_TRUNC) and writes all of
+// `content`, retrying short writes; a failure is a step failure naming the call.
+bool write_whole_file(const std::string& path, std::string_view content, int create_flags);
+
 }  // namespace airlock::launcher

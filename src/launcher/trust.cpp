@@ -50,22 +50,7 @@ bool read_file(const std::string& path, std::string& out) {
 }
 
 bool write_file(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return step_failed(str_cat("open(", path, ", O_CREAT)"));
-  std::string_view rest = content;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      errno = err;
-      return step_failed(str_cat("write(", path, ')'));
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
-  }
-  if (::close(fd) != 0) return step_failed(str_cat("close(", path, ')'));
-  return true;
+  return write_whole_file(path, content, O_TRUNC);
 }
 
 // The OpenSSL subject-name hash of the first certificate in pem, as c_rehash names files.

@@ -137,6 +137,10 @@ class parser {
   // A mapping of names to re2 patterns ('' or null = any value), in file order.
   void pattern_map(const YAML::Node& n, const std::string& path,
                    std::vector<std::pair<std::string, std::string>>& out);
+  // One entry of a name -> value mapping: a non-empty scalar name, not already in `out`; sets
+  // `key` (path.name) and its mark. False (with the error recorded) to skip the entry.
+  bool named_entry(const YAML::Node& name_node, const std::string& path,
+                   const std::vector<std::pair<std::string, std::string>>& out, std::string& key);
   std::optional<double> number(const YAML::Node& n, const std::string& key);
   // A mapping of names to templates (strings), in file order.
   void template_map(const YAML::Node& n, const std::string& path,
@@ -387,24 +391,32 @@ void parser::breaker(const YAML::Node& node, const std::string& path, model::bre
           });
 }
 
+bool parser::named_entry(const YAML::Node& name_node, const std::string& path,
+                         const std::vector<std::pair<std::string, std::string>>& out,
+                         std::string& key) {
+  if (!name_node.IsScalar() || name_node.Scalar().empty()) {
+    error(name_node, path, "names must be non-empty strings");
+    return false;
+  }
+  const std::string& name = name_node.Scalar();
+  key = join(path, name);
+  if (std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == name; })) {
+    error(name_node, key, core::str_cat("duplicate name '", name, "'"));
+    return false;
+  }
+  marks_.set(key, to_mark(name_node.Mark()));
+  return true;
+}
+
 void parser::pattern_map(const YAML::Node& node, const std::string& path,
                          std::vector<std::pair<std::string, std::string>>& out) {
   if (!expect(node, path, YAML::NodeType::Map, "a mapping of names to patterns")) return;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (errors_.full()) return;
-    const YAML::Node name_node = it->first;
     const YAML::Node value = it->second;
-    if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-      error(name_node, path, "names must be non-empty strings");
-      continue;
-    }
-    const std::string& name = name_node.Scalar();
-    const std::string key = join(path, name);
-    if (std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == name; })) {
-      error(name_node, key, core::str_cat("duplicate name '", name, "'"));
-      continue;
-    }
-    marks_.set(key, to_mark(name_node.Mark()));
+    std::string key;
+    if (!named_entry(it->first, path, out, key)) continue;
+    const std::string name = it->first.Scalar();
     if (value.IsNull()) {
       out.emplace_back(name, std::string{});
     } else if (auto s = string(value, key)) {
@@ -492,20 +504,10 @@ void parser::template_map(const YAML::Node& node, const std::string& path,
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (errors_.full()) return;
-    const YAML::Node name_node = it->first;
-    if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-      error(name_node, path, "names must be non-empty strings");
-      continue;
-    }
-    const std::string& name = name_node.Scalar();
-    const std::string key = join(path, name);
-    if (std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == name; })) {
-      error(name_node, key, core::str_cat("duplicate name '", name, "'"));
-      continue;
-    }
-    marks_.set(key, to_mark(name_node.Mark()));
+    std::string key;
+    if (!named_entry(it->first, path, out, key)) continue;
     // A template is a string; nothing is quoted back (it may hold a pasted secret).
-    if (auto s = string(it->second, key)) out.emplace_back(name, std::move(*s));
+    if (auto s = string(it->second, key)) out.emplace_back(it->first.Scalar(), std::move(*s));
   }
 }
 
