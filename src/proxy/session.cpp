@@ -721,6 +721,9 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
       rec.detail = core::str_cat("response body cut off: ", body.decode_error);
       AIRLOCK_LOG(warn, "proxy", rec.agent, ' ', rec.method, ' ', rec.host, rec.path, ": ",
                   rec.detail);
+      // Nothing sent yet (the whole body was here with its head): the agent gets a 502 that
+      // says why instead of a closed connection.
+      if (!res_sr.is_header_done()) co_await send_answer(client, rec, version, false);
       co_return out;
     }
     if (body.relay.write_ec) co_return out;

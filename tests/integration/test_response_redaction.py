@@ -204,7 +204,9 @@ class RedactionTest(SecretsCase):
                                                   ctype="application/octet-stream"))
         r = self.get_raw("red.test", path)
         self.assertIsNotNone(r)
-        self.assertFalse(r.complete, "a binary body with a secret was delivered whole")
+        # A 502 when nothing was sent yet, else a connection cut before the secret.
+        self.assertFalse(r.status == 200 and r.complete,
+                         "a binary body with a secret was delivered whole: %r" % r)
         self.assertNotIn(RED_SECRET[:12].encode(), r.body)
         self.assertLessEqual(len(r.body), 600_000)
         rec = self.audit_for(m)
