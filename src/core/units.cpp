@@ -1,5 +1,7 @@
 #include "core/units.hpp"
 
+#include "core/ascii.hpp"
+
 #include <charconv>
 #include <limits>
 #include <string>
@@ -18,17 +20,6 @@ bool split_number(std::string_view text, std::uint64_t& number, std::string_view
   suffix = text.substr(static_cast<std::size_t>(end - text.data()));
   while (!suffix.empty() && suffix.front() == ' ')
     suffix.remove_prefix(1);
-  return true;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
   return true;
 }
 

@@ -1,5 +1,6 @@
 #include "launcher/capture_protocol.hpp"
 
+#include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <optional>
 
 namespace airlock::launcher::capture {
+using core::iequals;
 namespace {
 
 using core::str_cat;
@@ -19,21 +21,6 @@ constexpr std::size_t max_reply = 16 * 1024;  // the proxy's CONNECT answer head
 bool tchar(char c) {
   if (std::isalnum(static_cast<unsigned char>(c))) return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
 }
 
 bool all_digits(std::string_view s) {
@@ -257,7 +244,7 @@ void http_rewriter::on_head(std::string& out) {
     const auto colon = field.find(':');
     if (colon == std::string_view::npos || colon == 0) return give_up(out);
     const std::string_view name = field.substr(0, colon);
-    const std::string_view value = trim(field.substr(colon + 1));
+    const std::string_view value = core::trim_ows(field.substr(colon + 1));
     if (iequals(name, "content-length")) {
       if (!all_digits(value)) return give_up(out);
       const std::uint64_t n = std::stoull(std::string(value));
@@ -268,8 +255,9 @@ void http_rewriter::on_head(std::string& out) {
       // Chunked must be the last coding (RFC 9112 section 6.3, item 4); a later field
       // replaces the verdict of an earlier one, as the lists concatenate.
       const auto comma = value.rfind(',');
-      chunked = iequals(trim(comma == std::string_view::npos ? value : value.substr(comma + 1)),
-                        "chunked");
+      chunked =
+          iequals(core::trim_ows(comma == std::string_view::npos ? value : value.substr(comma + 1)),
+                  "chunked");
     } else if (iequals(name, "upgrade")) {
       upgrade_ = true;
     }

@@ -1,7 +1,9 @@
 #pragma once
 // Small text helpers the policy's parser and compilers share: key paths for error messages
-// ("rules[3].inject"), ASCII case mapping, and the HTTP token test (RFC 9110 section 5.6.2).
+// ("rules[3].inject"), ASCII case mapping (core/ascii.hpp), and the HTTP token test (RFC 9110
+// section 5.6.2).
 
+#include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 
 #include <algorithm>
@@ -11,21 +13,12 @@
 
 namespace airlock::policy {
 
+using core::lower;
+using core::upper;
+
 // "rules" + 3 -> "rules[3]"
 inline std::string indexed(std::string_view key, std::size_t i) {
   return core::str_cat(key, '[', i, ']');
-}
-
-inline std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
-inline std::string upper(std::string s) {
-  for (char& c : s)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return s;
 }
 
 // RFC 9110 section 5.6.2: tchar, and token = 1*tchar (a field name, a method).

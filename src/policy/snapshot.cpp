@@ -1,5 +1,6 @@
 #include "policy/snapshot.hpp"
 
+#include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 #include "policy/matcher.hpp"
 #include "policy/token.hpp"
@@ -7,22 +8,9 @@
 #include <algorithm>
 
 namespace airlock::policy {
+using core::iequals;
+using core::trim_ows;
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    return lower(x) == lower(y);
-  });
-}
-
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 bool host_matches(const compiled_rule::matcher& m, const net::normalized_host& host,
                   std::string_view& matched_by) noexcept {

@@ -1,30 +1,16 @@
 #include "proxy/hop_by_hop.hpp"
 
+#include "core/ascii.hpp"
+
 #include <boost/beast/http/field.hpp>
 
 #include <algorithm>
 
 namespace airlock::proxy {
+using core::lower;
 namespace http = boost::beast::http;
 
-namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string strip_hop_by_hop(http::fields& fields) {
   // Collect the names listed in every Connection header first (it may repeat).
@@ -35,7 +21,7 @@ std::string strip_hop_by_hop(http::fields& fields) {
     std::string_view value = it->value();
     while (!value.empty()) {
       auto comma = value.find(',');
-      auto token = trim(value.substr(0, comma));
+      auto token = core::trim_ows(value.substr(0, comma));
       if (!token.empty()) {
         auto name = lower(token);
         if (name == "upgrade") wants_upgrade = true;
@@ -48,7 +34,7 @@ std::string strip_hop_by_hop(http::fields& fields) {
   std::string upgrade;
   if (wants_upgrade) {
     auto it = fields.find(http::field::upgrade);
-    if (it != fields.end()) upgrade = lower(trim(it->value()));
+    if (it != fields.end()) upgrade = lower(core::trim_ows(it->value()));
   }
   for (const auto& name : named) {
     // Never let Connection remove the framing headers: that is a known smuggling trick.

@@ -1,5 +1,6 @@
 #include "proxy/session.hpp"
 
+#include "core/ascii.hpp"
 #include "core/errc.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
@@ -43,6 +44,8 @@
 #include <optional>
 
 namespace airlock::proxy {
+using core::iequals;
+using core::trim_ows;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -66,21 +69,6 @@ asio::awaitable<void> handle_connect(session_context& s, exchange_record& rec,
                                      const policy::decision& decision, const net::authority& target,
                                      unsigned version, const byte_throttle& upload,
                                      const byte_throttle& download);
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) ==
-           std::tolower(static_cast<unsigned char>(y));
-  });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // Host header value for the upstream: the port is left out when it is the scheme's default.
 std::string host_header(const net::normalized_host& host, std::uint16_t port,
@@ -110,7 +98,8 @@ std::string framing_problem(const http::request_parser<http::buffer_body>& parse
   if (transfer_encodings > 0) {
     if (content_lengths > 0) return "both Content-Length and Transfer-Encoding";
     if (req.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
-    if (transfer_encodings > 1 || !iequals(trim(req[http::field::transfer_encoding]), "chunked"))
+    if (transfer_encodings > 1 ||
+        !iequals(trim_ows(req[http::field::transfer_encoding]), "chunked"))
       return "unsupported Transfer-Encoding (only chunked)";
   }
   return {};
@@ -264,20 +253,13 @@ asio::awaitable<bool> wait_for_request(Client& client, beast::flat_buffer& buffe
   co_return !ec && n > 0;
 }
 
-std::string lower_copy(std::string_view v) {
-  std::string out(v);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // The protocol a client asks to switch to, lower case; only an Upgrade announced in
 // Connection counts (RFC 9110 section 7.8).
 std::string requested_upgrade(const http::request<http::buffer_body>& req) {
   auto conn = req[http::field::connection];
   if (conn.empty() || !req.count(http::field::upgrade)) return {};
-  if (lower_copy(conn).find("upgrade") == std::string::npos) return {};
-  return lower_copy(trim(req[http::field::upgrade]));
+  if (core::lower(conn).find("upgrade") == std::string::npos) return {};
+  return core::lower(trim_ows(req[http::field::upgrade]));
 }
 
 // For the error message only: does an http:// URL that failed to parse carry a port that is
@@ -404,9 +386,9 @@ void narrow_accept_encoding(http::fields& head) {
     std::string_view list = f.value();
     while (!list.empty()) {
       const auto comma = list.find(',');
-      const std::string_view member = trim(list.substr(0, comma));
+      const std::string_view member = trim_ows(list.substr(0, comma));
       list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-      const std::string coding = lower_copy(trim(member.substr(0, member.find(';'))));
+      const std::string coding = core::lower(trim_ows(member.substr(0, member.find(';'))));
       if (coding == "gzip" || coding == "x-gzip" || coding == "deflate" || coding == "identity") {
         if (!kept.empty()) kept += ", ";
         kept += member;
@@ -1082,7 +1064,7 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   // A body the rule checks is read whole first (at most body_limit bytes), then forwarded:
   // nothing of it reaches the origin unless all of it passes.
   std::optional<std::string> held_body;
-  const bool expect_continue = iequals(trim(req[http::field::expect]), "100-continue");
+  const bool expect_continue = iequals(trim_ows(req[http::field::expect]), "100-continue");
   if (checks.needs_body()) {
     held_body.emplace();
     if (expect_continue && version >= 11 && has_body) {

@@ -1,33 +1,16 @@
 #include "filters/redaction/content_coding.hpp"
 
+#include "core/ascii.hpp"
+
 namespace airlock::filters::redaction {
-namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-    if (x != b[i]) return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
+using core::iequals;
+namespace {}  // namespace
 
 content_coding parse_content_encoding(std::string_view value) noexcept {
   content_coding result = content_coding::identity;
   while (true) {
     const auto comma = value.find(',');
-    const std::string_view item = trim(value.substr(0, comma));
+    const std::string_view item = core::trim_ows(value.substr(0, comma));
     if (!item.empty() && !iequals(item, "identity")) {
       content_coding c;
       if (iequals(item, "gzip") || iequals(item, "x-gzip"))

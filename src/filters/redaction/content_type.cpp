@@ -1,33 +1,13 @@
 #include "filters/redaction/content_type.hpp"
 
+#include "core/ascii.hpp"
+
 #include <array>
 #include <string>
 
 namespace airlock::filters::redaction {
+using core::iequals;
 namespace {
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-    if (x != y) return false;
-  }
-  return true;
-}
 
 bool iends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && iequals(s.substr(s.size() - suffix.size()), suffix);
@@ -41,11 +21,12 @@ bool istarts_with(std::string_view s, std::string_view prefix) {
 std::string_view charset_of(std::string_view params) {
   while (!params.empty()) {
     const auto semi = params.find(';');
-    std::string_view p = trim(params.substr(0, semi));
+    std::string_view p = core::trim_ows(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
     const auto eq = p.find('=');
-    if (eq == std::string_view::npos || !iequals(trim(p.substr(0, eq)), "charset")) continue;
-    std::string_view v = trim(p.substr(eq + 1));
+    if (eq == std::string_view::npos || !iequals(core::trim_ows(p.substr(0, eq)), "charset"))
+      continue;
+    std::string_view v = core::trim_ows(p.substr(eq + 1));
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
     return v;
   }
@@ -56,7 +37,7 @@ std::string_view charset_of(std::string_view params) {
 
 body_class classify_content_type(std::string_view content_type) noexcept {
   const auto semi = content_type.find(';');
-  const std::string_view media = trim(content_type.substr(0, semi));
+  const std::string_view media = core::trim_ows(content_type.substr(0, semi));
   const std::string_view params =
       semi == std::string_view::npos ? std::string_view() : content_type.substr(semi + 1);
   if (media.empty()) return {body_kind::text, framing::none};

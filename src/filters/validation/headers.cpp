@@ -1,21 +1,14 @@
 #include "filters/validation/headers.hpp"
 
+#include "core/ascii.hpp"
+
 #include <re2/re2.h>
 
 #include <string_view>
 
 namespace airlock::filters::validation {
-namespace {
-
-std::string_view trim_ows(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-    v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-    v.remove_suffix(1);
-  return v;
-}
-
-}  // namespace
+using core::trim_ows;
+namespace {}  // namespace
 
 std::optional<violation> check_headers(const policy::compiled_headers& checks,
                                        const boost::beast::http::fields& fields) {

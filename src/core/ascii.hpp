@@ -1,0 +1,49 @@
+#pragma once
+// ASCII text helpers for protocol tokens (header names and values, media types, codings):
+// case-insensitive comparison, case mapping and trimming of optional whitespace. Locale-free
+// on purpose: HTTP tokens are ASCII whatever the process's locale says.
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+namespace airlock::core {
+
+constexpr char ascii_lower(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+constexpr char ascii_upper(char c) noexcept {
+  return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+}
+
+// ASCII case-insensitive equality.
+inline bool iequals(std::string_view a, std::string_view b) noexcept {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
+}
+
+inline std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = ascii_lower(c);
+  return out;
+}
+
+inline std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = ascii_upper(c);
+  return out;
+}
+
+// Without leading and trailing spaces and tabs (RFC 9110 section 5.6.3, OWS).
+constexpr std::string_view trim_ows(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace airlock::core
