@@ -218,6 +218,17 @@ asio::awaitable<relay_result> relay_body(
   co_return result;
 }
 
+// Tells a client that sent "Expect: 100-continue" to go on with its body (RFC 9110 section
+// 10.1.1). Returns the write's error.
+template <class Client>
+asio::awaitable<beast::error_code> send_continue(Client& client,
+                                                 std::chrono::milliseconds timeout) {
+  static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+  lowest(client).expires_after(timeout);
+  auto [ec, n] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
+  co_return ec;
+}
+
 // Reads a request body whole into `out` (the parser's body limit bounds it), for a rule that
 // must see all of it before anything is forwarded.
 template <class Client>
@@ -489,10 +500,7 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   http::request_serializer<http::buffer_body> req_sr{req};
   if (fp.expect_continue && version >= 11) {
     // The client waits for this before it sends the body.
-    static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-    lowest(client).expires_after(limits.idle_timeout);
-    auto [cec, cn] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
-    if (cec) co_return out;
+    if (co_await send_continue(client, limits.idle_timeout)) co_return out;
   }
   if (fp.body) {
     auto& b = req.body();
@@ -627,7 +635,6 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
   // Redaction: header values now; a text body as it streams (its length changes, so it is
   // re-framed like a close-delimited one). A body the proxy cannot read is not passed.
   std::optional<filters::redaction::response_body> redacted_body;
-  bool reframed = false;  // the body's length changes: sent chunked (or close-delimited)
   filters::redaction::hit_counts header_hits;
   if (fp.redaction) {
     redact_header_values(*fp.redaction, res, header_hits);
@@ -646,7 +653,6 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
       if (plan.treatment == filters::redaction::body_treatment::pass && fp.binary_guard) {
         redacted_body.emplace(fp.binary_guard, plan, 0, std::string());
       } else if (plan.treatment == filters::redaction::body_treatment::redact) {
-        reframed = true;
         redacted_body.emplace(
             fp.redaction, plan, fp.redact_max_bytes,
             core::str_cat("\n[airlock: response cut off after ", fp.redact_max_bytes,
@@ -655,6 +661,8 @@ asio::awaitable<forward_result> forward(session_context& s, Client& client,
       }
     }
   }
+  // A redacted (not merely guarded) body changes length: it is re-framed.
+  const bool reframed = redacted_body && !redacted_body->guarding();
   if (!no_body && (reframed || (!res_p->chunked() && !res_p->content_length()))) {
     // Close-delimited (or redacted) response: re-frame as chunked for HTTP/1.1 clients, else
     // close.
@@ -953,7 +961,8 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   // anywhere else they are an exfiltration attempt, refused whatever the rules say.
   std::vector<std::size_t> placeholders;
   const auto secrets = snap->secrets();
-  if (filters::credentials::any_placeholder(secrets)) {
+  const bool any_placeholder = filters::credentials::any_placeholder(secrets);
+  if (any_placeholder) {
     placeholders = filters::credentials::find_placeholders(secrets, req, req.target());
     for (std::size_t i : placeholders) {
       if (secrets[i].bound_to(authority->host)) continue;
@@ -1057,7 +1066,7 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   }
   // A placeholder in the body, bound for a host its secret is not bound to, is refused too.
   std::optional<filters::credentials::placeholder_scanner> body_scan;
-  if (has_body && filters::credentials::any_placeholder(secrets)) {
+  if (has_body && any_placeholder) {
     body_scan.emplace(secrets, authority->host);
     if (!body_scan->active()) body_scan.reset();
   }
@@ -1068,10 +1077,7 @@ asio::awaitable<bool> serve_one(session_context& s, Client& client, tunnel_conte
   if (checks.needs_body()) {
     held_body.emplace();
     if (expect_continue && version >= 11 && has_body) {
-      static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-      lowest(client).expires_after(limits.idle_timeout);
-      auto [cec, cn] = co_await asio::async_write(client, asio::buffer(cont), use_tuple);
-      if (cec) co_return false;
+      if (co_await send_continue(client, limits.idle_timeout)) co_return false;
     }
     auto read_ec = co_await read_whole_body(client, buffer, req_p, *held_body, limits.idle_timeout);
     rec.bytes_in = held_body->size();

@@ -47,20 +47,20 @@ rule_engines::build_result rule_engines::build(const policy::snapshot& snapshot,
     for (auto& e : resolved.errors)
       out.errors.push_back(core::str_cat("rule ", rule.name, ": ", e));
     auto literals = secrets;
-    std::string key;
-    for (const auto& n : rule.redact.redactors)
-      key += core::str_cat(n, ",");
+    std::string basic_key;  // "" unless the rule sends Basic credentials of its own
     if (auto basic = credentials::basic_authorization(rule.inject, snapshot.secrets())) {
       const std::string label = basic_label(rule.inject, snapshot.secrets());
       if (!label.empty()) {
         // "Basic " + base64: the base64 part is what an echo carries.
         literals.push_back({label, basic->substr(6)});
-        key += core::str_cat("|basic:", rule.index);
+        basic_key = core::str_cat("basic:", rule.index);
       }
     }
+    std::string key = basic_key;
+    for (const auto& n : rule.redact.redactors)
+      key += core::str_cat(",", n);
     auto& slot = shared[key];
-    auto& binary =
-        shared_binary[key.substr(key.find('|') == std::string::npos ? key.size() : key.find('|'))];
+    auto& binary = shared_binary[basic_key];
     if (!binary && !literals.empty()) {
       auto built = engine::build({}, literals, opts);
       for (auto& e : built.errors)
