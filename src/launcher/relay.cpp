@@ -3,7 +3,7 @@
 #include "core/log.hpp"
 #include "launcher/capture_protocol.hpp"
 #include "launcher/name_pool.hpp"
-#include "launcher/proxy_protocol.hpp"
+#include "net/proxy_protocol.hpp"
 #include "launcher/resolver.hpp"
 #include "launcher/step.hpp"
 
@@ -24,6 +24,7 @@
 #include <vector>
 
 namespace airlock::launcher {
+namespace proxy_v2 = net::proxy_v2;
 namespace {
 
 // SO_ORIGINAL_DST (linux/netfilter_ipv4.h) and IP6T_SO_ORIGINAL_DST

@@ -11,7 +11,7 @@
 #include "filters/validation/headers.hpp"
 #include "filters/validation/json_body.hpp"
 #include "filters/validation/query.hpp"
-#include "launcher/proxy_protocol.hpp"
+#include "net/proxy_protocol.hpp"
 #include "net/client_hello.hpp"
 #include "net/host.hpp"
 #include "policy/snapshot.hpp"
@@ -1478,10 +1478,10 @@ asio::awaitable<void> run_relay_session(worker& w, tcp::socket socket) {
         stream, asio::buffer(header.data() + fixed.size(), rest), use_tuple);
     if (ec2) co_return;
   }
-  const auto decoded = launcher::proxy_v2::decode(header);
+  const auto decoded = net::proxy_v2::decode(header);
   std::optional<std::string> agent;
-  if (decoded && decoded->value.cmd == launcher::proxy_v2::command::proxy)
-    agent = launcher::proxy_v2::agent_of(decoded->value);
+  if (decoded && decoded->value.cmd == net::proxy_v2::command::proxy)
+    agent = net::proxy_v2::agent_of(decoded->value);
   if (!agent || agent->empty()) {
     AIRLOCK_LOG(warn, "proxy", "relay connection without a valid PROXY v2 agent header: closed");
     co_return;

@@ -1,6 +1,6 @@
 #include "launcher/relay.hpp"
 
-#include "launcher/proxy_protocol.hpp"
+#include "net/proxy_protocol.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +22,7 @@
 // listener, and the original destination (SO_ORIGINAL_DST in the jail) is injected.
 
 namespace airlock::launcher {
+namespace proxy_v2 = net::proxy_v2;
 namespace {
 
 int listen_tcp(std::uint16_t& port) {

@@ -1,6 +1,6 @@
 #include "launcher/relay.hpp"
 
-#include "launcher/proxy_protocol.hpp"
+#include "net/proxy_protocol.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include <vector>
 
 namespace airlock::launcher {
+namespace proxy_v2 = net::proxy_v2;
 namespace {
 
 // A listening socket on 127.0.0.1 with an ephemeral port.

@@ -1,10 +1,10 @@
-#include "launcher/proxy_protocol.hpp"
+#include "net/proxy_protocol.hpp"
 
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 
-namespace airlock::launcher::proxy_v2 {
+namespace airlock::net::proxy_v2 {
 namespace {
 
 endpoint v4(const char* ip, std::uint16_t port) {
@@ -110,4 +110,4 @@ TEST(LauncherProxyV2, DecodeRejectsMalformedInput) {
 }
 
 }  // namespace
-}  // namespace airlock::launcher::proxy_v2
+}  // namespace airlock::net::proxy_v2

@@ -1,8 +1,8 @@
-#include "launcher/proxy_protocol.hpp"
+#include "net/proxy_protocol.hpp"
 
 #include <algorithm>
 
-namespace airlock::launcher::proxy_v2 {
+namespace airlock::net::proxy_v2 {
 namespace {
 
 constexpr std::uint8_t version2 = 0x20;
@@ -122,4 +122,4 @@ std::optional<std::string> agent_of(const header& h) {
   return std::nullopt;
 }
 
-}  // namespace airlock::launcher::proxy_v2
+}  // namespace airlock::net::proxy_v2

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace airlock::launcher::proxy_v2 {
+namespace airlock::net::proxy_v2 {
 
 inline constexpr std::array<std::uint8_t, 12> signature = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
                                                            0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A};
@@ -65,4 +65,4 @@ std::optional<decoded> decode(std::span<const std::uint8_t> data);
 // Convenience for the agent TLV of a decoded header.
 std::optional<std::string> agent_of(const header& h);
 
-}  // namespace airlock::launcher::proxy_v2
+}  // namespace airlock::net::proxy_v2
