@@ -130,7 +130,8 @@ int cmd_proxy(args a) {
     AIRLOCK_LOG(info, "proxy", "no --config: using the built-in example policy");
   }
 
-  // A first look at the policy for what must exist before the workers: admin and audit.
+  // The one load at start-up: it says what must exist before the workers (admin, audit, where
+  // to listen) and becomes the policy in force.
   auto initial = options.config_path.empty()
                      ? policy::load_string(options.built_in_policy, "<built-in example policy>")
                      : policy::load_file(options.config_path);
@@ -140,6 +141,8 @@ int cmd_proxy(args a) {
     std::fprintf(stderr, "airlock proxy: policy %s refused\n", options.config_path.c_str());
     return 1;
   }
+  for (const auto& w : initial.warnings)
+    AIRLOCK_LOG(warn, "policy", w.to_string());
   const auto& model = initial.policy->model();
 
   std::string audit_error;
@@ -218,7 +221,7 @@ int cmd_proxy(args a) {
       server.reload("file", message);
     });
   std::vector<std::string> errors;
-  if (!server.start(errors)) {
+  if (!server.start(initial.policy, errors)) {
     for (const auto& e : errors)
       std::fprintf(stderr, "%s\n", e.c_str());
     std::fprintf(stderr, "airlock proxy: not started\n");

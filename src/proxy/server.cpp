@@ -1,13 +1,12 @@
 #include "proxy/server.hpp"
 
-#include "filters/redaction/rule_engines.hpp"
-
 #include "core/log.hpp"
+#include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
 #include "proxy/policy_diff.hpp"
+#include "proxy/relay_session.hpp"
 #include "proxy/session.hpp"
-#include "proxy/steady_ns.hpp"
 #include "telemetry/metrics.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -266,29 +265,19 @@ server::~server() {
   shutdown();
 }
 
-policy::load_options server::load_options() const {
-  policy::load_options o;
-  o.own_endpoints = own_endpoints_;
-  return o;
-}
-
-policy::load_result server::load(const policy::load_options& o) const {
+policy::load_result server::load() const {
   if (options_.config_path.empty())
-    return policy::load_string(options_.built_in_policy, "<built-in example policy>", o);
-  return policy::load_file(options_.config_path, o);
+    return policy::load_string(options_.built_in_policy, "<built-in example policy>");
+  return policy::load_file(options_.config_path);
 }
 
-bool server::start(std::vector<std::string>& errors) {
-  // First load: to learn where to listen. The second, after binding, knows the proxy's own
-  // endpoints so the address guard can refuse them.
-  auto first = load({});
-  if (!first.ok()) {
-    for (const auto& e : first.errors)
-      errors.push_back(e.to_string());
-    return false;
-  }
-  std::string listen_text = options_.listen_override.empty() ? first.policy->model().listen.proxy
-                                                             : options_.listen_override;
+bool server::start(std::shared_ptr<const policy::snapshot> initial,
+                   std::vector<std::string>& errors) {
+  // The one load at start-up (the caller's): it says where to listen. The proxy's own
+  // endpoints, known once bound, are refused by a guard of their own (shared_state::own_guard)
+  // rather than by loading the policy again.
+  std::string listen_text =
+      options_.listen_override.empty() ? initial->model().listen.proxy : options_.listen_override;
   auto listen = parse_listen(listen_text);
   if (!listen) {
     errors.push_back(
@@ -319,46 +308,35 @@ bool server::start(std::vector<std::string>& errors) {
     workers_.clear();
     return false;
   }
-  own_endpoints_ = {endpoint_};
+  own_endpoints_.insert(own_endpoints_.begin(), endpoint_);
   own_endpoints_.insert(own_endpoints_.end(), options_.extra_own_endpoints.begin(),
                         options_.extra_own_endpoints.end());
-  if (const auto& relay = first.policy->model().listen.relay; !relay.empty()) {
+  if (const auto& relay = initial->model().listen.relay; !relay.empty()) {
     std::string relay_error;
-    if (!start_relay_listener(relay, first.policy->model().listen.relay_group, relay_error)) {
+    if (!start_relay_listener(relay, initial->model().listen.relay_group, relay_error)) {
       errors.push_back(relay_error);
       return false;
     }
     AIRLOCK_LOG(info, "proxy", "relay listener on ", relay);
   }
+  shared_.own_guard =
+      std::make_unique<const net::address_guard>(false, std::vector<net::cidr>{}, own_endpoints_);
 
-  auto second = load(load_options());
-  for (const auto& w : second.warnings)
-    AIRLOCK_LOG(warn, "policy", w.to_string());
-  if (!second.ok()) {
-    for (const auto& e : second.errors)
-      errors.push_back(e.to_string());
+  std::string error;
+  auto active = build_active(initial, error);
+  if (!active) {
+    errors.push_back(error);
     return false;
   }
-  std::string engines_error;
-  auto engines = build_redaction(*second.policy, engines_error);
-  if (!engines) {
-    errors.push_back(engines_error);
-    return false;
-  }
-  std::string tls_error;
-  if (!update_interception(*second.policy, tls_error)) {
-    errors.push_back(tls_error);
-    return false;
-  }
-  activate(second.policy, std::move(engines));
+  shared_.active.store(std::move(active));
   {
     std::lock_guard lock(reload_mutex_);
-    status_.version = second.policy->version();
+    status_.version = initial->version();
     status_.source =
         options_.config_path.empty() ? "<built-in example policy>" : options_.config_path;
     status_.loaded_at = status_.last_attempt = std::chrono::system_clock::now();
   }
-  if (shared_.metrics) shared_.metrics->policy_loaded(true, second.policy->version(), "startup");
+  if (shared_.metrics) shared_.metrics->policy_loaded(true, initial->version(), "startup");
 
   for (auto& w : workers_) {
     asio::co_spawn(w->context(), accept_loop(*w), asio::detached);
@@ -380,7 +358,7 @@ bool server::start(std::vector<std::string>& errors) {
 bool server::reload(std::string_view trigger, std::string& message) {
   std::lock_guard lock(reload_mutex_);
   status_.last_attempt = std::chrono::system_clock::now();
-  auto result = load(load_options());
+  auto result = load();
   for (const auto& w : result.warnings)
     AIRLOCK_LOG(warn, "policy", w.to_string());
   if (!result.ok()) {
@@ -393,10 +371,10 @@ bool server::reload(std::string_view trigger, std::string& message) {
                 message);
     return false;
   }
-  std::string tls_error;
-  auto engines = build_redaction(*result.policy, tls_error);
-  if (!engines || !update_interception(*result.policy, tls_error)) {
-    message = tls_error;
+  std::string build_error;
+  auto active = build_active(result.policy, build_error);
+  if (!active) {
+    message = build_error;
     status_.last_error = message;
     if (shared_.metrics) shared_.metrics->policy_loaded(false, "", trigger);
     AIRLOCK_LOG(warn, "policy", "reload (", trigger,
@@ -405,7 +383,7 @@ bool server::reload(std::string_view trigger, std::string& message) {
   }
   auto old = shared_.current();
   const std::string changes = describe_changes(*old, *result.policy);
-  activate(result.policy, std::move(engines));
+  shared_.active.store(std::move(active));
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
@@ -416,41 +394,36 @@ bool server::reload(std::string_view trigger, std::string& message) {
   return true;
 }
 
-bool server::update_interception(const policy::snapshot& snap, std::string& error) {
-  const auto& files = snap.model().tls;
-  if (files.ca_cert.empty() || files.ca_key.empty()) {
-    shared_.tls.store(nullptr);
-    return true;
-  }
-  auto current = shared_.tls.load();
-  if (current && current->built_from(files)) return true;
-  auto built = interception::create(files, shared_.metrics, error);
-  if (!built) {
-    error = core::str_cat("tls: ", error);
-    return false;
-  }
-  shared_.tls.store(built);
-  return true;
-}
-
-std::shared_ptr<const filters::redaction::rule_engines> server::build_redaction(
-    const policy::snapshot& snapshot, std::string& error) {
-  auto built = filters::redaction::rule_engines::build(snapshot);
-  if (!built.engines) {
-    error = "redaction: ";
-    for (const auto& e : built.errors)
-      error += core::str_cat(e, "; ");
-  }
-  return built.engines;
-}
-
-void server::activate(std::shared_ptr<const policy::snapshot> snapshot,
-                      std::shared_ptr<const filters::redaction::rule_engines> engines) {
+std::shared_ptr<const active_policy> server::build_active(
+    std::shared_ptr<const policy::snapshot> snapshot, std::string& error) {
   auto next = std::make_shared<active_policy>();
-  next->redaction = std::move(engines);
-  next->rates = rates_.bind(snapshot);
-  next->snapshot = std::move(snapshot);
-  shared_.active.store(std::move(next));
+  // TLS interception, rebuilt only when the policy's CA files change (the leaf cache stays warm
+  // across ordinary edits).
+  const auto& files = snapshot->model().tls;
+  if (!files.ca_cert.empty() && !files.ca_key.empty()) {
+    auto current = shared_.active.load();
+    if (current && current->tls && current->tls->built_from(files)) {
+      next->tls = current->tls;
+    } else {
+      std::string tls_error;
+      next->tls = interception::create(files, shared_.metrics, tls_error);
+      if (!next->tls) {
+        error = core::str_cat("tls: ", tls_error);
+        return nullptr;
+      }
+    }
+  }
+  // The filters, bound to the rate-limit state that outlives snapshots.
+  filters::lasting_state lasting{&rates_};
+  auto built = filters::pipeline::build(std::move(snapshot), lasting);
+  if (!built.built) {
+    error.clear();
+    for (const auto& e : built.errors)
+      error += e;
+    return nullptr;
+  }
+  next->pipeline = std::move(built.built);
+  return next;
 }
 
 bool server::agent_control(std::string_view agent, bool stop, std::string& message) {
@@ -467,7 +440,7 @@ bool server::agent_control(std::string_view agent, bool stop, std::string& messa
 
 std::string server::agents_json() const {
   boost::json::array agents;
-  for (const auto& a : rates_.status(steady_now_ns())) {
+  for (const auto& a : rates_.status(core::steady_now_ns())) {
     boost::json::object o;
     o["name"] = a.name;
     o["in_policy"] = a.in_policy;

@@ -19,10 +19,6 @@
 #include <string>
 #include <vector>
 
-namespace airlock::filters::redaction {
-class rule_engines;
-}
-
 namespace airlock::proxy {
 
 struct server_options {
@@ -47,9 +43,9 @@ class server {
   server(server_options options, telemetry::audit_log* audit, telemetry::metrics* metrics);
   ~server();
 
-  // Loads the policy, binds the proxy port and starts the workers. On failure returns false
-  // and fills errors (one line each).
-  bool start(std::vector<std::string>& errors);
+  // Binds the proxy port for `initial` (the policy as loaded by the caller: the only load at
+  // start-up) and starts the workers. On failure returns false and fills errors (one line each).
+  bool start(std::shared_ptr<const policy::snapshot> initial, std::vector<std::string>& errors);
 
   boost::asio::ip::tcp::endpoint endpoint() const { return endpoint_; }
   std::shared_ptr<const policy::snapshot> current_policy() const { return shared_.current(); }
@@ -72,20 +68,15 @@ class server {
   void begin_drain() noexcept { shared_.draining.store(true); }
 
  private:
-  policy::load_options load_options() const;
-  policy::load_result load(const policy::load_options& o) const;
-  // (Re)builds TLS interception when the policy's CA files differ from the loaded ones.
-  bool update_interception(const policy::snapshot& snap, std::string& error);
+  policy::load_result load() const;
   // Binds listen.relay (a Unix socket or host:port) when the policy names one.
   bool start_relay_listener(const std::string& where, const std::string& group, std::string& error);
 
-  // Binds a snapshot to the rate-limit state and makes both the policy in force.
-  // The policy's redaction engines (null, with `error` set, when one cannot be built: the policy
-  // is then refused like one that fails to load).
-  static std::shared_ptr<const filters::redaction::rule_engines> build_redaction(
-      const policy::snapshot& snapshot, std::string& error);
-  void activate(std::shared_ptr<const policy::snapshot> snapshot,
-                std::shared_ptr<const filters::redaction::rule_engines> engines);
+  // The one builder of the policy in force: the snapshot's filters (bound to the lasting
+  // rate-limit state) and its TLS interception. Null, with `error` set, when either cannot be
+  // built: the policy is then refused like one that fails to load.
+  std::shared_ptr<const active_policy> build_active(
+      std::shared_ptr<const policy::snapshot> snapshot, std::string& error);
 
   server_options options_;
   shared_state shared_;

@@ -59,7 +59,7 @@ boost::asio::awaitable<void> pump(From& from, To& to, std::uint64_t& total,
   namespace asio = boost::asio;
   constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   auto buffer = std::make_unique<char[]>(buffer_size);
-  const std::size_t read_size = throttle ? std::min(buffer_size, throttle.max_read) : buffer_size;
+  const std::size_t read_size = throttle.piece(buffer_size);
   for (;;) {
     auto [rec, n] = co_await from.async_read_some(asio::buffer(buffer.get(), read_size), use_tuple);
     if (n > 0) {

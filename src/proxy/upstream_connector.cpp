@@ -1,6 +1,8 @@
 #include "proxy/upstream_connector.hpp"
 
 #include "core/str_cat.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/connection_pool.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -14,6 +16,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -149,7 +152,9 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   // Refuse when ANY address is prohibited: a name that mixes a public and a private address
   // is an attack on whoever picks the address, so it is not reached at all.
   for (const auto& ep : endpoints) {
-    auto verdict = guard.check(ep.address(), ep.port(), request.extra_allow);
+    auto verdict =
+        request.own ? request.own->check(ep.address(), ep.port()) : net::guard_verdict{true, {}};
+    if (verdict.allowed) verdict = guard.check(ep.address(), ep.port(), request.extra_allow);
     if (!verdict.allowed) {
       out.error = core::errc::destination_ip_prohibited;
       out.detail = host.is_ip()
@@ -177,6 +182,46 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   boost::system::error_code ignored;
   stream.socket().set_option(tcp::no_delay(true), ignored);
   co_return out;
+}
+
+upstream_request upstream_for(const net::authority& target, const policy::compiled_rule& rule,
+                              const policy::model::limits& limits, const net::address_guard* own) {
+  upstream_request ur;
+  ur.own = own;
+  ur.host = &target.host;
+  ur.port = target.port;
+  ur.pinned = rule.pinned;
+  ur.extra_allow = rule.allow_cidrs;
+  ur.dns_timeout = limits.dns_timeout;
+  ur.connect_timeout = limits.connect_timeout;
+  return ur;
+}
+
+asio::awaitable<connect_outcome> acquire_upstream(boost::beast::tcp_stream& stream,
+                                                  connection_pool& pool,
+                                                  const std::string& pool_key,
+                                                  const net::address_guard& guard,
+                                                  const upstream_request& request, bool& reused) {
+  reused = false;
+  if (auto pooled = pool.take(pool_key)) {
+    // The address is checked again: the policy (its guard, the rule's pins) may have changed
+    // since the connection was made.
+    boost::system::error_code ec;
+    const auto ep = pooled->remote_endpoint(ec);
+    const bool pinned_ok = request.pinned.empty() ||
+                           std::find(request.pinned.begin(), request.pinned.end(), ep.address()) !=
+                               request.pinned.end();
+    const bool own_ok = !request.own || request.own->check(ep.address(), ep.port()).allowed;
+    if (!ec && pinned_ok && own_ok &&
+        guard.check(ep.address(), ep.port(), request.extra_allow).allowed) {
+      stream.socket() = std::move(*pooled);
+      reused = true;
+      connect_outcome out;
+      out.endpoint = ep;
+      co_return out;
+    }
+  }
+  co_return co_await connect_upstream(stream, guard, request);
 }
 
 }  // namespace airlock::proxy

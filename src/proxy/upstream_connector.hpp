@@ -7,6 +7,7 @@
 #include "core/errc.hpp"
 #include "net/address_guard.hpp"
 #include "net/host.hpp"
+#include "policy/model.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,13 +17,22 @@
 #include <span>
 #include <string>
 
+namespace airlock::policy {
+struct compiled_rule;
+}
+
 namespace airlock::proxy {
+
+class connection_pool;
 
 struct upstream_request {
   const net::normalized_host* host = nullptr;
   std::uint16_t port = 0;
   std::span<const boost::asio::ip::address> pinned;  // rule's fixed addresses, if any
   std::span<const net::cidr> extra_allow;            // rule's CIDR exceptions
+  // The proxy's own listening endpoints ("proxy_itself"), checked before the policy's guard;
+  // null when there are none to refuse (tests).
+  const net::address_guard* own = nullptr;
   std::chrono::milliseconds dns_timeout{5'000};
   std::chrono::milliseconds connect_timeout{5'000};
 };
@@ -41,5 +51,16 @@ std::string to_string(const boost::asio::ip::tcp::endpoint& ep);
 boost::asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stream,
                                                          const net::address_guard& guard,
                                                          const upstream_request& request);
+
+// The request for `target` under `rule` (its pins and CIDR exceptions), the policy's limits, and
+// the proxy's own endpoints.
+upstream_request upstream_for(const net::authority& target, const policy::compiled_rule& rule,
+                              const policy::model::limits& limits, const net::address_guard* own);
+
+// For plain HTTP: an idle pooled connection to the same host:port whose address still passes
+// the guard and the request's pins (`reused` is set), else connect_upstream.
+boost::asio::awaitable<connect_outcome> acquire_upstream(
+    boost::beast::tcp_stream& stream, connection_pool& pool, const std::string& pool_key,
+    const net::address_guard& guard, const upstream_request& request, bool& reused);
 
 }  // namespace airlock::proxy

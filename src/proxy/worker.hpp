@@ -3,8 +3,8 @@
 // thread with its own io_context, acceptor and upstream pool, so the hot path of a session
 // (which never leaves its worker) takes no lock.
 
-#include "filters/rate_limit/plan.hpp"
-#include "filters/redaction/rule_engines.hpp"
+#include "filters/pipeline.hpp"
+#include "net/address_guard.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/client_limiter.hpp"
 #include "proxy/connection_pool.hpp"
@@ -28,20 +28,25 @@ class metrics;
 
 namespace airlock::proxy {
 
-// The policy in force together with the runtime state bound to it (rate limits, breakers),
-// swapped as one so an exchange never sees a snapshot with another snapshot's limits.
+// The policy in force: the snapshot with its filters (built once per load by
+// filters::pipeline::build, bound to the lasting rate-limit state) and the TLS interception
+// built from its `tls` section, swapped as one so an exchange never sees a snapshot with another
+// snapshot's filters or CA. Built by server::build_active.
 struct active_policy {
-  std::shared_ptr<const policy::snapshot> snapshot;
-  std::shared_ptr<const filters::rate_limit::plan> rates;  // never null once started
-  // Response redaction engines, built from the snapshot at activation; never null once started.
-  std::shared_ptr<const filters::redaction::rule_engines> redaction;
+  std::shared_ptr<const filters::pipeline> pipeline;  // never null
+  // TLS interception (CA, leaf cache, contexts); null when the policy names no CA.
+  std::shared_ptr<const interception> tls;
+
+  const policy::snapshot& snapshot() const noexcept { return pipeline->snapshot(); }
 };
 
 struct shared_state {
-  // A reload stores a new active policy; each exchange loads it once.
+  // A reload stores a new active policy; each exchange loads it once, at its start, and keeps
+  // it to its end (the inner requests of a tunnel and relay sessions too).
   std::atomic<std::shared_ptr<const active_policy>> active;
-  // TLS interception (CA, leaf cache, contexts); null when the policy names no CA.
-  std::atomic<std::shared_ptr<const interception>> tls;
+  // Refuses the proxy's own listening endpoints as upstreams; set once the listeners are bound,
+  // before any session runs.
+  std::unique_ptr<const net::address_guard> own_guard;
   telemetry::audit_log* audit = nullptr;  // may be null (tests)
   telemetry::metrics* metrics = nullptr;  // may be null (tests)
   client_limiter limiter;
@@ -50,8 +55,7 @@ struct shared_state {
   std::shared_ptr<const active_policy> current_active() const { return active.load(); }
   // The snapshot alone (shares ownership with its active policy).
   std::shared_ptr<const policy::snapshot> current() const {
-    auto a = active.load();
-    return std::shared_ptr<const policy::snapshot>(a, a->snapshot.get());
+    return active.load()->pipeline->snapshot_ptr();
   }
 };
 

@@ -5,5 +5,6 @@ list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/concurrency_gate.cpp
      ${CMAKE_CURRENT_LIST_DIR}/gcra.cpp
      ${CMAKE_CURRENT_LIST_DIR}/plan.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/rate_limit_filter.cpp
      ${CMAKE_CURRENT_LIST_DIR}/rate_limits.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry.cpp)

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace airlock::proxy {
+namespace airlock::core {
 
 inline std::int64_t steady_ns(std::chrono::steady_clock::time_point t) noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -13,4 +13,4 @@ inline std::int64_t steady_now_ns() noexcept {
   return steady_ns(std::chrono::steady_clock::now());
 }
 
-}  // namespace airlock::proxy
+}  // namespace airlock::core

@@ -1,0 +1,146 @@
+#include "filters/chain.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace airlock::filters {
+
+chain::chain(std::span<const std::unique_ptr<filter_factory>> factories, exchange& ex)
+    : ex_(ex), arena_(inline_.data(), inline_.size()), filters_(&arena_) {
+  filters_.reserve(factories.size());
+  for (const auto& f : factories)
+    if (filter* made = f->create(ex, arena_)) filters_.push_back(made);
+}
+
+chain::~chain() {
+  end();
+  // The arena frees the memory; the filters' destructors run here.
+  for (auto it = filters_.rbegin(); it != filters_.rend(); ++it)
+    (*it)->~filter();
+}
+
+void chain::end() {
+  if (ended_) return;
+  ended_ = true;
+  for (filter* f : filters_)
+    f->on_end(ex_);
+}
+
+verdict chain::apply(verdict v) {
+  auto& rec = ex_.record;
+  switch (v.what) {
+    case verdict::kind::next:
+    case verdict::kind::wait:
+      return v;
+    case verdict::kind::refuse:
+      if (v.reportable && ex_.report_mode) {
+        rec.report(v.reason, std::move(v.detail));
+        return verdict::next();
+      }
+      rec.retry_after = v.retry_after;
+      rec.refuse(v.reason, v.detail);
+      return v;
+    case verdict::kind::fail:
+      rec.failed_upstream(v.reason);
+      rec.detail = v.detail;
+      return v;
+  }
+  return v;
+}
+
+verdict chain::request_head() {
+  while (next_head_ < filters_.size()) {
+    auto v = apply(filters_[next_head_]->on_request_head(ex_));
+    if (v.waits()) return v;  // this filter's outcome comes with resume()
+    ++next_head_;
+    if (!v.passes()) return v;
+  }
+  return verdict::next();
+}
+
+verdict chain::resume(verdict outcome) {
+  if (outcome.waits() || next_head_ >= filters_.size()) {
+    // A pending outcome cannot be another wait, and there must be a filter waiting.
+    ++next_head_;
+    return apply(verdict::refuse(core::errc::internal_error, "a filter's wait did not resolve"));
+  }
+  ++next_head_;
+  auto v = apply(std::move(outcome));
+  if (!v.passes()) return v;
+  return request_head();
+}
+
+body_use chain::request_body_use() const {
+  body_use most = body_use::none;
+  for (const filter* f : filters_) {
+    const auto u = f->request_body_use(ex_);
+    if (u == body_use::whole) return u;
+    if (u != body_use::none) most = body_use::observe;
+  }
+  return most;
+}
+
+verdict chain::request_body(std::string_view piece, bool last) {
+  for (filter* f : filters_) {
+    if (f->request_body_use(ex_) == body_use::none) continue;
+    auto v = apply(f->on_request_body(ex_, piece, last));
+    if (!v.passes()) return v;
+  }
+  return verdict::next();
+}
+
+verdict chain::forward() {
+  for (filter* f : filters_) {
+    auto v = apply(f->on_forward(ex_));
+    if (v.waits())
+      return apply(verdict::refuse(core::errc::internal_error, "a filter waited to forward"));
+    if (!v.passes()) return v;
+  }
+  return verdict::next();
+}
+
+verdict chain::response_head() {
+  for (auto it = filters_.rbegin(); it != filters_.rend(); ++it) {
+    auto v = apply((*it)->on_response_head(ex_));
+    // A response hook cannot wait (the upstream is streaming): fail closed if one tries.
+    if (v.waits())
+      return apply(verdict::fail(core::errc::internal_error, "a response filter waited"));
+    if (!v.passes()) return v;
+  }
+  return verdict::next();
+}
+
+body_use chain::response_body_use() const {
+  body_use most = body_use::none;
+  for (const filter* f : filters_) {
+    const auto u = f->response_body_use(ex_);
+    if (u == body_use::transform) return u;
+    if (u != body_use::none) most = body_use::observe;
+  }
+  return most;
+}
+
+verdict chain::response_body(std::string_view data, bool last, std::string& out, bool& enough) {
+  // Each transforming filter's output is the next one's input; the last output goes to `out`.
+  std::string_view current = data;
+  int slot = 0;
+  for (auto it = filters_.rbegin(); it != filters_.rend(); ++it) {
+    const auto use = (*it)->response_body_use(ex_);
+    if (use == body_use::none) continue;
+    body_chunk chunk{current, last, &scratch_[slot], false};
+    chunk.out->clear();
+    auto v = apply((*it)->on_response_body(ex_, chunk));
+    if (v.waits())
+      return apply(verdict::fail(core::errc::internal_error, "a response filter waited"));
+    if (!v.passes()) return v;
+    enough = enough || chunk.enough;
+    if (use == body_use::transform) {
+      current = *chunk.out;
+      slot ^= 1;
+    }
+  }
+  out.append(current.data(), current.size());
+  return verdict::next();
+}
+
+}  // namespace airlock::filters

@@ -1,0 +1,121 @@
+#include "filters/credentials/credential_filters.hpp"
+
+#include "core/log.hpp"
+#include "core/str_cat.hpp"
+#include "filters/credentials/injection.hpp"
+#include "filters/credentials/placeholder_scanner.hpp"
+#include "filters/credentials/placeholders.hpp"
+#include "policy/snapshot.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace airlock::filters::credentials {
+namespace {
+
+bool contains(const std::vector<std::size_t>& v, std::size_t i) {
+  return std::find(v.begin(), v.end(), i) != v.end();
+}
+
+class placeholder_guard final : public filter {
+ public:
+  explicit placeholder_guard(std::span<const policy::compiled_secret> secrets)
+      : secrets_(secrets) {}
+
+  verdict on_request_head(exchange& ex) override {
+    ex.placeholders = find_placeholders(secrets_, *ex.request, ex.request->target());
+    for (std::size_t i : ex.placeholders)
+      if (!secrets_[i].bound_to(ex.target.host)) return refuse(ex, i);
+    if (ex.has_body && !ex.connect) {
+      scan_.emplace(secrets_, ex.target.host);
+      if (!scan_->active()) scan_.reset();
+    }
+    return verdict::next();
+  }
+
+  body_use request_body_use(const exchange&) const override {
+    return scan_ ? body_use::observe : body_use::none;
+  }
+
+  verdict on_request_body(exchange& ex, std::string_view piece, bool) override {
+    const std::size_t hit = scan_->scan(piece);
+    return hit == placeholder_scanner::none ? verdict::next() : refuse(ex, hit);
+  }
+
+ private:
+  // Logged as the exfiltration attempt it is.
+  verdict refuse(const exchange& ex, std::size_t secret) const {
+    const auto& s = secrets_[secret];
+    AIRLOCK_LOG(warn, "proxy", "exfiltration attempt: agent ", ex.record.agent,
+                " sent the placeholder of secret ", s.name, " to ", ex.target.host.text, ':',
+                ex.target.port, " (refused)");
+    return verdict::refuse(core::errc::placeholder_refused,
+                           core::str_cat("the placeholder of secret ", s.name,
+                                         " may not be sent to ", ex.target.host.text));
+  }
+
+  std::span<const policy::compiled_secret> secrets_;
+  std::optional<placeholder_scanner> scan_;
+};
+
+class placeholder_require final : public filter {
+ public:
+  verdict on_request_head(exchange& ex) override {
+    if (ex.connect) return verdict::next();
+    const auto secrets = ex.snapshot->secrets();
+    for (std::size_t i : ex.rule->inject.require) {
+      if (contains(ex.placeholders, i)) continue;
+      return verdict::refuse(
+          core::errc::placeholder_required,
+          core::str_cat("rule ", ex.rule->name, " requires the placeholder of secret ",
+                        secrets[i].name));
+    }
+    return verdict::next();
+  }
+};
+
+class injection final : public filter {
+ public:
+  explicit injection(std::span<const policy::compiled_secret> secrets) : secrets_(secrets) {}
+
+  verdict on_forward(exchange& ex) override {
+    swap_placeholders(secrets_, ex.placeholders, *ex.request, ex.path_and_query);
+    auto& injected = ex.record.injected;
+    for (std::size_t i : ex.placeholders)
+      injected.push_back(secrets_[i].name);
+    const auto& inject = ex.rule->inject;
+    if (!inject.active) return verdict::next();
+    auto out = apply_injection(inject, secrets_, ex.target.host, *ex.request, ex.path_and_query);
+    if (out.error != core::errc::ok) return verdict::refuse(out.error, std::move(out.detail));
+    for (std::size_t i : inject.secrets)
+      if (!contains(ex.placeholders, i)) injected.push_back(secrets_[i].name);
+    return verdict::next();
+  }
+
+ private:
+  std::span<const policy::compiled_secret> secrets_;
+};
+
+}  // namespace
+
+placeholder_guard_factory::placeholder_guard_factory(
+    std::span<const policy::compiled_secret> secrets)
+    : secrets_(secrets), any_placeholder_(any_placeholder(secrets)) {}
+
+filter* placeholder_guard_factory::create(const exchange&, std::pmr::memory_resource& arena) const {
+  if (!any_placeholder_) return nullptr;
+  return make<placeholder_guard>(arena, secrets_);
+}
+
+filter* placeholder_require_factory::create(const exchange& ex,
+                                            std::pmr::memory_resource& arena) const {
+  if (ex.connect) return nullptr;
+  return make<placeholder_require>(arena);
+}
+
+filter* injection_factory::create(const exchange& ex, std::pmr::memory_resource& arena) const {
+  if (ex.connect) return nullptr;
+  return make<injection>(arena, secrets_);
+}
+
+}  // namespace airlock::filters::credentials

@@ -1,0 +1,137 @@
+#pragma once
+// An exchange: one request and its response, whatever carried it. A codec (HTTP/1.1 on a client
+// connection or inside an intercepted tunnel today; an HTTP/2 stream or a WebSocket message
+// next) fills it in; the filter chain (chain.hpp) decides, controls and transforms it; the
+// session records it once when it ends (the audit line and the metrics are written from
+// `record`).
+//
+// Heads are Beast's header types because they are plain containers (no I/O): an HTTP/2 codec
+// fills the same fields from its header list.
+//
+// @par Thread Safety
+// One exchange is used by one session on one thread.
+
+#include "core/errc.hpp"
+#include "core/steady_ns.hpp"
+#include "filters/rate_limit/byte_pace.hpp"
+#include "net/host.hpp"
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace airlock::policy {
+class snapshot;
+struct compiled_agent;
+struct compiled_rule;
+}  // namespace airlock::policy
+
+namespace airlock::filters {
+
+// What happened to one exchange, for its one audit line and its metrics. Names and reasons
+// only: nothing here may hold a secret.
+struct exchange_record {
+  std::string agent = "-";
+  std::string method;
+  std::string scheme = "http";
+  std::string host;
+  std::uint16_t port = 0;
+  std::string path;
+  std::string rule;
+  core::errc reason = core::errc::ok;
+  std::string detail;
+  unsigned status = 0;
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;
+  std::string upstream;
+  std::chrono::microseconds connect_time{0};
+  // Names of the secrets injected, and each redactor's hit count; they point into the snapshot
+  // and the redaction engine, which outlive the record.
+  std::vector<std::string_view> injected;
+  std::vector<std::pair<std::string_view, std::uint64_t>> redactions;
+  std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
+  bool skipped = false;           // nothing to record (the connection closed before a request)
+  bool reported = false;          // report mode let a refusal through
+  bool upstream_failed = false;   // the upstream (DNS, connect, TLS, response) failed
+
+  // The proxy answers this exchange itself, for this reason.
+  void refuse(core::errc why, std::string why_detail) {
+    reason = why;
+    detail = std::move(why_detail);
+  }
+  // Report mode: the request goes through, recorded as what would have been refused.
+  void report(core::errc would_refuse, std::string why) {
+    reported = true;
+    refuse(would_refuse, std::move(why));
+  }
+  // The upstream failed: decision "error".
+  void failed_upstream(core::errc why) {
+    upstream_failed = true;
+    reason = why;
+  }
+  // Connecting failed: the address guard's refusal is a policy denial, anything else an
+  // upstream failure.
+  void connect_failed(core::errc why) {
+    if (why == core::errc::destination_ip_prohibited)
+      reason = why;
+    else
+      failed_upstream(why);
+  }
+  // "allow", "deny", "report" or "error": the audit record's and the metric's decision.
+  std::string_view decision() const noexcept {
+    return upstream_failed            ? "error"
+           : reported                 ? "report"
+           : reason == core::errc::ok ? "allow"
+                                      : "deny";
+  }
+};
+
+struct exchange {
+  // --- set by the codec and the session before the chain runs ---
+  const policy::snapshot* snapshot = nullptr;  // the policy this exchange started under
+  exchange_record record;
+  // The request head as it will be forwarded: filters may edit its fields (injection, the
+  // narrowed Accept-Encoding). Its target is not used: `path_and_query` is.
+  boost::beast::http::request_header<>* request = nullptr;
+  net::authority target;
+  std::string path_and_query;  // origin-form target as forwarded (filters may rewrite it)
+  std::string path;            // without the query, as the agent sent it (for rules and audit)
+  bool connect = false;        // a CONNECT: opaque or to be intercepted
+  bool in_tunnel = false;      // a request inside an intercepted tunnel
+  std::string upgrade;         // the protocol the client asks to switch to, lower case
+  bool has_body = false;
+  std::optional<std::uint64_t> content_length;
+  const policy::compiled_agent* agent = nullptr;  // identified before the chain runs
+  // The clock filters read (steady nanoseconds); tests replace it.
+  std::int64_t (*clock)() noexcept = core::steady_now_ns;
+
+  // --- filled by filters for the session and for the filters after them ---
+  const policy::compiled_rule* rule = nullptr;  // the rule that allowed (or came closest)
+  // Report mode applies: a reportable refusal is recorded and the request goes on.
+  bool report_mode = false;
+  // Secrets whose placeholder the request carries (to hosts they are bound to).
+  std::vector<std::size_t> placeholders;
+  // The most request body allowed (the codec enforces it while the body streams).
+  std::uint64_t body_limit = 0;
+  // Paces the request and response bodies (off unless an agent or rule sets byte rates).
+  rate_limit::byte_pace upload;
+  rate_limit::byte_pace download;
+  // Set when the exchange ends (the circuit breaker tripped on it), for a log line and metric.
+  bool breaker_tripped = false;
+
+  // --- the response, set by the codec before the response hooks ---
+  boost::beast::http::response_header<>* response = nullptr;
+  // The response carries a body (not HEAD, 204 or 304).
+  bool response_has_body = true;
+  // A filter changes the response body's length: the codec re-frames it.
+  bool response_reframed = false;
+};
+
+}  // namespace airlock::filters

@@ -1,0 +1,41 @@
+#include "filters/pipeline.hpp"
+
+#include "core/str_cat.hpp"
+#include "filters/credentials/credential_filters.hpp"
+#include "filters/decision/decision_filter.hpp"
+#include "filters/rate_limit/rate_limit_filter.hpp"
+#include "filters/rate_limit/registry.hpp"
+#include "filters/redaction/redaction_filter.hpp"
+#include "filters/redaction/rule_engines.hpp"
+#include "filters/validation/validation_filter.hpp"
+#include "policy/snapshot.hpp"
+
+namespace airlock::filters {
+
+pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> snapshot,
+                                       lasting_state& state) {
+  build_result out;
+  auto engines = redaction::rule_engines::build(*snapshot);
+  if (!engines.engines) {
+    std::string error = "redaction: ";
+    for (const auto& e : engines.errors)
+      error += core::str_cat(e, "; ");
+    out.errors.push_back(std::move(error));
+    return out;
+  }
+  auto p = std::make_shared<pipeline>();
+  const auto secrets = snapshot->secrets();
+  auto& f = p->factories_;
+  f.push_back(std::make_unique<credentials::placeholder_guard_factory>(secrets));
+  f.push_back(std::make_unique<decision::decision_factory>());
+  f.push_back(std::make_unique<rate_limit::rate_limit_factory>(state.rates->bind(snapshot)));
+  f.push_back(std::make_unique<credentials::placeholder_require_factory>());
+  f.push_back(std::make_unique<validation::validation_factory>());
+  f.push_back(std::make_unique<credentials::injection_factory>(secrets));
+  f.push_back(std::make_unique<redaction::redaction_factory>(std::move(engines.engines)));
+  p->snapshot_ = std::move(snapshot);
+  out.built = std::move(p);
+  return out;
+}
+
+}  // namespace airlock::filters

@@ -1,0 +1,20 @@
+#pragma once
+// Redaction's edits of heads: a response's header values redacted in one pass, and a request's
+// Accept-Encoding narrowed to the codings the proxy can decode.
+
+#include "filters/redaction/engine.hpp"
+
+#include <boost/beast/http/fields.hpp>
+
+namespace airlock::filters::redaction {
+
+// Redacts every response header value in place but the framing and coding fields the proxy
+// itself relies on (Content-Length, Transfer-Encoding, Content-Encoding, Content-Type), all in
+// one stream; hits are added to `hits`.
+void redact_head(const engine& e, boost::beast::http::fields& head, hit_counts& hits);
+
+// Under a redacting rule only codings the proxy can decode may come back: the client's
+// Accept-Encoding is narrowed to gzip, deflate and identity (identity when nothing is left).
+void narrow_accept_encoding(boost::beast::http::fields& head);
+
+}  // namespace airlock::filters::redaction

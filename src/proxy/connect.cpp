@@ -1,0 +1,182 @@
+#include "proxy/connect.hpp"
+
+#include "core/str_cat.hpp"
+#include "net/client_hello.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/session_io.hpp"
+#include "proxy/tunnel.hpp"
+#include "telemetry/metrics.hpp"
+#include "tls/contexts.hpp"
+#include "tls/upstream_sessions.hpp"
+
+#include <boost/asio/ssl.hpp>
+
+#include <array>
+#include <optional>
+
+namespace airlock::proxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using core::errc;
+
+namespace {
+
+// Collects the ClientHello: it may arrive in pieces, and may already be in the buffer if the
+// client did not wait for our 200. Nullopt when none came (recorded).
+asio::awaitable<std::optional<net::client_hello>> read_client_hello(session_context& s,
+                                                                    filters::exchange& ex) {
+  net::client_hello hello;
+  s.client.expires_after(ex.snapshot->limits().head_timeout);
+  for (;;) {
+    auto data = s.buffer.cdata();
+    hello = net::parse_client_hello({static_cast<const std::uint8_t*>(data.data()), data.size()});
+    if (hello.status != net::hello_status::need_more) break;
+    if (s.buffer.size() >= net::max_client_hello_bytes) {
+      hello.status = net::hello_status::malformed;
+      break;
+    }
+    auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(16 * 1024), use_tuple);
+    s.buffer.commit(n);
+    if (ec) {
+      ex.record.reason = ec == beast::error::timeout ? errc::head_timeout : errc::bad_request;
+      ex.record.detail = "client sent no TLS ClientHello";
+      co_return std::nullopt;
+    }
+  }
+  s.client.expires_never();
+  co_return hello;
+}
+
+// The tunnel's first bytes against its CONNECT host: the refusal (ok when they pass).
+errc check_client_hello(const net::client_hello& hello, const filters::exchange& ex,
+                        std::string& why) {
+  const auto& target = ex.target;
+  const bool name_based = !target.host.is_ip();
+  if (hello.status == net::hello_status::complete) {
+    if (!hello.server_name) {
+      if (!name_based) return errc::ok;
+      why = core::str_cat("CONNECT ", target.host.text, " sent no SNI");
+      return errc::sni_mismatch;
+    }
+    auto sni = net::normalize_host(*hello.server_name);
+    if (sni && sni->text == target.host.text) return errc::ok;
+    why = core::str_cat("CONNECT ", target.host.text, " but SNI ",
+                        sni ? sni->text : std::string("(invalid)"));
+    return errc::sni_mismatch;
+  }
+  if (name_based || hello.status == net::hello_status::malformed || ex.rule->inspect) {
+    why = core::str_cat("CONNECT ", target.host.text, " did not start with a TLS ClientHello");
+    return errc::not_tls;
+  }
+  return errc::ok;
+}
+
+}  // namespace
+
+asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
+                                         const active_policy& active, beast::tcp_stream& upstream) {
+  auto& rec = ex.record;
+  const auto& snap = *ex.snapshot;
+  const auto& rule = *ex.rule;
+  const unsigned version = ex.request->version();
+  if (rule.inspect && !active.tls) {
+    rec.refuse(errc::internal_error, "rule inspects but no interception CA is loaded");
+    co_await send_answer(s.client, rec, version, false);
+    co_return tunnel_mode::ended;
+  }
+  auto outcome = co_await connect_upstream(
+      upstream, snap.guard(),
+      upstream_for(ex.target, rule, snap.limits(), s.w.shared().own_guard.get()));
+  if (outcome.error != errc::ok) {
+    rec.connect_failed(outcome.error);
+    rec.refuse(outcome.error, outcome.detail);
+    co_await send_answer(s.client, rec, version, false);
+    co_return tunnel_mode::ended;
+  }
+  rec.upstream = to_string(outcome.endpoint);
+  rec.connect_time = outcome.connect_time;
+
+  static constexpr std::string_view established = "HTTP/1.1 200 Connection Established\r\n\r\n";
+  s.client.expires_after(snap.limits().idle_timeout);
+  auto [wec, wn] =
+      co_await asio::async_write(s.client.socket(), asio::buffer(established), use_tuple);
+  if (wec) co_return tunnel_mode::ended;
+  rec.status = 200;
+
+  const auto hello = co_await read_client_hello(s, ex);
+  if (!hello) co_return tunnel_mode::ended;
+  std::string why;
+  if (const errc refusal = check_client_hello(*hello, ex, why); refusal != errc::ok) {
+    if (ex.report_mode && !rule.inspect) {
+      rec.report(refusal, why);
+    } else {
+      rec.refuse(refusal, why);
+      rec.status = 403;
+      // A fatal unrecognized_name alert (RFC 6066 section 3) tells a TLS client plainly that
+      // the name was refused.
+      static constexpr std::array<std::uint8_t, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112};
+      if (hello->status == net::hello_status::complete)
+        co_await asio::async_write(s.client.socket(), asio::buffer(alert), use_tuple);
+      co_return tunnel_mode::ended;
+    }
+  }
+  co_return rule.inspect ? tunnel_mode::intercept : tunnel_mode::opaque;
+}
+
+asio::awaitable<void> relay_opaque(session_context& s, filters::exchange& ex,
+                                   beast::tcp_stream& upstream) {
+  auto& rec = ex.record;
+  // Forward what the client already sent, then relay.
+  if (s.buffer.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(upstream.socket(), s.buffer.data(), use_tuple);
+    rec.bytes_in += n;
+    s.buffer.consume(s.buffer.size());
+    if (ec) co_return;
+  }
+  auto totals =
+      co_await splice(s.client.socket(), upstream.socket(), ex.snapshot->limits().idle_timeout,
+                      byte_throttle{ex.upload}, byte_throttle{ex.download});
+  rec.bytes_in += totals.client_to_upstream;
+  rec.bytes_out += totals.upstream_to_client;
+}
+
+asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
+                                                      const filters::exchange& ex) {
+  const auto& snap = *ex.snapshot;
+  const auto& limits = snap.limits();
+  t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
+  t.upstream_buffer.clear();
+  auto outcome = co_await connect_upstream(
+      t.upstream->next_layer(), snap.guard(),
+      upstream_for(t.target, *ex.rule, limits, s.w.shared().own_guard.get()));
+  if (outcome.error != errc::ok) {
+    t.upstream.reset();
+    co_return outcome;
+  }
+  std::string error;
+  if (!tls::set_upstream_host(t.upstream->native_handle(), t.target.host.text, error)) {
+    t.upstream.reset();
+    outcome.error = errc::upstream_tls_failed;
+    outcome.detail = error;
+    co_return outcome;
+  }
+  // A session from an earlier verified handshake with this name saves the full handshake.
+  t.tls->upstream_sessions->resume(t.upstream->native_handle());
+  auto started = std::chrono::steady_clock::now();
+  t.upstream->next_layer().expires_after(limits.connect_timeout);
+  auto [ec] = co_await t.upstream->async_handshake(asio::ssl::stream_base::client, use_tuple);
+  if (ec) {
+    outcome.error = ec == beast::error::timeout ? errc::connect_timeout : errc::upstream_tls_failed;
+    outcome.detail = core::str_cat("TLS to ", t.target.host.text, ": ",
+                                   tls::handshake_failure_reason(t.upstream->native_handle(), ec));
+    t.upstream.reset();
+    co_return outcome;
+  }
+  if (auto* m = s.w.shared().metrics)
+    m->upstream_tls_time(std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started));
+  t.upstream_text = to_string(outcome.endpoint);
+  co_return outcome;
+}
+
+}  // namespace airlock::proxy

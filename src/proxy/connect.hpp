@@ -1,0 +1,38 @@
+#pragma once
+// The CONNECT hand-off, once the chain has allowed a CONNECT: connect to the upstream (answering
+// the client when that fails), send 200, then the first bytes must be a TLS ClientHello whose
+// SNI names the CONNECT host (an IP-literal target may omit SNI, and may carry non-TLS traffic
+// since there is no name to check). The session then drives what it became: an opaque relay or
+// an interception.
+
+#include "filters/exchange.hpp"
+#include "proxy/session_context.hpp"
+#include "proxy/upstream_connector.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+namespace airlock::proxy {
+
+struct active_policy;
+
+enum class tunnel_mode {
+  ended,      // refused or failed (recorded; answered where an answer can be given)
+  opaque,     // relay the bytes: `upstream` is connected
+  intercept,  // terminate TLS with a minted leaf and serve the requests inside
+};
+
+boost::asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
+                                                const active_policy& active,
+                                                boost::beast::tcp_stream& upstream);
+
+// Relays an opaque tunnel until either side ends it or it idles out.
+boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange& ex,
+                                          boost::beast::tcp_stream& upstream);
+
+// Connects (or reconnects) the TLS upstream of an intercepted tunnel: TCP through the address
+// guard, then a handshake that verifies the origin's certificate for the CONNECT name. On
+// failure the tunnel's upstream is empty and the outcome says why.
+boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
+                                                             const filters::exchange& ex);
+
+}  // namespace airlock::proxy

@@ -1,0 +1,186 @@
+#pragma once
+// The HTTP/1.1 codec's body relays: a body read from one side through a parser and written to
+// the other through a serializer, piece by piece (the relay loop of Beast's
+// example/doc/http_examples.hpp), paced by the exchange's byte rates, with each side's error
+// kept apart so the caller knows whom to blame. The filter chain sees each piece: a request
+// body before the piece is sent (a filter may refuse it), a response body when a filter watches
+// or rewrites it (what it releases is written as it comes, re-framed as chunks).
+
+#include "filters/chain.hpp"
+#include "proxy/byte_throttle.hpp"
+#include "proxy/session_io.hpp"
+#include "proxy/worker.hpp"
+
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace airlock::proxy::h1 {
+
+namespace http = boost::beast::http;
+inline constexpr std::size_t relay_buffer_size = 64 * 1024;
+
+struct relay_result {
+  boost::system::error_code read_ec;   // error on the side being read
+  boost::system::error_code write_ec;  // error on the side being written
+  std::uint64_t bytes = 0;             // read from the source
+  std::uint64_t bytes_written = 0;     // body bytes written (after filters)
+  bool stopped = false;                // a filter refused or failed: nothing more was sent
+};
+
+// Relays a body as it is. `observer` (may be null): a request body's chain, shown every piece
+// before it is written; a refusal stops the relay before that piece.
+template <bool IsRequest, class ReadStream, class WriteStream>
+boost::asio::awaitable<relay_result> relay_body(
+    worker& w, ReadStream& from, boost::beast::flat_buffer& from_buffer,
+    http::parser<IsRequest, http::buffer_body>& parser, WriteStream& to,
+    http::serializer<IsRequest, http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
+    const byte_throttle& throttle, filters::chain* observer = nullptr) {
+  relay_result result;
+  // Lent by the worker only while a body moves, so idle connections hold no large buffer.
+  auto buf = w.borrow_buffer();
+  const std::size_t piece = throttle.piece(buf.size());
+  // Read in large pieces: a flat_buffer with little capacity would be read 512 bytes at a time.
+  if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
+  auto& b = parser.get().body();
+  do {
+    if (!parser.is_done()) {
+      b.data = buf.data();
+      b.size = piece;
+      set_timeout(from, idle_timeout);
+      // read_some, not read: pass on what has arrived (a server-sent event, a slow chunk)
+      // instead of waiting for the buffer to fill.
+      auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        result.read_ec = ec;
+        co_return result;
+      }
+      const std::size_t got = piece - b.size;
+      if (got == 0 && !parser.is_done()) continue;  // only framing so far (a chunk header)
+      if (observer &&
+          !observer->request_body(std::string_view(buf.data(), got), parser.is_done()).passes()) {
+        result.stopped = true;
+        co_return result;
+      }
+      if (throttle) co_await throttle.pace(got);
+      // An empty piece must be passed as "no data": for a chunked message the serializer would
+      // write a zero-size chunk, which is the end of the body.
+      b.data = got ? buf.data() : nullptr;
+      b.size = got;
+      b.more = !parser.is_done();
+      result.bytes += got;
+      result.bytes_written += got;
+    } else {
+      b.data = nullptr;
+      b.size = 0;
+      b.more = false;
+    }
+    // The first write carries the head too (one send for a small message).
+    set_timeout(to, idle_timeout);
+    auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      result.write_ec = ec;
+      co_return result;
+    }
+  } while (!parser.is_done() || !sr.is_done());
+  if (from_buffer.size() == 0 && from_buffer.capacity() > 16 * 1024) from_buffer.shrink_to_fit();
+  co_return result;
+}
+
+// Writes `out` as the next piece of a buffer_body message (the last one when !more), then
+// clears it. An empty piece is passed as "no data" (see relay_body).
+template <class WriteStream, bool IsRequest>
+boost::asio::awaitable<boost::system::error_code> write_body_piece(
+    WriteStream& to, http::serializer<IsRequest, http::buffer_body>& sr,
+    http::buffer_body::value_type& b, std::string& out, bool more,
+    std::chrono::milliseconds idle_timeout) {
+  b.data = out.empty() ? nullptr : out.data();
+  b.size = out.size();
+  b.more = more;
+  set_timeout(to, idle_timeout);
+  auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+  out.clear();
+  if (ec == http::error::need_buffer) ec = {};
+  co_return ec;
+}
+
+// Relays a response body through the chain's response-body filters: each piece read from
+// upstream goes through them, and whatever they release is written to the client at once (with
+// the head, when that has not been written yet). A filter that has seen enough ends the body.
+template <class ReadStream, class WriteStream>
+boost::asio::awaitable<relay_result> relay_filtered(
+    worker& w, ReadStream& from, boost::beast::flat_buffer& from_buffer,
+    http::response_parser<http::buffer_body>& parser, WriteStream& to,
+    http::response_serializer<http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
+    const byte_throttle& throttle, filters::chain& chain) {
+  relay_result result;
+  auto buf = w.borrow_buffer();
+  const std::size_t piece = throttle.piece(buf.size());
+  if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
+  std::string out;
+  bool enough = false;
+  // The parser and the serializer share the message's body: the parser reads into `buf`, the
+  // serializer writes from `out`.
+  auto& b = parser.get().body();
+  while (!parser.is_done() && !enough) {
+    b.data = buf.data();
+    b.size = piece;
+    set_timeout(from, idle_timeout);
+    auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      result.read_ec = ec;
+      co_return result;
+    }
+    const std::size_t got = piece - b.size;
+    if (got == 0) continue;
+    if (throttle) co_await throttle.pace(got);
+    result.bytes += got;
+    if (!chain.response_body(std::string_view(buf.data(), got), false, out, enough).passes()) {
+      result.stopped = true;
+      co_return result;
+    }
+    // When the body is complete, what is left goes out with the end of it, in one write.
+    if (out.empty() || parser.is_done()) continue;
+    result.bytes_written += out.size();
+    result.write_ec = co_await write_body_piece(to, sr, b, out, true, idle_timeout);
+    if (result.write_ec) co_return result;
+  }
+  if (!chain.response_body({}, true, out, enough).passes()) {
+    result.stopped = true;
+    co_return result;
+  }
+  result.bytes_written += out.size();
+  result.write_ec = co_await write_body_piece(to, sr, b, out, false, idle_timeout);
+  co_return result;
+}
+
+// Reads a request body whole into `out` (the parser's body limit bounds it), for a filter that
+// must see all of it before anything is forwarded.
+template <class Client>
+boost::asio::awaitable<boost::system::error_code> read_whole_body(
+    Client& client, boost::beast::flat_buffer& buffer, http::request_parser<http::buffer_body>& p,
+    std::string& out, std::chrono::milliseconds idle_timeout) {
+  constexpr std::size_t piece = 64 * 1024;
+  while (!p.is_done()) {
+    const std::size_t old = out.size();
+    out.resize(old + piece);
+    p.get().body().data = out.data() + old;
+    p.get().body().size = piece;
+    set_timeout(client, idle_timeout);
+    auto [ec, n] = co_await http::async_read_some(client, buffer, p, use_tuple);
+    out.resize(old + (piece - p.get().body().size));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return ec;
+  }
+  co_return boost::system::error_code{};
+}
+
+}  // namespace airlock::proxy::h1

@@ -1,0 +1,47 @@
+#pragma once
+// The state of one client connection, shared by the exchanges it carries, and of one
+// intercepted tunnel inside it.
+
+#include "net/host.hpp"
+#include "proxy/interception.hpp"
+#include "proxy/worker.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace airlock::proxy {
+
+struct session_context {
+  worker& w;
+  boost::beast::tcp_stream client;
+  boost::asio::ip::tcp::endpoint client_endpoint;
+  std::string client_text;
+  boost::beast::flat_buffer buffer;
+  std::list<session_entry>::iterator entry;
+  std::uint64_t requests = 0;  // request heads started on this connection
+  std::string relay_agent;     // set for relay connections: the agent the launcher vouches for
+};
+
+using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;
+
+// An intercepted CONNECT: the client speaks TLS to us (a leaf we minted), we speak TLS to the
+// origin (its real certificate verified). The upstream is connected lazily, and again when the
+// origin closes it between requests.
+struct tunnel_context {
+  net::authority target;
+  std::string agent;  // identified at CONNECT; inner requests cannot change it
+  std::shared_ptr<const interception> tls;
+  std::optional<tls_upstream> upstream;
+  boost::beast::flat_buffer upstream_buffer;
+  std::string upstream_text;
+};
+
+}  // namespace airlock::proxy

@@ -1,0 +1,77 @@
+#pragma once
+// What every part of a session uses to talk to its client: timeouts, the proxy's own answers
+// (a refusal is one line: record it, then `co_return co_await send_answer(...)`), 100-continue
+// and waiting for the next request. Templates over the client stream, so the same code serves
+// a plain connection, an intercepted tunnel and Beast's in-memory test::stream.
+
+#include "filters/exchange.hpp"
+#include "proxy/answer.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace airlock::proxy {
+
+inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
+
+// Sets the deadline of a stream's next operations (Beast's tcp_stream); a stream without
+// timeouts (test::stream) is left as it is.
+template <class Stream>
+void set_timeout(Stream& s, std::chrono::steady_clock::duration d) {
+  auto& lowest = boost::beast::get_lowest_layer(s);
+  if constexpr (requires { lowest.expires_after(d); }) lowest.expires_after(d);
+}
+template <class Stream>
+void clear_timeout(Stream& s) {
+  auto& lowest = boost::beast::get_lowest_layer(s);
+  if constexpr (requires { lowest.expires_never(); }) lowest.expires_never();
+}
+
+// Writes the answer for the refusal or failure already in `rec` (rec.refuse, or a filter's
+// verdict applied by the chain). Returns whether the connection may carry another request.
+template <class Client>
+boost::asio::awaitable<bool> send_answer(Client& client, filters::exchange_record& rec,
+                                         unsigned version, bool keep_alive) {
+  auto res = make_answer(rec.reason, rec.detail, version, keep_alive);
+  if (rec.retry_after > 0)
+    res.set(boost::beast::http::field::retry_after, std::to_string(rec.retry_after));
+  rec.status = res.result_int();
+  set_timeout(client, std::chrono::seconds(10));
+  auto [ec, n] = co_await boost::beast::http::async_write(client, res, use_tuple);
+  co_return !ec && keep_alive;
+}
+
+// Tells a client that sent "Expect: 100-continue" to go on with its body (RFC 9110 section
+// 10.1.1). Returns the write's error.
+template <class Client>
+boost::asio::awaitable<boost::system::error_code> send_continue(Client& client,
+                                                                std::chrono::milliseconds timeout) {
+  static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+  set_timeout(client, timeout);
+  auto [ec, n] = co_await boost::asio::async_write(client, boost::asio::buffer(cont), use_tuple);
+  co_return ec;
+}
+
+// Waits for the first byte of the next request with the idle timeout (a kept-alive client may
+// think for a while); the rest of the head then gets head_timeout. False when the client went
+// away or idled out.
+template <class Client>
+boost::asio::awaitable<bool> wait_for_request(Client& client, boost::beast::flat_buffer& buffer,
+                                              std::chrono::milliseconds idle) {
+  if (buffer.size() > 0) co_return true;
+  set_timeout(client, idle);
+  auto [ec, n] = co_await client.async_read_some(buffer.prepare(4096), use_tuple);
+  buffer.commit(n);
+  co_return !ec && n > 0;
+}
+
+}  // namespace airlock::proxy
