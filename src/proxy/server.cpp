@@ -473,7 +473,10 @@ void server::shutdown() {
     if (relay_->tcp_acceptor) relay_->tcp_acceptor->close(ignored);
     if (!relay_->unix_path.empty()) ::unlink(relay_->unix_path.c_str());
   }
-  auto drain = shared_.current()->limits().drain_timeout;
+  // Started workers imply a policy in force, unless start() failed after binding.
+  const auto active = shared_.active.load();
+  const auto drain =
+      active ? active->snapshot().limits().drain_timeout : std::chrono::milliseconds(0);
   // Stop accepting and close idle keep-alive connections at once.
   for (auto& w : workers_) {
     asio::post(w->context(), [&w] {

@@ -5,6 +5,19 @@
 namespace airlock::filters::decision {
 namespace {
 
+// Under the policy-wide `mode: report`, a request no rule names goes through (a dry run) on no
+// rule's terms: no pins, no CIDR exceptions, no checks, nothing injected or redacted, opaque
+// tunnels. Its index is past every rule's, so no per-rule state applies to it.
+const policy::compiled_rule& unlisted_rule() {
+  static const policy::compiled_rule rule = [] {
+    policy::compiled_rule r;
+    r.index = static_cast<std::size_t>(-1);
+    r.mode = policy::model::mode::report;
+    return r;
+  }();
+  return rule;
+}
+
 class decision_filter final : public filter {
  public:
   verdict on_request_head(exchange& ex) override {
@@ -16,12 +29,10 @@ class decision_filter final : public filter {
     pt.upgrade = ex.upgrade;
     pt.is_connect = ex.connect;
     auto d = ex.snapshot->decide(*ex.agent, pt);
-    ex.rule = d.rule;
     if (d.rule) ex.record.rule = d.rule->name;
-    // Report mode with no rule to go on (policy-wide `mode: report` and no rule names the host)
-    // has nothing to forward under: refused, as failing closed.
-    if (!d.allowed() || !d.rule) return verdict::refuse(d.reason, std::move(d.detail));
-    ex.report_mode = d.report_only || d.rule->mode == policy::model::mode::report;
+    if (!d.allowed()) return verdict::refuse(d.reason, std::move(d.detail));
+    ex.rule = d.rule ? d.rule : &unlisted_rule();
+    ex.report_mode = d.report_only || ex.rule->mode == policy::model::mode::report;
     if (d.report_only) return verdict::violation(d.reason, std::move(d.detail));
     return verdict::next();
   }
