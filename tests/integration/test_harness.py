@@ -172,8 +172,8 @@ class RawToolsTest(unittest.TestCase):
                               "details": 'a; b "c"'})
 
     def test_network_is_isolated(self):
-        if not netns.isolated():
-            self.skipTest(netns.reason())
+        netns.require_isolation(self)
+        self.assertTrue(netns.isolated())
         with socket.socket() as s:
             s.settimeout(2)
             with self.assertRaises(OSError):
