@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import clients, env
+from harness import capabilities, clients, env
 from harness.base import ProxyTestCase, marker
 from harness.ops_admin import Metrics, OpsAirlock, ops_policy
 from harness.origin import OriginServer
@@ -32,11 +32,7 @@ def basic(user, password):
     return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
 
 
-def closed_port():
-    """A loopback port with nothing listening (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+closed_port = clients.closed_port
 
 
 def get_request(url, headers=(), method="GET", body=b""):
@@ -493,7 +489,7 @@ class MetricsTrafficTest(OpsTestCase):
     def test_promtool_check_metrics(self):
         promtool = shutil.which("promtool")
         if promtool is None:
-            self.skipTest("promtool not installed (Debian package prometheus)")
+            capabilities.require(self, "promtool")
         # Traffic of every kind first, so every family has series.
         o = self.origin.port
         send(self.port, get_request(self.url("/echo/%s" % marker())))

@@ -30,6 +30,8 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from .clients import header_value
+
 PIECE = 64 * 1024
 
 
@@ -47,11 +49,7 @@ class ScriptedRequest:
         self.body = record["body_bytes"]
 
     def header(self, name, default=None):
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return default
+        return header_value(self.headers, name, default)
 
     def head(self, status, headers=()):
         """Only a status line and headers (for 304 and other bodiless answers)."""
