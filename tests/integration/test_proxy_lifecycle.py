@@ -23,8 +23,8 @@ class LifecycleTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.origin.stop()
 
-    def start(self, **kw):
-        proxy = Airlock(make_policy([origin_rule(self.origin.port)]), **kw)
+    def start(self, limits=None, **kw):
+        proxy = Airlock(make_policy([origin_rule(self.origin.port)], limits=limits), **kw)
         self.addCleanup(proxy.cleanup)
         return proxy.start()
 
@@ -104,6 +104,32 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(proxy.stop(timeout=env.t(10)), 0)
         # The audit line of the in-flight request was written before exit.
         self.assertIsNotNone(proxy.wait_audit(path="/slow/2000", status=200, timeout=0.5))
+        self.assert_clean(proxy)
+
+    def test_drain_timeout_cuts_a_long_request_and_exits_0(self):
+        """docs/operations.md: requests in flight get limits.drain_timeout to finish; one that
+        takes longer is cut, and the process still exits 0."""
+        proxy = self.start(limits={"drain_timeout": "1s"})
+        m = "drain-%d" % id(proxy)
+        hold = 600000  # the origin would answer after 10 minutes: only the drain can end it
+        result = {}
+
+        def slow():
+            result["r"] = self.get(proxy, "/slow/%d?%s" % (hold, m), max_time=env.t(120))
+
+        t = threading.Thread(target=slow)
+        t.start()
+        self.assertTrue(self.origin.wait_seen(m, env.t(10), complete=False),
+                        "the long request never reached the origin")
+        proxy.send_signal(signal.SIGTERM)
+        # Exits 0 on its own once drain_timeout is over (the deadline is only a bound on
+        # waiting: far beyond 1 s, far below the request's 10 minutes).
+        self.assertEqual(proxy.stop(timeout=env.t(30)), 0, proxy.stderr()[-3000:])
+        t.join(env.t(30))
+        self.assertFalse(t.is_alive(), "the client was left hanging after the proxy exited")
+        r = result["r"]
+        self.assertNotEqual(r.status, 200, "the long request was not cut: %r" % r)
+        self.assertNotEqual(r.returncode, 0, "curl got a whole answer: %r" % r)
         self.assert_clean(proxy)
 
     def test_sigterm_with_idle_keep_alive_exits_promptly(self):
