@@ -120,5 +120,38 @@ class KillSwitchReportModeTest(KillSwitchCase):
         self.assertEqual(self.good.seen(m), [])
 
 
+class ReportModeUnlistedHostTest(KillSwitchCase):
+    """A host no rule names, with the whole policy in report mode: recorded and let through
+    (docs/policy.md, report mode), and refused like everything else once the agent is
+    stopped. Its own class: when the proxy gets this wrong it may die, and the other classes
+    must not inherit that."""
+
+    @classmethod
+    def policy(cls):
+        p = make_policy([origin_rule(cls.origin.port)], tls=cls.tls_section(), mode="report")
+        p["listen"]["admin"] = "127.0.0.1:0"
+        return p
+
+    def unlisted(self, m):
+        return "http://unlisted.test:%d/echo/%s" % (self.origin.port, m)
+
+    def test_unlisted_host_reported_not_refused(self):
+        m = marker()
+        r = self.curl(self.unlisted(m))
+        self.assertEqual(r.status, 200, r)
+        rec = self.assert_audit(path="/echo/%s" % m, client_port=r.local_port)
+        # Recorded as what enforce mode would have refused.
+        self.assertEqual((rec["decision"], rec["reason"]), ("report", "host_denied"), rec)
+        self.assertIsNone(rec["rule"], rec)
+
+    def test_unlisted_host_refused_once_stopped(self):
+        self.stop_agent()
+        m = marker()
+        r = self.curl(self.unlisted(m))
+        self.assert_answer(CurlAnswer(r), "agent_stopped")
+        self.assert_audit(reason="agent_stopped", client_port=r.local_port)
+        self.assertEqual(self.origin.seen(m), [])
+
+
 if __name__ == "__main__":
     unittest.main()
