@@ -385,12 +385,14 @@ TEST_F(UpstreamConnectorTest, SlowLookupDoesNotDelayOtherSessions) {
                    fast_out = std::move(o);
                    slow_blocked_when_fast_done = test::slow_lookups_waiting();
                  });
-  const bool fast_finished = test::run_until(io_, [&] { return fast_out.has_value(); }, 20s);
+  const bool fast_finished = test::run_until(
+      io_, [&] { return fast_out.has_value(); }, 20s);
   // The fast session finished while the slow lookup was still blocked: it did not queue
   // behind it. Then let the slow one go, so that both sessions end.
   test::release_slow_lookups();
   ASSERT_TRUE(fast_finished) << "the fast lookup queued behind the slow one";
-  ASSERT_TRUE(test::run_until(io_, [&] { return slow_out.has_value(); }, 20s));
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return slow_out.has_value(); }, 20s));
   EXPECT_EQ(fast_out->error, errc::ok) << fast_out->detail;
   EXPECT_EQ(slow_blocked_when_fast_done, 1) << "the fast lookup queued behind the slow one";
 }
