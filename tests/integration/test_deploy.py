@@ -770,5 +770,20 @@ class ImageBuildTest(unittest.TestCase):
             self.podman("rmi", self.TAG)
 
 
+def load_tests(loader, tests, pattern):
+    """The image build runs as its own ctest (integration_deploy_image, label slow, with
+    AIRLOCK_IMAGE_TEST=1). Without that variable it is left out of this module's suite rather
+    than reported as skipped on every run (a module with a skip shows as Skipped in ctest)."""
+    if os.environ.get("AIRLOCK_IMAGE_TEST") == "1":
+        return tests
+    kept = unittest.TestSuite()
+    for group in tests:
+        members = list(group) if isinstance(group, unittest.TestSuite) else [group]
+        if not any(isinstance(t, ImageBuildTest) for t in members):
+            kept.addTest(group)
+    return kept
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+

@@ -679,8 +679,8 @@ class ReloadTriggerTest(unittest.TestCase):
         t = threading.Thread(target=load)
         t.start()
         try:
-            self.assertTrue(proxy.wait_for(lambda: os.path.exists(proxy.audit_path)))
-            time.sleep(0.3)
+            # The load is going (some exchanges recorded) before the policy changes.
+            self.assertTrue(proxy.wait_for(lambda: len(proxy.audit()) >= 5, timeout=env.t(10)))
             _, version = proxy.write_policy(self.gen(1), "rename")
             switched = proxy.wait_for(lambda: proxy.policy_status()["version"] == version,
                                       timeout=env.t(3))

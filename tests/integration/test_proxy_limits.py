@@ -265,7 +265,13 @@ class ConnectionCapsTest(ProxyTestCase):
             c = clients.RawClient(self.proxy.port, source=source)
             conns.append(c)
             self.addCleanup(c.close)
-        time.sleep(0.3)  # let the proxy accept them
+        # Wait until the proxy process holds each of them (accepted, not just queued).
+        deadline = time.monotonic() + env.t(5)
+        waiting = list(conns)
+        while waiting and time.monotonic() < deadline:
+            waiting = [c for c in waiting if not self.proxy.holds_connection_from(c.local_port)]
+            time.sleep(0.02)
+        self.assertEqual(waiting, [], "the proxy did not accept every connection")
         return conns
 
     def assert_refused(self, source):

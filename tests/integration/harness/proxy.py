@@ -348,6 +348,29 @@ class Airlock:
     def open_fds(self):
         return len(os.listdir("/proc/%d/fd" % self.proc.pid))
 
+    def holds_connection_from(self, client_port):
+        """Whether the proxy process has accepted the TCP connection from 127.0.0.1:
+        client_port: one of its descriptors is a socket whose peer is that port (proc(5):
+        /proc/PID/net/tcp, /proc/PID/fd)."""
+        inodes = set()
+        fd_dir = "/proc/%d/fd" % self.proc.pid
+        for fd in os.listdir(fd_dir):
+            try:
+                link = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+        with open("/proc/%d/net/tcp" % self.proc.pid) as f:
+            next(f)
+            for line in f:
+                cols = line.split()
+                local_port = int(cols[1].split(":")[1], 16)
+                remote_port = int(cols[2].split(":")[1], 16)
+                if (local_port, remote_port) == (self.port, client_port) and cols[9] in inodes:
+                    return True
+        return False
+
     def url(self):
         return "http://127.0.0.1:%d" % self.port
 
