@@ -205,6 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, str(self.conn_id).encode())
         elif path == "/ws" and "websocket" in (self.headers.get("Upgrade") or "").lower():
             self._websocket()
+        elif self.origin.fallback is not None:
+            self._send(200, self.origin.fallback)
         else:
             self._send(404, b"not found\n")
 
@@ -296,7 +298,10 @@ class OriginServer:
     """Threaded HTTP/1.1 origin on 127.0.0.1:<ephemeral>. Use as a context manager or call
     start()/stop(). With tls_context (an ssl.SSLContext for the server) it speaks HTTPS."""
 
-    def __init__(self, tls_context=None, host="127.0.0.1"):
+    def __init__(self, tls_context=None, host="127.0.0.1", fallback=None):
+        """fallback: bytes answered (200 text/plain) to any path not listed above, instead of
+        404 (the launcher tests' origin greets every path)."""
+        self.fallback = fallback
         self._lock = threading.Lock()
         self._tls_context = tls_context
         self._host = host

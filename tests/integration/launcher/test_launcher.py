@@ -12,7 +12,6 @@ the reason, only where the run's capability probe (../harness/capabilities.py) s
 does not allow user namespaces for that user; under CI=true such a skip fails the run.
 """
 
-import http.server
 import json
 import os
 import pwd
@@ -38,6 +37,7 @@ RUN_TIMEOUT = 60  # seconds; no single jailed command may take longer than this
 os.environ.setdefault("AIRLOCK_ITEST_NETNS", "0")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import capabilities, runner  # noqa: E402
+from harness.origin import OriginServer  # noqa: E402
 from harness.proxy import Airlock, read_audit  # noqa: E402
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
@@ -103,16 +103,8 @@ class TcpServer:
         self.sock.close()
 
 
-class OriginHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from the origin\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+# What the origin (the harness's OriginServer) answers on every path the tests ask for.
+GREETING = b"hello from the origin\n"
 
 
 class LauncherTestBase:
@@ -616,10 +608,8 @@ print("started", len(procs))
     # ---- through the proxy ---------------------------------------------------------------------
 
     def test_curl_through_the_proxy_reaches_an_allowed_origin(self):
-        origin = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OriginHandler)
-        oport = origin.server_address[1]
-        t = threading.Thread(target=origin.serve_forever, daemon=True)
-        t.start()
+        origin = OriginServer(fallback=GREETING).start()
+        oport = origin.port
         try:
             port = self.start_proxy("listen: {proxy: '127.0.0.1:0', admin: ''}\n"
                                     "audit: {path: 'off'}\n"
@@ -632,9 +622,9 @@ print("started", len(procs))
             self.assertIn("hello from the origin", r.stdout, r.stderr)
             self.assertIn("rc=0", r.stdout)
             self.assertNotIn("direct=0", r.stdout)
+            self.assertEqual(len(origin.seen("/hello")), 1)  # proxied once; direct never got there
         finally:
-            origin.shutdown()
-            origin.server_close()
+            origin.stop()
 
 
     # ---- transparent capture (issue 8) and the protected relay identity ------------------------
@@ -695,26 +685,16 @@ print("started", len(procs))
 
     def start_origins(self, certs=None):
         """The plain origin, and a TLS one for allowed.test when certs are given."""
-        servers = []
-        plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OriginHandler)
-        servers.append(plain)
+        plain = OriginServer(fallback=GREETING).start()
+        self.addCleanup(plain.stop)
         tls = None
         if certs:
             import ssl
-            tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OriginHandler)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(f"{certs}/leaf.crt", f"{certs}/leaf.key")
-            tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
-            servers.append(tls)
-        for s in servers:
-            threading.Thread(target=s.serve_forever, daemon=True).start()
-
-        def stop():
-            for s in servers:
-                s.shutdown()
-                s.server_close()
-        self.addCleanup(stop)
-        return plain.server_address[1], (tls.server_address[1] if tls else None)
+            tls = OriginServer(ctx, fallback=GREETING).start()
+            self.addCleanup(tls.stop)
+        return plain.port, (tls.port if tls else None)
 
     def audit_records(self, audit_path, timeout=15, at_least=1, **match):
         """Audit records matching every item of `match`, waiting up to timeout for at_least
