@@ -380,6 +380,11 @@ TEST_F(UpstreamConnectorTest, SlowLookupDoesNotDelayOtherSessions) {
   int slow_blocked_when_fast_done = -1;
   asio::co_spawn(io_, connect_upstream(slow_stream, strict_, slow_req),
                  [&](std::exception_ptr, connect_outcome o) { slow_out = std::move(o); });
+  // The slow lookup is under way (blocked in the resolver) before the fast session starts.
+  const bool slow_blocked = test::run_until(
+      io_, [&] { return test::slow_lookups_waiting() == 1; }, 20s);
+  if (!slow_blocked) test::release_slow_lookups();
+  ASSERT_TRUE(slow_blocked) << "the slow lookup never started";
   asio::co_spawn(io_, connect_upstream(stream_, strict_, fast_req),
                  [&](std::exception_ptr, connect_outcome o) {
                    fast_out = std::move(o);

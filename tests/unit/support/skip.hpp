@@ -1,7 +1,8 @@
 // A unit test may skip only for what the machine lacks (a tool, a device, a kernel feature),
 // and CI (CI=true: root on Debian 12 with scripts/install-deps.sh) lacks none of them: there
 // the skip is a failure, so a CI machine that lost a tool cannot pass with the test unrun.
-// Included as "../support/skip.hpp". Use from the test body (it returns from the current function, as GTEST_SKIP does).
+// Included as "../support/skip.hpp". Use from the test body (it returns from the current function,
+// as GTEST_SKIP does).
 #pragma once
 
 #include <gtest/gtest.h>
