@@ -2,6 +2,7 @@
 SIGINT (in-flight requests finish, new connections are refused, exit 0), and refusal of a bad
 policy file with file:line:column errors."""
 
+import os
 import re
 import signal
 import socket
@@ -271,6 +272,25 @@ class BadPolicyTest(unittest.TestCase):
             proxy.start()
         self.assertRegex(proxy.stderr(), r"%s:5:\d+: agents\.default\.rules\[0\]: " %
                          re.escape(proxy.config_path))
+
+
+    def test_relay_path_that_is_not_a_socket_refused_cleanly(self):
+        """listen.relay naming a file that exists and is not a socket: the proxy does not start,
+        says why, exits non-zero, and gets there without undefined behaviour."""
+        policy = make_policy([origin_rule(8080)])
+        scratch = Airlock(policy)
+        self.addCleanup(scratch.cleanup)
+        not_a_socket = os.path.join(scratch.dir, "not-a-socket")
+        open(not_a_socket, "w").close()
+        policy["listen"]["relay"] = not_a_socket
+        proxy = Airlock(policy, name="relay-not-socket")
+        self.addCleanup(proxy.cleanup)
+        with self.assertRaises(AssertionError):
+            proxy.start(timeout=env.t(10))
+        self.assertNotEqual(proxy.returncode, 0)
+        self.assertIn("listen.relay: '%s' exists and is not a socket" % not_a_socket,
+                      proxy.stderr())
+        self.assertEqual(proxy.sanitizer_reports(), [], proxy.stderr()[-4000:])
 
 
 if __name__ == "__main__":
