@@ -227,8 +227,8 @@ class RateLimitTest(ControlsTestCase):
         wait = self.retry_after(r)
         self.assertGreaterEqual(wait, 1)
         self.assertLessEqual(wait, 2)
-        self.assertEqual(self.origin.seen(m), [], "a rate-limited request reached the origin")
         rec = self.assert_audit(path="/echo/" + m)
+        self.assertEqual(self.origin.seen(m), [], "a rate-limited request reached the origin")
         self.assertEqual(rec["reason"], "rate_limited")
         self.assertEqual(rec["status"], 429)
         # Other rules of the same agent are not affected (the bucket is per agent and rule).

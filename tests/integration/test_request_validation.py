@@ -49,8 +49,8 @@ class ValidationTest(ProxyTestCase):
         details = r.header("Proxy-Status").lower()
         self.assertIn(parameter.lower(), details)
         self.assertIn(constraint.lower(), details)
-        self.assertEqual(self.origin.seen(m), [], "a refused request reached the origin")
         rec = self.assert_audit(path=lambda p: p is not None and m in p)
+        self.assertEqual(self.origin.seen(m), [], "a refused request reached the origin")
         self.assertEqual(rec["reason"], reason)
         return r
 
