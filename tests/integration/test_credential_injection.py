@@ -180,8 +180,18 @@ class SecretsCase(ProxyTestCase):
         self.assertEqual(len(recs), 1, "origin records for %s: %r" % (m, recs))
         return recs[0]
 
+    def setUp(self):
+        super().setUp()
+        # Where this test's stderr starts: a warning looked for must be this test's own, not
+        # one an earlier test left behind.
+        self.stderr_start = len(self.proxy.stderr())
+
+    def stderr_since_start(self):
+        return self.proxy.stderr()[self.stderr_start:]
+
     def assert_origin_never_saw(self, origin, m):
-        time.sleep(0.2)
+        """Once the exchange is over (its audit record, path carrying m, is written)."""
+        self.audit_for(m)
         self.assertEqual(origin.seen(m), [], "the origin got a request it must not see")
 
     def audit_for(self, m, **match):
@@ -427,7 +437,7 @@ class InjectionTest(SecretsCase):
         self.assertEqual(header_values(r.json()["headers"], "X-Token"),
                          ["[REDACTED:secret:ph_token]"])
 
-    def assert_placeholder_refused(self, answer, m, origin, scheme):
+    def assert_placeholder_refused(self, answer, m, origin, scheme, client_port=None):
         self.assert_answer(answer, "placeholder_refused")
         details = parse_proxy_status(answer.header("Proxy-Status")).get("details", "")
         self.assertIn("ph_token", details)
@@ -440,19 +450,20 @@ class InjectionTest(SecretsCase):
             rec = self.audit_for(m, scheme=scheme)
         else:
             rec = self.assert_audit(scheme=scheme, reason="placeholder_refused",
-                                    host="tunnel.test")
+                                    host="tunnel.test", client_port=client_port)
         self.assertEqual(rec["decision"], "deny", rec)
         self.assertEqual(rec["reason"], "placeholder_refused", rec)
         self.assert_audit_clean(rec)
         self.assertNotIn(PH_PLACEHOLDER, json.dumps(rec))
         # A warning naming the attempt, without the value.
         deadline = time.monotonic() + env.t(3)
-        while not re.search(r"(?i)exfiltration", self.proxy.stderr()):
+        while not re.search(r"(?i)exfiltration", self.stderr_since_start()):
             if time.monotonic() > deadline:
-                self.fail("no exfiltration warning on stderr:\n%s" % self.proxy.stderr()[-2000:])
+                self.fail("no exfiltration warning on stderr for this request:\n%s"
+                          % self.stderr_since_start()[-2000:])
             time.sleep(0.05)
-        lines = [ln for ln in self.proxy.stderr().splitlines() if re.search(r"(?i)exfiltration",
-                                                                             ln)]
+        lines = [ln for ln in self.stderr_since_start().splitlines()
+                 if re.search(r"(?i)exfiltration", ln)]
         self.assertTrue(any(" warn " in ln or " error " in ln for ln in lines), lines)
         self.assertTrue(any("ph_token" in ln for ln in lines), lines)
         self.assert_no_secret(self.proxy.stderr(), "stderr")
@@ -506,7 +517,7 @@ class InjectionTest(SecretsCase):
         c.send("CONNECT tunnel.test:%d HTTP/1.1\r\nHost: tunnel.test:%d\r\n"
                "X-Token: %s\r\n\r\n" % (self.tls_echo.port, self.tls_echo.port, PH_PLACEHOLDER))
         r = c.read_response(tunnel=True)
-        self.assert_placeholder_refused(r, None, None, "connect")
+        self.assert_placeholder_refused(r, None, None, "connect", client_port=c.local_port)
         # The same CONNECT without the placeholder is an ordinary tunnel.
         c2 = self.raw()
         self.addCleanup(c2.close)

@@ -26,7 +26,7 @@ import unittest
 
 import yaml
 
-from harness import env
+from harness import capabilities, env
 from harness.proxy import Airlock, run_airlock
 
 ROOT = env.REPO_ROOT
@@ -210,8 +210,8 @@ class ContainerfileTest(unittest.TestCase):
         self.assertEqual(host_port(default_addr)[1], host_port(policy["listen"]["admin"])[1])
 
     def test_runtime_packages_cover_the_linked_libraries(self):
-        if not shutil.which("ldd") or not shutil.which("dpkg"):
-            self.skipTest("needs ldd and dpkg")
+        self.assertTrue(shutil.which("ldd") and shutil.which("dpkg"),
+                        "ldd and dpkg are part of every Debian system")
         m = re.search(r"apt-get install -y -q --no-install-recommends ([^&]+)&&",
                       re.sub(r"\\\n", " ", self.runtime))
         self.assertIsNotNone(m, "no apt-get install in the runtime stage")
@@ -374,7 +374,7 @@ class ComposeTest(unittest.TestCase):
         self.assertEqual(rule_files, [os.path.join(ROOT, "dashboards", "alerts.yml")])
         promtool = shutil.which("promtool")
         if not promtool:
-            self.skipTest("promtool (Debian package prometheus) not installed")
+            capabilities.require(self, "promtool")
         with tempfile.TemporaryDirectory(prefix="airlock-itest-compose-") as tmp:
             config["rule_files"] = rule_files
             path = os.path.join(tmp, "prometheus.yml")
@@ -570,8 +570,9 @@ class KubernetesTest(unittest.TestCase):
     def test_kustomize_builds(self):
         kubectl = shutil.which("kubectl")
         if not kubectl:
-            self.skipTest("kubectl not installed (not a Debian package); the manifests were "
-                          "checked above without it")
+            # Allowed in CI (harness/runner.py): kubectl is not a Debian package; the
+            # manifests were checked above without it.
+            capabilities.require(self, "kubectl")
         r = subprocess.run([kubectl, "kustomize", KUBE], capture_output=True, text=True,
                            timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -769,5 +770,20 @@ class ImageBuildTest(unittest.TestCase):
             self.podman("rmi", self.TAG)
 
 
+def load_tests(loader, tests, pattern):
+    """The image build runs as its own ctest (integration_deploy_image, label slow, with
+    AIRLOCK_IMAGE_TEST=1). Without that variable it is left out of this module's suite rather
+    than reported as skipped on every run (a module with a skip shows as Skipped in ctest)."""
+    if os.environ.get("AIRLOCK_IMAGE_TEST") == "1":
+        return tests
+    kept = unittest.TestSuite()
+    for group in tests:
+        members = list(group) if isinstance(group, unittest.TestSuite) else [group]
+        if not any(isinstance(t, ImageBuildTest) for t in members):
+            kept.addTest(group)
+    return kept
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+

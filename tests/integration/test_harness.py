@@ -9,7 +9,7 @@ import ssl
 import subprocess
 import unittest
 
-from harness import clients, netns
+from harness import clients, env, netns, runner
 from harness.base import parse_proxy_status
 from harness.certs import TestCA
 from harness.origin import OriginServer, RawOrigin, pattern_bytes, pattern_sha256
@@ -172,12 +172,47 @@ class RawToolsTest(unittest.TestCase):
                               "details": 'a; b "c"'})
 
     def test_network_is_isolated(self):
-        if not netns.isolated():
-            self.skipTest(netns.reason())
+        netns.require_isolation(self)
+        self.assertTrue(netns.isolated())
         with socket.socket() as s:
             s.settimeout(2)
             with self.assertRaises(OSError):
                 s.connect(("10.0.0.1", 80))
+
+
+class SkipPolicyTest(unittest.TestCase):
+    """harness/runner.py's verdict: a skip never passes for a pass, and CI refuses the ones
+    not on its allow-list."""
+
+    def verdict(self, skips, ci, failed=False):
+        class Result:
+            skipped = [(type("T", (), {"id": lambda self, i=tid: i})(), why)
+                       for tid, why in skips]
+
+            def wasSuccessful(self):
+                return not failed
+
+        import io
+        from unittest import mock
+        with mock.patch.dict("os.environ", {"CI": "true" if ci else "false"}):
+            return runner.verdict(Result(), out=io.StringIO())
+
+    def test_verdicts(self):
+        odd = [("test_x.T.test_a", "lacks capture: kernel lacks CONFIG_NFT_NAT")]
+        kubectl = [("test_deploy.KubernetesTest.test_kustomize_builds", "lacks kubectl: x")]
+        self.assertEqual(self.verdict([], ci=True), 0)
+        self.assertEqual(self.verdict(odd, ci=False), 77)
+        self.assertEqual(self.verdict(odd, ci=True), 1)
+        self.assertEqual(self.verdict(kubectl, ci=True), 77)
+        self.assertEqual(self.verdict(kubectl, ci=True, failed=True), 1)
+
+
+class SanitizerOptionsTest(unittest.TestCase):
+    def test_harness_options_are_appended_and_win(self):
+        e = env.sanitizer_env({"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1"})
+        self.assertTrue(e["ASAN_OPTIONS"].startswith("detect_leaks=1:abort_on_error=1:"))
+        self.assertTrue(e["ASAN_OPTIONS"].endswith(env.HARNESS_ASAN_OPTIONS))
+        self.assertEqual(env.sanitizer_env({})["ASAN_OPTIONS"], env.HARNESS_ASAN_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import clients, env
+from harness import capabilities, clients, env
 from harness.ops_admin import OpsAirlock, ops_policy
 from harness.ops_prometheus import (Prometheus, alert_rules, dashboard_targets,
                                     grafana_to_promql, prometheus_binary)
@@ -30,17 +30,13 @@ TRAFFIC_METRICS = ("airlock_requests_total", "airlock_request_duration_seconds",
 MIN_SCRAPES = 3
 
 
-def refused_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+refused_port = clients.closed_port
 
 
-@unittest.skipIf(prometheus_binary() is None, "prometheus not installed (Debian package)")
 class LivePrometheusTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        capabilities.require(cls, "prometheus")
         cls.started = time.monotonic()
         cls.origin = FastOriginServer().start()
         cls.addClassCleanup(cls.origin.stop)

@@ -57,8 +57,8 @@ class AddressGuardTest(ProxyTestCase):
         host = url.split("://", 1)[1].split("/", 1)[0]
         [r], _ = self.send_raw(self.request(method, url, host=host))
         self.assert_answer(r, "destination_ip_prohibited", msg="%s %s" % (url, msg))
-        self.assertEqual(self.origin.seen(m), [], "the origin received %s" % url)
         rec = self.assert_audit(path=lambda p: p is not None and p.endswith("/" + m))
+        self.assertEqual(self.origin.seen(m), [], "the origin received %s" % url)
         self.assertEqual(rec["reason"], "destination_ip_prohibited", rec)
         # A guard refusal is a security decision; the proxy records it as deny or error.
         self.assertIn(rec["decision"], ("deny", "error"), rec)

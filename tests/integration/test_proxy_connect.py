@@ -66,7 +66,7 @@ class ConnectTest(ProxyTestCase):
         self.assertEqual(echo["path"], "/echo/tunnel")
         self.assertIn("origin.test", self.tls_origin.tls_server_names)
         rec = self.assert_audit(scheme="connect", port=self.tls_origin.port,
-                                decision="allow")
+                                decision="allow", client_port=r.local_port)
         self.assertEqual(rec["host"], "origin.test")
         self.assertEqual(rec["rule"], "origin-tls")
         self.assertEqual(rec["upstream"], "127.0.0.1:%d" % self.tls_origin.port)
@@ -95,6 +95,7 @@ class ConnectTest(ProxyTestCase):
 
     def test_openssl_s_client_other_sni_refused(self):
         before = len(self.tls_origin.tls_server_names)
+        mark = self.proxy.audit_mark()  # s_client's local port is unknown: records after this
         out = clients.s_client(self.proxy.port, "origin.test:%d" % self.tls_origin.port,
                                servername="other.test", cafile=self.ca.ca_cert,
                                send=b"GET /echo/sni-mismatch HTTP/1.1\r\nHost: other.test\r\n"
@@ -103,7 +104,8 @@ class ConnectTest(ProxyTestCase):
         self.assertNotIn(b"HTTP/1.1 200", out.stdout)
         self.assertEqual(self.tls_origin.seen("/echo/sni-mismatch"), [])
         self.assertNotIn("other.test", self.tls_origin.tls_server_names[before:])
-        rec = self.assert_audit(scheme="connect", reason="sni_mismatch")
+        rec = self.assert_audit(scheme="connect", reason="sni_mismatch", after=mark,
+                                port=self.tls_origin.port)
         self.assertEqual(rec["decision"], "deny")
 
     # -- hand-made ClientHellos into a recording sink ----------------------------------------
@@ -128,8 +130,23 @@ class ConnectTest(ProxyTestCase):
         c.send(clients.client_hello("evil.test"))
         self.assertTrue(c.closed_by_peer(env.t(5)), "tunnel with SNI evil.test left open")
         self.assertEqual(self.sink_bytes_for(before), b"")
-        rec = self.assert_audit(scheme="connect", reason="sni_mismatch", port=self.sink.port)
+        rec = self.assert_audit(scheme="connect", reason="sni_mismatch", port=self.sink.port,
+                                client_port=c.local_port)
         self.assertEqual(rec["decision"], "deny")
+
+    def test_sni_mismatch_answered_with_unrecognized_name_alert(self):
+        # RFC 6066 section 3: a server that does not recognise the name may send a fatal
+        # unrecognized_name(112) alert; the proxy sends exactly that record, then closes.
+        before = len(self.sink.connections)
+        r, c = self.connect("sink.test:%d" % self.sink.port)
+        self.assertEqual(r.status, 200, r)
+        c.take()
+        c.send(clients.client_hello("evil.test"))
+        self.assertTrue(c.closed_by_peer(env.t(5)), "tunnel with SNI evil.test left open")
+        # TLS record: alert(21), version 3.3, length 2, level fatal(2), unrecognized_name(112).
+        self.assertEqual(bytes(c.buffer), bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112]))
+        self.assert_audit(scheme="connect", reason="sni_mismatch", client_port=c.local_port)
+        self.assertEqual(self.sink_bytes_for(before, 0), b"")
 
     def test_sni_case_insensitive(self):
         # SNI is a DNS name: compare case-insensitively (RFC 6066 section 3, RFC 4343).
@@ -147,7 +164,8 @@ class ConnectTest(ProxyTestCase):
         c.send(clients.client_hello(None))
         self.assertTrue(c.closed_by_peer(env.t(5)), "tunnel without SNI left open")
         self.assertEqual(self.sink_bytes_for(before), b"")
-        self.assert_audit(scheme="connect", reason="sni_mismatch", port=self.sink.port)
+        self.assert_audit(scheme="connect", reason="sni_mismatch", port=self.sink.port,
+                          client_port=c.local_port)
 
     def test_not_tls_closed_and_nothing_forwarded(self):
         before = len(self.sink.connections)
@@ -157,7 +175,8 @@ class ConnectTest(ProxyTestCase):
         c.send("GET /%s HTTP/1.1\r\nHost: sink.test\r\n\r\n" % m)
         self.assertTrue(c.closed_by_peer(env.t(5)), "plain-text tunnel left open")
         self.assertNotIn(m.encode(), self.sink_bytes_for(before))
-        rec = self.assert_audit(scheme="connect", reason="not_tls", port=self.sink.port)
+        rec = self.assert_audit(scheme="connect", reason="not_tls", port=self.sink.port,
+                                client_port=c.local_port)
         self.assertEqual(rec["decision"], "deny")
 
     def test_not_tls_to_tls_origin_closed(self):
@@ -201,7 +220,7 @@ class ConnectTest(ProxyTestCase):
         # bytes_out counts what went to the client: the TLS records carrying the body, so a
         # little more than the body itself.
         rec = self.assert_audit(scheme="connect", port=self.tls_origin.port,
-                                bytes_out=lambda b: isinstance(b, int) and n < b < n + 50_000)
+                                client_port=r.local_port, bytes_out=lambda b: isinstance(b, int) and n < b < n + 50_000)
         self.assertGreater(rec["bytes_in"], 0)
 
 

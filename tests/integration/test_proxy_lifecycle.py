@@ -2,6 +2,7 @@
 SIGINT (in-flight requests finish, new connections are refused, exit 0), and refusal of a bad
 policy file with file:line:column errors."""
 
+import os
 import re
 import signal
 import socket
@@ -23,8 +24,8 @@ class LifecycleTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.origin.stop()
 
-    def start(self, **kw):
-        proxy = Airlock(make_policy([origin_rule(self.origin.port)]), **kw)
+    def start(self, limits=None, **kw):
+        proxy = Airlock(make_policy([origin_rule(self.origin.port)], limits=limits), **kw)
         self.addCleanup(proxy.cleanup)
         return proxy.start()
 
@@ -104,6 +105,32 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(proxy.stop(timeout=env.t(10)), 0)
         # The audit line of the in-flight request was written before exit.
         self.assertIsNotNone(proxy.wait_audit(path="/slow/2000", status=200, timeout=0.5))
+        self.assert_clean(proxy)
+
+    def test_drain_timeout_cuts_a_long_request_and_exits_0(self):
+        """docs/operations.md: requests in flight get limits.drain_timeout to finish; one that
+        takes longer is cut, and the process still exits 0."""
+        proxy = self.start(limits={"drain_timeout": "1s"})
+        m = "drain-%d" % id(proxy)
+        hold = 600000  # the origin would answer after 10 minutes: only the drain can end it
+        result = {}
+
+        def slow():
+            result["r"] = self.get(proxy, "/slow/%d?%s" % (hold, m), max_time=env.t(120))
+
+        t = threading.Thread(target=slow)
+        t.start()
+        self.assertTrue(self.origin.wait_seen(m, env.t(10), complete=False),
+                        "the long request never reached the origin")
+        proxy.send_signal(signal.SIGTERM)
+        # Exits 0 on its own once drain_timeout is over (the deadline is only a bound on
+        # waiting: far beyond 1 s, far below the request's 10 minutes).
+        self.assertEqual(proxy.stop(timeout=env.t(30)), 0, proxy.stderr()[-3000:])
+        t.join(env.t(30))
+        self.assertFalse(t.is_alive(), "the client was left hanging after the proxy exited")
+        r = result["r"]
+        self.assertNotEqual(r.status, 200, "the long request was not cut: %r" % r)
+        self.assertNotEqual(r.returncode, 0, "curl got a whole answer: %r" % r)
         self.assert_clean(proxy)
 
     def test_sigterm_with_idle_keep_alive_exits_promptly(self):
@@ -245,6 +272,25 @@ class BadPolicyTest(unittest.TestCase):
             proxy.start()
         self.assertRegex(proxy.stderr(), r"%s:5:\d+: agents\.default\.rules\[0\]: " %
                          re.escape(proxy.config_path))
+
+
+    def test_relay_path_that_is_not_a_socket_refused_cleanly(self):
+        """listen.relay naming a file that exists and is not a socket: the proxy does not start,
+        says why, exits non-zero, and gets there without undefined behaviour."""
+        policy = make_policy([origin_rule(8080)])
+        scratch = Airlock(policy)
+        self.addCleanup(scratch.cleanup)
+        not_a_socket = os.path.join(scratch.dir, "not-a-socket")
+        open(not_a_socket, "w").close()
+        policy["listen"]["relay"] = not_a_socket
+        proxy = Airlock(policy, name="relay-not-socket")
+        self.addCleanup(proxy.cleanup)
+        with self.assertRaises(AssertionError):
+            proxy.start(timeout=env.t(10))
+        self.assertNotEqual(proxy.returncode, 0)
+        self.assertIn("listen.relay: '%s' exists and is not a socket" % not_a_socket,
+                      proxy.stderr())
+        self.assertEqual(proxy.sanitizer_reports(), [], proxy.stderr()[-4000:])
 
 
 if __name__ == "__main__":

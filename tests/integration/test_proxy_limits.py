@@ -30,9 +30,9 @@ class HeadLimitsTest(ProxyTestCase):
         [r], c = self.send_raw(self.request("GET", self.url("/echo/%s" % m),
                                             headers=[("X-Big", "b" * (16 * KIB))]))
         self.assert_answer(r, "header_too_large")
-        self.assertEqual(self.origin.seen(m), [])
         self.assertTrue(c.closed_by_peer(env.t(5)), "connection kept after 431")
-        self.assert_audit(reason="header_too_large")
+        self.assert_audit(reason="header_too_large", client_port=c.local_port)
+        self.assertEqual(self.origin.seen(m), [])  # the exchange is over: its record is there
 
     def test_header_just_below_limit(self):
         m = marker()
@@ -88,8 +88,8 @@ class HeadLimitsTest(ProxyTestCase):
         rs, _ = clients.parse_responses(bytes(slow.buffer))
         if rs:
             self.assert_answer(rs[0], "head_timeout")
+        self.assert_audit(reason="head_timeout", client_port=slow.local_port)
         self.assertEqual(self.origin.seen(m), [])
-        self.assert_audit(reason="head_timeout")
 
     def test_slowloris_trickle_is_cut(self):
         # One byte every 200 ms: each read makes progress, but the whole head must still
@@ -189,6 +189,8 @@ class BodyLimitsTest(ProxyTestCase):
         c.send(head)
         r = c.read_response(timeout=env.t(5))
         self.assert_answer(r, "body_too_large")
+        self.assert_audit(path="/echo/%s" % m, reason="body_too_large",
+                          client_port=c.local_port)  # the exchange is over
         self.assertEqual(self.origin.seen(m), [])
 
     def test_chunked_body_over_limit(self):
@@ -230,7 +232,7 @@ class BodyLimitsTest(ProxyTestCase):
             self.assertFalse(rs[0].complete, "a %s response over the limit arrived whole" % kind)
             self.assertLessEqual(len(rs[0].body), MIB + 64 * 1024)
             self.assertEqual(rs[0].body, pattern_bytes(len(rs[0].body)))
-        rec = self.assert_audit(path=path, reason="response_too_large")
+        rec = self.assert_audit(path=path, reason="response_too_large", client_port=c.local_port)
         self.assertIn(rec["decision"], ("error", "deny"))
 
     def test_response_over_limit_content_length(self):
@@ -263,7 +265,13 @@ class ConnectionCapsTest(ProxyTestCase):
             c = clients.RawClient(self.proxy.port, source=source)
             conns.append(c)
             self.addCleanup(c.close)
-        time.sleep(0.3)  # let the proxy accept them
+        # Wait until the proxy process holds each of them (accepted, not just queued).
+        deadline = time.monotonic() + env.t(5)
+        waiting = list(conns)
+        while waiting and time.monotonic() < deadline:
+            waiting = [c for c in waiting if not self.proxy.holds_connection_from(c.local_port)]
+            time.sleep(0.02)
+        self.assertEqual(waiting, [], "the proxy did not accept every connection")
         return conns
 
     def assert_refused(self, source):

@@ -128,9 +128,10 @@ class TargetFormTest(ProxyTestCase):
                      "GET http://user:%s@origin.test:%d/echo HTTP/1.1" % (secret,
                                                                          self.origin.port)):
             with self.subTest(line=line):
-                [r], _ = self.send_raw(("%s\r\nHost: origin.test\r\n\r\n" % line).encode())
+                [r], c = self.send_raw(("%s\r\nHost: origin.test\r\n\r\n" % line).encode())
                 self.assert_answer(r, "bad_request")
-        self.assert_audit(reason="bad_request")
+                # This request's own record, written before the file is searched below.
+                self.assert_audit(reason="bad_request", client_port=c.local_port)
         with open(self.proxy.audit_path, "rb") as f:
             audit = f.read()
         self.assertNotIn(secret.encode(), audit, "a password from a URL was written to the audit")

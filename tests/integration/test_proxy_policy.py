@@ -173,8 +173,8 @@ class DenyTest(ProxyTestCase):
             self.assert_answer(r, "auth_required", msg="credentials %r" % creds)
             self.assertIsNotNone(r.header("Proxy-Authenticate"), r)
             self.assertTrue(r.header("Proxy-Authenticate").lower().startswith("basic"), r)
-            self.assertEqual(self.origin.seen(m), [])
             rec = self.assert_audit(path="/echo/%s" % m)
+            self.assertEqual(self.origin.seen(m), [])
             self.assertEqual(rec["reason"], "auth_required")
             # The token must never be written anywhere.
             self.assertNotIn(TOKEN, str(rec))
@@ -282,8 +282,8 @@ class ReportModeRuleTest(ProxyTestCase):
         m = marker()
         [r], _ = self.send_raw(self.request("GET", self.url("/secret/%s" % m)))
         self.assert_answer(r, "path_denied")
-        self.assertEqual(self.origin.seen(m), [])
         rec = self.assert_audit(path="/secret/%s" % m)
+        self.assertEqual(self.origin.seen(m), [])
         self.assertEqual(rec["decision"], "deny")
 
 

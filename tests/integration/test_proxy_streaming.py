@@ -5,6 +5,7 @@ while (back pressure reaches the origin instead of piling up in the proxy)."""
 import hashlib
 import http.client
 import os
+import sys
 import threading
 import time
 import unittest
@@ -68,7 +69,9 @@ class StreamingMemoryTest(ProxyTestCase):
         self.assertLess(growth, GROWTH_LIMIT_KIB,
                         "proxy peak RSS grew %d KiB (before %d, paused %d, peak %d) for a "
                         "100 MiB stream" % (growth, rss_before, paused_rss, peak))
-        self.assertLess(elapsed, env.t(60), "100 MiB took %.1fs" % elapsed)
+        # How long the 100 MiB took is a benchmark (bench/run.sh --scenarios large), not a
+        # test: only the memory bound and the intact content are asserted here.
+        print("\n  100 MiB after the pause in %.1fs" % elapsed, file=sys.stderr)
         # VmHWM catches a short spike the sampler might miss.
         self.assertLess(self.proxy.hwm_kib() - max(hwm_before, rss_before), GROWTH_LIMIT_KIB)
 

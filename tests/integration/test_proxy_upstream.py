@@ -11,10 +11,6 @@ from harness.origin import RawOrigin
 from harness.proxy import make_policy, origin_rule
 
 
-def closed_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class UpstreamFailureTest(ProxyTestCase):
@@ -37,7 +33,7 @@ class UpstreamFailureTest(ProxyTestCase):
     def extra_setup(cls):
         cls.raw_origins = {name: RawOrigin(RawOrigin.reply(payload)).start()
                            for name, payload in cls.SCRIPTS.items()}
-        cls.closed = closed_port()
+        cls.closed = clients.closed_port()
 
     @classmethod
     def extra_teardown(cls):

@@ -11,10 +11,11 @@ import threading
 import time
 import unittest
 
-from harness import env
+from harness import clients, env
 from harness.base import ProxyTestCase, marker
 from harness.ops_admin import admin_call
-from harness.proxy import make_policy, origin_rule, sha256_hex
+from harness.origin import RawOrigin
+from harness.proxy import make_policy, origin_rule, sha256_hex, tunnel_rule
 from test_tls_interception import InterceptionCase, inspect_rule
 
 ALPHA_TOKEN = "alpha-token-5d1e"
@@ -32,6 +33,16 @@ class ControlsTestCase(ProxyTestCase):
         [r], _ = self.send_raw(self.request(method, self.url(path, host=host), headers=headers,
                                             body=body))
         return r
+
+    def wait_for_status(self, status, path, headers=(), host="origin.test", deadline=10):
+        """Asks again (a fresh request each time) until the answer has `status`, within a
+        generous deadline: waiting on the condition, not on a clock."""
+        end = time.monotonic() + env.t(deadline)
+        while True:
+            r = self.get(path, headers, host=host)
+            if r is not None and r.status == status or time.monotonic() > end:
+                return r
+            time.sleep(0.1)
 
     def retry_after(self, r):
         value = r.header("Retry-After")
@@ -182,6 +193,9 @@ class RateLimitTest(ControlsTestCase):
     def policy(cls):
         p = cls.origin.port
         return make_policy(
+            # One per second with a burst of 3: whatever the machine's speed, the fourth request
+            # within the same second (or the first unanswered one) is refused, since tests
+            # count requests, not time.
             [origin_rule(p, name="limited", hosts=["limited.test"],
                          rate={"requests_per_second": 1, "burst": 3}),
              origin_rule(p, name="reloaded", hosts=["reloaded.test"],
@@ -195,28 +209,36 @@ class RateLimitTest(ControlsTestCase):
             listen=dict(ADMIN))
 
     def test_burst_then_429_with_retry_after_then_pass_again(self):
-        statuses = [self.get("/echo/r", [bearer(ALPHA_TOKEN)], host="limited.test").status
-                    for _ in range(3)]
-        self.assertEqual(statuses, [200, 200, 200])
-        m = marker()
-        r = self.get("/echo/" + m, [bearer(ALPHA_TOKEN)], host="limited.test")
+        # The burst passes; then requests are refused. On a slow (sanitizer) build a token may
+        # refill between requests, so count: at least the burst passed, and a refusal came
+        # within a bounded number of requests (each refill needs a whole second).
+        statuses = []
+        for _ in range(12):
+            m = marker()
+            r = self.get("/echo/" + m, [bearer(ALPHA_TOKEN)], host="limited.test")
+            statuses.append(r.status)
+            if r.status != 200:
+                break
+        self.assertGreaterEqual(statuses.count(200), 3, statuses)
+        self.assertEqual(statuses[-1], 429, statuses)
         self.assert_answer(r, "rate_limited")
         self.assertIn("requests_per_second=1", r.header("Proxy-Status"))
         self.assertIn("limited", r.header("Proxy-Status"))
         wait = self.retry_after(r)
         self.assertGreaterEqual(wait, 1)
         self.assertLessEqual(wait, 2)
-        self.assertEqual(self.origin.seen(m), [], "a rate-limited request reached the origin")
         rec = self.assert_audit(path="/echo/" + m)
+        self.assertEqual(self.origin.seen(m), [], "a rate-limited request reached the origin")
         self.assertEqual(rec["reason"], "rate_limited")
         self.assertEqual(rec["status"], 429)
         # Other rules of the same agent are not affected (the bucket is per agent and rule).
         self.assertEqual(self.get("/echo/f", [bearer(ALPHA_TOKEN)], host="free.test").status, 200)
         # Another agent on the same rule has its own bucket.
         self.assertEqual(self.get("/echo/d", host="limited.test").status, 200)
-        time.sleep(wait + 0.1)
-        self.assertEqual(
-            self.get("/echo/again", [bearer(ALPHA_TOKEN)], host="limited.test").status, 200)
+        # And passes again once a token refilled (Retry-After seconds; polled, not slept).
+        r = self.wait_for_status(200, "/echo/again", [bearer(ALPHA_TOKEN)], host="limited.test",
+                                 deadline=wait + 5)
+        self.assertEqual(r.status, 200, r)
 
     def test_quota_per_hour(self):
         for _ in range(2):
@@ -240,6 +262,22 @@ class RateLimitTest(ControlsTestCase):
 
 class ByteRateTest(ControlsTestCase):
     RATE = 256 * 1024  # bytes per second
+    TUNNEL_BYTES = 1024 * 1024
+
+    @classmethod
+    def extra_setup(cls):
+        # An opaque-tunnel origin: after the client's first bytes (a ClientHello), it sends
+        # TUNNEL_BYTES and closes.
+        cls.sink = RawOrigin(cls.send_after_hello).start()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.sink.stop()
+
+    @classmethod
+    def send_after_hello(cls, conn, record):
+        record["data"] += conn.recv(65536)
+        conn.sendall(b"x" * cls.TUNNEL_BYTES)
 
     @classmethod
     def policy(cls):
@@ -248,7 +286,9 @@ class ByteRateTest(ControlsTestCase):
             [origin_rule(p, name="slow", hosts=["slow.test"],
                          rate={"download_bytes_per_second": cls.RATE,
                                "upload_bytes_per_second": cls.RATE}),
-             origin_rule(p, name="fast", hosts=["fast.test"])])
+             origin_rule(p, name="fast", hosts=["fast.test"]),
+             tunnel_rule(cls.sink.port, name="slow-tunnel", hosts=["127.0.0.1"], addresses=None,
+                         rate={"download_bytes_per_second": cls.RATE})])
 
     def timed_download(self, host, size):
         """(bytes, seconds) of the body after the first RATE bytes (the bucket's burst)."""
@@ -272,28 +312,58 @@ class ByteRateTest(ControlsTestCase):
         self.assertEqual(len(body), size)
         return len(data) - start_len, end - start
 
-    def test_download_is_throttled_to_its_rate(self):
-        moved, seconds = self.timed_download("slow.test", 1024 * 1024)
-        rate = moved / seconds
-        self.assertGreater(rate, self.RATE * 0.8, "%.0f B/s" % rate)
-        self.assertLess(rate, self.RATE * 1.2, "%.0f B/s" % rate)
+    # Throttling is asserted as a floor on the time the transfer needs, which a slow machine
+    # only makes longer: (size - burst) / RATE seconds at least (20% slack for the token
+    # bucket's granularity). Exact rates are a benchmark (bench/), not a test. The upper bounds
+    # are there only to catch a transfer stuck far beyond its rate, scaled for sanitizers.
 
-    def test_unthrottled_rule_is_fast(self):
-        moved, seconds = self.timed_download("fast.test", 4 * 1024 * 1024)
-        self.assertGreater(moved / seconds, self.RATE * 4)
+    def floor_seconds(self, size):
+        return (size - self.RATE) / self.RATE * 0.8
+
+    def test_download_is_throttled_to_its_rate(self):
+        size = 1024 * 1024
+        moved, seconds = self.timed_download("slow.test", size)
+        self.assertGreaterEqual(seconds, (moved - self.RATE) / self.RATE * 0.8,
+                                "%d bytes in %.2fs: faster than the rate" % (moved, seconds))
+        self.assertLess(seconds, env.t(4 * moved / self.RATE + 5), "far slower than the rate")
+
+    def test_unthrottled_rule_is_not_throttled(self):
+        # 4 MiB through the unthrottled rule must not take what the slow rule's rate would
+        # impose ((4 MiB - burst) / RATE = 15 s): the rate belongs to its rule only.
+        size = 4 * 1024 * 1024
+        moved, seconds = self.timed_download("fast.test", size)
+        self.assertLess(seconds, self.floor_seconds(moved),
+                        "%d bytes in %.2fs: throttled like the slow rule" % (moved, seconds))
+
+    def test_tunnel_download_is_throttled(self):
+        # docs/policy.md: byte rates apply to tunnels too (counted on the tunnel's bytes).
+        c = self.raw(timeout=env.t(60))
+        self.addCleanup(c.close)
+        c.send("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % self.sink.port)
+        r = c.read_response(tunnel=True)
+        self.assertEqual(r.status, 200, r)
+        c.take()
+        c.send(clients.client_hello(None))
+        start = time.monotonic()
+        c.read_until_close(env.t(60))
+        seconds = time.monotonic() - start
+        self.assertEqual(len(c.buffer), self.TUNNEL_BYTES, "the tunnel's bytes arrived whole")
+        self.assertGreaterEqual(seconds, self.floor_seconds(self.TUNNEL_BYTES),
+                                "%d bytes in %.2fs: the tunnel was not throttled"
+                                % (self.TUNNEL_BYTES, seconds))
 
     def test_upload_is_throttled(self):
         body = os.urandom(768 * 1024)
         start = time.monotonic()
         r = self.curl(self.url("/echo/up", host="slow.test"),
                       args=["--data-binary", "@-", "-H", "Content-Type: application/octet-stream"],
-                      input=body)
+                      input=body, max_time=env.t(60))
         seconds = time.monotonic() - start
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["body_sha256"], hashlib.sha256(body).hexdigest())
         # One second of burst, then the rest at RATE: (768 - 256) KiB at 256 KiB/s = 2 s.
-        self.assertGreater(seconds, 2 * 0.8)
-        self.assertLess(seconds, 2 * 1.2 + 0.5)
+        self.assertGreaterEqual(seconds, self.floor_seconds(len(body)))
+        self.assertLess(seconds, env.t(4 * len(body) / self.RATE + 5))
 
 
 class ConcurrencyTest(ControlsTestCase):
@@ -306,14 +376,22 @@ class ConcurrencyTest(ControlsTestCase):
 
     def test_cap_holds_and_frees(self):
         results = []
+        m = marker()
+        # Long enough that both are still in flight when the third is sent, on any machine:
+        # the third goes out as soon as the origin saw both.
+        hold = int(env.t(3000))
 
-        def slow():
-            results.append(self.curl(self.url("/slow/1500")).status)
+        def slow(i):
+            results.append(self.curl(self.url("/slow/%d?%s-%d" % (hold, m, i)),
+                                     max_time=env.t(30)).status)
 
-        threads = [threading.Thread(target=slow) for _ in range(2)]
+        threads = [threading.Thread(target=slow, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
-        time.sleep(0.5)  # both are in flight at the origin now
+        deadline = time.monotonic() + env.t(10)
+        while len(self.origin.seen(m)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(len(self.origin.seen(m)), 2, "both slow requests reach the origin")
         r = self.get("/echo/third")
         self.assert_answer(r, "concurrency_limited")
         self.assertIn("concurrent=2", r.header("Proxy-Status"))
@@ -357,8 +435,9 @@ class BreakerTest(ControlsTestCase):
         self.assertGreater(me["suspended_seconds_left"], 0)
         metrics = admin_call(self.proxy.admin, "GET", "/metrics").text()
         self.assertIn('airlock_breaker_trips_total{agent="default"} 1', metrics)
-        time.sleep(wait + 0.2)
-        self.assertEqual(self.get("/echo/recovered").status, 200)
+        # Recovers after the cooldown (polled with a generous deadline, not slept).
+        r = self.wait_for_status(200, "/echo/recovered", deadline=wait + 5)
+        self.assertEqual(r.status, 200, r)
 
     def test_kill_switch(self):
         r = admin_call(self.proxy.admin, "POST", "/agents/default/stop")
@@ -393,10 +472,15 @@ class InspectedControlsTest(InterceptionCase):
     def policy(cls):
         p = make_policy([
             origin_rule(cls.origin.port),
-            inspect_rule(cls.good.port, rate={"requests_per_second": 1, "burst": 3},
+            # A burst of 3, refilled once a minute: no token can come back during the test,
+            # however slow the (sanitizer) build, so the fourth request is refused for sure.
+            inspect_rule(cls.good.port, rate={"requests_per_minute": 1, "burst": 3},
+                         query={"params": {"q": "^[a-z]+$"}}),
+            inspect_rule(cls.good.port, name="validated", hosts=["valid.test"],
                          query={"params": {"q": "^[a-z]+$"}}),
         ], tls=cls.tls_section(),
-            agents={"default": {"rules": ["origin", "inspected"], "rate": {"concurrent": 1}}})
+            agents={"default": {"rules": ["origin", "inspected", "validated"],
+                                "rate": {"concurrent": 1}}})
         return p
 
     def test_rate_and_validation_inside_tls(self):
@@ -408,15 +492,16 @@ class InspectedControlsTest(InterceptionCase):
         self.assertEqual(r.returncode, 0, r)
         # (The first response curl lists is the proxy's 200 to CONNECT.)
         self.assertEqual([x.status for x in r.responses], [200, 200, 200, 200], r)
-        # The fourth in the same second: 429 inside TLS, with its reason.
+        # The fourth: 429 inside TLS, with its reason.
         r = self.curl_ica(self.insp_url("/echo/allowed-%s-4?q=abc" % m))
         self.assertEqual(r.status, 429, r)
         self.assertEqual(r.header("X-Airlock-Reason"), "rate_limited")
         self.assertIsNotNone(r.header("Retry-After"))
-        time.sleep(1.1)
-        r = self.curl_ica(self.insp_url("/echo/allowed-%s-5?q=ABC" % m))
+        # Validation inside TLS (a rule without a rate, so no bucket is involved).
+        r = self.curl_ica(self.insp_url("/echo/allowed-%s-5?q=ABC" % m, host="valid.test"))
         self.assertEqual(r.status, 403, r)
         self.assertEqual(r.header("X-Airlock-Reason"), "query_denied")
+        self.assert_audit(scheme="https", path="/echo/allowed-%s-5" % m, reason="query_denied")
         self.assertEqual(self.good.seen("%s-5" % m), [])
 
 

@@ -129,8 +129,11 @@ class InterceptionCase(ProxyTestCase):
                           % (match, self.proxy.audit()[-4:]))
             time.sleep(0.05)
 
-    def assert_origin_never_saw(self, origin, m):
-        time.sleep(0.2)
+    def assert_origin_never_saw(self, origin, m, **record):
+        """The origin never saw marker m: checked once the exchange is known to be over, i.e.
+        once the proxy wrote its audit record (`record`, which must identify this test's own
+        exchange: a marker in the path, the client's port, or records after a mark)."""
+        self.assert_audit(**record)
         self.assertEqual(origin.seen(m), [], "the origin got a request it must not see")
 
 
@@ -232,7 +235,7 @@ class InterceptionTest(InterceptionCase):
         # The CONNECT itself was accepted; the 403 came over the intercepted TLS session.
         self.assertEqual(r.responses[0].status, 200, r.responses)
         self.assert_answer(CurlAnswer(r), "path_denied")
-        self.assert_origin_never_saw(self.good, m)
+        self.assert_origin_never_saw(self.good, m, scheme="https", path="/echo/denied-%s" % m)
         rec = self.assert_audit(scheme="https", path="/echo/denied-%s" % m)
         self.assertEqual(rec["decision"], "deny")
         self.assertEqual(rec["reason"], "path_denied")
@@ -243,8 +246,8 @@ class InterceptionTest(InterceptionCase):
         m = marker()
         r = self.curl_ica(self.insp_url("/echo/allowed-put-%s" % m), args=["-X", "PUT"])
         self.assert_answer(CurlAnswer(r), "method_denied")
-        self.assert_origin_never_saw(self.good, m)
-        self.assert_audit(scheme="https", method="PUT", reason="method_denied")
+        self.assert_origin_never_saw(self.good, m, scheme="https", method="PUT",
+                                     reason="method_denied", path="/echo/allowed-put-%s" % m)
 
     def test_keep_alive_inside_tunnel(self):
         """Three URLs in one curl call share one tunnel; the refused one in the middle does not
@@ -302,7 +305,9 @@ class InterceptionTest(InterceptionCase):
         r = t.read_responses(2)
         self.assertEqual(len(r), 2, t.buffer[-500:])
         self.assert_answer(r[1], "bad_request")
-        self.assert_origin_never_saw(self.good, m2)
+        # The refusal's own record (same tunnel, so the same client port) ends that exchange.
+        self.assert_origin_never_saw(self.good, m2, scheme="https", reason="bad_request",
+                                     client_port=t.raw.local_port)
 
     # -- Python requests ----------------------------------------------------------------------
 
@@ -327,18 +332,20 @@ class InterceptionTest(InterceptionCase):
                 self.assertEqual(r.headers.get("X-Airlock-Reason"), "path_denied")
                 ps = parse_proxy_status(r.headers.get("Proxy-Status"))
                 self.assertEqual(ps.get("error"), "http_request_denied", r.headers)
-        self.assertEqual(self.good.seen("denied-rq-%s" % m), [])
         self.assert_audit(scheme="https", path="/echo/allowed-rq-%s" % m, decision="allow")
         self.assert_audit(scheme="https", method="POST", path="/echo/allowed-rq-post-%s" % m)
         self.assert_audit(scheme="https", path="/echo/denied-rq-%s" % m, decision="deny")
+        self.assertEqual(self.good.seen("denied-rq-%s" % m), [])  # its exchange is over
 
     def test_python_requests_without_the_ca_fails(self):
         m = marker()
         proxies = {"https": "http://127.0.0.1:%d" % self.proxy.port}
+        mark = self.proxy.audit_mark()
         with self.assertRaises(requests.exceptions.SSLError):
             requests.get(self.insp_url("/echo/allowed-rqno-%s" % m), proxies=proxies,
                          timeout=env.t(15), verify=self.certs.ca_cert)
-        self.assert_origin_never_saw(self.good, m)
+        self.assert_origin_never_saw(self.good, m, scheme="connect", host="insp.test",
+                                     after=mark)
 
     # -- the minted chain ---------------------------------------------------------------------
 
@@ -414,7 +421,7 @@ class InterceptionTest(InterceptionCase):
         self.assert_answer(answer, "upstream_tls_failed")
         details = parse_proxy_status(answer.header("Proxy-Status")).get("details", "")
         self.assertRegex(details, detail_pattern)
-        self.assert_origin_never_saw(origin, m)
+        self.assert_origin_never_saw(origin, m, scheme="https", path="/echo/allowed-bad-%s" % m)
         rec = self.assert_audit(scheme="https", path="/echo/allowed-bad-%s" % m)
         self.assertEqual(rec["reason"], "upstream_tls_failed")
         self.assertEqual(rec["status"], 502)
@@ -437,16 +444,20 @@ class InterceptionTest(InterceptionCase):
             records_before = len(self.proxy.audit())
             r = self.curl(self.insp_url("/echo/allowed-noca-%s" % m), args=trust)
             self.assertEqual(r.returncode, 60, "curl must refuse the leaf: %r" % r)
-            self.assert_origin_never_saw(self.good, m)
+            rec = self.wait_new_audit(records_before, scheme="connect", host="insp.test",
+                                      client=lambda v, p=r.local_port: str(v).endswith(
+                                          ":%d" % p),
+                                      detail=lambda d: "handshake" in (d or ""))
+            self.assert_origin_never_saw(self.good, m, scheme="connect",
+                                         client_port=r.local_port)
             # The proxy never even started TLS to the origin.
             self.assertNotIn("insp.test", self.good.tls_server_names[names_before:])
-            rec = self.wait_new_audit(records_before, scheme="connect", host="insp.test",
-                                      detail=lambda d: "handshake" in (d or ""))
             self.assertEqual(rec["decision"], "deny")
             self.assertIn("unknown ca", rec["detail"])
 
     def test_tls11_client_refused(self):
         m = marker()
+        mark = self.proxy.audit_mark()  # s_client's port is unknown: records after this
         out = s_client(self.proxy.port, "insp.test:%d" % self.good.port,
                        ["-servername", "insp.test", "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0",
                         "-ign_eof"], send=http_get("/echo/allowed-tls11-%s" % m, "insp.test"))
@@ -456,11 +467,11 @@ class InterceptionTest(InterceptionCase):
         self.assertNotRegex(out.stdout, rb"written 0 bytes")
         self.assertNotRegex(out.stdout, rb"New, TLSv1\.1")
         self.assertNotIn(b"BEGIN CERTIFICATE", out.stdout)
-        self.assert_origin_never_saw(self.good, m)
-        rec = self.assert_audit(scheme="connect", host="insp.test",
+        rec = self.assert_audit(scheme="connect", host="insp.test", after=mark,
                                 detail=lambda d: isinstance(d, str) and "handshake" in d and
                                 "unsupported protocol" in d)
         self.assertEqual(rec["decision"], "deny")
+        self.assert_origin_never_saw(self.good, m, scheme="connect", after=mark)
 
     def test_tls12_and_tls13_clients_accepted(self):
         for version in ("-tls1_2", "-tls1_3"):
@@ -476,21 +487,33 @@ class InterceptionTest(InterceptionCase):
 
     def test_sni_other_than_connect_host_refused(self):
         m = marker()
+        mark = self.proxy.audit_mark()
         out = s_client(self.proxy.port, "insp.test:%d" % self.good.port,
                        ["-servername", "other.test", "-ign_eof"],
                        send=http_get("/echo/allowed-sni-%s" % m, "other.test"))
         self.assertNotEqual(out.returncode, 0, "handshake with SNI other.test succeeded")
         self.assertNotIn(b"HTTP/1.1", out.stdout)
         self.assertNotIn(b"BEGIN CERTIFICATE", out.stdout, "a leaf was presented anyway")
-        self.assert_origin_never_saw(self.good, m)
-        rec = self.assert_audit(scheme="connect", reason="sni_mismatch", host="insp.test")
+        rec = self.assert_audit(scheme="connect", reason="sni_mismatch", host="insp.test",
+                                after=mark)
+        self.assert_origin_never_saw(self.good, m, scheme="connect", after=mark)
         self.assertEqual(rec["decision"], "deny")
 
+    def test_sni_mismatch_alert_is_unrecognized_name(self):
+        # What a real TLS stack reports: the fatal unrecognized_name alert (RFC 6066 section 3).
+        mark = self.proxy.audit_mark()
+        with self.assertRaises(ssl.SSLError) as caught:
+            TlsTunnel(self.proxy.port, "insp.test:%d" % self.good.port, self.ica.cert,
+                      server_name="other.test")
+        self.assertIn("UNRECOGNIZED_NAME", str(caught.exception).upper())
+        self.assert_audit(scheme="connect", reason="sni_mismatch", host="insp.test", after=mark)
+
     def test_missing_sni_for_name_refused(self):
+        mark = self.proxy.audit_mark()
         out = s_client(self.proxy.port, "insp.test:%d" % self.good.port,
                        ["-noservername"])
         self.assertNotIn(b"BEGIN CERTIFICATE", out.stdout, "a leaf was presented without SNI")
-        self.assert_audit(scheme="connect", reason="sni_mismatch", host="insp.test",
+        self.assert_audit(scheme="connect", reason="sni_mismatch", host="insp.test", after=mark,
                           detail=lambda d: isinstance(d, str) and "no SNI" in d)
 
     def test_plaintext_in_inspected_tunnel_refused(self):
@@ -503,8 +526,8 @@ class InterceptionTest(InterceptionCase):
         c.send(http_get("/echo/allowed-plain-%s" % m, "insp.test"))
         self.assertTrue(c.closed_by_peer(env.t(5)), "plain-text inspected tunnel left open")
         self.assertNotIn(b"HTTP/1.1 200", bytes(c.buffer))
-        self.assert_origin_never_saw(self.good, m)
-        self.assert_audit(scheme="connect", reason="not_tls", host="insp.test")
+        self.assert_origin_never_saw(self.good, m, scheme="connect", reason="not_tls",
+                                     host="insp.test", client_port=c.local_port)
 
     # -- opaque tunnels are untouched ---------------------------------------------------------
 
@@ -516,7 +539,7 @@ class InterceptionTest(InterceptionCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["path"], "/echo/opaque-%s" % m)
         rec = self.assert_audit(scheme="connect", host="origin.test", decision="allow",
-                                rule="opaque")
+                                rule="opaque", client_port=r.local_port)
         self.assertEqual(rec["port"], self.good.port)
         # No inner records: the proxy did not see the request.
         self.assertIsNone(self.proxy.wait_audit(timeout=0.3, scheme="https",

@@ -12,6 +12,7 @@ import unittest
 import uuid
 
 from . import clients
+from .clients import header_value
 from .certs import TestCA
 from .origin import OriginServer
 from .proxy import REASONS, Airlock, origin_rule, make_policy
@@ -218,7 +219,13 @@ class ProxyTestCase(unittest.TestCase):
         body = resp.body if isinstance(resp.body, bytes) else b""
         self.assertTrue(body.strip(), "the answer has an empty body: %s" % got)
 
-    def assert_audit(self, msg="", **match):
+    def assert_audit(self, msg="", client_port=None, **match):
+        """The audit record matching every field of `match`. Tie it to this test's own request:
+        a marker in `path`, or `client_port` (the local port of the client's connection to the
+        proxy: CurlResult.local_port, RawClient.local_port), or `after=proxy.audit_mark()`."""
+        if client_port is not None:
+            match["client"] = lambda v, p=client_port: isinstance(v, str) and v.endswith(
+                ":%d" % p)
         rec = self.proxy.wait_audit(**match)
         if rec is None:
             tail = self.proxy.audit()[-8:]
@@ -238,11 +245,7 @@ class CurlAnswer:
         self.body = result.body
 
     def header(self, name, default=None):
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return default
+        return header_value(self.headers, name, default)
 
     def __repr__(self):
         return "<CurlAnswer %r>" % self.result

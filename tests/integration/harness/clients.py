@@ -17,6 +17,24 @@ import urllib.request
 from . import env
 
 
+
+def header_value(pairs, name, default=None):
+    """The first value of header `name` (case-insensitive) in (name, value) pairs."""
+    name = name.lower()
+    for k, v in pairs:
+        if k.lower() == name:
+            return v
+    return default
+
+
+def closed_port():
+    """A loopback port with nothing listening (bound, then released): connects are refused.
+    Also a free port for a server started next."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class Response:
     """One HTTP response: status, reason, headers (list of (name, value)), body (bytes).
     `complete` is False when the connection ended before the framing said the body was done."""
@@ -30,11 +48,7 @@ class Response:
         self.complete = complete
 
     def header(self, name, default=None):
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return default
+        return header_value(self.headers, name, default)
 
     def header_all(self, name):
         name = name.lower()
@@ -154,6 +168,7 @@ class RawClient:
             self.sock.bind((source, 0))
         self.sock.settimeout(self.timeout)
         self.sock.connect((host, port))
+        self.local_port = self.sock.getsockname()[1]  # the audit record's `client` port
         self.buffer = bytearray()
         self.eof = False
         self.reset = False
@@ -307,6 +322,9 @@ def _split_header_blocks(raw):
     return blocks
 
 
+LOCAL_PORT_MARK = "airlock-itest-local-port="
+
+
 def curl(*urls, proxy_port=None, args=(), input=None, max_time=None, body_file=None):
     """Runs curl -sS against `urls` through 127.0.0.1:proxy_port. Headers go to a file (-D),
     the body to another (-o) unless body_file is given (e.g. os.devnull)."""
@@ -314,7 +332,11 @@ def curl(*urls, proxy_port=None, args=(), input=None, max_time=None, body_file=N
     with tempfile.TemporaryDirectory(prefix="airlock-curl-") as tmp:
         head_path = os.path.join(tmp, "head")
         out_path = body_file or os.path.join(tmp, "body")
-        cmd = ["curl", "-sS", "--max-time", str(max_time), "-D", head_path]
+        # The local port of curl's connection to the proxy, on stderr (a later -w in args
+        # replaces this one): the audit record's `client` field names it, which ties an audit
+        # assertion to this very request.
+        cmd = ["curl", "-sS", "--max-time", str(max_time), "-D", head_path,
+               "-w", "%{stderr}" + LOCAL_PORT_MARK + "%{local_port}\n"]
         if proxy_port is not None:
             cmd += ["-x", "http://127.0.0.1:%d" % proxy_port]
         cmd += list(args)
@@ -329,8 +351,16 @@ def curl(*urls, proxy_port=None, args=(), input=None, max_time=None, body_file=N
         if len(urls) == 1 and body_file is None and os.path.exists(out_path):
             with open(out_path, "rb") as f:
                 body = f.read()
-        return CurlResult(proc.returncode, _split_header_blocks(raw_head), body,
-                          proc.stderr.decode("utf-8", "replace"), proc.stdout)
+        stderr = proc.stderr.decode("utf-8", "replace")
+        local_port = None
+        m = re.search(re.escape(LOCAL_PORT_MARK) + r"(\d+)\n", stderr)
+        if m:
+            local_port = int(m.group(1)) or None
+            stderr = stderr[:m.start()] + stderr[m.end():]
+        result = CurlResult(proc.returncode, _split_header_blocks(raw_head), body, stderr,
+                            proc.stdout)
+        result.local_port = local_port
+        return result
 
 
 def urllib_open(url, proxy_port, data=None, method=None, headers=None, timeout=None):

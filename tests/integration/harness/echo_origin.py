@@ -25,10 +25,12 @@ import base64
 import json
 import socket
 import ssl
-import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from .clients import header_value
+from .origin import OriginServer
 
 PIECE = 64 * 1024
 
@@ -47,11 +49,7 @@ class ScriptedRequest:
         self.body = record["body_bytes"]
 
     def header(self, name, default=None):
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return default
+        return header_value(self.headers, name, default)
 
     def head(self, status, headers=()):
         """Only a status line and headers (for 304 and other bodiless answers)."""
@@ -177,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
             "complete": False,
             "time": time.time(),
         }
-        origin._record(record)
+        origin._request_started(record)
         record["body_bytes"] = self._read_body()
         record["complete"] = True
         fn = origin._route(split.path)
@@ -193,71 +191,16 @@ class _Handler(BaseHTTPRequestHandler):
         req.send(200, extra, json.dumps(doc).encode(), "application/json")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
+class EchoOrigin(OriginServer):
+    """Threaded HTTP/1.1 echo origin on 127.0.0.1:<ephemeral> (HTTPS with tls_context): the
+    harness's OriginServer (lifecycle, TLS, request log: seen, wait_seen) with the echo and
+    scripted-route handler above."""
 
-    def __init__(self, address, origin, tls_context):
-        self.origin = origin
-        self.tls_context = tls_context
-        super().__init__(address, _Handler)
-
-    def finish_request(self, request, client_address):
-        if self.tls_context is None:
-            super().finish_request(request, client_address)
-            return
-        request.settimeout(10)
-        try:
-            tls = self.tls_context.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError):
-            return
-        try:
-            super().finish_request(tls, client_address)
-        finally:
-            try:
-                tls.close()
-            except OSError:
-                pass
-
-    def handle_error(self, request, client_address):
-        self.origin.errors += 1
-
-
-class EchoOrigin:
-    """Threaded HTTP/1.1 echo origin on 127.0.0.1:<ephemeral> (HTTPS with tls_context)."""
+    handler_class = _Handler
 
     def __init__(self, tls_context=None):
-        self._tls_context = tls_context
-        self._lock = threading.Lock()
+        super().__init__(tls_context)
         self._routes = {}
-        self._server = None
-        self._thread = None
-        self.requests = []
-        self.errors = 0
-
-    def start(self):
-        self._server = _Server(("127.0.0.1", 0), self, self._tls_context)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self):
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
-        self._server = None
-
-    @property
-    def port(self):
-        return self._server.server_address[1]
-
-    def url(self, path, host):
-        scheme = "https" if self._tls_context is not None else "http"
-        return "%s://%s:%d%s" % (scheme, host, self.port, path)
 
     def route(self, path, fn):
         with self._lock:
@@ -266,23 +209,6 @@ class EchoOrigin:
     def _route(self, path):
         with self._lock:
             return self._routes.get(path)
-
-    def _record(self, record):
-        with self._lock:
-            self.requests.append(record)
-
-    def seen(self, marker):
-        with self._lock:
-            return [r for r in self.requests if marker in r["target"]]
-
-    def wait_seen(self, marker, timeout=5.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [r for r in self.seen(marker) if r["complete"]]
-            if found:
-                return found
-            time.sleep(0.02)
-        return []
 
     def all_received_bytes(self):
         """Every header and body byte received so far, for 'the origin never saw X' checks."""

@@ -25,6 +25,7 @@ import time
 import yaml
 
 from . import env
+from .clients import header_value
 from .proxy import Airlock, make_policy
 
 ADMIN_LISTEN = {"proxy": "127.0.0.1:0", "admin": "127.0.0.1:0"}
@@ -46,11 +47,7 @@ class AdminResponse:
         self.body = body
 
     def header(self, name, default=None):
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return default
+        return header_value(self.headers, name, default)
 
     @property
     def content_type(self):

@@ -26,10 +26,7 @@ from . import env
 PROMETHEUS = "/usr/bin/prometheus"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from .clients import closed_port as free_port  # noqa: E402  (bound, then released)
 
 
 def prometheus_binary():

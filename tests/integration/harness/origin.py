@@ -205,6 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, str(self.conn_id).encode())
         elif path == "/ws" and "websocket" in (self.headers.get("Upgrade") or "").lower():
             self._websocket()
+        elif self.origin.fallback is not None:
+            self._send(200, self.origin.fallback)
         else:
             self._send(404, b"not found\n")
 
@@ -263,7 +265,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address, origin, tls_context):
         self.origin = origin
         self.tls_context = tls_context
-        super().__init__(address, _Handler)
+        super().__init__(address, origin.handler_class)
 
     def process_request(self, request, client_address):
         self.origin._accepted()
@@ -294,9 +296,16 @@ class _Server(ThreadingHTTPServer):
 
 class OriginServer:
     """Threaded HTTP/1.1 origin on 127.0.0.1:<ephemeral>. Use as a context manager or call
-    start()/stop(). With tls_context (an ssl.SSLContext for the server) it speaks HTTPS."""
+    start()/stop(). With tls_context (an ssl.SSLContext for the server) it speaks HTTPS.
+    The lifecycle, TLS, connection counting and request log are shared with EchoOrigin
+    (echo_origin.py), which only brings its own handler_class."""
 
-    def __init__(self, tls_context=None, host="127.0.0.1"):
+    handler_class = _Handler
+
+    def __init__(self, tls_context=None, host="127.0.0.1", fallback=None):
+        """fallback: bytes answered (200 text/plain) to any path not listed above, instead of
+        404 (the launcher tests' origin greets every path)."""
+        self.fallback = fallback
         self._lock = threading.Lock()
         self._tls_context = tls_context
         self._host = host

@@ -131,6 +131,24 @@ def sha256_hex(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def read_audit(path):
+    """Every JSON line of an audit file (an unparsable one as {"_unparsable": text})."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    records = []
+    for line in data.split(b"\n"):
+        line = line.strip()
+        if line:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                records.append({"_unparsable": line.decode("utf-8", "replace")})
+    return records
+
+
 class ProxyStartError(AssertionError):
     pass
 
@@ -179,12 +197,7 @@ class Airlock:
 
     def start(self, timeout=None):
         timeout = env.t(10) if timeout is None else timeout
-        child_env = dict(os.environ)
-        # A sanitized build: report every error, keep the quarantine modest so RSS numbers
-        # measure the proxy's buffering rather than ASan's free-list (the memory test).
-        child_env.setdefault("ASAN_OPTIONS", "abort_on_error=0:quarantine_size_mb=16:"
-                             "detect_leaks=1")
-        child_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        child_env = env.sanitizer_env(dict(os.environ))
         child_env.update(self.env_extra)
         self._stderr_file = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
@@ -297,34 +310,27 @@ class Airlock:
 
     def audit(self):
         """Every audit record written so far (complete lines only)."""
-        try:
-            with open(self.audit_path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return []
-        records = []
-        for line in data.split(b"\n"):
-            line = line.strip()
-            if line:
-                try:
-                    records.append(json.loads(line))
-                except ValueError:
-                    records.append({"_unparsable": line.decode("utf-8", "replace")})
-        return records
+        return read_audit(self.audit_path)
 
-    def wait_audit(self, timeout=None, **match):
+    def wait_audit(self, timeout=None, after=0, **match):
         """Polls the audit file for a record whose fields equal every `match` item (a callable
-        value is used as a predicate). Returns it, or None after `timeout` seconds."""
-        timeout = env.t(3) if timeout is None else timeout
+        value is used as a predicate), among the records after the first `after` ones (see
+        audit_mark). Returns it, or None after `timeout` seconds."""
+        timeout = env.t(5) if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while True:
-            for rec in self.audit():
+            for rec in self.audit()[after:]:
                 if all((v(rec.get(k)) if callable(v) else rec.get(k) == v)
                        for k, v in match.items()):
                     return rec
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.05)
+
+    def audit_mark(self):
+        """How many audit records there are now: pass it as wait_audit(after=...) to look only
+        at records written since (they belong to exchanges that ended after this point)."""
+        return len(self.audit())
 
     def _status_kib(self, key):
         with open("/proc/%d/status" % self.proc.pid) as f:
@@ -341,6 +347,29 @@ class Airlock:
 
     def open_fds(self):
         return len(os.listdir("/proc/%d/fd" % self.proc.pid))
+
+    def holds_connection_from(self, client_port):
+        """Whether the proxy process has accepted the TCP connection from 127.0.0.1:
+        client_port: one of its descriptors is a socket whose peer is that port (proc(5):
+        /proc/PID/net/tcp, /proc/PID/fd)."""
+        inodes = set()
+        fd_dir = "/proc/%d/fd" % self.proc.pid
+        for fd in os.listdir(fd_dir):
+            try:
+                link = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+        with open("/proc/%d/net/tcp" % self.proc.pid) as f:
+            next(f)
+            for line in f:
+                cols = line.split()
+                local_port = int(cols[1].split(":")[1], 16)
+                remote_port = int(cols[2].split(":")[1], 16)
+                if (local_port, remote_port) == (self.port, client_port) and cols[9] in inodes:
+                    return True
+        return False
 
     def url(self):
         return "http://127.0.0.1:%d" % self.port

@@ -1,67 +1,17 @@
 #include "filters/rate_limit/plan.hpp"
 
+#include "allocation_counter.hpp"
 #include "rate_limit_test_util.hpp"
 
 #include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <new>
-
-// Counts heap allocations made by this thread while `counting` is set: admit() and throttle()
-// run for every request and every body chunk, and must not allocate unless they refuse.
-namespace {
-thread_local bool counting = false;
-thread_local std::size_t allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (counting) ++allocations;
-  if (void* p = std::malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-// Every replaceable non-aligned form, so that no allocation pairs ours with the runtime's
-// (AddressSanitizer checks that new and delete match).
-void* operator new[](std::size_t size) {
-  return operator new(size);
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  if (counting) ++allocations;
-  return std::malloc(size ? size : 1);
-}
-void* operator new[](std::size_t size, const std::nothrow_t& t) noexcept {
-  return operator new(size, t);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace airlock::filters::rate_limit {
 namespace {
 
 using namespace test;
 
-struct count_scope {
-  count_scope() {
-    allocations = 0;
-    counting = true;
-  }
-  ~count_scope() { counting = false; }
-};
+using airlock::test::allocations;
+using airlock::test::count_scope;
 
 TEST(RateLimitAlloc, AdmittedPathDoesNotAllocate) {
   registry reg;

@@ -1,57 +1,15 @@
 #include "policy/snapshot.hpp"
 
+#include "allocation_counter.hpp"
 #include "test_util.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
-
-// Counts heap allocations made by this thread while `counting` is set: decide() must not
-// allocate when it allows a request (it runs once per request on the hot path).
-namespace {
-thread_local bool counting = false;
-thread_local std::size_t allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (counting) ++allocations;
-  if (void* p = std::malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-// Every replaceable non-aligned form, so that no allocation pairs ours with the runtime's
-// (AddressSanitizer checks that new and delete match).
-void* operator new[](std::size_t size) {
-  return operator new(size);
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  if (counting) ++allocations;
-  return std::malloc(size ? size : 1);
-}
-void* operator new[](std::size_t size, const std::nothrow_t& t) noexcept {
-  return operator new(size, t);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-
 namespace airlock::policy {
 namespace {
+
+using airlock::test::allocations;
+using airlock::test::counting;
 
 TEST(DecideAllocation, AllowPathDoesNotAllocate) {
   auto p = test::must_load(R"(agents: {default: {rules: [a, b, c, d]}}

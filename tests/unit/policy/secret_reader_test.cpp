@@ -2,6 +2,7 @@
 
 #include "policy/secrets.hpp"
 #include "secret_test_util.hpp"
+#include "unprivileged.hpp"
 
 #include <gtest/gtest.h>
 
@@ -158,10 +159,15 @@ TEST(SecretReader, WarnsWhenOthersCanReadTheFile) {
     EXPECT_EQ(r.warning,
               "'" + p + "' is accessible by group or others (mode " + m + "); run chmod 600 on it");
   }
-  if (::geteuid() != 0) {
-    const std::string p = d.write("unreadable", "value-0123456", 0000);
-    EXPECT_EQ(read_secret_file(p).error, "cannot read '" + p + "': Permission denied");
-  }
+  // Unreadable: as an unprivileged user, also when the tests run as root (CI).
+  const std::string p = d.write("unreadable", "value-0123456", 0000);
+  ::chmod(d.path().c_str(), 0755);  // nobody may look into the folder, not read the file
+  EXPECT_EQ(airlock::test::as_unprivileged([&]() -> std::string {
+              const std::string want = "cannot read '" + p + "': Permission denied";
+              const std::string got = read_secret_file(p).error;
+              return got == want ? "" : "got '" + got + "', want '" + want + "'";
+            }),
+            "");
 }
 
 }  // namespace
