@@ -3,9 +3,9 @@
 #include "core/log.hpp"
 #include "launcher/capture_protocol.hpp"
 #include "launcher/name_pool.hpp"
-#include "net/proxy_protocol.hpp"
 #include "launcher/resolver.hpp"
 #include "launcher/step.hpp"
+#include "net/proxy_protocol.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
