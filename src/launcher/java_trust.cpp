@@ -3,6 +3,7 @@
 #include "core/str_cat.hpp"
 #include "launcher/step.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <spawn.h>
@@ -10,13 +11,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -102,6 +107,26 @@ bool copy_file(const std::string& from, const std::string& to) {
   return write_whole_file(to, bytes, O_EXCL);
 }
 
+// Keeps the newest `keep` stores in dir: each new CA (a test run, a rotation) adds one.
+void prune_stores(const std::string& dir, std::size_t keep) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::pair<std::int64_t, std::string>> stores;
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    if (!n.ends_with(".jks") || n.size() != 36) continue;  // 32 hex digits + ".jks"
+    struct stat st;
+    const std::string path = str_cat(dir, '/', n);
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      stores.emplace_back(static_cast<std::int64_t>(st.st_mtim.tv_sec), path);
+  }
+  ::closedir(d);
+  if (stores.size() <= keep) return;
+  std::sort(stores.begin(), stores.end(), std::greater<>());
+  for (std::size_t i = keep; i < stores.size(); ++i)
+    ::unlink(stores[i].second.c_str());
+}
+
 }  // namespace
 
 std::optional<std::string> java_cache_dir() {
@@ -170,6 +195,7 @@ std::optional<std::string> cached_java_store(const trust_spec& spec, const std::
     return std::nullopt;
   }
   made_now = true;
+  prune_stores(cache_dir, 8);
   return store;
 }
 
