@@ -142,6 +142,9 @@ struct plan {
   // The caller's stdio includes a terminal: the command gets a pty of the jail's (terminal.hpp).
   // Set by run(), not by build_plan (which asks the host nothing).
   bool terminal = false;
+  // The caller has a controlling terminal (or a terminal on its stdio): the jail leaves its
+  // session (setsid), not only its process group. Set by run() too.
+  bool new_session = false;
   bool verbose = false;
 };
 

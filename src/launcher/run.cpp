@@ -81,8 +81,8 @@ int status_to_code(int status) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // A session of its own, with the jail's pty (if any) as its controlling terminal: the
-  // caller's terminal is nobody's controlling terminal in here.
+  // With the jail's pty, a session of its own with the pty as its controlling terminal; the
+  // caller's terminal is nobody's controlling terminal in here either way.
   if (!take_terminal(tty)) {
     say(str_cat("cannot confine the command (terminal: ", last_step_error(), ")"));
     ::_exit(kConfinementFailed);
@@ -165,6 +165,10 @@ int status_to_code(int status) {
       }
       continue;
     }
+    // Only what the launcher sends: its PID is not in this namespace, so the kernel reports
+    // si_pid 0 (a signal from inside, say kill(0, sig) over the jail's process group, has
+    // the sender's PID and already reached its targets).
+    if (info.si_pid != 0) continue;
     ::kill(command, sig);
   }
 }
@@ -180,12 +184,10 @@ int status_to_code(int status) {
     step_failed("prctl(PR_SET_PDEATHSIG)");
     die("setup");
   }
-  // Out of the caller's session and process group: the caller's terminal can neither signal
-  // the jail nor be its controlling terminal (TIOCSTI needs that or CAP_SYS_ADMIN).
-  if (::setsid() < 0) {
-    step_failed("setsid");
-    die("setup");
-  }
+  // Out of the caller's process group, and out of its session where it has a terminal: the
+  // caller's terminal can neither signal the jail nor be its controlling terminal (TIOCSTI
+  // needs that or CAP_SYS_ADMIN), and kill(0, sig) inside reaches only the jail.
+  if (!leave_caller_session(p.new_session)) die("setup");
   // Nothing the launcher had open (but stdio) may reach the command.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     for (int fd = 3; fd < 1024; ++fd) {
@@ -359,6 +361,7 @@ int run(const options& o) {
   }
   plan& p = *built.value;
   p.terminal = caller_has_terminal();
+  p.new_session = p.terminal || caller_has_controlling_terminal();
   if (o.verbose) {
     for (const auto& s : p.mounts)
       say(str_cat("plan: ", describe(s)));

@@ -36,6 +36,19 @@ bool caller_has_terminal() noexcept {
   return ::isatty(STDIN_FILENO) || ::isatty(STDOUT_FILENO) || ::isatty(STDERR_FILENO);
 }
 
+bool caller_has_controlling_terminal() noexcept {
+  // /dev/tty opens the controlling terminal, or fails with ENXIO without one (tty(4)).
+  const int fd = ::open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return errno != ENXIO;  // anything else: assume there is one (fail closed)
+  ::close(fd);
+  return true;
+}
+
+bool leave_caller_session(bool new_session) {
+  if (new_session) return ::setsid() >= 0 || step_failed("setsid");
+  return ::setpgid(0, 0) == 0 || step_failed("setpgid");
+}
+
 bool open_jail_terminal(int& master, int& slave) {
   master = slave = -1;
   // The jail's own devpts (mounts.cpp); its ptmx is pts/ptmx, mode 0666.
@@ -63,8 +76,9 @@ bool open_jail_terminal(int& master, int& slave) {
 }
 
 bool take_terminal(int slave) {
-  if (::setsid() < 0) return step_failed("setsid");
   if (slave < 0) return true;
+  // TIOCSCTTY needs a session leader without a terminal: a session of the command's own.
+  if (::setsid() < 0) return step_failed("setsid");
   if (::ioctl(slave, TIOCSCTTY, 0) != 0) return step_failed("ioctl(TIOCSCTTY)");
   bool was_tty[3];
   for (int fd = 0; fd < 3; ++fd)

@@ -21,6 +21,16 @@ namespace airlock::launcher {
 
 // True when any of the caller's stdin, stdout, stderr is a terminal.
 bool caller_has_terminal() noexcept;
+// True when the caller has a controlling terminal (whatever its stdio is).
+bool caller_has_controlling_terminal() noexcept;
+
+// In the jail's init: out of the caller's process group, so that kill(0, sig) inside reaches
+// only the jail (a PID namespace does not filter process groups). With new_session, out of
+// its session too, leaving the caller's controlling terminal behind. Without a controlling
+// terminal to leave, a process group is enough, and cheaper: each session is a scheduling
+// group of its own where the kernel has autogroups (sched(7)), which costs the start-up
+// several milliseconds on a busy machine.
+bool leave_caller_session(bool new_session);
 
 // ---- in the jail ----------------------------------------------------------------------
 
@@ -29,7 +39,8 @@ bool caller_has_terminal() noexcept;
 bool open_jail_terminal(int& master, int& slave);
 
 // In the command's process: a new session with slave as its controlling terminal, and slave
-// in place of each of fds 0..2 that was a terminal. slave < 0: only the new session.
+// in place of each of fds 0..2 that was a terminal. slave < 0: nothing (the command stays in
+// the init's session, which has no controlling terminal).
 bool take_terminal(int slave);
 
 // ---- in the launcher ------------------------------------------------------------------

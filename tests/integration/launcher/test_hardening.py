@@ -215,6 +215,17 @@ except OSError as e:
         self.assertEqual(r.stdout.split("\n")[:3], ["EPERM", "EPERM", "EPERM"], r.stdout)
         self.assertIn("no ctty ENXIO", r.stdout)
 
+    def test_kill_zero_reaches_only_the_jail(self):
+        # kill(0, sig) signals the caller's process group: a PID namespace does not filter it.
+        # The launcher (here in a group of its own) forwards whatever it gets to the command,
+        # so a signal that escaped would be trapped twice.
+        cmd = self._command("trap 'echo trapped' USR1; kill -USR1 0; sleep 0.5; echo done", [])
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=RUN_TIMEOUT, start_new_session=True, **self._popen_kwargs())
+        self._record_ns()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["trapped", "done"])
+
     # ---- 2. personality ---------------------------------------------------------------------
 
     def test_personality_flags_refused(self):
