@@ -81,8 +81,7 @@ int status_to_code(int status) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // With the jail's pty, a session of its own with the pty as its controlling terminal; the
-  // caller's terminal is nobody's controlling terminal in here either way.
+  // The jail's pty (the session's controlling terminal) in place of the caller's terminal.
   if (!take_terminal(tty)) {
     say(str_cat("cannot confine the command (terminal: ", last_step_error(), ")"));
     ::_exit(kConfinementFailed);
@@ -169,6 +168,9 @@ int status_to_code(int status) {
     // si_pid 0 (a signal from inside, say kill(0, sig) over the jail's process group, has
     // the sender's PID and already reached its targets).
     if (info.si_pid != 0) continue;
+    // From the jail's pty (^C, a new window size): the kernel signalled the whole foreground
+    // process group, the command included, already.
+    if (info.si_code == SI_KERNEL) continue;
     ::kill(command, sig);
   }
 }
@@ -184,10 +186,6 @@ int status_to_code(int status) {
     step_failed("prctl(PR_SET_PDEATHSIG)");
     die("setup");
   }
-  // Out of the caller's process group, and out of its session where it has a terminal: the
-  // caller's terminal can neither signal the jail nor be its controlling terminal (TIOCSTI
-  // needs that or CAP_SYS_ADMIN), and kill(0, sig) inside reaches only the jail.
-  if (!leave_caller_session(p.new_session)) die("setup");
   // Nothing the launcher had open (but stdio) may reach the command.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     for (int fd = 3; fd < 1024; ++fd) {
@@ -281,6 +279,13 @@ int status_to_code(int status) {
     if (!installed) die("seccomp");
   }
 
+  // Out of the caller's process group, and out of its session where it has a terminal: the
+  // caller's terminal can neither signal the jail nor be its controlling terminal (TIOCSTI
+  // needs that or CAP_SYS_ADMIN), and kill(0, sig) inside reaches only the jail. Only now,
+  // after the last exchange with the launcher: a new session is a new scheduling group
+  // (autogroup), and every hand-off across groups can wait for a time slice on a busy host.
+  if (!leave_caller_session(p.new_session)) die("setup");
+  if (tty >= 0 && !make_controlling_terminal(tty)) die("terminal");
   const pid_t command = ::fork();
   if (command < 0) {
     step_failed("fork(command)");

@@ -75,11 +75,13 @@ bool open_jail_terminal(int& master, int& slave) {
   return true;
 }
 
+bool make_controlling_terminal(int slave) {
+  if (::ioctl(slave, TIOCSCTTY, 0) != 0) return step_failed("ioctl(TIOCSCTTY)");
+  return true;
+}
+
 bool take_terminal(int slave) {
   if (slave < 0) return true;
-  // TIOCSCTTY needs a session leader without a terminal: a session of the command's own.
-  if (::setsid() < 0) return step_failed("setsid");
-  if (::ioctl(slave, TIOCSCTTY, 0) != 0) return step_failed("ioctl(TIOCSCTTY)");
   bool was_tty[3];
   for (int fd = 0; fd < 3; ++fd)
     was_tty[fd] = ::isatty(fd);
@@ -119,7 +121,9 @@ void terminal_relay::start(int master) {
 }
 
 void terminal_relay::add_poll(std::vector<pollfd>& fds) const {
-  if (master_ < 0) return;
+  // After a hang-up (the last slave closed) the master stays readable with EIO: polling it
+  // would spin until the jail is reaped.
+  if (master_ < 0 || hung_up_) return;
   fds.push_back({master_, static_cast<short>(POLLIN | (pending_.empty() ? 0 : POLLOUT)), 0});
   if (input_ >= 0 && pending_.empty()) fds.push_back({input_, POLLIN, 0});
 }
@@ -129,7 +133,8 @@ void terminal_relay::pump_output() {
   for (int i = 0; i < 64; ++i) {  // bounded: a chatty command must not starve the signals
     const ssize_t n = ::read(master_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // EAGAIN: nothing more now; EIO: the last slave was closed
+    if (n == 0 || (n < 0 && errno != EAGAIN)) hung_up_ = true;  // EIO: no slave left
+    if (n <= 0) return;
     if (output_ >= 0) (void)write_all(output_, buf, static_cast<std::size_t>(n));
   }
 }

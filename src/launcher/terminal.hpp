@@ -38,9 +38,14 @@ bool leave_caller_session(bool new_session);
 // close-on-exec. False with the failure recorded.
 bool open_jail_terminal(int& master, int& slave);
 
-// In the command's process: a new session with slave as its controlling terminal, and slave
-// in place of each of fds 0..2 that was a terminal. slave < 0: nothing (the command stays in
-// the init's session, which has no controlling terminal).
+// In the jail's init, a session leader (leave_caller_session(true)): slave becomes the
+// session's controlling terminal, with the init's process group (init and command) in its
+// foreground. One session for both: each costs a scheduling group (see above). Terminal
+// signals (^C) then reach the command directly; the init ignores its copy (SI_KERNEL).
+bool make_controlling_terminal(int slave);
+
+// In the command's process: slave in place of each of fds 0..2 that was a terminal.
+// slave < 0: nothing.
 bool take_terminal(int slave);
 
 // ---- in the launcher ------------------------------------------------------------------
@@ -73,6 +78,7 @@ class terminal_relay {
   int output_ = -1;   // where the command's terminal output goes (1 or 2)
   int term_fd_ = -1;  // the caller's terminal for window size and mode
   bool raw_ = false;
+  bool hung_up_ = false;  // the master read EIO: every slave is closed
   termios saved_{};
   std::string pending_;  // read from the caller, not yet accepted by the pty
 };

@@ -41,7 +41,7 @@ def sti(fd, request):
     return "ok" if rc == 0 else errno.errorcode[ctypes.get_errno()]
 print("isatty", os.isatty(0), os.isatty(1), flush=True)
 print("ttyname", os.ttyname(0), flush=True)
-print("sid", os.getsid(0) == os.getpid(), flush=True)
+print("fg", os.tcgetpgrp(0) == os.getpgrp(), os.getsid(0) == 1, flush=True)
 print("sti", sti(0, termios.TIOCSTI), sti(0, termios.TIOCSTI | (1 << 32)),
       sti(1, termios.TIOCSTI), flush=True)
 fd = os.open("/dev/tty", os.O_RDWR)
@@ -187,9 +187,10 @@ class HardeningTestBase(base.LauncherTestBase):
         text = out.decode(errors="replace")
         self.assertEqual(p.returncode, 0, text)
         self.assertIn("isatty True True", text)
-        # The jail's own pty (its own devpts), in a session of the command's own.
+        # The jail's own pty (its own devpts), the controlling terminal of the jail's session
+        # with the command in its foreground.
         self.assertRegex(text, r"ttyname /dev/pts/\d+")
-        self.assertIn("sid True", text)
+        self.assertIn("fg True True", text)
         self.assertIn("sti EPERM EPERM EPERM", text)
         self.assertIn("devtty EPERM", text)
         # The interactive program read what was typed, and only that.
