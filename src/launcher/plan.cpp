@@ -290,8 +290,9 @@ plan_result build_plan(const options& o, const host_facts& host) {
     if (auto canon = host.canonical(path)) add_hidden(*canon, str_cat("built in (", b, ')'));
   }
 
-  // --ro/--rw (and the work directory) must not re-expose anything hidden. Both sides are
-  // canonical, so a symlink cannot smuggle a hidden path back in.
+  // --ro/--rw, --home (and the work directory) must not re-expose anything hidden. Both
+  // sides are canonical, so a symlink cannot smuggle a hidden path back in.
+  if (p.home.mode == home_mode::dir) binds.push_back({"--home", p.home.source, true, true});
   for (const auto& b : binds) {
     for (const auto& h : hidden) {
       if (is_within(b.path, h.path)) {
@@ -394,6 +395,8 @@ plan_result build_plan(const options& o, const host_facts& host) {
   }
   p.capture.enabled = o.capture != capture_mode::off;
   p.capture.required = o.capture == capture_mode::on;
+  // --home was checked with the binds; its step (above) binds it at the home, not in place.
+  std::erase_if(binds, [](const exposed& b) { return b.what == "--home"; });
   // Parents before children, so --ro /w/.git lands on top of the work directory /w.
   std::stable_sort(binds.begin(), binds.end(), [](const exposed& a, const exposed& b) {
     return depth(a.path) < depth(b.path);

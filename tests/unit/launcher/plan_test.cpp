@@ -249,6 +249,8 @@ TEST_F(LauncherPlan, RefusesDangerousOrMissingBinds) {
   EXPECT_NE(build_plan(o, host()).error.find("--home"), std::string::npos);
   o.home = "/proc/1";
   EXPECT_FALSE(build_plan(o, host()).value);
+  o.home = "/home/u/.ssh";  // a hidden path as the home would show what it hides
+  EXPECT_NE(build_plan(o, host()).error.find("hidden"), std::string::npos);
 }
 
 TEST_F(LauncherPlan, CaKeyDirectoryHidden) {
