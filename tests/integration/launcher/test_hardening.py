@@ -274,6 +274,13 @@ print(pers(0xffffffff), pers(0), pers(0x0400000), pers(0x0040000), pers(0x0008),
             self.assertIn(f"same:{b}", r.stdout)
         if keytool:
             self.assertIn("java-trusts", r.stdout, r.stderr)
+            # --java-truststore names the same store for JVMs with a cacerts of their own.
+            r = self.jail('echo "$JAVA_TOOL_OPTIONS"; cmp -s /run/airlock/truststore.jks'
+                          ' /etc/ssl/certs/java/cacerts && echo same-store',
+                          "--ca", os.path.join(cadir, "ca.crt"), "--java-truststore")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("-Djavax.net.ssl.trustStore=/run/airlock/truststore.jks", r.stdout)
+            self.assertIn("same-store", r.stdout)
 
     # ---- 4. limits --------------------------------------------------------------------------
 
