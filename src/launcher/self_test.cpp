@@ -70,6 +70,19 @@ void remove_tree(const std::string& dir) {
 
 }  // namespace
 
+void self_test_setup::close_all() noexcept {
+  for (int* fd : {&report_read, &report_write, &tcp4, &tcp6, &udp4, &udp6, &abstract_unix}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  for (int fd : path_unix)
+    ::close(fd);
+  path_unix.clear();
+  for (const auto& dir : canary_dirs)
+    remove_tree(dir);
+  canary_dirs.clear();
+}
+
 bool prepare_self_test(const plan& p, self_test_setup& s) {
   (void)p;
   s.host_pid = ::getpid();
@@ -137,6 +150,7 @@ int finish_self_test(const plan& p, self_test_setup& s, int jail_code) {
   while ((n = ::read(s.report_read, buf, sizeof buf)) > 0)
     report.append(buf, static_cast<std::size_t>(n));
   ::close(s.report_read);
+  s.report_read = -1;
 
   struct row {
     std::string verdict, probe, detail;
@@ -175,12 +189,7 @@ int finish_self_test(const plan& p, self_test_setup& s, int jail_code) {
       rows.push_back(
           {"out", str_cat(dir, " on the host"), "a file written from the jail is there"});
   }
-  for (int fd : {s.tcp4, s.tcp6, s.udp4, s.udp6, s.abstract_unix})
-    if (fd >= 0) ::close(fd);
-  for (int fd : s.path_unix)
-    ::close(fd);
-  for (const auto& dir : s.canary_dirs)
-    remove_tree(dir);
+  s.close_all();
 
   std::size_t width = 5;
   for (const auto& r : rows)

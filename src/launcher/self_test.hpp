@@ -21,6 +21,14 @@ namespace airlock::launcher {
 // The host's side, made before the jail is: its descriptors are inherited by the jail's
 // processes (close-on-exec, and the probes never exec).
 struct self_test_setup {
+  self_test_setup() = default;
+  self_test_setup(const self_test_setup&) = delete;
+  self_test_setup& operator=(const self_test_setup&) = delete;
+  ~self_test_setup() { close_all(); }
+  // Closes what is still open and removes the canary directories; idempotent (also on every
+  // early way out of run()).
+  void close_all() noexcept;
+
   int report_read = -1, report_write = -1;  // the probes' rows, one per line
   int tcp4 = -1, tcp6 = -1, udp4 = -1, udp6 = -1, abstract_unix = -1;
   std::vector<int> path_unix;  // listeners at path_sockets
