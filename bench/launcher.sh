@@ -7,7 +7,8 @@
 # 2. builds airlock in Release with scripts/build.sh into build-release (or uses AIRLOCK_BIN:
 #    an airlock binary is used as is, a directory is used as the build directory);
 # 3. runs bench/lib/launcher_start.py: prints a table and writes
-#    bench/results/launcher.json.
+#    bench/results/launcher.json. The airlock-pty row runs `airlock run --ca CA -- true` with
+#    a pty as stdin and stdout (the pty relay and the trust binds on), with a throwaway CA.
 #
 # Exit status: 0 when every command ran (goals met or not), non-zero when one is broken.
 set -euo pipefail
@@ -57,5 +58,10 @@ if [ ! -x "$airlock_bin" ]; then
 fi
 
 # --- 3. run -----------------------------------------------------------------------------
-exec /usr/bin/python3 "$here/lib/launcher_start.py" --airlock "$airlock_bin" \
+# A throwaway CA for the airlock-pty row (issue 18: pty relay and trust binds on); its Java
+# store lands in the caller's cache directory once, like any first run with a new CA.
+ca_dir=$(mktemp -d "${TMPDIR:-/tmp}/airlock-bench-ca.XXXXXX")
+trap 'rm -rf "$ca_dir"' EXIT
+"$airlock_bin" ca init --dir "$ca_dir/ca" >/dev/null
+/usr/bin/python3 "$here/lib/launcher_start.py" --airlock "$airlock_bin" --ca "$ca_dir/ca/ca.crt" \
   --json "$here/results/launcher.json" "$@"

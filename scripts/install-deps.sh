@@ -15,6 +15,9 @@ packages=(
   # toolchains the trust tests run inside `airlock run` (docs/toolchains.md), and
   # systemd-analyze for the unit file check
   git python3-pip nodejs openjdk-17-jdk-headless systemd
+  # wget (GnuTLS: trusts only the system bundle) and npm (local installs with the jail's
+  # writable home), for the launcher's trust and home tests (issue 18)
+  wget npm
 )
 
 sudo_cmd=()

@@ -17,7 +17,8 @@ namespace airlock::launcher {
 enum class message_type : std::uint8_t { go = 1, relay_fd, ready, failed, notice, filter };
 
 // What a relay_fd message carries, in its flags.
-enum class socket_role : std::uint32_t { relay = 0, capture_v4, capture_v6, dns };
+// terminal: the master of the pseudo-terminal the jail made for the command (terminal.hpp).
+enum class socket_role : std::uint32_t { relay = 0, capture_v4, capture_v6, dns, terminal };
 
 struct message {
   message_type type = message_type::failed;

@@ -132,18 +132,33 @@ environment build_environment(std::span<const std::string> host,
   set(out.entries, "NODE_USE_ENV_PROXY", "1");
 
   // Each toolchain has its own idea of where trust lives; point all of them at the bundle.
-  for (std::string_view n :
-       {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-        "GIT_SSL_CAINFO", "PIP_CERT", "npm_config_cafile", "NPM_CONFIG_CAFILE", "CARGO_HTTP_CAINFO",
-        "DENO_CERT", "BUNDLE_SSL_CA_CERT", "AWS_CA_BUNDLE"}) {
+  for (std::string_view n : {"SSL_CERT_FILE",
+                             "REQUESTS_CA_BUNDLE",
+                             "CURL_CA_BUNDLE",
+                             "NODE_EXTRA_CA_CERTS",
+                             "GIT_SSL_CAINFO",
+                             "PIP_CERT",
+                             "npm_config_cafile",
+                             "NPM_CONFIG_CAFILE",
+                             "CARGO_HTTP_CAINFO",
+                             "DENO_CERT",
+                             "BUNDLE_SSL_CA_CERT",
+                             "AWS_CA_BUNDLE",
+                             "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+                             "NIX_SSL_CERT_FILE",
+                             "HTTPLIB2_CA_CERTS",
+                             "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+                             "COMPOSER_CAFILE",
+                             "HEX_CACERTS_PATH",
+                             "YARN_CA_FILE_PATH",
+                             "WEBSOCKET_CLIENT_CA_BUNDLE"}) {
     set(out.entries, n, trust.bundle);
   }
   set(out.entries, "SSL_CERT_DIR", trust.cert_dir);
   if (trust.java_store) {
     set(out.entries, "JAVA_TOOL_OPTIONS",
         core::str_cat("-Djavax.net.ssl.trustStore=", *trust.java_store,
-                      " -Djavax.net.ssl.trustStoreType=PKCS12"
-                      " -Djavax.net.ssl.trustStorePassword=changeit"
+                      " -Djavax.net.ssl.trustStoreType=JKS"
                       " -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=",
                       relay_port, " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=", relay_port));
   }

@@ -21,7 +21,7 @@ bool looks_secret(std::string_view name, std::string_view value) noexcept;
 struct trust_paths {
   std::string bundle;                     // the PEM bundle (system + Airlock CA)
   std::string cert_dir;                   // a directory holding the bundle (SSL_CERT_DIR)
-  std::optional<std::string> java_store;  // a PKCS#12 trust store, if keytool made one
+  std::optional<std::string> java_store;  // a JKS trust store (--java-truststore)
 };
 
 struct environment {

@@ -343,6 +343,12 @@ bool apply_rlimits(const limit_spec& spec, std::uint32_t mask) {
     if (auto secs = cpu_seconds_for(spec); secs && !set(RLIMIT_CPU, "RLIMIT_CPU", *secs))
       return false;
   }
+  // No cgroup counterpart: always rlimits, soft and hard alike so that CMD cannot raise them.
+  // Past --fsize a write fails with EFBIG after SIGXFSZ (setrlimit(2)); past --nofile,
+  // open fails with EMFILE. Above the caller's own hard limit setrlimit fails (EPERM): an
+  // error, not silently less.
+  if (spec.fsize_bytes && !set(RLIMIT_FSIZE, "RLIMIT_FSIZE", *spec.fsize_bytes)) return false;
+  if (spec.nofile && !set(RLIMIT_NOFILE, "RLIMIT_NOFILE", *spec.nofile)) return false;
   return true;
 }
 

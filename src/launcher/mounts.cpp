@@ -222,7 +222,7 @@ bool bind_device(const std::string& host_root, const std::string& dev_root, cons
   return do_mount(str_cat(host_root, "/dev/", name).c_str(), target, nullptr, MS_BIND, nullptr);
 }
 
-bool step_dev(const std::string& target, const mount_context& ctx) {
+bool step_dev(const std::string& target, const std::string& shm_data, const mount_context& ctx) {
   if (!ensure_mount_point(target, true)) return false;
   if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")) return false;
   for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
@@ -248,7 +248,7 @@ bool step_dev(const std::string& target, const mount_context& ctx) {
                 "mount(devpts) failed; no pseudo-terminals inside: ", std::strerror(errno));
   }
   // POSIX shared memory (shm_open, Python's multiprocessing) lives in /dev/shm.
-  return step_tmpfs(target + "/shm", "mode=1777");
+  return step_tmpfs(target + "/shm", shm_data.empty() ? "mode=1777" : shm_data);
 }
 
 bool step_proc(const std::string& target) {
@@ -311,6 +311,48 @@ bool step_resolv_conf(const mount_step& s, const std::string& target, const moun
   return make_read_only(target, false);
 }
 
+// A staged trust file bound over a system path (the CA bundle, the JVM's cacerts). Skipped
+// when the launcher did not make it (no keytool store) or the path is not there.
+bool step_trust_file(const mount_step& s, const std::string& target, const mount_context& ctx) {
+  const std::string source = str_cat(ctx.trust_dir, '/', s.source);
+  if (!exists(source) || !exists(target)) return true;
+  if (!do_mount(source.c_str(), target, nullptr, MS_BIND, nullptr)) return false;
+  return make_read_only(target, false);
+}
+
+// The home as a private overlay (overlayfs(5)): the caller's home read-only below, a fresh
+// sized tmpfs above, so that caches and dotfiles can be written and vanish with the jail.
+// Unprivileged overlay mounts need Linux 5.11; "userxattr" (5.11) keeps the overlay's own
+// bookkeeping in user.* attributes, which a user namespace may set (on tmpfs since 6.6),
+// and is retried without for older kernels. Failing both, the home stays read-only and the
+// launcher says so.
+bool step_home_layer(const mount_step& s, const std::string& target, const mount_context& ctx,
+                     bool& layered) {
+  layered = false;
+  const std::string lower = str_cat(ctx.host_root, s.source);
+  const std::string layer = "/home-layer";
+  struct stat st;
+  if (::stat(lower.c_str(), &st) != 0) return true;
+  if (::mkdir(layer.c_str(), 0755) != 0) return step_failed(str_cat("mkdir(", layer, ')'));
+  if (!do_mount("tmpfs", layer, "tmpfs", tmpfs_flags, s.data.c_str())) return false;
+  const std::string upper = layer + "/upper", work = layer + "/work";
+  if (::mkdir(upper.c_str(), st.st_mode & 07777) != 0 || ::mkdir(work.c_str(), 0700) != 0)
+    return step_failed(str_cat("mkdir(", upper, ')'));
+  (void)::chmod(upper.c_str(), st.st_mode & 07777);  // the umask took some bits
+  const std::string options = str_cat("lowerdir=", lower, ",upperdir=", upper, ",workdir=", work);
+  // A home below a directory the jail has its own of (/tmp) needs its mount point made.
+  if (!ensure_mount_point(target, true)) return false;
+  for (const char* extra : {",userxattr", ""}) {
+    if (::mount("overlay", target.c_str(), "overlay", tmpfs_flags,
+                str_cat(options, extra).c_str()) == 0) {
+      layered = true;
+      return true;
+    }
+  }
+  AIRLOCK_LOG(debug, "launcher", "mount(overlay, ", s.target, ") failed: ", std::strerror(errno));
+  return true;
+}
+
 bool step_protect_ro(const std::string& target, bool optional) {
   if (!exists(target)) return optional ? true : step_failed(str_cat("lstat(", target, ')'));
   if (!do_mount(target.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
@@ -343,7 +385,8 @@ bool make_read_only(const std::string& path, bool recursive) {
   return recursive ? remount_tree_read_only(path) : remount_read_only_one(path);
 }
 
-bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx) {
+bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx,
+                  mount_outcome* outcome) {
   for (const auto& s : steps) {
     const std::string target = join(ctx.staging_root, s.target);
     bool ok = true;
@@ -359,7 +402,7 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_tmpfs(target, s.data);
         break;
       case mount_kind::dev:
-        ok = step_dev(target, ctx);
+        ok = step_dev(target, s.data, ctx);
         break;
       case mount_kind::proc:
         ok = step_proc(target);
@@ -388,6 +431,15 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
       case mount_kind::pivot_root:
         ok = step_pivot(ctx);
         break;
+      case mount_kind::trust_file:
+        ok = step_trust_file(s, target, ctx);
+        break;
+      case mount_kind::home_layer: {
+        bool layered = false;
+        ok = step_home_layer(s, target, ctx, layered);
+        if (outcome) outcome->home_layered = layered;
+        break;
+      }
     }
     if (!ok) return false;
   }

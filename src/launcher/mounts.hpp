@@ -36,8 +36,14 @@ struct mount_context {
   std::string resolv_file;  // a staged file for the jail's resolv.conf; empty: step skipped
 };
 
+// What apply_mounts could not do but did not fail for.
+struct mount_outcome {
+  bool home_layered = false;  // the home_layer step's overlay is mounted
+};
+
 // Runs the steps in order; false (with the failure recorded) at the first that fails.
-bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx);
+bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx,
+                  mount_outcome* outcome = nullptr);
 
 // Makes the mount at path read-only (recursively: every mount below it too), keeping the
 // flags the kernel locked when the mount came from a more privileged namespace.

@@ -28,6 +28,11 @@ constexpr std::string_view usage_text =
     "  --cpus N             CPU limit in CPUs (e.g. 1, 0.5)\n"
     "  --pids N             limit on processes of CMD's tree\n"
     "  --timeout DURATION   wall-clock limit (e.g. 60s, 5m); exit 124 when reached\n"
+    "  --tmpfs-size SIZE    size of the private /tmp and of the home layer (default 1G)\n"
+    "  --fsize SIZE         largest file CMD may write (RLIMIT_FSIZE)\n"
+    "  --nofile N           most files CMD may have open (RLIMIT_NOFILE)\n"
+    "  --home DIR           use DIR as the home, writable and kept (default: a private\n"
+    "                       throwaway layer over your home; secret files stay hidden)\n"
     "  --env K=V | --env K  set K, or pass the host's K even if it looks secret\n"
     "  --ca FILE            Airlock CA certificate to trust in addition to the system's\n"
     "  --ca-key FILE        the CA key: its directory is hidden inside\n"
@@ -38,7 +43,9 @@ constexpr std::string_view usage_text =
     "  --capture            require transparent capture: a resolver inside and every TCP\n"
     "                       connection handed to the proxy (default: on where possible)\n"
     "  --no-capture         no resolver, no capture: only the proxy variables lead out\n"
-    "  --verbose            say which mechanisms applied (limits, mounts, relay)\n"
+    "  --verbose            say which mechanisms applied (limits, mounts, relay, home)\n"
+    "  --self-test          instead of CMD, try every way out of a jail built with these\n"
+    "                       options; print what was refused by what; exit 1 if any got out\n"
     "  --help               this text\n"
     "\n"
     "exit status: CMD's status (128+N if killed by signal N); 124 timeout; 125 launcher\n"
@@ -78,8 +85,9 @@ bool valid_env_name(std::string_view name) {
 
 // Options that take a value.
 constexpr std::string_view valued[] = {
-    "--agent", "--proxy", "--relay-port", "--workdir", "--ro", "--rw",     "--hide",   "--memory",
-    "--cpus",  "--pids",  "--timeout",    "--env",     "--ca", "--ca-key", "--cgroup", "--policy",
+    "--agent",  "--proxy",  "--relay-port", "--workdir", "--ro",     "--rw",   "--hide",
+    "--memory", "--cpus",   "--pids",       "--timeout", "--env",    "--ca",   "--ca-key",
+    "--cgroup", "--policy", "--tmpfs-size", "--fsize",   "--nofile", "--home",
 };
 
 bool takes_value(std::string_view name) {
@@ -135,6 +143,20 @@ std::string apply(options& o, std::string_view name, std::string_view value) {
     auto d = core::parse_duration(value);
     if (!d || d->count() <= 0) return str_cat("--timeout: not a positive duration: '", value, "'");
     o.timeout = *d;
+  } else if (name == "--tmpfs-size" || name == "--fsize") {
+    auto size = core::parse_size(value);
+    // A /tmp below 1 MiB breaks shells' here-documents; a file limit of 0 breaks everything.
+    if (!size || *size < (1ULL << 20)) return str_cat(name, ": not a size >= 1M: '", value, "'");
+    (name == "--fsize" ? o.fsize_bytes : o.tmpfs_bytes) = *size;
+  } else if (name == "--nofile") {
+    std::uint64_t n = 0;
+    // Below a few dozen descriptors the dynamic loader and most runtimes fail to start.
+    if (!parse_u64(value, n) || n < 16 || n > (1ULL << 30))
+      return str_cat("--nofile: not a count >= 16: '", value, "'");
+    o.nofile = n;
+  } else if (name == "--home") {
+    if (value.empty()) return "--home: empty path";
+    o.home = std::string(value);
   } else if (name == "--env") {
     auto eq = value.find('=');
     if (!valid_env_name(value.substr(0, eq)))
@@ -184,6 +206,10 @@ parse_result parse_options(std::span<const std::string_view> args) {
       o.proxy_protocol = true;
       continue;
     }
+    if (arg == "--self-test") {
+      o.self_test = true;
+      continue;
+    }
     if (arg == "--java-truststore") {
       o.java_truststore = true;
       continue;
@@ -208,7 +234,10 @@ parse_result parse_options(std::span<const std::string_view> args) {
   }
   for (; i < args.size(); ++i)
     o.command.emplace_back(args[i]);
-  if (o.command.empty() && !o.help) return {std::nullopt, "missing command (… -- CMD ARGS)"};
+  if (o.self_test && !o.command.empty())
+    return {std::nullopt, "--self-test runs its own probes: give no command"};
+  if (o.command.empty() && !o.help && !o.self_test)
+    return {std::nullopt, "missing command (… -- CMD ARGS)"};
   if (o.command.size() == 1 && o.command[0].empty() && !o.help)
     return {std::nullopt, "empty command"};
   if (o.proxy_protocol && !o.agent) return {std::nullopt, "--proxy-protocol needs --agent NAME"};

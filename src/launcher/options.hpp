@@ -29,8 +29,15 @@ struct options {
   std::optional<std::uint32_t> cpu_millis;    // --cpus 1.5 -> 1500
   std::optional<std::uint32_t> pids;          // --pids 128
   std::optional<std::chrono::milliseconds> timeout;  // --timeout 60s
-  std::vector<std::string> env;       // --env K=V (set) or --env K (pass the host's K)
-  std::optional<std::string> ca;      // --ca FILE: the Airlock CA certificate (PEM)
+  std::optional<std::uint64_t> tmpfs_bytes;          // --tmpfs-size 1G: /tmp and the home layer
+  std::optional<std::uint64_t> fsize_bytes;          // --fsize 100M: RLIMIT_FSIZE
+  std::optional<std::uint64_t> nofile;               // --nofile 1024: RLIMIT_NOFILE
+  // --home DIR: the jail's home is DIR, writable and kept; without it, a private throwaway
+  // layer over the caller's home.
+  std::optional<std::string> home;
+  bool self_test = false;         // --self-test: probe the jail's ways out instead of running CMD
+  std::vector<std::string> env;   // --env K=V (set) or --env K (pass the host's K)
+  std::optional<std::string> ca;  // --ca FILE: the Airlock CA certificate (PEM)
   std::optional<std::string> ca_key;  // --ca-key FILE: its directory is hidden
   std::optional<std::string> cgroup;  // --cgroup DIR: delegated cgroup v2 parent
   // --policy FILE: the proxy's policy; its secrets' files are hidden and each secret read from

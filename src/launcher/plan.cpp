@@ -79,6 +79,19 @@ const std::vector<std::string>& builtin_hidden_paths() {
   return paths;
 }
 
+const std::vector<std::string>& system_bundle_paths() {
+  // Go's crypto/x509 list (root_linux.go), which covers the usual distributions.
+  static const std::vector<std::string> paths = {
+      "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Gentoo, Arch
+      "/etc/pki/tls/certs/ca-bundle.crt",                   // Fedora, RHEL 6
+      "/etc/ssl/ca-bundle.pem",                             // openSUSE
+      "/etc/pki/tls/cacert.pem",                            // OpenELEC
+      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // CentOS, RHEL 7
+      "/etc/ssl/cert.pem",                                  // Alpine
+  };
+  return paths;
+}
+
 std::string describe(const mount_step& s) {
   switch (s.kind) {
     case mount_kind::private_propagation:
@@ -107,13 +120,17 @@ std::string describe(const mount_step& s) {
       return str_cat("remount ", s.target, " read-only");
     case mount_kind::pivot_root:
       return "pivot_root into the new root";
+    case mount_kind::trust_file:
+      return str_cat("the jail's ", s.source, " over ", s.target, " (read-only)");
+    case mount_kind::home_layer:
+      return str_cat("private writable layer over ", s.target, " (", s.data, ')');
   }
   return "?";
 }
 
 plan_result build_plan(const options& o, const host_facts& host) {
   auto fail = [](std::string e) { return plan_result{std::nullopt, std::move(e)}; };
-  if (o.command.empty() || o.command[0].empty()) return fail("missing command");
+  if (!o.self_test && (o.command.empty() || o.command[0].empty())) return fail("missing command");
   if (!parse_proxy_address(o.proxy))
     return fail(str_cat(
         "--proxy: expected IP:PORT, [IPv6]:PORT, localhost:PORT or unix:/ABSOLUTE/PATH, got '",
@@ -122,6 +139,9 @@ plan_result build_plan(const options& o, const host_facts& host) {
   plan p;
   p.verbose = o.verbose;
   p.argv = o.command;
+  p.self_test = o.self_test;
+  if (o.self_test) p.argv = {"airlock-self-test"};
+  p.tmpfs_bytes = o.tmpfs_bytes.value_or(default_tmpfs_bytes);
   p.clone_flags =
       CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
   p.outside_uid = p.inside_uid = host.uid;
@@ -168,6 +188,24 @@ plan_result build_plan(const options& o, const host_facts& host) {
     auto e = resolve("--ro", r, false, error);
     if (!e) return fail(error);
     binds.push_back(*e);
+  }
+
+  // --- the home ------------------------------------------------------------------------
+  const bool has_home = !host.home.empty() && host.home != "/" && host.canonical(host.home) &&
+                        host.is_dir(*host.canonical(host.home));
+  const std::string home = has_home ? *host.canonical(host.home) : std::string();
+  if (o.home) {
+    auto dir = host.canonical(absolute(*o.home, host.cwd));
+    if (!dir || !host.is_dir(*dir)) return fail(str_cat("--home ", *o.home, ": no such directory"));
+    for (auto k : kernel_dirs) {
+      if (is_within(*dir, k)) return fail(str_cat("--home ", *o.home, ": refusing ", *dir));
+    }
+    if (*dir == "/") return fail("--home /: refusing to expose / itself");
+    p.home = {home_mode::dir, has_home ? home : *dir, *dir};
+  } else if (has_home) {
+    p.home = {home_mode::layer, home, home};
+  } else {
+    p.home = {home_mode::scratch, "/run/home", {}};
   }
 
   // --- what is hidden --------------------------------------------------------------------
@@ -230,7 +268,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
       }
     }
     bool private_inside = false;
-    for (std::string_view d : {"/run", "/tmp", "/dev", "/proc", "/sys"})
+    for (std::string_view d : {"/run", "/tmp", "/var/tmp", "/dev", "/proc", "/sys"})
       private_inside = private_inside || is_within(canon, d);
     if (!private_inside) {
       bool dir_needed = *canon_dir == "/";
@@ -252,8 +290,9 @@ plan_result build_plan(const options& o, const host_facts& host) {
     if (auto canon = host.canonical(path)) add_hidden(*canon, str_cat("built in (", b, ')'));
   }
 
-  // --ro/--rw (and the work directory) must not re-expose anything hidden. Both sides are
-  // canonical, so a symlink cannot smuggle a hidden path back in.
+  // --ro/--rw, --home (and the work directory) must not re-expose anything hidden. Both
+  // sides are canonical, so a symlink cannot smuggle a hidden path back in.
+  if (p.home.mode == home_mode::dir) binds.push_back({"--home", p.home.source, true, true});
   for (const auto& b : binds) {
     for (const auto& h : hidden) {
       if (is_within(b.path, h.path)) {
@@ -286,20 +325,78 @@ plan_result build_plan(const options& o, const host_facts& host) {
   }
   for (const char* t : {"/proc/acpi", "/proc/scsi"})
     add(mount_kind::hide, t).optional = true;
-  add(mount_kind::dev, "/dev");
+  add(mount_kind::dev, "/dev").data = str_cat("mode=1777,size=", p.tmpfs_bytes);  // its /dev/shm
   {
     auto& t = add(mount_kind::tmpfs, "/tmp");
     t.writable = true;
-    t.data = "mode=1777";
+    t.data = str_cat("mode=1777,size=", p.tmpfs_bytes);
+  }
+  if (host.canonical("/var/tmp") == std::optional<std::string>("/var/tmp") &&
+      host.is_dir("/var/tmp")) {
+    // The other world-writable scratch directory: private too, or a host program's Unix
+    // socket there would be reachable (connect(2) needs no write access to the mount, and
+    // path sockets ignore network namespaces).
+    auto& t = add(mount_kind::tmpfs, "/var/tmp");
+    t.writable = true;
+    t.data = str_cat("mode=1777,size=", p.tmpfs_bytes);
   }
   {
+    // Only the jail's own few files (resolv.conf, the trust directory's mount point).
     auto& r = add(mount_kind::tmpfs, "/run");
     r.writable = true;
-    r.data = "mode=0755";
+    r.data = str_cat("mode=0755,size=", 16U << 20);
   }
   add(mount_kind::trust, p.trust.inside_dir);
+  if (o.ca) {
+    // Clients that read only their build's default bundle (wget with GnuTLS, a static
+    // binary) see the jail's bundle there. Canonical paths, each once.
+    for (const auto& b : system_bundle_paths()) {
+      auto canon = host.canonical(b);
+      if (!canon || host.is_dir(*canon)) continue;
+      if (std::find(p.trust.bundle_targets.begin(), p.trust.bundle_targets.end(), *canon) ==
+          p.trust.bundle_targets.end())
+        p.trust.bundle_targets.push_back(*canon);
+    }
+    for (const auto& t : p.trust.bundle_targets) {
+      auto& f = add(mount_kind::trust_file, t);
+      f.source = "ca-bundle.crt";
+      f.is_dir = false;
+    }
+    if (!host.keytool.empty()) {
+      // The JVM's cacerts: Debian's, where the JDK links it, else the one next to keytool.
+      auto cacerts = host.canonical("/etc/ssl/certs/java/cacerts");
+      if (!cacerts) {
+        if (auto kt = host.canonical(host.keytool))
+          cacerts = host.canonical(str_cat(parent_dir(parent_dir(*kt)), "/lib/security/cacerts"));
+      }
+      if (cacerts && !host.is_dir(*cacerts)) {
+        p.trust.java = true;
+        p.trust.keytool = host.keytool;
+        p.trust.java_cacerts = *cacerts;
+        auto& f = add(mount_kind::trust_file, *cacerts);
+        f.source = "truststore.jks";
+        f.is_dir = false;
+      }
+    }
+  }
+  // The home goes before the binds: a work directory inside it lands on top of the layer.
+  if (p.home.mode == home_mode::layer) {
+    auto& h = add(mount_kind::home_layer, p.home.path);
+    h.source = p.home.source;
+    h.data = str_cat("size=", p.tmpfs_bytes);
+  } else if (p.home.mode == home_mode::scratch) {
+    auto& t = add(mount_kind::tmpfs, p.home.path);
+    t.writable = true;
+    t.data = str_cat("mode=0700,size=", p.tmpfs_bytes);
+  } else {
+    auto& b = add(mount_kind::bind, p.home.path);
+    b.source = p.home.source;
+    b.writable = true;
+  }
   p.capture.enabled = o.capture != capture_mode::off;
   p.capture.required = o.capture == capture_mode::on;
+  // --home was checked with the binds; its step (above) binds it at the home, not in place.
+  std::erase_if(binds, [](const exposed& b) { return b.what == "--home"; });
   // Parents before children, so --ro /w/.git lands on top of the work directory /w.
   std::stable_sort(binds.begin(), binds.end(), [](const exposed& a, const exposed& b) {
     return depth(a.path) < depth(b.path);
@@ -333,18 +430,31 @@ plan_result build_plan(const options& o, const host_facts& host) {
   // --- the rest -------------------------------------------------------------------------
   if (o.java_truststore) {
     if (host.keytool.empty()) return fail("--java-truststore: keytool not found on PATH");
-    p.trust.java = true;
-    p.trust.keytool = host.keytool;
+    if (!o.ca) return fail("--java-truststore: needs --ca (the JVM trusts its cacerts already)");
+    if (!p.trust.java) return fail("--java-truststore: no JVM cacerts found to start from");
+    p.trust.java_tool_options = true;
   }
   trust_paths tp{str_cat(p.trust.inside_dir, "/ca-bundle.crt"),
                  str_cat(p.trust.inside_dir, "/certs"), std::nullopt};
-  if (p.trust.java) tp.java_store = str_cat(p.trust.inside_dir, "/truststore.p12");
+  if (p.trust.java_tool_options) tp.java_store = str_cat(p.trust.inside_dir, "/truststore.jks");
   p.env = build_environment(host.environ, o.env, o.relay_port, tp);
+  {
+    // HOME names the jail's home unless --env set it.
+    bool set_by_caller = false;
+    for (const auto& e : o.env)
+      set_by_caller = set_by_caller || e.starts_with("HOME=");
+    if (!set_by_caller) {
+      std::erase_if(p.env.entries, [](const std::string& e) { return e.starts_with("HOME="); });
+      p.env.entries.push_back(str_cat("HOME=", p.home.path));
+    }
+  }
 
   p.limits.memory_bytes = o.memory_bytes;
   p.limits.cpu_millis = o.cpu_millis;
   if (o.pids) p.limits.pids = *o.pids + 1;  // + the jail's init
   p.limits.timeout = o.timeout;
+  p.limits.fsize_bytes = o.fsize_bytes;
+  p.limits.nofile = o.nofile;
   if (o.cgroup) {
     auto canon = host.canonical(absolute(*o.cgroup, host.cwd));
     if (!canon || !host.is_dir(*canon))

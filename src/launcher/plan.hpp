@@ -47,6 +47,8 @@ enum class mount_kind {
   hide,                 // empty read-only tmpfs (directory) or /dev/null (file) over target
   protect_ro,           // re-bind target onto itself read-only (e.g. /proc/sys); if it exists
   remount_ro,           // make the mount at target read-only (after populating it)
+  trust_file,           // the staged trust file `source` bound read-only over target (if made)
+  home_layer,           // overlay: a private tmpfs (data = its options) over the home at target
   pivot_root,           // make the staging root the root; detach the old one
 };
 
@@ -67,6 +69,8 @@ struct limit_spec {
   std::optional<std::uint32_t> pids;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::string> cgroup_parent;  // --cgroup
+  std::optional<std::uint64_t> fsize_bytes;  // --fsize: RLIMIT_FSIZE, always an rlimit
+  std::optional<std::uint64_t> nofile;       // --nofile: RLIMIT_NOFILE
 };
 
 struct relay_spec {
@@ -90,8 +94,27 @@ struct trust_spec {
   std::string system_bundle = "/etc/ssl/certs/ca-certificates.crt";
   std::optional<std::string> airlock_ca;  // canonical host path of --ca
   std::string inside_dir = "/run/airlock";
-  bool java = false;  // make a PKCS#12 store with keytool
+  // Java: a JKS store of the JVM's cacerts + the Airlock CA, made by keytool once per CA and
+  // cacerts and cached (trust.hpp), bound over the JVM's cacerts. Only with --ca and keytool.
+  bool java = false;
+  bool java_tool_options = false;  // --java-truststore: also name it in JAVA_TOOL_OPTIONS
   std::string keytool;
+  std::string java_cacerts;  // canonical host path of the JVM's cacerts; empty: none found
+  // Canonical paths the jail's bundle is bound over (system_bundle_paths() that exist).
+  std::vector<std::string> bundle_targets;
+};
+
+// The jail's home (docs/launcher.md, "Home").
+enum class home_mode {
+  layer,    // a private tmpfs layered (overlayfs) over the caller's home: writes discarded
+  dir,      // --home DIR bound writable at the home: writes kept in DIR
+  scratch,  // the caller has no home directory: an empty private tmpfs at `path`
+};
+
+struct home_spec {
+  home_mode mode = home_mode::layer;
+  std::string path;    // the home inside the jail (HOME)
+  std::string source;  // canonical host directory (--home DIR) or the caller's home (layer)
 };
 
 struct plan {
@@ -113,6 +136,15 @@ struct plan {
   relay_spec relay;
   capture_spec capture;
   trust_spec trust;
+  home_spec home;
+  std::uint64_t tmpfs_bytes = 0;  // size of /tmp, /dev/shm and the home layer, each
+  bool self_test = false;
+  // The caller's stdio includes a terminal: the command gets a pty of the jail's (terminal.hpp).
+  // Set by run(), not by build_plan (which asks the host nothing).
+  bool terminal = false;
+  // The caller has a controlling terminal (or a terminal on its stdio): the jail leaves its
+  // session (setsid), not only its process group. Set by run() too.
+  bool new_session = false;
   bool verbose = false;
 };
 
@@ -120,6 +152,13 @@ struct plan_result {
   std::optional<plan> value;
   std::string error;  // one line, when value is empty
 };
+
+// The system CA bundle paths of the common distributions: with --ca, each that exists is
+// the jail's bundle inside (bound over), for clients that read only their build's default.
+const std::vector<std::string>& system_bundle_paths();
+
+// --tmpfs-size default: 1 GiB each for /tmp, /dev/shm and the home layer.
+inline constexpr std::uint64_t default_tmpfs_bytes = 1ULL << 30;
 
 // Paths that are hidden without being asked for, relative to home when they start with "~/".
 const std::vector<std::string>& builtin_hidden_paths();

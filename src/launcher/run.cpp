@@ -15,7 +15,9 @@
 #include "launcher/plan.hpp"
 #include "launcher/relay.hpp"
 #include "launcher/seccomp.hpp"
+#include "launcher/self_test.hpp"
 #include "launcher/step.hpp"
+#include "launcher/terminal.hpp"
 #include "launcher/trust.hpp"
 
 #include <fcntl.h>
@@ -36,6 +38,7 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -46,9 +49,9 @@ namespace {
 
 using core::str_cat;
 
-// Signals passed on to the command. Terminal-generated ones (si_code SI_KERNEL) already reach
-// it directly, because the jail stays in the caller's process group (so that it can also
-// read from the terminal); forwarding those again would deliver them twice.
+// Signals passed on to the command. The jail is in a session of its own (terminal.hpp), so
+// the caller's terminal signals only the launcher, which passes them on; SIGWINCH instead
+// resizes the command's pty when it has one.
 constexpr int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
 void say(std::string_view message) {
@@ -73,10 +76,17 @@ int status_to_code(int status) {
 
 // ---- the command (PID 2 in the jail) ------------------------------------------------------
 
-[[noreturn]] void exec_command(const plan& p, std::uint32_t rlimit_mask) {
+[[noreturn]] void exec_command(const plan& p, std::uint32_t rlimit_mask, int tty,
+                               const self_test_setup& probes) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The jail's pty (the session's controlling terminal) in place of the caller's terminal.
+  if (!take_terminal(tty)) {
+    say(str_cat("cannot confine the command (terminal: ", last_step_error(), ")"));
+    ::_exit(kConfinementFailed);
+  }
+  if (tty > 2) ::close(tty);
 
   // Everything is prepared before the rlimits apply: with RLIMIT_AS set, even a small
   // allocation may fail (and a sanitizer's shadow memory certainly would).
@@ -112,6 +122,7 @@ int status_to_code(int status) {
     say(str_cat("cannot confine the command (limits: ", last_step_error(), ")"));
     ::_exit(kConfinementFailed);
   }
+  if (p.self_test) run_probes(p, probes);
   int err = ENOENT;
   bool denied = false;
   for (const auto& candidate : candidates) {
@@ -153,12 +164,19 @@ int status_to_code(int status) {
       }
       continue;
     }
+    // Only what the launcher sends: its PID is not in this namespace, so the kernel reports
+    // si_pid 0 (a signal from inside, say kill(0, sig) over the jail's process group, has
+    // the sender's PID and already reached its targets).
+    if (info.si_pid != 0) continue;
+    // From the jail's pty (^C, a new window size): the kernel signalled the whole foreground
+    // process group, the command included, already.
     if (info.si_code == SI_KERNEL) continue;
     ::kill(command, sig);
   }
 }
 
-[[noreturn]] void jail_main(const plan& p, mount_context& ctx, int sock) {
+[[noreturn]] void jail_main(const plan& p, mount_context& ctx, int sock,
+                            const self_test_setup& probes) {
   auto die = [&](std::string_view stage) {
     send_message(sock, message_type::failed, 0, str_cat(stage, ": ", last_step_error()));
     ::_exit(kConfinementFailed);
@@ -221,7 +239,29 @@ int status_to_code(int status) {
     ctx.resolv_file.clear();
   }
 
-  if (!apply_mounts(p.mounts, ctx)) die("mounts");
+  mount_outcome mounted;
+  if (!apply_mounts(p.mounts, ctx, &mounted)) die("mounts");
+  if (p.home.mode == home_mode::layer && !mounted.home_layered) {
+    send_message(sock, message_type::notice, 0,
+                 str_cat("warning: no writable layer over ", p.home.path,
+                         " (the kernel refused an overlay mount); the home is read-only"));
+  }
+  // The command's pty, from the jail's own devpts; without one (a kernel that refused the
+  // devpts mount) the command keeps the caller's terminal, still in a session of its own.
+  int tty = -1;
+  if (p.terminal) {
+    int master = -1;
+    if (open_jail_terminal(master, tty)) {
+      if (!send_message(sock, message_type::relay_fd,
+                        static_cast<std::uint32_t>(socket_role::terminal), {}, master))
+        die("terminal");
+      ::close(master);
+    } else {
+      send_message(sock, message_type::notice, 0,
+                   str_cat("warning: no pseudo-terminal in the jail (", last_step_error(),
+                           "); the command uses yours, in a session of its own"));
+    }
+  }
   if (::chdir(p.workdir.c_str()) != 0) {
     step_failed(str_cat("chdir(", p.workdir, ')'));
     die("work directory");
@@ -239,6 +279,13 @@ int status_to_code(int status) {
     if (!installed) die("seccomp");
   }
 
+  // Out of the caller's process group, and out of its session where it has a terminal: the
+  // caller's terminal can neither signal the jail nor be its controlling terminal (TIOCSTI
+  // needs that or CAP_SYS_ADMIN), and kill(0, sig) inside reaches only the jail. Only now,
+  // after the last exchange with the launcher: a new session is a new scheduling group
+  // (autogroup), and every hand-off across groups can wait for a time slice on a busy host.
+  if (!leave_caller_session(p.new_session)) die("setup");
+  if (tty >= 0 && !make_controlling_terminal(tty)) die("terminal");
   const pid_t command = ::fork();
   if (command < 0) {
     step_failed("fork(command)");
@@ -246,8 +293,9 @@ int status_to_code(int status) {
   }
   if (command == 0) {
     ::close(sock);
-    exec_command(p, go->flags);
+    exec_command(p, go->flags, tty, probes);
   }
+  if (tty >= 0) ::close(tty);
   send_message(sock, message_type::ready);
   ::close(sock);
   init_loop(command);
@@ -288,7 +336,8 @@ bool prepare_staging(plan& p, mount_context& ctx) {
   bool java_made = false;
   if (!build_trust_files(p.trust, ctx.trust_dir.substr(1), ctx.files, java_made)) return false;
   if (p.trust.java && !java_made) {
-    say("warning: keytool could not make a Java trust store; JAVA_TOOL_OPTIONS not set");
+    say(str_cat("warning: no Java trust store (", last_step_error(),
+                "); Java trusts only its own cacerts"));
     std::erase_if(p.env.entries,
                   [](const std::string& e) { return e.starts_with("JAVA_TOOL_OPTIONS="); });
   }
@@ -316,9 +365,26 @@ int run(const options& o) {
     return exit_launcher_error;
   }
   plan& p = *built.value;
+  p.terminal = caller_has_terminal();
+  p.new_session = p.terminal || caller_has_controlling_terminal();
   if (o.verbose) {
     for (const auto& s : p.mounts)
       say(str_cat("plan: ", describe(s)));
+    switch (p.home.mode) {
+      case home_mode::layer:
+        say(str_cat("home: ", p.home.path, " with a private writable layer (tmpfs, ", p.tmpfs_bytes,
+                    " bytes): writes there are discarded at exit"));
+        break;
+      case home_mode::dir:
+        say(str_cat("home: ", p.home.path, " is ", p.home.source, ": writes there are kept"));
+        break;
+      case home_mode::scratch:
+        say(str_cat("home: ", p.home.path, " (no home on the host): an empty tmpfs, discarded"));
+        break;
+    }
+    say(str_cat("writes: the work directory ", p.workdir,
+                " and --rw paths go to the host; /tmp, /var/tmp, /dev/shm (tmpfs, ", p.tmpfs_bytes,
+                " bytes each) are discarded"));
     if (!p.env.dropped.empty()) {
       std::string names;
       for (const auto& n : p.env.dropped)
@@ -336,6 +402,12 @@ int run(const options& o) {
   if (p.relay.proxy_protocol) relay_cfg.agent = p.relay.agent;
   relay_cfg.hostname = p.hostname;
 
+  // --self-test: the host's side of the probes (canaries the jail must not reach).
+  self_test_setup probes;
+  if (p.self_test && !prepare_self_test(p, probes)) {
+    say(str_cat("--self-test: ", last_step_error()));
+    return exit_launcher_error;
+  }
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     say(str_cat("socketpair: ", std::strerror(errno)));
@@ -351,7 +423,7 @@ int run(const options& o) {
   const pid_t child = clone_into_namespaces(p.clone_flags);
   if (child == 0) {
     ::close(sv[0]);
-    jail_main(p, ctx, sv[1]);
+    jail_main(p, ctx, sv[1], probes);
   }
   const int clone_errno = errno;
   ::close(sv[1]);
@@ -399,7 +471,7 @@ int run(const options& o) {
       if (fd >= 0) ::close(fd);
     }
     int release() { return std::exchange(fd, -1); }
-  } relay_fd, capture_v4, capture_v6, dns_fd;
+  } relay_fd, capture_v4, capture_v6, dns_fd, terminal_fd;
   while (true) {
     auto m = receive_message(*sock);
     if (!m) {
@@ -420,6 +492,9 @@ int run(const options& o) {
           break;
         case socket_role::dns:
           slot = &dns_fd;
+          break;
+        case socket_role::terminal:
+          slot = &terminal_fd;
           break;
       }
       if (slot == nullptr || slot->fd >= 0) {
@@ -453,6 +528,8 @@ int run(const options& o) {
     relay_cfg.dns = dns_fd.release();
     relay_cfg.resolver_ipv6 = relay_cfg.capture_v6 >= 0;
   }
+  terminal_relay term;
+  if (terminal_fd.fd >= 0) term.start(terminal_fd.release());
   auto rel = std::make_unique<relay>(relay_fd.release(), relay_cfg);
   if (!rel->start()) {
     say(str_cat("cannot start the relay: ", last_step_error()));
@@ -502,16 +579,23 @@ int run(const options& o) {
       }
       wait_ms = static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1 << 30));
     }
-    pollfd pfd{sfd, POLLIN, 0};
-    const int n = ::poll(&pfd, 1, wait_ms);
+    std::vector<pollfd> fds{{sfd, POLLIN, 0}};
+    term.add_poll(fds);
+    const int n = ::poll(fds.data(), static_cast<nfds_t>(fds.size()), wait_ms);
     if (n <= 0) continue;
+    term.handle(fds);
+    if (!(fds[0].revents & POLLIN)) continue;
     signalfd_siginfo info{};
     if (::read(sfd, &info, sizeof info) != sizeof info) continue;
     if (info.ssi_signo == SIGCHLD) continue;
-    if (static_cast<int>(info.ssi_code) == SI_KERNEL) continue;  // the terminal's: already there
+    if (info.ssi_signo == SIGWINCH && term.active()) {
+      term.resize();  // the kernel tells the command (tty_ioctl(4), TIOCSWINSZ)
+      continue;
+    }
     ::kill(child, static_cast<int>(info.ssi_signo));
   }
   guard.reaped();
+  term.finish();
   rel->stop();
   const bool oom = limits.oom_killed();
   limits.cleanup();
@@ -530,6 +614,7 @@ int run(const options& o) {
     // The init itself died by a signal (OOM killer, or someone killed it): not CMD's doing.
     say(str_cat("the jail was killed by signal ", WTERMSIG(status)));
   }
+  if (p.self_test) return finish_self_test(p, probes, code);
   return code;
 }
 

@@ -8,7 +8,9 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace airlock::launcher {
 namespace {
@@ -125,6 +128,31 @@ bool add_rules(scmp_filter_ctx ctx, std::vector<std::string>* rules) {
   // clone3 passes its flags in memory, where a filter cannot look. ENOSYS makes glibc (>= 2.34)
   // and others fall back to clone(2), whose flags the rules above check.
   if (!add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", {}, rules, "clone3: ENOSYS")) return false;
+
+  // Terminal injection (CVE-2017-5226): TIOCSTI pushes bytes into a terminal's input queue,
+  // which the caller's shell reads after the jail is gone; TIOCLINUX (selection paste) does
+  // the same on a virtual console. ioctl's request is an int in the kernel, but the filter
+  // sees 64 bits: compare the low 32 only, or a request with junk in the high half gets
+  // through (CVE-2019-10063, bubblewrap/flatpak).
+  for (const auto& [request, name] :
+       {std::pair<unsigned long, const char*>{TIOCSTI, "TIOCSTI"}, {TIOCLINUX, "TIOCLINUX"}}) {
+    if (!add(ctx, eperm, "ioctl", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFUL, request)}, rules,
+             str_cat("ioctl(", name, "): EPERM")))
+      return false;
+  }
+  // personality(2): only the default execution domain (PER_LINUX) and the query 0xffffffff.
+  // READ_IMPLIES_EXEC makes every readable mapping executable, ADDR_NO_RANDOMIZE turns off
+  // ASLR, and the other flags only emulate other systems. The kernel takes an unsigned int:
+  // only the low 32 bits count. A filter rule compares one argument once, so "neither all
+  // zeros nor all ones" is said as "some bit is 0 where the next (cyclically) is 1": any
+  // 32-bit value but those two has such a pair.
+  for (unsigned bit = 0; bit < 32; ++bit) {
+    const scmp_datum_t next = 1UL << ((bit + 1) % 32);
+    if (!add(ctx, eperm, "personality", {SCMP_A0(SCMP_CMP_MASKED_EQ, (1UL << bit) | next, next)},
+             nullptr, ""))
+      return false;
+  }
+  if (rules) rules->emplace_back("personality(anything but PER_LINUX or 0xffffffff): EPERM");
 
   // socket(2): packet sockets and raw IP sockets see and forge traffic — EPERM, as the
   // kernel itself would answer without CAP_NET_RAW.

@@ -2,26 +2,20 @@
 
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "launcher/java_trust.hpp"
 #include "launcher/step.hpp"
 
 #include <fcntl.h>
 #include <ftw.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <climits>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
-
-extern char** environ;
 
 namespace airlock::launcher {
 namespace {
@@ -49,10 +43,6 @@ bool read_file(const std::string& path, std::string& out) {
   return true;
 }
 
-bool write_file(const std::string& path, const std::string& content) {
-  return write_whole_file(path, content, O_TRUNC);
-}
-
 // The OpenSSL subject-name hash of the first certificate in pem, as c_rehash names files.
 std::optional<std::string> subject_hash(const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
@@ -67,61 +57,6 @@ std::optional<std::string> subject_hash(const std::string& pem) {
   char name[16];
   std::snprintf(name, sizeof name, "%08lx.0", h);
   return std::string(name);
-}
-
-// Runs argv with output discarded; true on exit status 0 within the time limit.
-bool run_quietly(const std::vector<std::string>& argv, std::chrono::seconds limit) {
-  std::vector<char*> args;
-  for (const auto& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  // The launcher blocks the signals it forwards; the helper must not inherit that.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return false;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (true) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) return false;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-bool make_java_store(const trust_spec& spec, const std::string& dir, const std::string& ca_file) {
-  const std::string store = dir + "/truststore.p12";
-  const std::string system_store = "/etc/ssl/certs/java/cacerts";
-  if (::access(system_store.c_str(), R_OK) == 0 &&
-      !run_quietly({spec.keytool, "-importkeystore", "-noprompt", "-srckeystore", system_store,
-                    "-srcstorepass", "changeit", "-destkeystore", store, "-deststoretype", "PKCS12",
-                    "-deststorepass", "changeit"},
-                   std::chrono::seconds(60)))
-    return false;
-  if (ca_file.empty()) return ::access(store.c_str(), R_OK) == 0;
-  return run_quietly(
-      {spec.keytool, "-importcert", "-noprompt", "-alias", "airlock-ca", "-file", ca_file,
-       "-keystore", store, "-storetype", "PKCS12", "-storepass", "changeit"},
-      std::chrono::seconds(60));
 }
 
 // keytool's scratch directory; removed with everything in it when this goes.
@@ -149,21 +84,25 @@ class scratch_dir {
   std::string path_;
 };
 
-// Adds the Java store that keytool makes (from the JVM's cacerts and ca) to out; false
-// where keytool failed.
+// Adds the JKS store for ca (java_trust.hpp) to out: bound from the cache, or, where no cache
+// directory is safe to use, made in a scratch directory and copied. False where keytool failed.
 bool add_java_store(const trust_spec& spec, const std::string& ca, const std::string& dir,
                     std::vector<staged_file>& out) {
+  const std::string path = dir + "/truststore.jks";
+  bool made_now = false;
+  if (auto cache = java_cache_dir()) {
+    auto store = cached_java_store(spec, ca, *cache, made_now);
+    if (!store) return false;
+    AIRLOCK_LOG(debug, "launcher", "Java trust store ", *store, made_now ? " (made now)" : "");
+    out.push_back({path, {}, {}, *store});
+    return true;
+  }
   scratch_dir scratch;
   if (!scratch.create()) return false;
-  std::string ca_file;
-  if (!ca.empty()) {
-    ca_file = scratch.path() + "/airlock-ca.crt";
-    if (!write_file(ca_file, ca)) return false;
-  }
-  if (!make_java_store(spec, scratch.path(), ca_file)) return false;
+  auto store = cached_java_store(spec, ca, scratch.path(), made_now);
   std::string bytes;
-  if (!read_file(scratch.path() + "/truststore.p12", bytes)) return false;
-  out.push_back({dir + "/truststore.p12", std::move(bytes), {}, {}});
+  if (!store || !read_file(*store, bytes)) return false;
+  out.push_back({path, std::move(bytes), {}, {}});
   return true;
 }
 
@@ -182,7 +121,6 @@ bool build_trust_files(const trust_spec& spec, const std::string& dir,
         ::stat(canonical, &st) == 0 && S_ISREG(st.st_mode) && ::access(canonical, R_OK) == 0) {
       out.push_back({bundle_path, {}, {}, canonical});
       out.push_back({dir + "/certs/ca-bundle.crt", {}, {}, canonical});
-      if (spec.java) java_made = add_java_store(spec, {}, dir, out);
       return true;
     }
   }
@@ -205,7 +143,7 @@ bool build_trust_files(const trust_spec& spec, const std::string& dir,
   if (!ca.empty()) bundle += str_cat("# Airlock CA (", *spec.airlock_ca, ")\n", ca);
   if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
 
-  if (spec.java) java_made = add_java_store(spec, ca, dir, out);
+  if (spec.java && !ca.empty()) java_made = add_java_store(spec, ca, dir, out);
   out.push_back({bundle_path, std::move(bundle), {}, {}});
   // The same bytes again for SSL_CERT_DIR: a hard link in the tmpfs, not a second copy.
   out.push_back({dir + "/certs/ca-bundle.crt", {}, bundle_path, {}});

@@ -399,9 +399,9 @@ class ToolchainTrustTest(unittest.TestCase):
         assert not reports, "sanitizer reports:\n" + "\n".join(reports)
 
     def jail(self, *cmd, options=()):
+        # No per-tool flag and no HOME=/tmp: the jail's home is writable (a private layer).
         r = subprocess.run([env.airlock_bin(), "run", "--ca", self.ca_cert, "--proxy",
-                            "127.0.0.1:%d" % self.proxy.port, "--env", "HOME=/tmp",
-                            *options, "--", *cmd],
+                            "127.0.0.1:%d" % self.proxy.port, *options, "--", *cmd],
                            capture_output=True, text=True, timeout=env.t(180), cwd=self.work)
         for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
             self.assertNotIn(mark, r.stderr, "the launcher: " + r.stderr[-3000:])
@@ -436,6 +436,24 @@ class ToolchainTrustTest(unittest.TestCase):
                 "        print('status', e.code)\n")
         r = self.jail("/usr/bin/python3", "-c", code, self.base + allowed, self.base + refused)
         self.assert_allowed_and_refused("urllib", r, allowed, refused)
+
+    @unittest.skipUnless(shutil.which("wget"), "wget not installed")
+    def test_toolchain_wget(self):
+        # wget (GnuTLS) reads no CA variable: only the system bundle, which inside the jail is
+        # the jail's bundle.
+        allowed, refused = self.urls("wget")
+        r = self.jail("sh", "-c", "for u in \"$@\"; do wget -S -O /dev/null \"$u\" 2>&1"
+                      " | awk '/^  HTTP\\//{s=$2} END{print \"status\", s}'; done", "wget",
+                      self.base + allowed, self.base + refused)
+        self.assert_allowed_and_refused("wget", r, allowed, refused)
+
+    @unittest.skipUnless(shutil.which("curl"), "curl not installed")
+    def test_toolchain_curl(self):
+        allowed, refused = self.urls("curl")
+        r = self.jail("sh", "-c", "for u in \"$@\"; do curl -s -o /dev/null"
+                      " -w 'status %{http_code}\\n' \"$u\"; done", "curl",
+                      self.base + allowed, self.base + refused)
+        self.assert_allowed_and_refused("curl", r, allowed, refused)
 
     def test_toolchain_python_requests(self):
         allowed, refused = self.urls("requests")
@@ -513,8 +531,13 @@ class ToolchainTrustTest(unittest.TestCase):
         allowed, refused = self.urls("java")
         with open(os.path.join(self.work, "Fetch.java"), "w") as f:
             f.write(JAVA_FETCH)
-        r = self.jail("java", "Fetch.java", self.base + allowed, self.base + refused,
-                      options=("--java-truststore",))
+        # No --java-truststore: the JVM's cacerts inside is the launcher's cached copy with the
+        # CA; the JVM ignores the proxy variables and goes through capture.
+        r = self.jail("java", "Fetch.java", self.base + allowed, self.base + refused)
+        if "no transparent capture" in r.stderr:
+            self.skipTest("Java reaches the proxy only through capture, which this kernel "
+                          "cannot do: " + r.stderr.strip())
+        self.assertNotIn("JAVA_TOOL_OPTIONS", r.stderr)
         self.assert_allowed_and_refused("java", r, allowed, refused)
 
 

@@ -123,12 +123,33 @@ TEST(LauncherOptions, RejectsBadValues) {
       {"--proxy", "unix:/run/airlock/relay.sock", "--agent", "a", "x"},
       {"--proxy", "unix:/run/airlock/relay.sock", "--proxy-protocol", "x"},
       {"--ro", "", "x"},
+      {"--tmpfs-size", "100K", "x"},  // below 1M
+      {"--fsize", "0", "x"},
+      {"--nofile", "3", "x"},  // nothing starts with so few
+      {"--nofile", "many", "x"},
+      {"--home", "", "x"},
+      {"--self-test", "--", "true"},  // the probes are the command
   };
   for (const auto& args : bad) {
     auto r = parse(args);
     EXPECT_FALSE(r.value) << (args.empty() ? "(none)" : args[0]);
     EXPECT_FALSE(r.error.empty());
   }
+}
+
+TEST(LauncherOptions, LimitsHomeAndSelfTest) {
+  auto r = parse(
+      {"--tmpfs-size", "256M", "--fsize=10M", "--nofile", "128", "--home", "/srv/h", "--", "true"});
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->tmpfs_bytes, 256ULL << 20);
+  EXPECT_EQ(r.value->fsize_bytes, 10ULL << 20);
+  EXPECT_EQ(r.value->nofile, 128u);
+  EXPECT_EQ(r.value->home, "/srv/h");
+  EXPECT_FALSE(r.value->self_test);
+  r = parse({"--self-test", "--ro", "/var/tmp"});
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(r.value->self_test);
+  EXPECT_TRUE(r.value->command.empty());
 }
 
 TEST(LauncherOptions, CaptureModes) {

@@ -134,7 +134,8 @@ TEST_F(LauncherPlan, DefaultPlanShape) {
   auto tmpfs = of_kind(p, mount_kind::tmpfs);
   ASSERT_EQ(tmpfs.size(), 2u);
   EXPECT_EQ(tmpfs[0]->target, "/tmp");
-  EXPECT_EQ(tmpfs[0]->data, "mode=1777");
+  EXPECT_EQ(tmpfs[0]->data, "mode=1777,size=1073741824");  // --tmpfs-size default
+  EXPECT_EQ(tmpfs[1]->target, "/run");
 
   // Built-in secrets that exist are hidden; those that do not are not mentioned.
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.ssh"), p.hidden.end());
@@ -243,6 +244,13 @@ TEST_F(LauncherPlan, RefusesDangerousOrMissingBinds) {
   o = opts();
   o.java_truststore = true;  // no keytool in the fake host
   EXPECT_NE(build_plan(o, host()).error.find("keytool"), std::string::npos);
+  o = opts();
+  o.home = "/nowhere";
+  EXPECT_NE(build_plan(o, host()).error.find("--home"), std::string::npos);
+  o.home = "/proc/1";
+  EXPECT_FALSE(build_plan(o, host()).value);
+  o.home = "/home/u/.ssh";  // a hidden path as the home would show what it hides
+  EXPECT_NE(build_plan(o, host()).error.find("hidden"), std::string::npos);
 }
 
 TEST_F(LauncherPlan, CaKeyDirectoryHidden) {
@@ -375,10 +383,126 @@ TEST_F(LauncherPlan, RelaySocketOfTheProxyIsOutOfReach) {
 }
 
 TEST_F(LauncherPlan, DescribeEveryStep) {
-  auto r = build_plan(opts(), host());
+  auto o = opts();
+  o.ca = "/srv/ca/ca.crt";
+  auto h = host();
+  h.keytool = "/usr/bin/keytool";
+  fs_.files["/etc/ssl/certs/java/cacerts"] = false;
+  auto r = build_plan(o, h);
   ASSERT_TRUE(r.value);
   for (const auto& s : r.value->mounts)
     EXPECT_NE(describe(s), "?");
+}
+
+TEST_F(LauncherPlan, HomeIsAPrivateLayerByDefault) {
+  auto r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value) << r.error;
+  const plan& p = *r.value;
+  EXPECT_EQ(p.home.mode, home_mode::layer);
+  EXPECT_EQ(p.home.path, "/home/u");
+  const auto layer = index_of(p, mount_kind::home_layer, "/home/u");
+  ASSERT_LT(layer, p.mounts.size());
+  EXPECT_EQ(p.mounts[layer].source, "/home/u");
+  EXPECT_EQ(p.mounts[layer].data, "size=1073741824");
+  // Below the work directory inside it, and below the hides of its secret files.
+  EXPECT_LT(layer, index_of(p, mount_kind::bind, "/home/u/proj"));
+  EXPECT_LT(layer, index_of(p, mount_kind::hide, "/home/u/.ssh"));
+  EXPECT_EQ(std::count(p.env.entries.begin(), p.env.entries.end(), "HOME=/home/u"), 1);
+}
+
+TEST_F(LauncherPlan, HomeDirectoryOrScratch) {
+  auto o = opts();
+  o.home = "/srv/data";
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->home.mode, home_mode::dir);
+  const auto at = index_of(*r.value, mount_kind::bind, "/home/u");
+  ASSERT_LT(at, r.value->mounts.size());
+  EXPECT_EQ(r.value->mounts[at].source, "/srv/data");
+  EXPECT_TRUE(r.value->mounts[at].writable);
+  EXPECT_LT(at, index_of(*r.value, mount_kind::bind, "/home/u/proj"));
+  EXPECT_EQ(of_kind(*r.value, mount_kind::home_layer).size(), 0u);
+
+  // No home on the host (nobody's /nonexistent): an empty tmpfs, and HOME says where.
+  auto h = host();
+  h.home = "/nonexistent";
+  r = build_plan(opts(), h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->home.mode, home_mode::scratch);
+  EXPECT_LT(index_of(*r.value, mount_kind::tmpfs, "/run/home"), r.value->mounts.size());
+  EXPECT_EQ(std::count(r.value->env.entries.begin(), r.value->env.entries.end(), "HOME=/run/home"),
+            1);
+  // --env HOME=... wins.
+  o = opts();
+  o.env = {"HOME=/tmp"};
+  r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(std::count(r.value->env.entries.begin(), r.value->env.entries.end(), "HOME=/tmp"), 1);
+}
+
+TEST_F(LauncherPlan, SizesAndFileLimits) {
+  auto o = opts();
+  o.tmpfs_bytes = 64ULL << 20;
+  o.fsize_bytes = 1ULL << 20;
+  o.nofile = 64;
+  fs_.files["/var/tmp"] = true;
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->limits.fsize_bytes, 1u << 20);
+  EXPECT_EQ(r.value->limits.nofile, 64u);
+  for (const char* t : {"/tmp", "/var/tmp"}) {
+    const auto i = index_of(*r.value, mount_kind::tmpfs, t);
+    ASSERT_LT(i, r.value->mounts.size()) << t;
+    EXPECT_EQ(r.value->mounts[i].data, "mode=1777,size=67108864") << t;
+  }
+  EXPECT_EQ(of_kind(*r.value, mount_kind::dev)[0]->data, "mode=1777,size=67108864");
+  EXPECT_EQ(of_kind(*r.value, mount_kind::home_layer)[0]->data, "size=67108864");
+}
+
+TEST_F(LauncherPlan, CaBoundOverTheSystemBundlesAndJavaCacerts) {
+  fs_.files["/etc/ssl"] = true;
+  fs_.files["/etc/ssl/certs"] = true;
+  fs_.files["/etc/ssl/certs/ca-certificates.crt"] = false;
+  fs_.files["/etc/ssl/certs/java"] = true;
+  fs_.files["/etc/ssl/certs/java/cacerts"] = false;
+  fs_.links["/etc/ssl/cert.pem"] = "/etc/ssl/certs/ca-certificates.crt";
+  auto o = opts();
+  o.ca = "/srv/ca/ca.crt";
+  auto h = host();
+  h.keytool = "/usr/bin/keytool";
+  auto r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  const auto files = of_kind(*r.value, mount_kind::trust_file);
+  ASSERT_EQ(files.size(), 2u);  // the link to the Debian bundle counts once
+  EXPECT_EQ(files[0]->target, "/etc/ssl/certs/ca-certificates.crt");
+  EXPECT_EQ(files[0]->source, "ca-bundle.crt");
+  EXPECT_EQ(files[1]->target, "/etc/ssl/certs/java/cacerts");
+  EXPECT_EQ(files[1]->source, "truststore.jks");
+  EXPECT_TRUE(r.value->trust.java);
+  EXPECT_LT(index_of(*r.value, mount_kind::trust, "/run/airlock"),
+            index_of(*r.value, mount_kind::trust_file, "/etc/ssl/certs/java/cacerts"));
+  // No JVM flag unless asked for.
+  for (const auto& e : r.value->env.entries)
+    EXPECT_FALSE(e.starts_with("JAVA_TOOL_OPTIONS=")) << e;
+  o.java_truststore = true;
+  r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(r.value->trust.java_tool_options);
+
+  // Without --ca the system bundle is already the jail's: nothing to bind over it.
+  r = build_plan(opts(), h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(of_kind(*r.value, mount_kind::trust_file).size(), 0u);
+  EXPECT_FALSE(r.value->trust.java);
+}
+
+TEST_F(LauncherPlan, SelfTestNeedsNoCommand) {
+  options o;
+  o.self_test = true;
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(r.value->self_test);
+  EXPECT_FALSE(r.value->argv.empty());
 }
 
 }  // namespace

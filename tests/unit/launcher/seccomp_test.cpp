@@ -8,7 +8,9 @@
 #include <linux/netlink.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -58,12 +60,27 @@ TEST(LauncherSeccomp, RuleListNamesTheDenials) {
   auto has = [&](std::string_view r) {
     return std::find(rules.begin(), rules.end(), r) != rules.end();
   };
-  for (auto r : {"ptrace: EPERM", "mount: EPERM", "unshare: EPERM", "setns: EPERM", "bpf: EPERM",
-                 "keyctl: EPERM", "userfaultfd: EPERM", "open_by_handle_at: EPERM",
-                 "clone3: ENOSYS", "clone(CLONE_NEWUSER): EPERM", "clone(CLONE_NEWNET): EPERM",
-                 "socket(AF_PACKET): EPERM", "socket(AF_INET, SOCK_RAW): EPERM",
-                 "socket(AF_INET6, SOCK_RAW): EPERM", "socket(AF_NETLINK, !NETLINK_ROUTE): EPERM",
-                 "io_uring_setup: EPERM", "kexec_load: EPERM", "init_module: EPERM"}) {
+  for (auto r : {"ptrace: EPERM",
+                 "mount: EPERM",
+                 "unshare: EPERM",
+                 "setns: EPERM",
+                 "bpf: EPERM",
+                 "keyctl: EPERM",
+                 "userfaultfd: EPERM",
+                 "open_by_handle_at: EPERM",
+                 "clone3: ENOSYS",
+                 "clone(CLONE_NEWUSER): EPERM",
+                 "clone(CLONE_NEWNET): EPERM",
+                 "socket(AF_PACKET): EPERM",
+                 "socket(AF_INET, SOCK_RAW): EPERM",
+                 "socket(AF_INET6, SOCK_RAW): EPERM",
+                 "socket(AF_NETLINK, !NETLINK_ROUTE): EPERM",
+                 "io_uring_setup: EPERM",
+                 "kexec_load: EPERM",
+                 "init_module: EPERM",
+                 "ioctl(TIOCSTI): EPERM",
+                 "ioctl(TIOCLINUX): EPERM",
+                 "personality(anything but PER_LINUX or 0xffffffff): EPERM"}) {
     EXPECT_TRUE(has(r)) << r;
   }
 }
@@ -114,6 +131,22 @@ TEST_P(LauncherSeccompLoading, DeniesWhatItShouldAndAllowsTheRest) {
         if (!expect(err_of(::syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0)) ==
                     EAFNOSUPPORT))
           return check;
+        // Terminal injection, also with junk in the high half of the request (CVE-2019-10063):
+        // refused before the kernel looks at the descriptor (-1 here), which would say EBADF.
+        char c = 'x';
+        if (!expect(err_of(::syscall(SYS_ioctl, -1, TIOCSTI, &c)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_ioctl, -1, TIOCSTI | (1UL << 32), &c)) == EPERM))
+          return check;
+        if (!expect(err_of(::syscall(SYS_ioctl, -1, TIOCLINUX, &c)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_ioctl, -1, TCGETS, &c)) == EBADF)) return check;
+        // personality: only the default and the query.
+        if (!expect(err_of(::personality(READ_IMPLIES_EXEC)) == EPERM)) return check;
+        if (!expect(err_of(::personality(ADDR_NO_RANDOMIZE)) == EPERM)) return check;
+        if (!expect(err_of(::personality(PER_LINUX32)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_personality, 0x80000000UL)) == EPERM)) return check;
+        if (!expect(err_of(::syscall(SYS_personality, 0xFFFFFFFEUL)) == EPERM)) return check;
+        if (!expect(::personality(0xffffffff) >= 0)) return check;
+        if (!expect(::personality(PER_LINUX) >= 0)) return check;
         // clone3 gets ENOSYS so that libc falls back to clone.
         if (!expect(err_of(::syscall(SYS_clone3, nullptr, 0)) == ENOSYS)) return check;
 

@@ -1,5 +1,7 @@
 #include "launcher/trust.hpp"
 
+#include "launcher/java_trust.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -7,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -37,11 +40,7 @@ class LauncherTrust : public ::testing::Test {
     ASSERT_NE(::mkdtemp(templ), nullptr);
     dir_ = templ;
   }
-  void TearDown() override {
-    for (const auto& f : made_)
-      ::unlink(f.c_str());
-    ::rmdir(dir_.c_str());
-  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string file(const std::string& name, const std::string& content) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << content;
@@ -158,6 +157,66 @@ TEST_F(LauncherTrust, RefusesWhatIsNotACertificate) {
   EXPECT_FALSE(build_trust_files(spec, "trust", files, java_made));
   spec.airlock_ca = dir_ + "/missing-ca.crt";
   EXPECT_FALSE(build_trust_files(spec, "trust", files, java_made));
+}
+
+TEST_F(LauncherTrust, JavaStoreNameFollowsTheCaAndCacerts) {
+  trust_spec spec;
+  spec.java_cacerts = file("cacerts", "store bytes");
+  spec.keytool = "/usr/bin/keytool";
+  const auto a = java_store_name(spec, test_ca);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->size(), 36u);
+  EXPECT_TRUE(a->ends_with(".jks"));
+  EXPECT_EQ(java_store_name(spec, test_ca), a);  // stable: the cache is found again
+  EXPECT_NE(java_store_name(spec, std::string(test_ca) + "\n"), a);  // another CA
+  // A replaced cacerts (a new inode, as ca-certificates-java writes it) is another store.
+  const std::string replacement = file("cacerts.new", "store bytes");
+  ASSERT_EQ(::rename(replacement.c_str(), spec.java_cacerts.c_str()), 0);
+  EXPECT_NE(java_store_name(spec, test_ca), a);
+  spec.java_cacerts = dir_ + "/missing";
+  EXPECT_FALSE(java_store_name(spec, test_ca));
+}
+
+TEST_F(LauncherTrust, CachedJavaStoreIsReusedWithoutKeytool) {
+  trust_spec spec;
+  spec.java_cacerts = file("cacerts", "store bytes");
+  spec.keytool = "/nonexistent/keytool";  // would fail if it ran
+  const auto name = java_store_name(spec, test_ca);
+  ASSERT_TRUE(name);
+  bool made = true;
+  // Not cached yet: keytool must run, and cannot.
+  EXPECT_FALSE(cached_java_store(spec, test_ca, dir_, made));
+  EXPECT_FALSE(made);
+  const std::string store = file(*name, "a cached store");
+  const auto found = cached_java_store(spec, test_ca, dir_, made);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*found, store);
+  EXPECT_FALSE(made);
+}
+
+TEST_F(LauncherTrust, JavaCacheDirectoryMustBePrivate) {
+  const std::string cache = dir_ + "/cache";
+  // Both candidates below this test's directory: nothing is made in the real home.
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const char* old_home = std::getenv("HOME");
+  const std::string saved = old ? old : "", saved_home = old_home ? old_home : "";
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  ::setenv("HOME", (dir_ + "/home").c_str(), 1);
+  auto dir = java_cache_dir();
+  ASSERT_TRUE(dir);
+  EXPECT_EQ(*dir, cache + "/airlock/java-trust");
+  struct stat st;
+  ASSERT_EQ(::stat(dir->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // Writable by others: not used (another candidate is taken instead).
+  ASSERT_EQ(::chmod(dir->c_str(), 0777), 0);
+  EXPECT_EQ(java_cache_dir(), dir_ + "/home/.cache/airlock/java-trust");
+  ::setenv("HOME", saved_home.c_str(), 1);
+  if (old) {
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_CACHE_HOME");
+  }
 }
 
 }  // namespace
