@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 
 namespace airlock::proxy::h1 {
 
@@ -32,6 +33,23 @@ struct relay_result {
   std::uint64_t bytes_written = 0;     // body bytes written (after filters)
   bool stopped = false;                // a filter refused or failed: nothing more was sent
 };
+
+// Reads the next piece of a body into `buf` (at most `piece` bytes): how many bytes of body came,
+// or the read's error. read_some, not read: pass on what has arrived (a server-sent event, a
+// slow chunk) instead of waiting for the buffer to fill.
+template <bool IsRequest, class ReadStream>
+boost::asio::awaitable<std::pair<boost::system::error_code, std::size_t>> read_piece(
+    ReadStream& from, boost::beast::flat_buffer& from_buffer,
+    http::parser<IsRequest, http::buffer_body>& parser, char* buf, std::size_t piece,
+    std::chrono::milliseconds idle_timeout) {
+  auto& b = parser.get().body();
+  b.data = buf;
+  b.size = piece;
+  set_timeout(from, idle_timeout);
+  auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+  if (ec == http::error::need_buffer) ec = {};
+  co_return std::pair{ec, piece - b.size};
+}
 
 // Relays a body as it is. `observer` (may be null): a request body's chain, shown every piece
 // before it is written; a refusal stops the relay before that piece.
@@ -50,18 +68,12 @@ boost::asio::awaitable<relay_result> relay_body(
   auto& b = parser.get().body();
   do {
     if (!parser.is_done()) {
-      b.data = buf.data();
-      b.size = piece;
-      set_timeout(from, idle_timeout);
-      // read_some, not read: pass on what has arrived (a server-sent event, a slow chunk)
-      // instead of waiting for the buffer to fill.
-      auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
-      if (ec == http::error::need_buffer) ec = {};
+      auto [ec, got] =
+          co_await read_piece(from, from_buffer, parser, buf.data(), piece, idle_timeout);
       if (ec) {
         result.read_ec = ec;
         co_return result;
       }
-      const std::size_t got = piece - b.size;
       if (got == 0 && !parser.is_done()) continue;  // only framing so far (a chunk header)
       if (observer &&
           !observer->request_body(std::string_view(buf.data(), got), parser.is_done()).passes()) {
@@ -130,16 +142,12 @@ boost::asio::awaitable<relay_result> relay_filtered(
   // serializer writes from `out`.
   auto& b = parser.get().body();
   while (!parser.is_done() && !enough) {
-    b.data = buf.data();
-    b.size = piece;
-    set_timeout(from, idle_timeout);
-    auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
-    if (ec == http::error::need_buffer) ec = {};
+    auto [ec, got] =
+        co_await read_piece(from, from_buffer, parser, buf.data(), piece, idle_timeout);
     if (ec) {
       result.read_ec = ec;
       co_return result;
     }
-    const std::size_t got = piece - b.size;
     if (got == 0) continue;
     if (throttle) co_await throttle.pace(got);
     result.bytes += got;

@@ -9,6 +9,7 @@
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
 #include "proxy/exchange_record.hpp"
+#include "proxy/exchange_upstream.hpp"
 #include "proxy/forward.hpp"
 #include "proxy/pending_wait.hpp"
 #include "proxy/session_context.hpp"
@@ -17,6 +18,8 @@
 #include "tls/leaf_cache.hpp"
 
 #include <boost/asio/ssl.hpp>
+
+#include <type_traits>
 
 namespace airlock::proxy {
 namespace asio = boost::asio;
@@ -57,7 +60,7 @@ policy::identity identify(const session_context& s, const tunnel_context* tunnel
 asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
                                         const active_policy& active) {
   tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}};
-  asio::ssl::stream<beast::tcp_stream&> client_tls(s.client, *t.tls->server_context);
+  tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
   auto leaf = t.tls->leaves->get(t.target.host.text, error);
   if (!leaf || !tls::use_leaf(client_tls.native_handle(), *leaf, error)) {
@@ -110,76 +113,6 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
   // The TCP connection made to check the origin is dropped; the first request inside connects.
   upstream.close();
   co_await serve_intercepted(s, ex, active);
-}
-
-// A plain request's upstream: a pooled connection or a new one; a pooled one the origin closed
-// as it was reused is replaced once for a bodiless request.
-asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
-                                    filters::chain& chain, h1::request_parser& req_p,
-                                    forward_params& fp, bool keep_after_refusal) {
-  const auto& snap = *ex.snapshot;
-  const auto& limits = snap.limits();
-  auto& rec = ex.record;
-  const auto ur = upstream_for(ex.target, *ex.rule, limits, s.w.shared().own_guard.get());
-  const std::string pool_key = core::str_cat(ex.target.host.text, ':', ex.target.port);
-  beast::tcp_stream upstream(s.client.get_executor());
-  beast::flat_buffer up_buffer;
-  bool reused = false;
-  forward_result result;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    // (No co_await inside a conditional expression: GCC 12 destroys such temporaries twice.)
-    connect_outcome outcome;
-    if (attempt == 0)
-      outcome = co_await acquire_upstream(upstream, s.w.pool(), pool_key, snap.guard(), ur, reused);
-    else
-      outcome = co_await connect_upstream(upstream, snap.guard(), ur);
-    if (attempt == 0 && s.w.shared().metrics) s.w.shared().metrics->pool_reuse(reused);
-    if (outcome.error != errc::ok) {
-      rec.connect_failed(outcome.error);
-      rec.refuse(outcome.error, outcome.detail);
-      co_return co_await send_answer(s.client, rec, fp.version, keep_after_refusal);
-    }
-    rec.upstream = to_string(outcome.endpoint);
-    rec.connect_time = outcome.connect_time;
-    fp.retry_if_stale = attempt == 0 && reused && !ex.has_body;
-    s.entry->upstream = &upstream.socket();
-    result =
-        co_await forward(s.w, s.client, s.buffer, upstream, up_buffer, req_p, chain, limits, fp);
-    s.entry->upstream = nullptr;
-    if (!result.stale_connection) break;
-    upstream.close();
-    up_buffer.clear();
-  }
-  if (result.upstream_reusable && !s.w.shared().draining.load()) {
-    upstream.expires_never();
-    s.w.pool().put(pool_key, std::move(upstream.socket()));
-  }
-  co_return result.client_continues;
-}
-
-// Inside an intercepted tunnel: the tunnel's TLS upstream, (re)connected when needed.
-template <class Client>
-asio::awaitable<bool> forward_in_tunnel(session_context& s, Client& client, tunnel_context& t,
-                                        filters::exchange& ex, filters::chain& chain,
-                                        h1::request_parser& req_p, const forward_params& fp,
-                                        bool keep_after_refusal) {
-  auto& rec = ex.record;
-  if (!t.upstream) {
-    auto outcome = co_await connect_tls_upstream(s, t, ex);
-    if (outcome.error != errc::ok) {
-      rec.connect_failed(outcome.error);
-      rec.refuse(outcome.error, outcome.detail);
-      co_return co_await send_answer(client, rec, fp.version, keep_after_refusal);
-    }
-    rec.connect_time = outcome.connect_time;
-  }
-  rec.upstream = t.upstream_text;
-  s.entry->upstream = &t.upstream->next_layer().socket();
-  auto result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p,
-                                 chain, ex.snapshot->limits(), fp);
-  s.entry->upstream = nullptr;
-  if (!result.upstream_reusable) t.upstream.reset();
-  co_return result.client_continues;
 }
 
 // One request/response exchange: on a plain client connection (tunnel == nullptr, targets in
@@ -290,11 +223,13 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   fp.body = held_body ? &*held_body : nullptr;
   fp.upgrade = h1::rewrite_for_upstream(req, ex);
 
-  // 7. Upstream and forwarding.
-  if (tunnel)
+  // 7. Upstream and forwarding: inside a tunnel (the client speaks TLS) its TLS upstream, else a
+  // pooled or new connection.
+  if constexpr (std::is_same_v<Client, tls_client>)
     co_return co_await forward_in_tunnel(s, client, *tunnel, ex, chain, req_p, fp,
                                          keep_after_refusal);
-  co_return co_await forward_plain(s, ex, chain, req_p, fp, keep_after_refusal);
+  else
+    co_return co_await forward_plain(s, ex, chain, req_p, fp, keep_after_refusal);
 }
 
 }  // namespace

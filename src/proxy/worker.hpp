@@ -89,6 +89,10 @@ class buffer_lease {
 class worker {
  public:
   explicit worker(shared_state& shared) : shared_(shared) {}
+  // The acceptor belongs to ioc_, which is declared (and so destroyed) after it would be.
+  ~worker() { acceptor.reset(); }
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
 
   boost::asio::io_context& context() noexcept { return ioc_; }
   shared_state& shared() noexcept { return shared_; }

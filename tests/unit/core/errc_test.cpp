@@ -121,6 +121,7 @@ TEST(Errc, SelectedEntriesMatchTheirMeaning) {
       {errc::connect_timeout, 504, "connection_timeout", "connect_timeout"},
       {errc::upstream_timeout, 504, "http_response_timeout", "upstream_timeout"},
       {errc::upstream_tls_failed, 502, "tls_certificate_error", "upstream_tls_failed"},
+      {errc::decision_timeout, 503, "proxy_internal_response", "decision_timeout"},
       {errc::internal_error, 500, "proxy_internal_error", "internal_error"},
       {errc::shutting_down, 503, "proxy_internal_response", "shutting_down"},
   };

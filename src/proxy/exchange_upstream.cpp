@@ -1,0 +1,78 @@
+#include "proxy/exchange_upstream.hpp"
+
+#include "policy/snapshot.hpp"
+#include "proxy/connect.hpp"
+#include "telemetry/metrics.hpp"
+
+namespace airlock::proxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using core::errc;
+
+asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
+                                    filters::chain& chain, h1::request_parser& req_p,
+                                    forward_params& fp, bool keep_after_refusal) {
+  const auto& snap = *ex.snapshot;
+  const auto& limits = snap.limits();
+  auto& rec = ex.record;
+  const auto ur = upstream_for(ex.target, *ex.rule, limits, s.w.shared().own_guard.get());
+  const std::string pool_key = core::str_cat(ex.target.host.text, ':', ex.target.port);
+  beast::tcp_stream upstream(s.client.get_executor());
+  beast::flat_buffer up_buffer;
+  bool reused = false;
+  forward_result result;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // (No co_await inside a conditional expression: GCC 12 destroys such temporaries twice.)
+    connect_outcome outcome;
+    if (attempt == 0)
+      outcome = co_await acquire_upstream(upstream, s.w.pool(), pool_key, snap.guard(), ur, reused);
+    else
+      outcome = co_await connect_upstream(upstream, snap.guard(), ur);
+    if (attempt == 0 && s.w.shared().metrics) s.w.shared().metrics->pool_reuse(reused);
+    if (outcome.error != errc::ok) {
+      rec.connect_failed(outcome.error);
+      rec.refuse(outcome.error, outcome.detail);
+      co_return co_await send_answer(s.client, rec, fp.version, keep_after_refusal);
+    }
+    rec.upstream = to_string(outcome.endpoint);
+    rec.connect_time = outcome.connect_time;
+    fp.retry_if_stale = attempt == 0 && reused && !ex.has_body;
+    s.entry->upstream = &upstream.socket();
+    result =
+        co_await forward(s.w, s.client, s.buffer, upstream, up_buffer, req_p, chain, limits, fp);
+    s.entry->upstream = nullptr;
+    if (!result.stale_connection) break;
+    upstream.close();
+    up_buffer.clear();
+  }
+  if (result.upstream_reusable && !s.w.shared().draining.load()) {
+    upstream.expires_never();
+    s.w.pool().put(pool_key, std::move(upstream.socket()));
+  }
+  co_return result.client_continues;
+}
+
+asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, tunnel_context& t,
+                                        filters::exchange& ex, filters::chain& chain,
+                                        h1::request_parser& req_p, const forward_params& fp,
+                                        bool keep_after_refusal) {
+  auto& rec = ex.record;
+  if (!t.upstream) {
+    auto outcome = co_await connect_tls_upstream(s, t, ex);
+    if (outcome.error != errc::ok) {
+      rec.connect_failed(outcome.error);
+      rec.refuse(outcome.error, outcome.detail);
+      co_return co_await send_answer(client, rec, fp.version, keep_after_refusal);
+    }
+    rec.connect_time = outcome.connect_time;
+  }
+  rec.upstream = t.upstream_text;
+  s.entry->upstream = &t.upstream->next_layer().socket();
+  auto result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p,
+                                 chain, ex.snapshot->limits(), fp);
+  s.entry->upstream = nullptr;
+  if (!result.upstream_reusable) t.upstream.reset();
+  co_return result.client_continues;
+}
+
+}  // namespace airlock::proxy
