@@ -135,77 +135,40 @@ boost::asio::awaitable<void> switch_protocols(
   ex.record.bytes_out += totals.upstream_to_client;
 }
 
-}  // namespace forward_detail
-
-// Sends the request (head rewritten, body as the chain allows) and relays the response back
-// through the chain's response filters.
-template <class Client, class Upstream>
-boost::asio::awaitable<forward_result> forward(
-    worker& w, Client& client, boost::beast::flat_buffer& client_buffer, Upstream& upstream,
-    boost::beast::flat_buffer& up_buffer, h1::request_parser& req_p, filters::chain& chain,
-    const policy::model::limits& limits, const forward_params& fp) {
-  using namespace forward_detail;
-  forward_result out;
-  auto& ex = chain.ex();
-  auto& rec = ex.record;
-  const unsigned version = fp.version;
-
-  http::request_serializer<http::buffer_body> req_sr{req_p.get()};
-  // The client waits for this before it sends the body.
-  if (fp.expect_continue && version >= 11 && co_await send_continue(client, limits.idle_timeout))
-    co_return out;
-  if (!co_await send_request_body(w, client, client_buffer, upstream, req_p, req_sr, chain, limits,
-                                  fp))
-    co_return out;
-
-  // Response head; interim 1xx answers other than 101 are dropped (we removed Expect).
-  std::optional<http::response_parser<http::buffer_body>> res_p;
+// Reads the response head; interim 1xx answers other than 101 are dropped (the proxy removed
+// Expect and answers 100-continue itself).
+template <class Upstream>
+boost::asio::awaitable<boost::system::error_code> read_response_head(
+    Upstream& upstream, boost::beast::flat_buffer& up_buffer,
+    std::optional<http::response_parser<http::buffer_body>>& res_p,
+    const policy::model::limits& limits, bool head_request) {
   for (;;) {
     res_p.emplace();
     res_p->header_limit(h1::header_limit(limits));
     res_p->body_limit(limits.response_bytes);
-    if (fp.head) res_p->skip(true);
+    if (head_request) res_p->skip(true);
     set_timeout(upstream, limits.response_timeout);
     auto [ec, n] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
-    if (ec && fp.retry_if_stale && up_buffer.size() == 0 &&
-        (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
-         ec == boost::asio::error::eof)) {
-      // The origin closed the idle connection as we reused it (a race no check can close).
-      out.stale_connection = true;
-      co_return out;
-    }
-    if (ec) {
-      const auto why = ec == boost::beast::error::timeout ? core::errc::upstream_timeout
-                       : ec == http::error::body_limit    ? core::errc::response_too_large
-                                                          : core::errc::upstream_error;
-      rec.failed_upstream(why);
-      rec.refuse(why, core::str_cat("reading response: ", ec.message()));
-      co_return co_await answer(client, rec, version);
-    }
+    if (ec) co_return ec;
     const auto status = res_p->get().result_int();
-    if (status >= 100 && status < 200 && status != 101) continue;
-    break;
+    if (status < 100 || status >= 200 || status == 101) co_return ec;
   }
-  auto& res = res_p->get();
-  const unsigned status = res.result_int();
-  rec.status = status;
-  ex.response = &res;
-  const bool no_body = fp.head || status == 204 || status == 304 || status == 101;
-  ex.response_has_body = !no_body;
+}
 
-  if (status == 101) {
-    if (fp.upgrade.empty()) {
-      rec.failed_upstream(core::errc::upstream_error);
-      rec.refuse(core::errc::upstream_error,
-                 "origin switched protocols without an allowed upgrade");
-      co_return co_await answer(client, rec, version);
-    }
-    if (!chain.response_head().passes()) co_return co_await answer(client, rec, version);
-    co_await switch_protocols(client, client_buffer, upstream, up_buffer, res, ex, fp.upgrade,
-                              limits);
-    co_return out;
-  }
-
+// The response head through the chain (redaction may edit it), re-framed where its body changes
+// or has no framing, then the body through the chain's response filters, or as it is.
+template <class Client, class Upstream>
+boost::asio::awaitable<forward_result> relay_response(
+    worker& w, Client& client, Upstream& upstream, boost::beast::flat_buffer& up_buffer,
+    http::response_parser<http::buffer_body>& parser, filters::chain& chain,
+    const policy::model::limits& limits, const forward_params& fp) {
+  forward_result out;
+  auto& ex = chain.ex();
+  auto& rec = ex.record;
+  auto& res = parser.get();
+  const unsigned version = fp.version;
+  const bool no_body = !ex.response_has_body;
+  auto* res_p = &parser;
   const bool upstream_keep_alive = res_p->keep_alive();
   strip_hop_by_hop(res);
   bool keep_alive = fp.client_keep_alive && !w.shared().draining.load();
@@ -268,6 +231,69 @@ boost::asio::awaitable<forward_result> forward(
   out.client_continues = keep_alive;
   out.upstream_reusable = upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0;
   co_return out;
+}
+
+}  // namespace forward_detail
+
+// Sends the request (head rewritten, body as the chain allows) and relays the response back
+// through the chain's response filters.
+template <class Client, class Upstream>
+boost::asio::awaitable<forward_result> forward(
+    worker& w, Client& client, boost::beast::flat_buffer& client_buffer, Upstream& upstream,
+    boost::beast::flat_buffer& up_buffer, h1::request_parser& req_p, filters::chain& chain,
+    const policy::model::limits& limits, const forward_params& fp) {
+  using namespace forward_detail;
+  forward_result out;
+  auto& ex = chain.ex();
+  auto& rec = ex.record;
+  const unsigned version = fp.version;
+
+  http::request_serializer<http::buffer_body> req_sr{req_p.get()};
+  // The client waits for this before it sends the body.
+  if (fp.expect_continue && version >= 11 && co_await send_continue(client, limits.idle_timeout))
+    co_return out;
+  if (!co_await send_request_body(w, client, client_buffer, upstream, req_p, req_sr, chain, limits,
+                                  fp))
+    co_return out;
+
+  std::optional<http::response_parser<http::buffer_body>> res_p;
+  const auto ec = co_await read_response_head(upstream, up_buffer, res_p, limits, fp.head);
+  if (ec && fp.retry_if_stale && up_buffer.size() == 0 &&
+      (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
+       ec == boost::asio::error::eof)) {
+    // The origin closed the idle connection as we reused it (a race no check can close).
+    out.stale_connection = true;
+    co_return out;
+  }
+  if (ec) {
+    const auto why = ec == boost::beast::error::timeout ? core::errc::upstream_timeout
+                     : ec == http::error::body_limit    ? core::errc::response_too_large
+                                                        : core::errc::upstream_error;
+    rec.failed_upstream(why);
+    rec.refuse(why, core::str_cat("reading response: ", ec.message()));
+    co_return co_await answer(client, rec, version);
+  }
+  auto& res = res_p->get();
+  const unsigned status = res.result_int();
+  rec.status = status;
+  ex.response = &res;
+  const bool no_body = fp.head || status == 204 || status == 304 || status == 101;
+  ex.response_has_body = !no_body;
+
+  if (status == 101) {
+    if (fp.upgrade.empty()) {
+      rec.failed_upstream(core::errc::upstream_error);
+      rec.refuse(core::errc::upstream_error,
+                 "origin switched protocols without an allowed upgrade");
+      co_return co_await answer(client, rec, version);
+    }
+    if (!chain.response_head().passes()) co_return co_await answer(client, rec, version);
+    co_await switch_protocols(client, client_buffer, upstream, up_buffer, res, ex, fp.upgrade,
+                              limits);
+    co_return out;
+  }
+
+  co_return co_await relay_response(w, client, upstream, up_buffer, *res_p, chain, limits, fp);
 }
 
 }  // namespace airlock::proxy
