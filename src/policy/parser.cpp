@@ -3,6 +3,7 @@
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
 #include "policy/key_text.hpp"
+#include "policy/yaml_document.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -880,21 +881,25 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 void parse_policy(std::string_view yaml, const std::string& base_dir, model::policy& out,
                   mark_table& marks, error_sink& errors) {
-  std::vector<YAML::Node> documents;
+  yaml_document document;
   try {
-    documents = YAML::LoadAll(std::string(yaml));
+    document = read_yaml_document(yaml);
   } catch (const YAML::Exception& e) {
     errors.add(to_mark(e.mark), "", e.msg);
     return;
   }
-  if (documents.size() > 1) {
-    errors.add(to_mark(documents[1].Mark()), "",
-               "only one YAML document is allowed in a policy file");
+  using status = yaml_document::status;
+  if (document.what == status::several) {
+    errors.add(to_mark(document.second), "", "only one YAML document is allowed in a policy file");
     return;
   }
-  if (documents.empty()) return;
+  if (document.what == status::stuck) {
+    errors.add(to_mark(document.second), "", "unexpected character (not valid YAML here)");
+    return;
+  }
+  if (document.what == status::none) return;
   try {
-    parser(base_dir, marks, errors).policy(documents[0], out);
+    parser(base_dir, marks, errors).policy(document.root, out);
   } catch (const YAML::Exception& e) {
     // Not expected (every access is type-checked first), but a policy is never half-read.
     errors.add(to_mark(e.mark), "", e.msg);
