@@ -51,8 +51,9 @@ struct request {
   std::string body;
   bool keep_alive = false;
   bool operator==(const request& o) const {
+    // The body of a request that failed is whatever had arrived: not compared.
     return error.empty() == o.error.empty() && method == o.method && target == o.target &&
-           version == o.version && framing == o.framing && body == o.body &&
+           version == o.version && framing == o.framing && (!error.empty() || body == o.body) &&
            keep_alive == o.keep_alive;
   }
 };
@@ -109,11 +110,24 @@ std::vector<request> read_requests(std::string_view stream, const std::vector<st
     p.body_limit(boost::none);  // checked by hand once the head is read, as the session does
     char body_buf[512];
     bool eof = false;
+    std::size_t head_bytes = 0;
     for (int steps = 0; !p.is_done(); ++steps) {
       if (steps > 1'000'000) fail("parser makes no progress");
       if (p.is_header_done()) {
         p.get().body().data = body_buf;
         p.get().body().size = sizeof body_buf;
+      }
+      // As Beast's own read loop does: the parser is never handed an empty buffer (in a chunk
+      // body it would answer "no error, nothing consumed" forever); read more first.
+      if (!eof && pending.empty() && !receive()) eof = true;
+      // Beast 1.81 asserts (BOOST_ASSERT(n >= 5) in parse_chunk_header) when the last chunk
+      // "0\r\n" came in one put() and fewer than 5 bytes are there on the next: an abort of
+      // any build without NDEBUG, e.g. "0\r\n" then "\r" in separate segments (found by this
+      // target; fixed upstream in Beast pull request 2861, 2024). Until Boost has the fix the
+      // codec must not hand a chunked body fewer than 5 bytes while more can come.
+      if (!eof && p.is_header_done() && p.chunked() && pending.size() < 5) {
+        if (!receive()) eof = true;
+        continue;
       }
       boost::system::error_code ec;
       const bool header_was_done = p.is_header_done();
@@ -123,6 +137,7 @@ std::vector<request> read_requests(std::string_view stream, const std::vector<st
       } else {
         n = p.put(asio::buffer(pending.data(), pending.size()), ec);
         pending.erase(0, n);
+        if (!header_was_done) head_bytes += n;
       }
       if (header_was_done) r.body.append(body_buf, sizeof body_buf - p.get().body().size);
       if (ec == http::error::need_buffer) continue;
@@ -137,6 +152,14 @@ std::vector<request> read_requests(std::string_view stream, const std::vector<st
       }
       if (eof) break;
       if (!header_was_done && p.is_header_done()) {
+        // Beast 1.81 does not hold a head that arrives in one piece to header_limit: the start
+        // line and the fields are each checked against the whole limit (basic_parser.ipp,
+        // state::fields), so up to twice the limit gets through, while the same bytes in
+        // pieces are refused. The codec must count the head itself (found by this target).
+        if (head_bytes > lim.header_bytes) {
+          r.error = "header limit exceeded (counted by the codec)";
+          break;
+        }
         // The head is complete: the checks the session makes before reading any body.
         auto& req = p.get();
         r.method = std::string(req.method_string());
