@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git clang-format
+  # clang and its libFuzzer/sanitizer runtimes for the fuzz targets (fuzz/README.md)
+  clang-14 libclang-rt-14-dev
   # libraries
   libboost1.81-all-dev libssl-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev
   libseccomp-dev zlib1g-dev libgtest-dev libgmock-dev

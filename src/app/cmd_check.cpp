@@ -3,6 +3,7 @@
 #include "app/commands.hpp"
 
 #include "policy/loader.hpp"
+#include "policy/ports.hpp"
 
 #include <cstdio>
 #include <string>
@@ -11,15 +12,19 @@ namespace airlock::app {
 namespace {
 
 constexpr const char* usage =
-    "usage: airlock check --config FILE\n"
+    "usage: airlock check --config FILE [--no-secrets]\n"
     "\n"
-    "Loads the policy FILE and reports every error (file:line:column: key: message).\n"
+    "Loads the policy FILE and reports every error (file:line:column: key: message), then\n"
+    "prints what each rule allows (hosts, ports, schemes).\n"
+    "  --no-secrets  do not read secret values (environment variables, secret files, the CA\n"
+    "                key): for CI pipelines where they do not exist. Everything else is checked.\n"
     "Exit status: 0 valid, 1 invalid, 2 usage error.\n";
 
 }  // namespace
 
 int cmd_check(args a) {
   std::string config;
+  policy::load_options options;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::string_view arg = a[i];
     if (arg == "--help" || arg == "-h") {
@@ -30,6 +35,8 @@ int cmd_check(args a) {
       config = a[++i];
     } else if (arg.starts_with("--config=")) {
       config = arg.substr(9);
+    } else if (arg == "--no-secrets") {
+      options.read_secrets = false;
     } else {
       std::fprintf(stderr, "airlock check: unexpected argument '%.*s'\n\n%s",
                    static_cast<int>(arg.size()), arg.data(), usage);
@@ -40,7 +47,7 @@ int cmd_check(args a) {
     std::fprintf(stderr, "airlock check: --config FILE is required\n\n%s", usage);
     return 2;
   }
-  const auto result = policy::load_file(config);
+  const auto result = policy::load_file(config, options);
   for (const auto& w : result.warnings)
     std::fprintf(stderr, "warning: %s\n", w.to_string().c_str());
   if (!result.ok()) {
@@ -49,8 +56,15 @@ int cmd_check(args a) {
     return 1;
   }
   const auto& p = *result.policy;
-  std::printf("%s: ok (%zu rules, %zu agents, version %s)\n", config.c_str(), p.rules().size(),
-              p.agents().size(), p.version().substr(0, 12).c_str());
+  std::printf("%s: ok (%zu rules, %zu agents, version %s%s)\n", config.c_str(), p.rules().size(),
+              p.agents().size(), p.version().substr(0, 12).c_str(),
+              options.read_secrets ? "" : "; secrets not read");
+  for (const auto& r : p.rules()) {
+    const auto& schemes = r.source->schemes;
+    std::printf("  rule %s: ports %s; schemes %s%s\n", r.name.c_str(),
+                policy::ports_text(r.ports).c_str(), policy::schemes_text(schemes).c_str(),
+                r.inspect ? "; inspect" : "");
+  }
   return 0;
 }
 

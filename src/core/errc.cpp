@@ -12,6 +12,8 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
     {200, "", "ok", "allowed"},
     {403, "http_request_denied", "host_denied", "no rule allows this host"},
     {403, "http_request_denied", "port_denied", "no rule allows this port for the host"},
+    {403, "http_request_denied", "scheme_denied",
+     "the rule allows this host and port only through CONNECT, or only as plain http"},
     {403, "http_request_denied", "method_denied", "the method is not allowed"},
     {403, "http_request_denied", "path_denied", "the path is not allowed"},
     {403, "http_request_denied", "upgrade_denied", "protocol upgrade not allowed"},

@@ -15,6 +15,7 @@ enum class errc {
   // policy decisions (403)
   host_denied,                // no rule of the agent names this host
   port_denied,                // a rule names the host but not this port
+  scheme_denied,              // host and port match, not this way in (plain http vs CONNECT)
   method_denied,              // host and port match, the method does not
   path_denied,                // host, port and method match, the path does not
   upgrade_denied,             // protocol upgrade (WebSocket, h2c) the rule does not allow

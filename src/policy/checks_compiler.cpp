@@ -96,7 +96,7 @@ void compile_query(const model::query_checks& in, const check_error& error, comp
       continue;
     }
     if (std::any_of(out.params.begin(), out.params.end(),
-                    [&](const auto& p) { return p.name == name; })) {
+                    [&n = name](const auto& p) { return p.name == n; })) {
       error(key, core::str_cat("parameter '", name, "' is listed twice"));
       continue;
     }

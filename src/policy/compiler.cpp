@@ -8,6 +8,7 @@
 #include "policy/key_text.hpp"
 #include "policy/matcher.hpp"
 #include "policy/parser.hpp"
+#include "policy/ports.hpp"
 #include "policy/secrets_compiler.hpp"
 
 #include <algorithm>
@@ -159,7 +160,13 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
     c.error(at, "the rule matches no host; set hosts or host_regex");
   }
 
-  out.ports = r.ports;
+  out.ports = merge_port_ranges(r.ports);
+  if (!r.schemes.empty()) {
+    out.allows_http =
+        std::find(r.schemes.begin(), r.schemes.end(), model::scheme::http) != r.schemes.end();
+    out.allows_https =
+        std::find(r.schemes.begin(), r.schemes.end(), model::scheme::https) != r.schemes.end();
+  }
 
   // `methods: []` or `paths: []` could mean "none" or "any": refused rather than guessed.
   auto non_empty = [&](const std::vector<std::string>& list, std::string_view name) {
@@ -179,7 +186,9 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
     }
     r.methods[i] = upper(std::move(r.methods[i]));
     if (r.methods[i] == "CONNECT") {
-      c.error(k, "CONNECT cannot be listed: tunnels are allowed by host and port (see inspect)");
+      c.error(k,
+              "CONNECT cannot be listed: a rule allows tunnels with schemes: [https] (the "
+              "default allows both http and https; see inspect)");
       continue;
     }
     m->methods.push_back(r.methods[i]);
@@ -235,13 +244,14 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
   // time with needs_inspection). The same holds for injection and redaction.
   // (Only for an otherwise valid rule: a typo in a path should not bring this on as well.)
   if (out.checks_requests && !r.inspect && !broken && c.error_count() == errors_before &&
-      std::find(r.ports.begin(), r.ports.end(), std::uint16_t{443}) != r.ports.end()) {
+      out.allows_https && contains_port(out.ports, 443)) {
     const std::string at = c.marks().has(key + ".ports") ? key + ".ports" : key;
     if (!c.skip(at))
       c.error(at, core::str_cat("rule '", r.name,
                                 "' checks requests (methods, paths, query, headers or body) or "
                                 "injects or redacts, which an HTTPS tunnel on port 443 hides: set "
-                                "inspect: true (with tls), or list only plain-HTTP ports"));
+                                "inspect: true (with tls), or list only plain-HTTP ports, or "
+                                "schemes: [http]"));
   }
   out.match = std::move(m);
 }

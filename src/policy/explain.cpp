@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "policy/matcher.hpp"
+#include "policy/ports.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -10,13 +11,6 @@ namespace airlock::policy {
 namespace {
 
 std::string list(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i)
-    out += core::str_cat(i ? ", " : "", items[i]);
-  return out + "]";
-}
-
-std::string list(const std::vector<std::uint16_t>& items) {
   std::string out = "[";
   for (std::size_t i = 0; i < items.size(); ++i)
     out += core::str_cat(i ? ", " : "", items[i]);
@@ -60,8 +54,12 @@ std::string why(const compiled_rule& rule, const rule_outcome& o, const request_
   }
   std::string out = core::str_cat("host matches '", o.host_matched_by, "'");
   if (o.reason == errc::port_denied)
-    return core::str_cat(out, "; port ", t.port, " is not in ", list(rule.ports));
+    return core::str_cat(out, "; port ", t.port, " is not in [", ports_text(rule.ports), "]");
   out += core::str_cat(", port ", t.port, " ok");
+  if (o.reason == errc::scheme_denied)
+    return core::str_cat(
+        out, "; ", t.effective_scheme() == model::scheme::https ? "a CONNECT tunnel" : "plain http",
+        " is not in schemes [", schemes_text(rule.source->schemes), "]");
   if (t.is_connect) {
     if (o.reason == errc::needs_inspection && (rule.inject.active || rule.redact.active))
       return core::str_cat(out,
@@ -291,6 +289,7 @@ explanation explain(const snapshot& s, const explain_request& r) {
         t.path = path;
         t.upgrade = r.upgrade;
         t.is_connect = false;
+        t.scheme = model::scheme::https;  // inside the TLS tunnel
         text += core::str_cat("inner request ", r.method, " ", path, " (rule ", final.rule->name,
                               " inspects the tunnel):\n");
         final = step(s, *agent, t, text);

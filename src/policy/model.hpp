@@ -22,6 +22,24 @@ struct mark {
 
 enum class mode { enforce, report };
 
+// Ports a rule allows: one port ({443, 443}) or an inclusive range (`8000-8999`).
+struct port_range {
+  std::uint16_t first = 0;
+  std::uint16_t last = 0;
+  bool contains(std::uint16_t port) const noexcept { return first <= port && port <= last; }
+  bool operator==(const port_range&) const = default;
+  // "443" or "8000-8999", as the policy file spells it. A conversion so that core::str_cat
+  // (and so every message and fingerprint that prints ports) takes a range like a number.
+  operator std::string() const {
+    return first == last ? std::to_string(first)
+                         : std::to_string(first) + "-" + std::to_string(last);
+  }
+};
+
+// How a request reached the proxy (`rules[i].schemes`): `http` is a plain HTTP request (an
+// absolute-form http:// URL), `https` a CONNECT tunnel and the requests inside it.
+enum class scheme : std::uint8_t { http = 1, https = 2 };
+
 struct listen {
   std::string proxy = "127.0.0.1:3128";  // host:port; port 0 picks a free port
   // Where launcher relays connect: each connection starts with a PROXY protocol v2 header
@@ -168,7 +186,8 @@ struct rule {
   std::string name;
   std::vector<std::string> hosts;        // exact names / IP literals, or "*.suffix"
   std::vector<std::string> host_regex;   // re2, full match against the normalised host
-  std::vector<std::uint16_t> ports;      // default {80, 443}
+  std::vector<port_range> ports;         // default {80, 443}; sorted, merged when compiled
+  std::vector<model::scheme> schemes;    // empty = both
   std::vector<std::string> methods;      // upper case; empty = any
   std::vector<std::string> paths;        // re2, full match against the path (no query)
   std::vector<std::string> upgrades;     // lower case protocol names allowed in Upgrade

@@ -3,6 +3,8 @@
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
 #include "policy/key_text.hpp"
+#include "policy/ports.hpp"
+#include "policy/yaml_document.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -49,7 +51,7 @@ constexpr std::string_view json_field_keys[] = {"type",    "pattern", "enum",   
 constexpr std::string_view rule_keys[] = {
     "name",     "hosts",     "host_regex",  "ports",   "methods", "paths",
     "upgrades", "addresses", "allow_cidrs", "inspect", "mode",    "rate",
-    "query",    "headers",   "body",        "inject",  "redact"};
+    "query",    "headers",   "body",        "inject",  "redact",  "schemes"};
 constexpr std::string_view inject_keys[] = {"headers", "query", "basic", "require"};
 constexpr std::string_view basic_keys[] = {"username", "password"};
 constexpr std::string_view redact_keys[] = {"redactors", "max_bytes"};
@@ -147,6 +149,8 @@ class parser {
                     std::vector<std::pair<std::string, std::string>>& out);
   void inject(const YAML::Node& n, const std::string& path, model::inject& in);
   void redact(const YAML::Node& n, const std::string& path, model::redact& r);
+  void ports(const YAML::Node& n, const std::string& path, std::vector<model::port_range>& out);
+  void schemes(const YAML::Node& n, const std::string& path, std::vector<model::scheme>& out);
   void secrets(const YAML::Node& n, const std::string& path, std::vector<model::secret>& out);
   void redactors(const YAML::Node& n, const std::string& path, std::vector<model::redactor>& out);
   void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
@@ -715,13 +719,61 @@ void parser::agents(const YAML::Node& node, const std::string& path,
   }
 }
 
+// `ports: [443, 8000-8999]`: each entry a port or an inclusive range (ports.hpp).
+void parser::ports(const YAML::Node& v, const std::string& key,
+                   std::vector<model::port_range>& out) {
+  if (!expect(v, key, YAML::NodeType::Sequence, "a list")) return;
+  if (v.size() == 0) {
+    error(v, key, "must not be empty (omit the key for the default [80, 443])");
+    return;
+  }
+  out.clear();
+  std::size_t j = 0;
+  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
+    const std::string pk = indexed(key, j);
+    marks_.set(pk, to_mark(p->Mark()));
+    if (!expect(*p, pk, YAML::NodeType::Scalar, "a port or a range (8000-8999)")) continue;
+    std::string why;
+    if (auto range = parse_port_range(p->Scalar(), why))
+      out.push_back(*range);
+    else
+      error(*p, pk, std::move(why));
+  }
+}
+
+// `schemes: [http]` / `[https]`: how a request may come to this rule (docs/policy.md).
+void parser::schemes(const YAML::Node& v, const std::string& key, std::vector<model::scheme>& out) {
+  if (!expect(v, key, YAML::NodeType::Sequence, "a list")) return;
+  if (v.size() == 0) {
+    error(v, key, "must not be empty (omit the key for both: [http, https])");
+    return;
+  }
+  std::size_t j = 0;
+  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
+    const std::string sk = indexed(key, j);
+    marks_.set(sk, to_mark(p->Mark()));
+    const auto text = string(*p, sk);
+    if (!text) continue;
+    const auto s = parse_scheme(*text);
+    if (!s) {
+      error(*p, sk,
+            core::str_cat("unknown scheme '", text->substr(0, 40),
+                          "' (http: plain requests; https: CONNECT tunnels)"));
+    } else if (std::find(out.begin(), out.end(), *s) != out.end()) {
+      error(*p, sk, core::str_cat("scheme '", *text, "' is listed twice"));
+    } else {
+      out.push_back(*s);
+    }
+  }
+}
+
 void parser::rules(const YAML::Node& node, const std::string& path, std::vector<model::rule>& out) {
   if (!expect(node, path, YAML::NodeType::Sequence, "a list of rules")) return;
   std::size_t i = 0;
   for (auto it = node.begin(); it != node.end(); ++it, ++i) {
     if (errors_.full()) return;
     model::rule r;
-    r.ports = {80, 443};
+    r.ports = {{80, 80}, {443, 443}};
     r.at = to_mark(it->Mark());
     const std::string key = indexed(path, i);
     marks_.set(key, r.at);
@@ -759,21 +811,10 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 inject(v, child, r.inject);
               else if (k == "redact")
                 redact(v, child, r.redact);
-              else if (k == "ports") {
-                if (!expect(v, child, YAML::NodeType::Sequence, "a list")) return;
-                if (v.size() == 0) {
-                  error(v, child, "must not be empty (omit the key for the default [80, 443])");
-                  return;
-                }
-                r.ports.clear();
-                std::size_t j = 0;
-                for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
-                  const std::string pk = indexed(child, j);
-                  marks_.set(pk, to_mark(p->Mark()));
-                  if (auto port = integer(*p, pk, 1, 65535))
-                    r.ports.push_back(static_cast<std::uint16_t>(*port));
-                }
-              }
+              else if (k == "ports")
+                ports(v, child, r.ports);
+              else if (k == "schemes")
+                schemes(v, child, r.schemes);
             });
     out.push_back(std::move(r));
   }
@@ -880,21 +921,25 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 void parse_policy(std::string_view yaml, const std::string& base_dir, model::policy& out,
                   mark_table& marks, error_sink& errors) {
-  std::vector<YAML::Node> documents;
+  yaml_document document;
   try {
-    documents = YAML::LoadAll(std::string(yaml));
+    document = read_yaml_document(yaml);
   } catch (const YAML::Exception& e) {
     errors.add(to_mark(e.mark), "", e.msg);
     return;
   }
-  if (documents.size() > 1) {
-    errors.add(to_mark(documents[1].Mark()), "",
-               "only one YAML document is allowed in a policy file");
+  using status = yaml_document::status;
+  if (document.what == status::several) {
+    errors.add(to_mark(document.second), "", "only one YAML document is allowed in a policy file");
     return;
   }
-  if (documents.empty()) return;
+  if (document.what == status::stuck) {
+    errors.add(to_mark(document.second), "", "unexpected character (not valid YAML here)");
+    return;
+  }
+  if (document.what == status::none) return;
   try {
-    parser(base_dir, marks, errors).policy(documents[0], out);
+    parser(base_dir, marks, errors).policy(document.root, out);
   } catch (const YAML::Exception& e) {
     // Not expected (every access is type-checked first), but a policy is never half-read.
     errors.add(to_mark(e.mark), "", e.msg);

@@ -3,6 +3,7 @@
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 #include "policy/matcher.hpp"
+#include "policy/ports.hpp"
 #include "policy/token.hpp"
 
 #include <algorithm>
@@ -84,7 +85,13 @@ std::string refusal_detail(const compiled_rule& rule, core::errc reason,
   using core::errc;
   switch (reason) {
     case errc::port_denied:
-      return core::str_cat("rule ", rule.name, ": port ", target.port, " not allowed");
+      return core::str_cat("rule ", rule.name, ": port ", target.port, " not allowed (",
+                           ports_text(rule.ports, 6), ")");
+    case errc::scheme_denied:
+      return target.effective_scheme() == model::scheme::https
+                 ? core::str_cat("rule ", rule.name, " allows only plain http, not CONNECT")
+                 : core::str_cat("rule ", rule.name,
+                                 " allows only CONNECT (https), not plain http");
     case errc::needs_inspection:
       if (rule.inject.active || rule.redact.active)
         return core::str_cat("rule ", rule.name, " injects or redacts; set inspect: true");
@@ -112,12 +119,14 @@ int refusal_rank(core::errc reason) noexcept {
   using core::errc;
   switch (reason) {
     case errc::path_denied:
-      return 5;
+      return 6;
     case errc::method_denied:
-      return 4;
+      return 5;
     case errc::upgrade_denied:
-      return 3;
+      return 4;
     case errc::needs_inspection:
+      return 3;
+    case errc::scheme_denied:
       return 2;
     case errc::port_denied:
       return 1;
@@ -133,8 +142,12 @@ rule_outcome evaluate_rule(const compiled_rule& rule, const request_target& targ
   const auto& m = *rule.match;
   if (!host_matches(m, *target.host, out.host_matched_by)) return out;
 
-  if (std::find(rule.ports.begin(), rule.ports.end(), target.port) == rule.ports.end()) {
+  if (!contains_port(rule.ports, target.port)) {
     out.reason = errc::port_denied;
+    return out;
+  }
+  if (!(target.effective_scheme() == model::scheme::https ? rule.allows_https : rule.allows_http)) {
+    out.reason = errc::scheme_denied;
     return out;
   }
   if (target.is_connect) {

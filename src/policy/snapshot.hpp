@@ -35,7 +35,9 @@ struct compiled_rule {
   // true when the rule constrains something only visible inside HTTP (methods, paths, ...),
   // so an opaque CONNECT tunnel cannot satisfy it.
   bool checks_requests = false;
-  std::vector<std::uint16_t> ports;
+  std::vector<model::port_range> ports;          // sorted and merged (ports.hpp)
+  bool allows_http = true;                       // `schemes` lists http (or is absent)
+  bool allows_https = true;                      // `schemes` lists https (or is absent)
   std::vector<boost::asio::ip::address> pinned;  // empty = resolve with DNS
   std::vector<net::cidr> allow_cidrs;
   std::vector<std::string> upgrades;
@@ -64,6 +66,14 @@ struct request_target {
   std::string_view path;     // without query; empty for CONNECT
   std::string_view upgrade;  // value of Upgrade header, lower-cased; empty if none
   bool is_connect = false;   // opaque CONNECT (not an inner request of an inspected one)
+  // How the request came (a rule's `schemes`): http for a plain request, https for a CONNECT
+  // and for the requests inside an inspected TLS tunnel. Unset: https when is_connect, else
+  // http, which is right for every request except those inside a tunnel: the proxy sets it
+  // there (https inside TLS, http for plain HTTP a client sends through a tunnel).
+  std::optional<model::scheme> scheme;
+  model::scheme effective_scheme() const noexcept {
+    return scheme.value_or(is_connect ? model::scheme::https : model::scheme::http);
+  }
 };
 
 struct decision {
@@ -117,7 +127,7 @@ class snapshot {
 
   // Matches the target against the agent's rules in order. The first rule that allows wins.
   // When none does, the most specific refusal among the rules whose host matched is returned
-  // (path > method > upgrade > needs_inspection > port), else host_denied. A denial where
+  // (path > method > upgrade > needs_inspection > scheme > port), else host_denied. A denial where
   // report mode applies (the closest rule's mode, else the policy's) has report_only set.
   // Allocation-free when the target is allowed.
   decision decide(const compiled_agent& agent, const request_target& target) const;

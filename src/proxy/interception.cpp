@@ -50,8 +50,15 @@ std::shared_ptr<const interception> interception::create(const policy::model::tl
 }
 
 bool interception::built_from(const policy::model::tls& config) const {
-  return files.ca_cert == config.ca_cert && files.ca_key == config.ca_key &&
-         files.upstream_ca == config.upstream_ca;
+  if (files.ca_cert != config.ca_cert || files.ca_key != config.ca_key ||
+      files.upstream_ca != config.upstream_ca)
+    return false;
+  // Compared by content, not by name: the file a reload finds may have been rewritten in place.
+  // Unreadable or not a certificate: rebuild, so that the error is reported by create().
+  tls::certificate_info now;
+  std::string error;
+  if (!leaves || !tls::read_certificate_info(config.ca_cert, now, error)) return false;
+  return now.fingerprint == leaves->minter().ca().fingerprint();
 }
 
 }  // namespace airlock::proxy

@@ -34,6 +34,10 @@ struct interception {
   static std::shared_ptr<const interception> create(const policy::model::tls& config,
                                                     telemetry::metrics* metrics,
                                                     std::string& error);
+  // True when `config` names the same files and the CA certificate file still holds the
+  // certificate this was built with: a CA rewritten in place (same name, new content, e.g.
+  // `airlock ca init --force` or a mounted Secret updated) is a different CA. Reads the
+  // certificate file (not the key: a new key comes with a new certificate).
   bool built_from(const policy::model::tls& config) const;
 };
 

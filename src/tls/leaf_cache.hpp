@@ -65,6 +65,8 @@ class leaf_cache {
   std::shared_ptr<const leaf_certificate> get(std::string_view host, std::string& error);
 
   leaf_cache_stats stats() const noexcept;
+  // The minter (and through it the CA) this cache mints with.
+  const leaf_minter& minter() const noexcept { return *minter_; }
   std::size_t size() const;
   std::size_t capacity() const noexcept { return capacity_; }
 

@@ -26,6 +26,29 @@ rules:
 """
 
 
+# Secrets from a variable and a file that do not exist here (as in a CI pipeline), and a CA key
+# that is not there either.
+WITH_SECRETS = """\
+mode: enforce
+listen: {proxy: '127.0.0.1:0', admin: 'off'}
+audit: {path: 'off'}
+secrets:
+  github: {env: AIRLOCK_ITEST_UNSET_VARIABLE_9f3c, hosts: [api.github.com]}
+  openai: {file: /nonexistent/airlock-itest/openai-key}
+agents:
+  default: {rules: [github]}
+rules:
+  - name: github
+    hosts: [api.github.com]
+    ports: [443, 8000-8999]
+    schemes: [https]
+    inspect: true
+    inject:
+      headers: {Authorization: 'Bearer ${secrets.github}'}
+tls: {ca_cert: CA_CERT, ca_key: /nonexistent/airlock-itest/ca.key}
+"""
+
+
 class CliTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -55,6 +78,39 @@ class CliTest(unittest.TestCase):
         self.assertRegex(err, r"(?m)^%s:4:\d+: limits\.body_bytes: " % path)
         self.assertRegex(err, r"(?m)^%s:10:\d+: rules\[0\]\.ports\[0\]: " % path)
         self.assertRegex(err, r"(?m)^%s:11:\d+: rules\[0\]\.paths\[0\]: " % path)
+
+    def _with_secrets(self, text=None):
+        ca_cert = os.path.join(self.tmp.name, "ca.crt")
+        with open(ca_cert, "w") as f:
+            f.write("not read by check beyond being readable\n")
+        path = os.path.join(self.tmp.name, "with-secrets.yaml")
+        with open(path, "w") as f:
+            f.write((text or WITH_SECRETS).replace("CA_CERT", ca_cert))
+        return path
+
+    def test_check_needs_secrets_by_default(self):
+        out = run_airlock(["check", "--config", self._with_secrets()])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("secrets.github", out.stderr)
+        self.assertIn("secrets.openai", out.stderr)
+        self.assertIn("tls.ca_key", out.stderr)
+
+    def test_check_no_secrets_validates_everything_else(self):
+        path = self._with_secrets()
+        out = run_airlock(["check", "--config", path, "--no-secrets"])
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn(": ok (1 rules, 1 agents, version ", out.stdout)
+        self.assertIn("secrets not read", out.stdout)
+        # What each rule allows, ports printed compactly.
+        self.assertIn("rule github: ports 443, 8000-8999; schemes https; inspect", out.stdout)
+        # Still an error: a reference to a secret the policy does not define, a bad range.
+        broken = WITH_SECRETS.replace("${secrets.github}", "${secrets.gitlab}").replace(
+            "8000-8999", "8999-8000")
+        out = run_airlock(["check", "--config", self._with_secrets(broken), "--no-secrets"])
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("gitlab", out.stderr)
+        self.assertRegex(out.stderr, r"(?m):12:\d+: rules\[0\]\.ports\[1\]: range 8999-8000 ")
+        self.assertNotIn("secrets.github", out.stderr)
 
     def test_check_missing_file(self):
         out = run_airlock(["check", "--config", os.path.join(self.tmp.name, "nope.yaml")])

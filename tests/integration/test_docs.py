@@ -282,13 +282,14 @@ class ReferenceTest(unittest.TestCase):
 
 
 class OperationsGuideTest(unittest.TestCase):
-    """docs/operations.md says how to rotate the CA because of how the proxy loads it: by file
-    name. Rewriting the files in place and reloading keeps the old CA; new names load the new
-    one. (The kill switch is shown in test_request_controls.py.)"""
+    """docs/operations.md says how to rotate the CA because of how the proxy loads it: a reload
+    loads it again when the file names change or when the certificate file holds another
+    certificate (rewritten in place). (The kill switch is shown in test_request_controls.py.)"""
 
-    def test_ca_rotation_needs_new_file_names(self):
+    def test_ca_rotation_in_place_and_by_new_file_names(self):
         page = " ".join(read(os.path.join(DOCS, "operations.md")).split())
-        self.assertIn("re-writing the same files in place and reloading keeps the old CA", page)
+        self.assertIn("when the CA certificate file holds a different certificate than the one in "
+                      "use", page)
         with tempfile.TemporaryDirectory(prefix="airlock-itest-docs-ca-") as tmp:
             fingerprints = {}
             for name in ("old", "replacement", "new"):
@@ -311,7 +312,11 @@ class OperationsGuideTest(unittest.TestCase):
                 for f in ("ca.crt", "ca.key"):
                     shutil.copy(os.path.join(tmp, "replacement", f), os.path.join(tmp, "old", f))
                 self.assertEqual(admin_call(proxy.admin, "POST", "/reload").status, 200)
-                self.assertEqual(loaded(), [fingerprints["old"]], "reloaded a CA in place")
+                self.assertEqual(loaded(), [fingerprints["old"], fingerprints["replacement"]],
+                                 "a CA rewritten in place was not loaded")
+                # A reload without a change keeps the CA (and its leaf cache).
+                self.assertEqual(admin_call(proxy.admin, "POST", "/reload").status, 200)
+                self.assertEqual(len(loaded()), 2, "the same CA was loaded again")
                 # New names: the new CA.
                 with open(proxy.config_path, "w") as f:
                     f.write(policy % ((os.path.join(tmp, "new"),) * 2))

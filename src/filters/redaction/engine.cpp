@@ -78,7 +78,11 @@ build_result engine::build(std::vector<redactor_spec> redactors,
         errors.push_back(core::str_cat("secret '", s.name, "' cannot be compiled"));
         break;
       }
-      compiled_redactor c{std::move(re), l, nullptr, spelling.size(), false, false, true};
+      compiled_redactor c;
+      c.re = std::move(re);
+      c.label = l;
+      c.max_length = spelling.size();
+      c.literal = true;
       c.hint.literals.push_back({spelling, false, 0});
       im->redactors.push_back(std::move(c));
       patterns.push_back(std::move(pattern));

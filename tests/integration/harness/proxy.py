@@ -28,6 +28,7 @@ LISTENING = re.compile(r"^listening proxy=(\S+):(\d+) admin=(\S+)$")
 REASONS = {
     "host_denied": (403, "http_request_denied"),
     "port_denied": (403, "http_request_denied"),
+    "scheme_denied": (403, "http_request_denied"),
     "method_denied": (403, "http_request_denied"),
     "path_denied": (403, "http_request_denied"),
     "upgrade_denied": (403, "http_request_denied"),

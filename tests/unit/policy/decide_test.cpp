@@ -108,7 +108,7 @@ rules:
   EXPECT_EQ(d.reason, errc::port_denied);
   ASSERT_NE(d.rule, nullptr);
   EXPECT_EQ(d.rule->name, "a");
-  EXPECT_EQ(d.detail, "rule a: port 22 not allowed");
+  EXPECT_EQ(d.detail, "rule a: port 22 not allowed (80, 443)");
   EXPECT_FALSE(d.allowed());
   EXPECT_EQ(reason(T("b.example", 8443)), errc::ok);
   EXPECT_EQ(reason(T("b.example", 443)), errc::port_denied);

@@ -85,7 +85,9 @@ TEST(Loader, RuleDefaults) {
   ASSERT_EQ(p->rules().size(), 1u);
   const auto& r = p->rules()[0];
   EXPECT_EQ(r.name, "r");
-  EXPECT_EQ(r.ports, (std::vector<std::uint16_t>{80, 443}));
+  EXPECT_EQ(r.ports, (std::vector<model::port_range>{{80, 80}, {443, 443}}));
+  EXPECT_TRUE(r.allows_http);
+  EXPECT_TRUE(r.allows_https);
   EXPECT_FALSE(r.inspect);
   EXPECT_FALSE(r.checks_requests);
   EXPECT_EQ(r.mode, model::mode::enforce);
@@ -158,7 +160,7 @@ rules:
   EXPECT_EQ(p->find_agent("nobody"), nullptr);
 
   const auto& a = p->rules()[0];
-  EXPECT_EQ(a.ports, (std::vector<std::uint16_t>{80, 8443}));
+  EXPECT_EQ(a.ports, (std::vector<model::port_range>{{80, 80}, {8443, 8443}}));
   EXPECT_TRUE(a.checks_requests);
   EXPECT_EQ(a.upgrades, std::vector<std::string>{"websocket"});
   ASSERT_EQ(a.pinned.size(), 2u);
@@ -525,9 +527,10 @@ TEST(LoaderErrors, Ports) {
   expect_error("rules:\n  - name: r\n    hosts: [a.example]\n    ports: [65536]\n", 4, 13,
                "rules[0].ports[0]", "must be between 1 and 65535");
   expect_error("rules:\n  - name: r\n    hosts: [a.example]\n    ports: [https]\n", 4, 13,
-               "rules[0].ports[0]", "expected an integer, got 'https'");
+               "rules[0].ports[0]",
+               "expected a port or a range of ports (443, 8000-8999), got 'https'");
   expect_error("rules:\n  - name: r\n    hosts: [a.example]\n    ports: [0x1bb]\n", 4, 13,
-               "rules[0].ports[0]", "expected an integer");
+               "rules[0].ports[0]", "expected a port or a range");
   expect_error("rules:\n  - name: r\n    hosts: [a.example]\n    ports: []\n", 4, 12,
                "rules[0].ports", "must not be empty");
 }
