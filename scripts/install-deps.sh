@@ -16,11 +16,18 @@ packages=(
   iproute2 procps
   # toolchains the trust tests run inside `airlock run` (docs/toolchains.md), and
   # systemd-analyze for the unit file check
-  git python3-pip nodejs openjdk-17-jdk-headless systemd
-  # wget (GnuTLS: trusts only the system bundle) and npm (local installs with the jail's
-  # writable home), for the launcher's trust and home tests (issue 18)
-  wget npm
+  git python3-pip openjdk-17-jdk-headless systemd
+  # wget (GnuTLS: trusts only the system bundle), for the launcher's trust tests
+  wget
 )
+# Node.js and npm (local installs with the jail's writable home): Debian's, unless the machine
+# already has a Node.js with its own npm (the build machines' image ships Node 20 from another
+# source, whose package conflicts with Debian's npm).
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  :
+else
+  packages+=(nodejs npm)
+fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
