@@ -22,6 +22,9 @@ std::string fingerprint(const policy::model::rule& r) {
     append_list(f, *list);
   for (auto p : r.ports)
     f += core::str_cat(p, ',');
+  f += '|';
+  for (auto s : r.schemes)
+    f += core::str_cat(static_cast<int>(s), ',');
   f +=
       core::str_cat('|', r.inspect, '|',
                     r.mode ? (*r.mode == policy::model::mode::report ? "report" : "enforce") : "-");

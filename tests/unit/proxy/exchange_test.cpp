@@ -37,6 +37,7 @@ std::shared_ptr<const policy::snapshot> load_policy() {
   ::setenv("AIRLOCK_TEST_FWD_KEY", kToken, 1);
   auto r = policy::load_string(R"(
 listen: {proxy: 127.0.0.1:0, admin: ''}
+limits: {header_bytes: 8KiB}
 secrets:
   key: {env: AIRLOCK_TEST_FWD_KEY, hosts: [api.example.com]}
 agents:
@@ -87,6 +88,10 @@ class exchange_test : public ::testing::Test {
     h1::request_parser req_p;
     auto head = co_await h1::read_head(client, client_buffer, req_p, limits);
     if (head.what != h1::head_outcome::kind::complete) {
+      if (head.what == h1::head_outcome::kind::refused) {
+        ex.record.refuse(head.reason, head.detail);
+        co_await send_answer(client, ex.record, 11, false);
+      }
       out.record = ex.record;
       out.done = true;
       co_return;
@@ -195,6 +200,23 @@ TEST_F(exchange_test, ARefusalIsAnsweredAndNothingReachesTheOrigin) {
   const std::string got(agent.str());
   EXPECT_EQ(got.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << got;
   EXPECT_NE(got.find("Proxy-Status: airlock; error=http_request_denied"), std::string::npos);
+  EXPECT_TRUE(origin.str().empty());
+}
+
+TEST_F(exchange_test, AHeadOverTheLimitIsRefusedEvenWhenItArrivesInOneRead) {
+  stream client(ioc_), agent(ioc_), upstream(ioc_), origin(ioc_);
+  client.connect(agent);
+  upstream.connect(origin);
+  // A start line and fields each under the limit, together over it, in one piece.
+  const auto limit = pipeline_->snapshot().limits().header_bytes;
+  const std::string path(limit * 2 / 3, 'p');
+  const std::string field(limit * 2 / 3, 'f');
+  client.append(core::str_cat("GET http://plain.example.com/ok", path,
+                              " HTTP/1.1\r\nHost: plain.example.com\r\nX-Big: ", field,
+                              "\r\n\r\n"));
+  auto out = run(client, upstream);
+  EXPECT_EQ(out.record.reason, core::errc::header_too_large);
+  EXPECT_EQ(std::string(agent.str()).rfind("HTTP/1.1 431 ", 0), 0u);
   EXPECT_TRUE(origin.str().empty());
 }
 
