@@ -50,9 +50,11 @@ verdict chain::apply(verdict v) {
 
 verdict chain::request_head() {
   while (next_head_ < filters_.size()) {
-    auto v = apply(filters_[next_head_]->on_request_head(ex_));
+    auto v = filters_[next_head_]->on_request_head(ex_);
     if (v.waits()) return v;  // this filter's outcome comes with resume()
     ++next_head_;
+    if (v.passes()) continue;  // the common case: nothing to record
+    v = apply(std::move(v));
     if (!v.passes()) return v;
   }
   return verdict::next();
@@ -91,7 +93,9 @@ verdict chain::request_body(std::string_view piece, bool last) {
 
 verdict chain::forward() {
   for (filter* f : filters_) {
-    auto v = apply(f->on_forward(ex_));
+    auto v = f->on_forward(ex_);
+    if (v.passes()) continue;
+    v = apply(std::move(v));
     if (v.waits())
       return apply(verdict::refuse(core::errc::internal_error, "a filter waited to forward"));
     if (!v.passes()) return v;

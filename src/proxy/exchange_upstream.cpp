@@ -22,13 +22,15 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
   bool reused = false;
   forward_result result;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    // (No co_await inside a conditional expression: GCC 12 destroys such temporaries twice.)
     connect_outcome outcome;
-    if (attempt == 0)
-      outcome = co_await acquire_upstream(upstream, s.w.pool(), pool_key, snap.guard(), ur, reused);
-    else
-      outcome = co_await connect_upstream(upstream, snap.guard(), ur);
-    if (attempt == 0 && s.w.shared().metrics) s.w.shared().metrics->pool_reuse(reused);
+    if (attempt == 0) {
+      if (auto ep = take_pooled(upstream, s.w.pool(), pool_key, snap.guard(), ur)) {
+        reused = true;
+        outcome.endpoint = *ep;
+      }
+      if (s.w.shared().metrics) s.w.shared().metrics->pool_reuse(reused);
+    }
+    if (!reused || attempt > 0) outcome = co_await connect_upstream(upstream, snap.guard(), ur);
     if (outcome.error != errc::ok) {
       rec.connect_failed(outcome.error);
       rec.refuse(outcome.error, outcome.detail);

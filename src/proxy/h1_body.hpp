@@ -34,21 +34,15 @@ struct relay_result {
   bool stopped = false;                // a filter refused or failed: nothing more was sent
 };
 
-// Reads the next piece of a body into `buf` (at most `piece` bytes): how many bytes of body came,
-// or the read's error. read_some, not read: pass on what has arrived (a server-sent event, a
-// slow chunk) instead of waiting for the buffer to fill.
-template <bool IsRequest, class ReadStream>
-boost::asio::awaitable<std::pair<boost::system::error_code, std::size_t>> read_piece(
-    ReadStream& from, boost::beast::flat_buffer& from_buffer,
-    http::parser<IsRequest, http::buffer_body>& parser, char* buf, std::size_t piece,
-    std::chrono::milliseconds idle_timeout) {
+// Points the parser's body at `buf` for the next read of at most `piece` bytes; after the read,
+// piece - body().size bytes of body came. (A plain function, not a coroutine: a frame per read
+// would cost more than it saves.)
+template <bool IsRequest>
+void prepare_piece(http::parser<IsRequest, http::buffer_body>& parser, char* buf,
+                   std::size_t piece) {
   auto& b = parser.get().body();
   b.data = buf;
   b.size = piece;
-  set_timeout(from, idle_timeout);
-  auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
-  if (ec == http::error::need_buffer) ec = {};
-  co_return std::pair{ec, piece - b.size};
 }
 
 // Relays a body as it is. `observer` (may be null): a request body's chain, shown every piece
@@ -68,8 +62,13 @@ boost::asio::awaitable<relay_result> relay_body(
   auto& b = parser.get().body();
   do {
     if (!parser.is_done()) {
-      auto [ec, got] =
-          co_await read_piece(from, from_buffer, parser, buf.data(), piece, idle_timeout);
+      prepare_piece(parser, buf.data(), piece);
+      set_timeout(from, idle_timeout);
+      // read_some, not read: pass on what has arrived (a server-sent event, a slow chunk)
+      // instead of waiting for the buffer to fill.
+      auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+      if (ec == http::error::need_buffer) ec = {};
+      const std::size_t got = piece - b.size;
       if (ec) {
         result.read_ec = ec;
         co_return result;
@@ -142,8 +141,11 @@ boost::asio::awaitable<relay_result> relay_filtered(
   // serializer writes from `out`.
   auto& b = parser.get().body();
   while (!parser.is_done() && !enough) {
-    auto [ec, got] =
-        co_await read_piece(from, from_buffer, parser, buf.data(), piece, idle_timeout);
+    prepare_piece(parser, buf.data(), piece);
+    set_timeout(from, idle_timeout);
+    auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+    if (ec == http::error::need_buffer) ec = {};
+    const std::size_t got = piece - b.size;
     if (ec) {
       result.read_ec = ec;
       co_return result;

@@ -197,31 +197,25 @@ upstream_request upstream_for(const net::authority& target, const policy::compil
   return ur;
 }
 
-asio::awaitable<connect_outcome> acquire_upstream(boost::beast::tcp_stream& stream,
-                                                  connection_pool& pool,
-                                                  const std::string& pool_key,
-                                                  const net::address_guard& guard,
-                                                  const upstream_request& request, bool& reused) {
-  reused = false;
-  if (auto pooled = pool.take(pool_key)) {
-    // The address is checked again: the policy (its guard, the rule's pins) may have changed
-    // since the connection was made.
-    boost::system::error_code ec;
-    const auto ep = pooled->remote_endpoint(ec);
-    const bool pinned_ok = request.pinned.empty() ||
-                           std::find(request.pinned.begin(), request.pinned.end(), ep.address()) !=
-                               request.pinned.end();
-    const bool own_ok = !request.own || request.own->check(ep.address(), ep.port()).allowed;
-    if (!ec && pinned_ok && own_ok &&
-        guard.check(ep.address(), ep.port(), request.extra_allow).allowed) {
-      stream.socket() = std::move(*pooled);
-      reused = true;
-      connect_outcome out;
-      out.endpoint = ep;
-      co_return out;
-    }
-  }
-  co_return co_await connect_upstream(stream, guard, request);
+std::optional<tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream, connection_pool& pool,
+                                         const std::string& pool_key,
+                                         const net::address_guard& guard,
+                                         const upstream_request& request) {
+  auto pooled = pool.take(pool_key);
+  if (!pooled) return std::nullopt;
+  // The address is checked again: the policy (its guard, the rule's pins) may have changed since
+  // the connection was made.
+  boost::system::error_code ec;
+  const auto ep = pooled->remote_endpoint(ec);
+  const bool pinned_ok =
+      request.pinned.empty() ||
+      std::find(request.pinned.begin(), request.pinned.end(), ep.address()) != request.pinned.end();
+  const bool own_ok = !request.own || request.own->check(ep.address(), ep.port()).allowed;
+  if (ec || !pinned_ok || !own_ok ||
+      !guard.check(ep.address(), ep.port(), request.extra_allow).allowed)
+    return std::nullopt;
+  stream.socket() = std::move(*pooled);
+  return ep;
 }
 
 }  // namespace airlock::proxy

@@ -14,6 +14,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -57,10 +58,14 @@ boost::asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_strea
 upstream_request upstream_for(const net::authority& target, const policy::compiled_rule& rule,
                               const policy::model::limits& limits, const net::address_guard* own);
 
-// For plain HTTP: an idle pooled connection to the same host:port whose address still passes
-// the guard and the request's pins (`reused` is set), else connect_upstream.
-boost::asio::awaitable<connect_outcome> acquire_upstream(
-    boost::beast::tcp_stream& stream, connection_pool& pool, const std::string& pool_key,
-    const net::address_guard& guard, const upstream_request& request, bool& reused);
+// For plain HTTP, first: an idle pooled connection to the same host:port whose address still
+// passes the guard, the proxy's own endpoints and the request's pins, moved into `stream` (its
+// endpoint returned); nullopt when there is none, and then connect_upstream is the way. (Not a
+// coroutine: taking from the pool never waits.)
+std::optional<boost::asio::ip::tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream,
+                                                          connection_pool& pool,
+                                                          const std::string& pool_key,
+                                                          const net::address_guard& guard,
+                                                          const upstream_request& request);
 
 }  // namespace airlock::proxy
