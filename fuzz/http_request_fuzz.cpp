@@ -17,6 +17,7 @@
 #include "core/ascii.hpp"
 #include "fuzz_input.hpp"
 #include "net/host.hpp"
+#include "net/http_framing.hpp"
 #include "policy/model.hpp"
 
 #include <boost/beast/http.hpp>
@@ -59,31 +60,6 @@ struct request {
 };
 
 // ---- The codec under test -----------------------------------------------------------------
-
-// Copy of the proxy's smuggling checks (src/proxy/session.cpp framing_problem, RFC 9112
-// section 6.3), until they move into the codec.
-std::string framing_problem(const http::request_parser<http::buffer_body>& parser) {
-  const auto& req = parser.get();
-  std::size_t content_lengths = 0, transfer_encodings = 0, hosts = 0;
-  for (const auto& f : req) {
-    if (f.name() == http::field::content_length)
-      ++content_lengths;
-    else if (f.name() == http::field::transfer_encoding)
-      ++transfer_encodings;
-    else if (f.name() == http::field::host)
-      ++hosts;
-  }
-  if (content_lengths > 1) return "more than one Content-Length";
-  if (hosts > 1) return "more than one Host";
-  if (transfer_encodings > 0) {
-    if (content_lengths > 0) return "both Content-Length and Transfer-Encoding";
-    if (req.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
-    if (transfer_encodings > 1 ||
-        !core::iequals(core::trim_ows(req[http::field::transfer_encoding]), "chunked"))
-      return "unsupported Transfer-Encoding (only chunked)";
-  }
-  return {};
-}
 
 // Feeds `stream` to the parser in the pieces `cuts` gives (each cut the end of a piece) and
 // returns the requests read, stopping at the first that fails or is refused.
@@ -170,7 +146,7 @@ std::vector<request> read_requests(std::string_view stream, const std::vector<st
         for ([[maybe_unused]] const auto& f : req)
           ++fields;
         if (fields > lim.header_count) r.framing = "too many headers";
-        if (r.framing.empty()) r.framing = framing_problem(p);
+        if (r.framing.empty()) r.framing = std::string(net::framing_problem(p.get()));
         if (r.framing.empty() && p.content_length().value_or(0) > lim.body_bytes)
           r.framing = "body too large";
         if (!r.framing.empty()) break;

@@ -1,6 +1,7 @@
 #include "proxy/h1_request.hpp"
 
 #include "core/ascii.hpp"
+#include "net/http_framing.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/hop_by_hop.hpp"
 
@@ -12,31 +13,6 @@ using core::iequals;
 using core::trim_ows;
 
 namespace {
-
-// Smuggling defences beyond what Beast's parser enforces (RFC 9112 section 6.3): one
-// Content-Length at most, never both framing headers, and "chunked" as the only transfer
-// coding a request may use. Returns an empty string when the framing is acceptable.
-std::string_view framing_problem(const http::request<http::buffer_body>& req) {
-  std::size_t content_lengths = 0, transfer_encodings = 0, hosts = 0;
-  for (const auto& f : req) {
-    if (f.name() == http::field::content_length)
-      ++content_lengths;
-    else if (f.name() == http::field::transfer_encoding)
-      ++transfer_encodings;
-    else if (f.name() == http::field::host)
-      ++hosts;
-  }
-  if (content_lengths > 1) return "more than one Content-Length";
-  if (hosts > 1) return "more than one Host";
-  if (transfer_encodings > 0) {
-    if (content_lengths > 0) return "both Content-Length and Transfer-Encoding";
-    if (req.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
-    if (transfer_encodings > 1 ||
-        !iequals(trim_ows(req[http::field::transfer_encoding]), "chunked"))
-      return "unsupported Transfer-Encoding (only chunked)";
-  }
-  return {};
-}
 
 // The protocol a client asks to switch to, lower case; only an Upgrade announced in Connection
 // counts (RFC 9110 section 7.8).
@@ -140,7 +116,7 @@ std::optional<refusal> parse_request(const request_parser& p, const net::authori
   if (field_count > limits.header_count)
     return refusal{errc::header_too_large,
                    core::str_cat("more than ", limits.header_count, " headers"), false};
-  if (auto problem = framing_problem(req); !problem.empty())
+  if (auto problem = net::framing_problem(req); !problem.empty())
     return refusal{errc::bad_request, std::string(problem), false};
 
   const std::string_view target = req.target();
