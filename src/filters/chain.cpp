@@ -105,7 +105,9 @@ verdict chain::forward() {
 
 verdict chain::response_head() {
   for (auto it = filters_.rbegin(); it != filters_.rend(); ++it) {
-    auto v = apply((*it)->on_response_head(ex_));
+    auto v = (*it)->on_response_head(ex_);
+    if (v.passes()) continue;  // the common case: nothing to record
+    v = apply(std::move(v));
     // A response hook cannot wait (the upstream is streaming): fail closed if one tries.
     if (v.waits())
       return apply(verdict::fail(core::errc::internal_error, "a response filter waited"));

@@ -135,24 +135,38 @@ boost::asio::awaitable<void> switch_protocols(
   ex.record.bytes_out += totals.upstream_to_client;
 }
 
-// Reads the response head; interim 1xx answers other than 101 are dropped (the proxy removed
-// Expect and answers 100-continue itself).
-template <class Upstream>
-boost::asio::awaitable<boost::system::error_code> read_response_head(
-    Upstream& upstream, boost::beast::flat_buffer& up_buffer,
-    std::optional<http::response_parser<http::buffer_body>>& res_p,
-    const policy::model::limits& limits, bool head_request) {
-  for (;;) {
-    res_p.emplace();
-    res_p->header_limit(h1::header_limit(limits));
-    res_p->body_limit(limits.response_bytes);
-    if (head_request) res_p->skip(true);
-    set_timeout(upstream, limits.response_timeout);
-    auto [ec, n] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
-    if (ec) co_return ec;
-    const auto status = res_p->get().result_int();
-    if (status < 100 || status >= 200 || status == 101) co_return ec;
-  }
+// A fresh parser for the next response head (an interim one is dropped, see forward()).
+inline void prepare_response_parser(std::optional<http::response_parser<http::buffer_body>>& res_p,
+                                    const policy::model::limits& limits, bool head_request) {
+  res_p.emplace();
+  res_p->header_limit(h1::header_limit(limits));
+  res_p->body_limit(limits.response_bytes);
+  if (head_request) res_p->skip(true);
+}
+
+// Interim 1xx answers other than 101 are dropped: the proxy removed Expect and answers
+// 100-continue itself (RFC 9110 section 15.2).
+inline bool interim_response(unsigned status) {
+  return status >= 100 && status < 200 && status != 101;
+}
+
+// A reused pooled connection the origin closed as we sent on it (a race no check can close):
+// nothing was answered, and a bodiless request may be sent again on a fresh connection.
+inline bool stale_connection(const boost::system::error_code& ec, const forward_params& fp,
+                             const boost::beast::flat_buffer& up_buffer) {
+  return ec && fp.retry_if_stale && up_buffer.size() == 0 &&
+         (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
+          ec == boost::asio::error::eof);
+}
+
+// Records why the response head could not be read.
+inline void record_response_failure(filters::exchange_record& rec,
+                                    const boost::system::error_code& ec) {
+  const auto why = ec == boost::beast::error::timeout ? core::errc::upstream_timeout
+                   : ec == http::error::body_limit    ? core::errc::response_too_large
+                                                      : core::errc::upstream_error;
+  rec.failed_upstream(why);
+  rec.refuse(why, core::str_cat("reading response: ", ec.message()));
 }
 
 // The response head through the chain (redaction may edit it), re-framed where its body changes
@@ -252,25 +266,39 @@ boost::asio::awaitable<forward_result> forward(
   // The client waits for this before it sends the body.
   if (fp.expect_continue && version >= 11 && co_await send_continue(client, limits.idle_timeout))
     co_return out;
-  if (!co_await send_request_body(w, client, client_buffer, upstream, req_p, req_sr, chain, limits,
-                                  fp))
-    co_return out;
+  if (fp.body || !req_p.is_done()) {
+    if (!co_await send_request_body(w, client, client_buffer, upstream, req_p, req_sr, chain,
+                                    limits, fp))
+      co_return out;
+  } else {
+    // No body: the head alone (inline, the common case, without a coroutine frame of its own).
+    auto& b = req_p.get().body();
+    b.data = nullptr;
+    b.size = 0;
+    b.more = false;
+    set_timeout(upstream, limits.idle_timeout);
+    auto [wec, wn] = co_await http::async_write(upstream, req_sr, use_tuple);
+    if (wec) {
+      rec.failed_upstream(core::errc::upstream_error);
+      rec.refuse(core::errc::upstream_error, core::str_cat("sending request: ", wec.message()));
+      co_return co_await answer(client, rec, version);
+    }
+  }
 
   std::optional<http::response_parser<http::buffer_body>> res_p;
-  const auto ec = co_await read_response_head(upstream, up_buffer, res_p, limits, fp.head);
-  if (ec && fp.retry_if_stale && up_buffer.size() == 0 &&
-      (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
-       ec == boost::asio::error::eof)) {
-    // The origin closed the idle connection as we reused it (a race no check can close).
+  boost::system::error_code ec;
+  do {
+    prepare_response_parser(res_p, limits, fp.head);
+    set_timeout(upstream, limits.response_timeout);
+    auto [head_ec, rn] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
+    ec = head_ec;
+  } while (!ec && interim_response(res_p->get().result_int()));
+  if (stale_connection(ec, fp, up_buffer)) {
     out.stale_connection = true;
     co_return out;
   }
   if (ec) {
-    const auto why = ec == boost::beast::error::timeout ? core::errc::upstream_timeout
-                     : ec == http::error::body_limit    ? core::errc::response_too_large
-                                                        : core::errc::upstream_error;
-    rec.failed_upstream(why);
-    rec.refuse(why, core::str_cat("reading response: ", ec.message()));
+    record_response_failure(rec, ec);
     co_return co_await answer(client, rec, version);
   }
   auto& res = res_p->get();

@@ -101,6 +101,43 @@ std::uint32_t header_limit(const policy::model::limits& limits) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.header_bytes, UINT32_MAX));
 }
 
+void prepare_head(request_parser& p, const policy::model::limits& limits) {
+  p.header_limit(header_limit(limits));
+  // The body limit is checked by hand once the target is known (so the refusal is recorded with
+  // its host and path), then enforced by the parser while the body streams.
+  p.body_limit(boost::none);
+}
+
+head_outcome head_read(boost::system::error_code ec, std::size_t n,
+                       const boost::beast::flat_buffer& buffer,
+                       const policy::model::limits& limits) {
+  head_outcome out;
+  // Beast holds the start line and the fields each to header_limit, so a head that arrives in
+  // one read may be up to twice the limit (found by fuzz/http_request): the head's own size, as
+  // read, is checked too.
+  if (!ec && n > limits.header_bytes) ec = http::error::header_limit;
+  if (!ec) return out;
+  if ((ec == http::error::end_of_stream || ec == boost::asio::ssl::error::stream_truncated) &&
+      buffer.size() == 0) {
+    out.what = head_outcome::kind::closed;
+  } else if (ec == boost::beast::error::timeout) {
+    // The timeout closed the socket; nothing can be sent.
+    out.what = head_outcome::kind::timed_out;
+    out.reason = core::errc::head_timeout;
+    out.detail = "request head not complete in time";
+  } else {
+    out.what = head_outcome::kind::refused;
+    out.reason = ec == http::error::header_limit ? core::errc::header_too_large
+                 : ec == http::error::body_limit ? core::errc::body_too_large
+                                                 : core::errc::bad_request;
+    out.detail =
+        ec == http::error::header_limit ? core::str_cat("limit is ", limits.header_bytes, " bytes")
+        : ec == http::error::body_limit ? core::str_cat("limit is ", limits.body_bytes, " bytes")
+                                        : ec.message();
+  }
+  return out;
+}
+
 std::optional<refusal> parse_request(const request_parser& p, const net::authority* tunnel_target,
                                      const policy::model::limits& limits, filters::exchange& ex) {
   const auto& req = p.get();

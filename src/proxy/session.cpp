@@ -106,6 +106,13 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
   co_await serve_intercepted(s, ex, active);
 }
 
+// How long a session waits for the first byte of its next request, under the policy in force.
+std::chrono::milliseconds wait_limit(const session_context& s) {
+  const auto active = s.w.shared().current_active();
+  const auto& limits = active->snapshot().limits();
+  return s.requests == 0 ? limits.head_timeout : limits.idle_timeout;
+}
+
 // Reads the request head; nullopt when it is complete, else whether the connection goes on (a
 // refusal of a malformed or oversized head is answered and recorded here).
 template <class Client>
@@ -113,7 +120,11 @@ asio::awaitable<std::optional<bool>> read_request_head(Client& client, beast::fl
                                                        h1::request_parser& req_p,
                                                        const policy::model::limits& limits,
                                                        filters::exchange_record& rec) {
-  auto head = co_await h1::read_head(client, buffer, req_p, limits);
+  // (h1::read_head's steps, without a coroutine frame of their own.)
+  h1::prepare_head(req_p, limits);
+  set_timeout(client, limits.head_timeout);
+  auto [ec, n] = co_await http::async_read_header(client, buffer, req_p, use_tuple);
+  const auto head = h1::head_read(ec, n, buffer, limits);
   switch (head.what) {
     case h1::head_outcome::kind::complete:
       co_return std::nullopt;
@@ -167,16 +178,19 @@ asio::awaitable<std::optional<bool>> hold_whole_body(session_context& s, Client&
 template <class Client>
 asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_context* tunnel) {
   auto& shared = s.w.shared();
-  // The policy this exchange runs under, from its first byte to its record.
+  // 1. The first byte of the head (a new connection must start within head_timeout; a kept-alive
+  // one may idle), then the rest of it, bounded in size and time.
+  if (s.buffer.size() == 0) {
+    set_timeout(client, wait_limit(s));
+    auto [ec, n] = co_await client.async_read_some(s.buffer.prepare(4096), use_tuple);
+    s.buffer.commit(n);
+    if (ec || n == 0) co_return false;
+  }
+  // The policy this exchange runs under, from its first byte to its record (a reload while the
+  // connection idled applies to it).
   const auto active = shared.current_active();
   const auto& snap = active->snapshot();
   const auto& limits = snap.limits();
-
-  // 1. The head, bounded in size and time (a new connection must start within head_timeout; a
-  // kept-alive one may idle).
-  if (!co_await wait_for_request(client, s.buffer,
-                                 s.requests == 0 ? limits.head_timeout : limits.idle_timeout))
-    co_return false;
   ++s.requests;
   s.entry->idle = false;
   recorder recorded(s.w, s.client_text, snap.version());

@@ -1,8 +1,8 @@
 #pragma once
 // What every part of a session uses to talk to its client: timeouts, the proxy's own answers
-// (a refusal is one line: record it, then `co_return co_await send_answer(...)`), 100-continue
-// and waiting for the next request. Templates over the client stream, so the same code serves
-// a plain connection, an intercepted tunnel and Beast's in-memory test::stream.
+// (a refusal is one line: record it, then `co_return co_await send_answer(...)`) and
+// 100-continue. Templates over the client stream, so the same code serves a plain connection,
+// an intercepted tunnel and Beast's in-memory test::stream.
 
 #include "filters/exchange.hpp"
 #include "proxy/answer.hpp"
@@ -59,19 +59,6 @@ boost::asio::awaitable<boost::system::error_code> send_continue(Client& client,
   set_timeout(client, timeout);
   auto [ec, n] = co_await boost::asio::async_write(client, boost::asio::buffer(cont), use_tuple);
   co_return ec;
-}
-
-// Waits for the first byte of the next request with the idle timeout (a kept-alive client may
-// think for a while); the rest of the head then gets head_timeout. False when the client went
-// away or idled out.
-template <class Client>
-boost::asio::awaitable<bool> wait_for_request(Client& client, boost::beast::flat_buffer& buffer,
-                                              std::chrono::milliseconds idle) {
-  if (buffer.size() > 0) co_return true;
-  set_timeout(client, idle);
-  auto [ec, n] = co_await client.async_read_some(buffer.prepare(4096), use_tuple);
-  buffer.commit(n);
-  co_return !ec && n > 0;
 }
 
 }  // namespace airlock::proxy

@@ -10,6 +10,7 @@ Every step waits on a condition (the origin saw the request, /policy reports the
 never on a clock.
 """
 
+import http.client
 import os
 import ssl
 import subprocess
@@ -95,6 +96,27 @@ class ReloadTest(unittest.TestCase):
                         rec["policy_version"].startswith(old_version[:12]),
                         "recorded under %s, started under %s" % (rec["policy_version"],
                                                                  old_version))
+
+    def test_idle_kept_alive_connection_gets_the_new_policy(self):
+        """A connection that idled across a reload sends its next request under the new policy,
+        not the one in force when its previous request ended."""
+        p = self.origin.port
+        proxy = self.start(ops_policy([origin_rule(p)]))
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=env.t(30))
+        self.addCleanup(conn.close)
+        conn.request("GET", self.origin.url("/echo/first-%s" % marker()))
+        first = conn.getresponse()
+        first.read()
+        self.assertEqual(first.status, 200)
+        self.assertFalse(first.will_close, "the proxy closed the connection after one request")
+        self.reload(proxy, ops_policy([origin_rule(p, name="other", hosts=["other.test"])]))
+        conn.request("GET", self.origin.url("/echo/second-%s" % marker()))
+        second = conn.getresponse()
+        second.read()
+        self.assertEqual(second.status, 403)
+        self.assertEqual(second.getheader("X-Airlock-Reason"), "host_denied")
+        # Still the same connection: the refusal came on it, not on a new one.
+        self.assertIsNotNone(conn.sock, "the refusal closed the kept-alive connection")
 
     def test_post_reload_says_what_changed(self):
         p = self.origin.port
