@@ -11,6 +11,7 @@
 #include "proxy/exchange_record.hpp"
 #include "proxy/exchange_upstream.hpp"
 #include "proxy/forward.hpp"
+#include "proxy/h1_exchange_steps.hpp"
 #include "proxy/pending_wait.hpp"
 #include "proxy/session_context.hpp"
 #include "telemetry/metrics.hpp"
@@ -113,65 +114,6 @@ std::chrono::milliseconds wait_limit(const session_context& s) {
   return s.requests == 0 ? limits.head_timeout : limits.idle_timeout;
 }
 
-// Reads the request head; nullopt when it is complete, else whether the connection goes on (a
-// refusal of a malformed or oversized head is answered and recorded here).
-template <class Client>
-asio::awaitable<std::optional<bool>> read_request_head(Client& client, beast::flat_buffer& buffer,
-                                                       h1::request_parser& req_p,
-                                                       const policy::model::limits& limits,
-                                                       filters::exchange_record& rec) {
-  // (h1::read_head's steps, without a coroutine frame of their own.)
-  h1::prepare_head(req_p, limits);
-  set_timeout(client, limits.head_timeout);
-  auto [ec, n] = co_await http::async_read_header(client, buffer, req_p, use_tuple);
-  const auto head = h1::head_read(ec, n, buffer, limits);
-  switch (head.what) {
-    case h1::head_outcome::kind::complete:
-      co_return std::nullopt;
-    case h1::head_outcome::kind::closed:
-      rec.skipped = true;  // nothing began: nothing to record
-      co_return false;
-    case h1::head_outcome::kind::timed_out:
-      rec.refuse(head.reason, head.detail);
-      rec.status = 408;  // the timeout closed the socket: recorded, nothing can be sent
-      co_return false;
-    case h1::head_outcome::kind::refused:
-      break;
-  }
-  rec.refuse(head.reason, head.detail);
-  co_return co_await send_answer(client, rec, 11, false);
-}
-
-// Reads a request body whole (a filter must see all of it before any byte is forwarded) and
-// shows it to the chain; nullopt when it passed, else whether the connection goes on.
-template <class Client>
-asio::awaitable<std::optional<bool>> hold_whole_body(session_context& s, Client& client,
-                                                     h1::request_parser& req_p,
-                                                     filters::chain& chain, std::string& body) {
-  auto& ex = chain.ex();
-  auto& rec = ex.record;
-  auto& req = req_p.get();
-  const auto& limits = ex.snapshot->limits();
-  if (h1::expects_continue(req) && req.version() >= 11 && ex.has_body &&
-      co_await send_continue(client, limits.idle_timeout))
-    co_return false;
-  auto read_ec = co_await h1::read_whole_body(client, s.buffer, req_p, body, limits.idle_timeout);
-  rec.bytes_in = body.size();
-  if (read_ec) {
-    if (read_ec == http::error::body_limit)
-      rec.refuse(errc::body_too_large, h1::body_limit_detail(ex));
-    else
-      rec.refuse(errc::bad_request, core::str_cat("reading request body: ", read_ec.message()));
-    co_return co_await send_answer(client, rec, req.version(), false);
-  }
-  // The whole body was read: the connection may go on after a refusal.
-  if (!chain.request_body(body, true).passes())
-    co_return co_await send_answer(client, rec, req.version(),
-                                   req.keep_alive() && !s.w.shared().draining.load());
-  req.content_length(body.size());
-  co_return std::nullopt;
-}
-
 // One request/response exchange: on a plain client connection (tunnel == nullptr, targets in
 // absolute form) or inside an intercepted tunnel (origin-form targets for the CONNECT host).
 // Returns whether the client connection may carry another request.
@@ -199,7 +141,7 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   ex.snapshot = &snap;
   if (tunnel) rec.scheme = "https";
   h1::request_parser req_p;
-  if (auto ended = co_await read_request_head(client, s.buffer, req_p, limits, rec))
+  if (auto ended = co_await h1::read_request_head(client, s.buffer, req_p, limits, rec))
     co_return *ended;
   auto& req = req_p.get();
   ex.request = &req;
@@ -248,7 +190,7 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   const bool expect_continue = h1::expects_continue(req);
   if (chain.request_body_use() == filters::body_use::whole) {
     held_body.emplace();
-    if (auto ended = co_await hold_whole_body(s, client, req_p, chain, *held_body))
+    if (auto ended = co_await h1::hold_whole_body(s, client, req_p, chain, *held_body))
       co_return *ended;
   }
   // 6. Credentials go in last, then the head is rewritten for the upstream.
