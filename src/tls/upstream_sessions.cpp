@@ -43,8 +43,14 @@ int upstream_sessions::on_new_session(SSL* ssl, SSL_SESSION* session) {
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   // Only what a verified handshake for this very name produced is kept.
   if (!self || !name || !*name || SSL_get_verify_result(ssl) != X509_V_OK) return 0;
-  self->store(name, session);
-  return 1;  // we keep the reference OpenSSL handed us
+  // A copy: `session` stays the connection's own, and OpenSSL marks that one not resumable
+  // when the connection is freed without a close_notify sent (ssl_clear_bad_session), which is
+  // how a tunnel's upstream usually ends (the origin closes, or the client does). TLS 1.1 and
+  // later allow resuming such a session (RFC 5246 section 7.2.1; RFC 8446 has no such rule).
+  SSL_SESSION* copy = SSL_SESSION_dup(session);
+  if (!copy) return 0;
+  self->store(name, copy);
+  return 0;  // OpenSSL keeps (and frees) its own reference
 }
 
 void upstream_sessions::store(const std::string& name, SSL_SESSION* session) {

@@ -51,7 +51,7 @@ struct handshake_result {
 handshake_result run_handshake(ssl::context& server_ctx, const leaf_certificate* leaf,
                                ssl::context& client_ctx,
                                const std::function<void(SSL*)>& client_setup,
-                               SSL_SESSION* resume = nullptr) {
+                               SSL_SESSION* resume = nullptr, bool client_closes = true) {
   handshake_result r;
   net::io_context ioc;
   tcp::acceptor acceptor(ioc, tcp::endpoint(net::ip::address_v4::loopback(), 0));
@@ -99,6 +99,11 @@ handshake_result run_handshake(ssl::context& server_ctx, const leaf_certificate*
     auto [read_ec, n] = co_await net::async_read(client, net::buffer(buf), tuple);
     if (read_ec) co_return;
     r.echoed.assign(buf.data(), n);
+    if (!client_closes) {
+      // Closed without close_notify, as a tunnel's upstream often is.
+      client.next_layer().close();
+      co_return;
+    }
     // A clean close_notify exchange: OpenSSL marks the session of a connection freed without
     // one as not resumable (ssl_clear_bad_session), on both sides.
     auto [shutdown_ec] = co_await client.async_shutdown(tuple);
@@ -357,6 +362,30 @@ TEST_F(TlsHandshakeTest, UpstreamSessionCacheResumesOnlyTheSameName) {
   auto wrong = run_handshake(*server_ctx_, other.get(), *client_ctx_, through_cache("x.example"));
   EXPECT_TRUE(wrong.client_ec);
   EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST_F(TlsHandshakeTest, UpstreamSessionCacheResumesAfterAConnectionEndedWithoutCloseNotify) {
+  // Found by profiling intercepted connections: every upstream handshake was a full one,
+  // because the cached session was the connection's own and OpenSSL marks it not resumable
+  // when the connection is freed without a close_notify.
+  upstream_sessions cache;
+  ASSERT_TRUE(cache.attach(client_ctx_->native_handle()));
+  auto setup = [&cache](SSL* ssl) {
+    std::string error;
+    ASSERT_TRUE(set_upstream_host(ssl, "api.example.com", error)) << error;
+    cache.resume(ssl);
+  };
+  auto api = mint("api.example.com");
+  auto first = run_handshake(*server_ctx_, api.get(), *client_ctx_, setup, nullptr, false);
+  ASSERT_FALSE(first.client_ec) << first.client_reason;
+  EXPECT_FALSE(first.clean_shutdown);
+  EXPECT_EQ(cache.size(), 1u);
+  auto second = run_handshake(*server_ctx_, api.get(), *client_ctx_, setup, nullptr, false);
+  ASSERT_FALSE(second.client_ec) << second.client_reason;
+  EXPECT_TRUE(second.resumed);
+  auto third = run_handshake(*server_ctx_, api.get(), *client_ctx_, setup, nullptr, false);
+  ASSERT_FALSE(third.client_ec) << third.client_reason;
+  EXPECT_TRUE(third.resumed);
 }
 
 TEST(TlsContexts, ClientContextNamesAMissingBundle) {
