@@ -102,7 +102,7 @@ std::optional<std::uint32_t> parse_ipv4(std::string_view name) noexcept {
 normalized_host from_v4(ip::address_v4 a) {
   normalized_host h;
   h.kind = host_kind::ipv4;
-  h.text = a.to_string();
+  h.text = ipv4_text(a);
   h.address = a;
   return h;
 }
@@ -152,6 +152,20 @@ bool iequals_prefix(std::string_view text, std::string_view lower_prefix) noexce
 }
 
 }  // namespace
+
+std::string ipv4_text(ip::address_v4 a) {
+  const auto bytes = a.to_bytes();
+  std::string out;
+  out.reserve(15);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i) out.push_back('.');
+    const unsigned v = bytes[i];
+    if (v >= 100) out.push_back(static_cast<char>('0' + v / 100));
+    if (v >= 10) out.push_back(static_cast<char>('0' + v / 10 % 10));
+    out.push_back(static_cast<char>('0' + v % 10));
+  }
+  return out;
+}
 
 std::optional<normalized_host> normalize_host(std::string_view host) {
   if (host.empty()) return std::nullopt;

@@ -30,6 +30,10 @@ struct normalized_host {
 // address is rejected (as browsers do), as is anything with characters outside a host name.
 std::optional<normalized_host> normalize_host(std::string_view host);
 
+// Dotted-decimal text of an IPv4 address (what inet_ntop gives), written by hand: the proxy
+// formats an address for every request, and inet_ntop goes through printf.
+std::string ipv4_text(boost::asio::ip::address_v4 a);
+
 struct authority {
   normalized_host host;
   std::uint16_t port = 0;

@@ -108,7 +108,7 @@ std::shared_ptr<lookup_state> start_lookup(const asio::any_io_executor& ex, std:
 std::string to_string(const tcp::endpoint& ep) {
   const auto& a = ep.address();
   return a.is_v6() ? core::str_cat('[', a.to_string(), "]:", ep.port())
-                   : core::str_cat(a.to_string(), ':', ep.port());
+                   : core::str_cat(net::ipv4_text(a.to_v4()), ':', ep.port());
 }
 
 asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stream,

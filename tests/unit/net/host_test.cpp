@@ -430,4 +430,16 @@ TEST(ParseHttpUrl, Rejections) {
 }
 
 }  // namespace
+TEST(Ipv4Text, SameAsInetNtopForEveryOctetWidth) {
+  // Every octet value in every position, against the library's own formatting.
+  for (unsigned v = 0; v < 256; ++v) {
+    for (unsigned pos = 0; pos < 4; ++pos) {
+      boost::asio::ip::address_v4::bytes_type b{1, 20, 255, 0};
+      b[pos] = static_cast<unsigned char>(v);
+      const boost::asio::ip::address_v4 a(b);
+      ASSERT_EQ(ipv4_text(a), a.to_string());
+    }
+  }
+}
+
 }  // namespace airlock::net
