@@ -1,0 +1,115 @@
+"""A chunked body whose last chunk `0\\r\\n` and the CRLF after it arrive in separate reads
+(issue 17, the fuzz finding fuzz/corpus/http_request/crash-beast-final-chunk-assert). Beast 1.81
+asserts in parse_chunk_header when handed fewer than 5 bytes after the last chunk line: Debug
+builds, such as CI's sanitizer build this test runs against, aborted. The codec
+(h1_body.hpp read_some_body) waits for more instead.
+
+The pauses between the pieces only make separate reads likely; nothing asserts on time. Both
+ways a body is read are covered: streamed to the origin, and held whole for a body check. And
+a response body from an origin that splits its last chunk the same way."""
+
+import json
+import socket
+import threading
+import time
+import unittest
+
+from harness import env
+from harness.base import ProxyTestCase, marker
+from harness.proxy import make_policy, origin_rule
+
+PAUSE = 0.2
+
+
+class SplitChunkOrigin:
+    """Answers every request with a chunked body sent as "5\\r\\nhello\\r\\n0\\r\\n", then "\\r",
+    then "\\n", each after a pause."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                conn.settimeout(env.t(10))
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                                 b"Connection: close\r\n\r\n5\r\nhello\r\n0\r\n")
+                    for piece in (b"\r", b"\n"):
+                        time.sleep(PAUSE)
+                        conn.sendall(piece)
+                except OSError:
+                    pass
+
+    def stop(self):
+        self.stopping = True
+        self.sock.close()
+
+
+class ChunkedSplitTest(ProxyTestCase):
+    @classmethod
+    def extra_setup(cls):
+        cls.split_origin = SplitChunkOrigin()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.split_origin.stop()
+
+    @classmethod
+    def policy(cls):
+        return make_policy([
+            origin_rule(cls.origin.port),
+            origin_rule(cls.origin.port, name="checked", hosts=["checked.test"],
+                        body={"json": {}}),
+            origin_rule(cls.split_origin.port, name="split", hosts=["split.test"]),
+        ])
+
+    def send_split(self, host):
+        m = marker()
+        c = self.raw()
+        self.addCleanup(c.close)
+        c.send("POST http://%s:%d/echo/%s HTTP/1.1\r\nHost: %s\r\n"
+               "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\":1}\r\n0\r\n"
+               % (host, self.origin.port, m, host))
+        for piece in ("\r", "\n"):
+            time.sleep(PAUSE)
+            c.send(piece)
+        r = c.read_response()
+        self.assertIsNotNone(r, "no answer (did the proxy abort?)")
+        self.assertEqual(r.status, 200, r)
+        echo = json.loads(r.body)
+        self.assertEqual((echo["path"], echo["body_length"]), ("/echo/%s" % m, 7))
+        self.assertTrue(self.proxy.alive())
+
+    def test_streamed_request_body(self):
+        self.send_split("origin.test")
+
+    def test_request_body_held_whole(self):
+        self.send_split("checked.test")
+
+    def test_response_body(self):
+        r = self.curl("http://split.test:%d/echo/x" % self.split_origin.port)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, b"hello")
+        self.assertTrue(self.proxy.alive())
+
+
+if __name__ == "__main__":
+    unittest.main()
