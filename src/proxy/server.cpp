@@ -109,32 +109,6 @@ std::optional<tcp::endpoint> parse_listen(std::string_view text) {
   return tcp::endpoint(a->host.address, a->port);
 }
 
-void worker::close_sessions(bool all) {
-  for (auto& e : sessions_) {
-    if (!all && !e.idle) continue;
-    boost::system::error_code ignored;
-    if (e.client) e.client->cancel(ignored);
-    if (all) {
-      if (e.client) e.client->close(ignored);
-      if (e.upstream) e.upstream->close(ignored);
-    }
-  }
-  if (all) pool_.clear();
-}
-
-std::size_t worker::cut_tunnels(std::string_view agent) {
-  std::size_t cut = 0;
-  for (auto& e : sessions_) {
-    if (e.tunnel_agent.empty() || e.tunnel_agent != agent) continue;
-    boost::system::error_code ignored;
-    if (e.client) e.client->close(ignored);
-    if (e.upstream) e.upstream->close(ignored);
-    e.cut = true;
-    ++cut;
-  }
-  return cut;
-}
-
 server::server(server_options options, telemetry::audit_log* audit, telemetry::metrics* metrics)
     : options_(std::move(options)) {
   shared_.audit = audit;
