@@ -101,11 +101,12 @@ class TunnelAuditTest(ProxyTestCase):
         whose remote end is our port in ESTABLISHED or CLOSE_WAIT), so that every record of
         that connection has been written."""
         deadline = time.monotonic() + env.t(10)
-        needle = ":%04X" % port
+        ours, proxy = ":%04X" % port, ":%04X" % self.proxy.port
         while time.monotonic() < deadline:
             with open("/proc/net/tcp") as f:
                 rows = [line.split() for line in f.readlines()[1:]]
-            if not [r for r in rows if r[2].endswith(needle) and r[3] in ("01", "08")]:
+            if not [r for r in rows if r[1].endswith(proxy) and r[2].endswith(ours)
+                    and r[3] in ("01", "08")]:
                 return True
             time.sleep(0.05)
         return False
