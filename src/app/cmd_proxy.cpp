@@ -6,6 +6,7 @@
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
 #include "policy/loader.hpp"
+#include "proxy/file_watches.hpp"
 #include "proxy/policy_watcher.hpp"
 #include "proxy/server.hpp"
 #include "telemetry/admin_server.hpp"
@@ -13,6 +14,7 @@
 #include "telemetry/metrics.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/json.hpp>
 
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -155,6 +158,9 @@ int cmd_proxy(args a) {
 
   asio::io_context main_ioc{1};
   std::string admin_text = admin_override.empty() ? model.listen.admin : admin_override;
+  options.admin_overridden = !admin_override.empty();
+  // After a reload from another thread (the admin port): the watched files follow the policy.
+  std::function<void()> after_reload;
   std::unique_ptr<telemetry::admin_server> admin;
   proxy::server* server_ptr = nullptr;
   std::atomic<bool> ready{false};
@@ -178,15 +184,19 @@ int cmd_proxy(args a) {
         o["last_attempt"] = rfc3339(st.last_attempt);
         o["last_error"] =
             st.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(st.last_error);
+        o["restart_needed"] = st.restart_needed.empty() ? boost::json::value(nullptr)
+                                                        : boost::json::value(st.restart_needed);
       }
       return boost::json::serialize(o);
     };
-    handlers.reload = [&server_ptr](std::string& message) {
+    handlers.reload = [&server_ptr, &after_reload](std::string& message) {
       if (!server_ptr) {
         message = "not started";
         return false;
       }
-      return server_ptr->reload("api", message);
+      const bool ok = server_ptr->reload("api", message);
+      if (after_reload) after_reload();
+      return ok;
     };
     handlers.agents_json = [&server_ptr] {
       return server_ptr ? server_ptr->agents_json() : std::string("{\"agents\":[]}");
@@ -214,11 +224,19 @@ int cmd_proxy(args a) {
   proxy::server server(options, audit.get(), &metrics);
   // Edits of the policy file (including editors' rename-replace and Kubernetes ConfigMap
   // swaps) reload it, like SIGHUP and POST /reload do.
+  // So do edits of the files it names (secrets, the CA, the upstream CA bundle): the reload
+  // reads them again. The set of those follows the policy in force.
   std::optional<proxy::policy_watcher> watcher;
+  proxy::file_watches named_files(main_ioc, [&server, &named_files] {
+    std::string message;
+    server.reload("file", message);
+    named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
+  });
   if (!options.config_path.empty())
-    watcher.emplace(main_ioc, options.config_path, [&server] {
+    watcher.emplace(main_ioc, options.config_path, [&server, &named_files] {
       std::string message;
       server.reload("file", message);
+      named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
     });
   std::vector<std::string> errors;
   if (!server.start(initial.policy, errors)) {
@@ -228,6 +246,12 @@ int cmd_proxy(args a) {
     return 1;
   }
   server_ptr = &server;
+  named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
+  after_reload = [&] {
+    asio::post(main_ioc, [&] {
+      named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
+    });
+  };
   if (admin) admin->start();
   ready.store(true);
 
@@ -245,6 +269,7 @@ int cmd_proxy(args a) {
     if (sig == SIGHUP) {
       std::string message;
       server.reload("signal", message);
+      named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
       audit->reopen();
       signals.async_wait(on_signal);
       return;
@@ -256,6 +281,7 @@ int cmd_proxy(args a) {
       server.shutdown();
       asio::post(main_ioc, [&] {
         if (watcher) watcher->stop();
+        named_files.stop();
         if (admin) admin->stop();
         signals.cancel();
       });

@@ -104,7 +104,8 @@ struct exchange {
   std::string path_and_query;  // origin-form target as forwarded (filters may rewrite it)
   std::string path;            // without the query, as the agent sent it (for rules and audit)
   bool connect = false;        // a CONNECT: opaque or to be intercepted
-  bool in_tunnel = false;      // a request inside an intercepted tunnel
+  bool in_tunnel = false;      // a request inside a tunnel (intercepted, or plain HTTP)
+  bool tunnel_plain = false;   // in_tunnel, and the client speaks plain HTTP inside (scheme http)
   std::string upgrade;         // the protocol the client asks to switch to, lower case
   bool has_body = false;
   std::optional<std::uint64_t> content_length;

@@ -28,3 +28,71 @@ std::string_view framing_problem(const http::request_header<>& req) {
 }
 
 }  // namespace airlock::net
+
+namespace airlock::net {
+namespace {
+
+// tchar (RFC 9110 section 5.6.2).
+bool is_tchar(char c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+request_line_status classify_request_line(std::string_view bytes, std::size_t max_line) {
+  using enum request_line_status;
+  // method SP request-target SP "HTTP/1." DIGIT CRLF, checked one byte at a time so that any
+  // prefix of a valid line is need_more and the first wrong byte is `other`.
+  enum class part { method, target, version, cr, lf } at = part::method;
+  static constexpr std::string_view version = "HTTP/1.";
+  std::size_t part_len = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i >= max_line) return other;
+    const char c = bytes[i];
+    switch (at) {
+      case part::method:
+        if (c == ' ' && part_len > 0) {
+          at = part::target;
+          part_len = 0;
+        } else if (is_tchar(c)) {
+          ++part_len;
+        } else {
+          return other;
+        }
+        break;
+      case part::target:
+        if (c == ' ' && part_len > 0) {
+          at = part::version;
+          part_len = 0;
+        } else if (c > 0x20 && c < 0x7f) {
+          ++part_len;
+        } else {
+          return other;
+        }
+        break;
+      case part::version:
+        if (part_len < version.size()) {
+          if (c != version[part_len]) return other;
+          ++part_len;
+        } else {
+          if (c != '0' && c != '1') return other;
+          at = part::cr;
+        }
+        break;
+      case part::cr:
+        if (c != '\r') return other;
+        at = part::lf;
+        break;
+      case part::lf:
+        return c == '\n' ? http1 : other;
+    }
+  }
+  return bytes.size() >= max_line ? other : need_more;
+}
+
+bool chunk_put_must_wait(bool chunked, std::string_view unparsed) noexcept {
+  return chunked && !unparsed.empty() && unparsed.size() < 5 && unparsed.front() == '0';
+}
+
+}  // namespace airlock::net

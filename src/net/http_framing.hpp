@@ -12,4 +12,27 @@ namespace airlock::net {
 // Why the head's framing is refused; empty when it is acceptable.
 std::string_view framing_problem(const boost::beast::http::request_header<>& req);
 
+// Whether a chunked body's unparsed bytes must not be handed to Beast's parser yet, while more
+// can come: Beast 1.81 asserts (BOOST_ASSERT(n >= 5) in parse_chunk_header, an abort in any
+// build without NDEBUG) when the last chunk "0\r\n" was seen by one put() and the next put()
+// has fewer than 5 bytes, e.g. "0\r\n" then "\r" in separate segments (found by
+// fuzz/http_request; fixed upstream after Boost 1.81, Beast pull request 2861). The parser
+// keeps the last-chunk line unconsumed, so such a put() starts with '0'; a chunk after data
+// starts with its CRLF and is never shorter than 5 bytes there. Waiting costs nothing: a
+// complete chunked body ends with at least those 5 bytes. At the end of the stream such bytes
+// are an incomplete message.
+bool chunk_put_must_wait(bool chunked, std::string_view unparsed) noexcept;
+
+// What the first bytes of a CONNECT tunnel are when they are not TLS: the start of an HTTP/1.x
+// request line (RFC 9112 section 3: method SP request-target SP HTTP-version CRLF), which a
+// client such as Node's undici EnvHttpProxyAgent sends inside `CONNECT host:80`, or anything
+// else.
+enum class request_line_status {
+  need_more,  // a valid prefix of a request line: read more and call again
+  http1,      // a whole request line naming HTTP/1.0 or HTTP/1.1
+  other,      // not an HTTP/1.x request line
+};
+// Bytes past the first line are not looked at; a line longer than `max_line` is `other`.
+request_line_status classify_request_line(std::string_view bytes, std::size_t max_line = 8192);
+
 }  // namespace airlock::net

@@ -2,15 +2,18 @@
 
 #include "core/str_cat.hpp"
 #include "net/client_hello.hpp"
+#include "net/http_framing.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/session_io.hpp"
 #include "proxy/tunnel.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/contexts.hpp"
+#include "tls/leaf_minter.hpp"
 #include "tls/upstream_sessions.hpp"
 
 #include <boost/asio/ssl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -21,18 +24,40 @@ using core::errc;
 
 namespace {
 
-// Collects the ClientHello: it may arrive in pieces, and may already be in the buffer if the
-// client did not wait for our 200. Nullopt when none came (recorded).
-asio::awaitable<std::optional<net::client_hello>> read_client_hello(session_context& s,
-                                                                    filters::exchange& ex) {
+// What the tunnel's first bytes are: a ClientHello (possibly incomplete or malformed), or not
+// TLS, in which case `http` says whether they begin an HTTP/1.x request line.
+struct first_bytes {
   net::client_hello hello;
-  s.client.expires_after(ex.snapshot->limits().head_timeout);
+  bool http = false;
+};
+
+// Reads until the first bytes say what they are: a whole ClientHello, or a whole HTTP/1.x
+// request line (a client that speaks plain HTTP through the tunnel), or neither. They may arrive
+// in pieces, and may already be in the buffer if the client did not wait for our 200. Nullopt
+// when nothing came (recorded).
+asio::awaitable<std::optional<first_bytes>> read_first_bytes(session_context& s,
+                                                             filters::exchange& ex) {
+  first_bytes first;
+  const auto& limits = ex.snapshot->limits();
+  s.client.expires_after(limits.head_timeout);
   for (;;) {
     auto data = s.buffer.cdata();
-    hello = net::parse_client_hello({static_cast<const std::uint8_t*>(data.data()), data.size()});
-    if (hello.status != net::hello_status::need_more) break;
-    if (s.buffer.size() >= net::max_client_hello_bytes) {
-      hello.status = net::hello_status::malformed;
+    first.hello =
+        net::parse_client_hello({static_cast<const std::uint8_t*>(data.data()), data.size()});
+    if (first.hello.status == net::hello_status::not_tls) {
+      const auto line = net::classify_request_line(
+          {static_cast<const char*>(data.data()), data.size()}, limits.header_bytes);
+      if (line != net::request_line_status::need_more) {
+        first.http = line == net::request_line_status::http1;
+        break;
+      }
+    } else if (first.hello.status != net::hello_status::need_more) {
+      break;
+    }
+    if (s.buffer.size() >=
+        std::max<std::size_t>(net::max_client_hello_bytes, limits.header_bytes)) {
+      if (first.hello.status == net::hello_status::need_more)
+        first.hello.status = net::hello_status::malformed;
       break;
     }
     auto [ec, n] = co_await s.client.async_read_some(s.buffer.prepare(16 * 1024), use_tuple);
@@ -44,7 +69,7 @@ asio::awaitable<std::optional<net::client_hello>> read_client_hello(session_cont
     }
   }
   s.client.expires_never();
-  co_return hello;
+  co_return first;
 }
 
 // The tunnel's first bytes against its CONNECT host: the refusal (ok when they pass).
@@ -103,20 +128,26 @@ asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& 
   if (wec) co_return tunnel_mode::ended;
   rec.status = 200;
 
-  const auto hello = co_await read_client_hello(s, ex);
-  if (!hello) co_return tunnel_mode::ended;
+  const auto first = co_await read_first_bytes(s, ex);
+  if (!first) co_return tunnel_mode::ended;
+  // Plain HTTP through the tunnel (Node's undici sends `CONNECT host:80` for http:// URLs): each
+  // request inside is served and decided on its own, as scheme http. Not for an opaque tunnel
+  // to an IP literal, which may carry any protocol.
+  if (first->http && (rule.inspect || !ex.target.host.is_ip())) co_return tunnel_mode::plain_http;
+  const auto* hello = &first->hello;
   std::string why;
   if (const errc refusal = check_client_hello(*hello, ex, why); refusal != errc::ok) {
     if (ex.report_mode && !rule.inspect) {
       rec.report(refusal, why);
     } else {
-      rec.refuse(refusal, why);
-      rec.status = 403;
+      // Recorded as what the client got: 200 (already sent), then a TLS alert or the close.
+      const bool complete = hello->status == net::hello_status::complete;
+      rec.refuse(refusal, core::str_cat(why, complete ? "; after 200, a TLS unrecognized_name alert"
+                                                      : "; after 200, the connection closed"));
       // A fatal unrecognized_name alert (RFC 6066 section 3) tells a TLS client plainly that
       // the name was refused.
       static constexpr std::array<std::uint8_t, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112};
-      if (hello->status == net::hello_status::complete)
-        co_await asio::async_write(s.client.socket(), asio::buffer(alert), use_tuple);
+      if (complete) co_await asio::async_write(s.client.socket(), asio::buffer(alert), use_tuple);
       co_return tunnel_mode::ended;
     }
   }
@@ -177,6 +208,15 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
         std::chrono::steady_clock::now() - started));
   t.upstream_text = to_string(outcome.endpoint);
   co_return outcome;
+}
+
+asio::awaitable<std::vector<tls::leaf_name>> origin_names(session_context& s, tunnel_context& t,
+                                                          const filters::exchange& ex) {
+  const auto outcome = co_await connect_tls_upstream(s, t, ex);
+  if (outcome.error != errc::ok) co_return std::vector<tls::leaf_name>{};
+  X509* peer = SSL_get0_peer_certificate(t.upstream->native_handle());
+  if (peer == nullptr) co_return std::vector<tls::leaf_name>{};
+  co_return tls::subject_alt_names(peer);
 }
 
 }  // namespace airlock::proxy

@@ -3,22 +3,27 @@
 // the client when that fails), send 200, then the first bytes must be a TLS ClientHello whose
 // SNI names the CONNECT host (an IP-literal target may omit SNI, and may carry non-TLS traffic
 // since there is no name to check). The session then drives what it became: an opaque relay or
-// an interception.
+// an interception. A tunnel whose first bytes are an HTTP/1.x request line (under an inspecting
+// rule, or an opaque one to a host name) is served as plain HTTP requests instead.
 
 #include "filters/exchange.hpp"
 #include "proxy/session_context.hpp"
 #include "proxy/upstream_connector.hpp"
+#include "tls/leaf_name.hpp"
 
 #include <boost/asio/awaitable.hpp>
+
+#include <vector>
 
 namespace airlock::proxy {
 
 struct active_policy;
 
 enum class tunnel_mode {
-  ended,      // refused or failed (recorded; answered where an answer can be given)
-  opaque,     // relay the bytes: `upstream` is connected
-  intercept,  // terminate TLS with a minted leaf and serve the requests inside
+  ended,       // refused or failed (recorded; answered where an answer can be given)
+  opaque,      // relay the bytes: `upstream` is connected
+  intercept,   // terminate TLS with a minted leaf and serve the requests inside
+  plain_http,  // the client speaks plain HTTP/1.x inside: serve its requests (scheme http)
 };
 
 boost::asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
@@ -34,5 +39,14 @@ boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange&
 // failure the tunnel's upstream is empty and the outcome says why.
 boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
                                                              const filters::exchange& ex);
+
+// For an IP-literal CONNECT that is intercepted: connects the TLS upstream before the client's
+// handshake and returns the names its verified certificate carries, for the minted leaf (a
+// client that sends no SNI for an IP target may check another name: npm's agent checks
+// localhost). Empty when the upstream cannot be reached or verified: the first request then
+// reconnects and is answered with the failure.
+boost::asio::awaitable<std::vector<tls::leaf_name>> origin_names(session_context& s,
+                                                                 tunnel_context& t,
+                                                                 const filters::exchange& ex);
 
 }  // namespace airlock::proxy

@@ -7,10 +7,12 @@
 // or rewrites it (what it releases is written as it comes, re-framed as chunks).
 
 #include "filters/chain.hpp"
+#include "net/http_framing.hpp"
 #include "proxy/byte_throttle.hpp"
 #include "proxy/session_io.hpp"
 #include "proxy/worker.hpp"
 
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -45,6 +47,40 @@ void prepare_piece(http::parser<IsRequest, http::buffer_body>& parser, char* buf
   b.size = piece;
 }
 
+// http::async_read_some(from, buffer, parser) for a body, with one difference: a chunked body's
+// bytes that would trip Beast 1.81's assertion in parse_chunk_header (net::chunk_put_must_wait)
+// are not handed to the parser until more have arrived; at the end of the stream they are
+// http::error::partial_message. Beast's own read loop puts whatever it has, so it cannot be
+// used here. The result is the parser's (need_buffer when the body piece is full).
+template <class ReadStream, bool IsRequest>
+boost::asio::awaitable<boost::system::error_code> read_some_body(
+    ReadStream& from, boost::beast::flat_buffer& buffer,
+    http::parser<IsRequest, http::buffer_body>& parser) {
+  for (;;) {
+    const auto data = buffer.cdata();
+    const std::string_view unparsed(static_cast<const char*>(data.data()), data.size());
+    const bool wait = net::chunk_put_must_wait(parser.chunked(), unparsed);
+    if (!unparsed.empty() && !wait) {
+      boost::system::error_code ec;
+      buffer.consume(parser.put(data, ec));
+      if (ec != http::error::need_more) co_return ec;
+    }
+    // As Beast's read_some: read more into the buffer, bounded by its limit.
+    const std::size_t room = boost::beast::read_size(buffer, 65536);
+    if (room == 0) co_return http::error::buffer_overflow;
+    auto [ec, n] = co_await from.async_read_some(buffer.prepare(room), use_tuple);
+    buffer.commit(n);
+    if (ec == boost::asio::error::eof) {
+      if (wait) co_return http::error::partial_message;
+      if (!parser.got_some()) co_return http::error::end_of_stream;
+      boost::system::error_code eof_ec;
+      parser.put_eof(eof_ec);
+      co_return eof_ec;
+    }
+    if (ec) co_return ec;
+  }
+}
+
 // Relays a body as it is. `observer` (may be null): a request body's chain, shown every piece
 // before it is written; a refusal stops the relay before that piece.
 template <bool IsRequest, class ReadStream, class WriteStream>
@@ -66,7 +102,7 @@ boost::asio::awaitable<relay_result> relay_body(
       set_timeout(from, idle_timeout);
       // read_some, not read: pass on what has arrived (a server-sent event, a slow chunk)
       // instead of waiting for the buffer to fill.
-      auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+      auto ec = co_await read_some_body(from, from_buffer, parser);
       if (ec == http::error::need_buffer) ec = {};
       const std::size_t got = piece - b.size;
       if (ec) {
@@ -143,7 +179,7 @@ boost::asio::awaitable<relay_result> relay_filtered(
   while (!parser.is_done() && !enough) {
     prepare_piece(parser, buf.data(), piece);
     set_timeout(from, idle_timeout);
-    auto [ec, n] = co_await http::async_read_some(from, from_buffer, parser, use_tuple);
+    auto ec = co_await read_some_body(from, from_buffer, parser);
     if (ec == http::error::need_buffer) ec = {};
     const std::size_t got = piece - b.size;
     if (ec) {
@@ -185,7 +221,7 @@ boost::asio::awaitable<boost::system::error_code> read_whole_body(
     p.get().body().data = out.data() + old;
     p.get().body().size = piece;
     set_timeout(client, idle_timeout);
-    auto [ec, n] = co_await http::async_read_some(client, buffer, p, use_tuple);
+    auto ec = co_await read_some_body(client, buffer, p);
     out.resize(old + (piece - p.get().body().size));
     if (ec == http::error::need_buffer) ec = {};
     if (ec) co_return ec;

@@ -208,7 +208,8 @@ std::string rewrite_for_upstream(http::request<http::buffer_body>& req,
   }
   if (expect) req.erase(http::field::expect);
   req.target(ex.path_and_query);
-  req.set(http::field::host, host_header(ex.target.host, ex.target.port, ex.in_tunnel ? 443 : 80));
+  req.set(http::field::host,
+          host_header(ex.target.host, ex.target.port, ex.in_tunnel && !ex.tunnel_plain ? 443 : 80));
   req.version(11);
   req.keep_alive(true);
   return upgrade;

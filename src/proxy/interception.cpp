@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "policy/token.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/ca.hpp"
 #include "tls/contexts.hpp"
@@ -9,7 +10,24 @@
 #include "tls/leaf_minter.hpp"
 #include "tls/upstream_sessions.hpp"
 
+#include <fstream>
+#include <sstream>
+
 namespace airlock::proxy {
+namespace {
+
+// SHA-256 of a file's bytes; empty for no file (or one that cannot be read: the rebuild then
+// reports why).
+std::string file_digest(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return policy::sha256_hex(bytes.str());
+}
+
+}  // namespace
 
 std::shared_ptr<const interception> interception::create(const policy::model::tls& config,
                                                          telemetry::metrics* metrics,
@@ -44,6 +62,7 @@ std::shared_ptr<const interception> interception::create(const policy::model::tl
     return nullptr;
   }
   result->files = config;
+  result->upstream_ca_digest = file_digest(config.upstream_ca);
   AIRLOCK_LOG(info, "tls", "interception CA ", loaded.ca->subject(), " (SHA-256 ",
               loaded.ca->fingerprint(), ")");
   return result;
@@ -58,6 +77,7 @@ bool interception::built_from(const policy::model::tls& config) const {
   tls::certificate_info now;
   std::string error;
   if (!leaves || !tls::read_certificate_info(config.ca_cert, now, error)) return false;
+  if (file_digest(config.upstream_ca) != upstream_ca_digest) return false;
   return now.fingerprint == leaves->minter().ca().fingerprint();
 }
 

@@ -28,7 +28,8 @@ struct interception {
   std::shared_ptr<boost::asio::ssl::context> server_context;  // client-facing
   std::shared_ptr<boost::asio::ssl::context> client_context;  // upstream-facing
   std::shared_ptr<tls::leaf_cache> leaves;
-  policy::model::tls files;  // what this was built from
+  policy::model::tls files;        // what this was built from
+  std::string upstream_ca_digest;  // SHA-256 of the upstream_ca file as it was read (if named)
 
   // Null with `error` set when the CA cannot be loaded or a context cannot be made.
   static std::shared_ptr<const interception> create(const policy::model::tls& config,
@@ -37,7 +38,8 @@ struct interception {
   // True when `config` names the same files and the CA certificate file still holds the
   // certificate this was built with: a CA rewritten in place (same name, new content, e.g.
   // `airlock ca init --force` or a mounted Secret updated) is a different CA. Reads the
-  // certificate file (not the key: a new key comes with a new certificate).
+  // certificate file (not the key: a new key comes with a new certificate), and the
+  // upstream_ca bundle, compared the same way.
   bool built_from(const policy::model::tls& config) const;
 };
 

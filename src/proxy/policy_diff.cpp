@@ -76,4 +76,19 @@ std::string describe_changes(const policy::snapshot& before, const policy::snaps
   return out;
 }
 
+std::string listen_changes(const policy::model::listen& bound, const policy::model::listen& next,
+                           bool proxy_overridden, bool admin_overridden) {
+  std::string out;
+  auto note = [&out](std::string_view key, const std::string& was, const std::string& now) {
+    if (was == now) return;
+    out += core::str_cat(out.empty() ? "" : "; ", key, ' ', was.empty() ? "(none)" : was, " -> ",
+                         now.empty() ? "(none)" : now);
+  };
+  if (!proxy_overridden) note("listen.proxy", bound.proxy, next.proxy);
+  note("listen.relay", bound.relay, next.relay);
+  note("listen.relay_group", bound.relay_group, next.relay_group);
+  if (!admin_overridden) note("listen.admin", bound.admin, next.admin);
+  return out;
+}
+
 }  // namespace airlock::proxy

@@ -1,6 +1,7 @@
 #include "proxy/policy_watcher.hpp"
 
 #include "core/log.hpp"
+#include "policy/token.hpp"
 
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -100,15 +101,15 @@ void policy_watcher::schedule_check() {
   });
 }
 
-// The file's bytes (a policy is small); empty when it cannot be read right now, e.g. in the
-// middle of a replace, in which case a later event brings us back.
+// SHA-256 of the file's bytes (never the bytes: the file may be a secret); empty when it cannot
+// be read right now, e.g. in the middle of a replace, in which case a later event brings us
+// back.
 std::string policy_watcher::content_digest() const {
   std::ifstream in(path_, std::ios::binary);
   if (!in) return {};
   std::ostringstream s;
   s << in.rdbuf();
-  auto bytes = s.str();
-  return bytes.empty() ? std::string(1, '\0') : bytes;
+  return policy::sha256_hex(s.str());
 }
 
 }  // namespace airlock::proxy

@@ -109,19 +109,6 @@ std::optional<tcp::endpoint> parse_listen(std::string_view text) {
   return tcp::endpoint(a->host.address, a->port);
 }
 
-void worker::close_sessions(bool all) {
-  for (auto& e : sessions_) {
-    if (!all && !e.idle) continue;
-    boost::system::error_code ignored;
-    if (e.client) e.client->cancel(ignored);
-    if (all) {
-      if (e.client) e.client->close(ignored);
-      if (e.upstream) e.upstream->close(ignored);
-    }
-  }
-  if (all) pool_.clear();
-}
-
 server::server(server_options options, telemetry::audit_log* audit, telemetry::metrics* metrics)
     : options_(std::move(options)) {
   shared_.audit = audit;
@@ -143,6 +130,7 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
   // The one load at start-up (the caller's): it says where to listen. The proxy's own
   // endpoints, known once bound, are refused by a guard of their own (shared_state::own_guard)
   // rather than by loading the policy again.
+  bound_listen_ = initial->model().listen;
   std::string listen_text =
       options_.listen_override.empty() ? initial->model().listen.proxy : options_.listen_override;
   auto listen = parse_listen(listen_text);
@@ -258,6 +246,16 @@ bool server::reload(std::string_view trigger, std::string& message) {
   message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (", trigger,
                           ")", changes.empty() ? "" : "; ", changes);
   AIRLOCK_LOG(info, "policy", message);
+  // listen.* is read at start only: say so, in the log, the answer, GET /policy and a metric.
+  status_.restart_needed =
+      listen_changes(bound_listen_, result.policy->model().listen,
+                     !options_.listen_override.empty(), options_.admin_overridden);
+  if (shared_.metrics) shared_.metrics->restart_required(!status_.restart_needed.empty());
+  if (!status_.restart_needed.empty()) {
+    AIRLOCK_LOG(warn, "policy", "restart needed: ", status_.restart_needed,
+                " (listen.* is read at start only; still listening as started)");
+    message += core::str_cat("; restart needed: ", status_.restart_needed);
+  }
   return true;
 }
 
@@ -300,6 +298,15 @@ bool server::agent_control(std::string_view agent, bool stop, std::string& messa
     return false;
   }
   message = core::str_cat("agent '", agent, stop ? "' stopped\n" : "' resumed\n");
+  // Its open tunnels (opaque, intercepted, plain) are cut too: a new request inside an
+  // intercepted one would be refused anyway, but an opaque tunnel carries no request to refuse.
+  if (stop) {
+    for (auto& w : workers_)
+      asio::post(w->context(), [&w, name = std::string(agent)] {
+        if (const auto n = w->cut_tunnels(name); n > 0)
+          AIRLOCK_LOG(warn, "policy", "agent ", name, ": ", n, " open tunnel(s) cut");
+      });
+  }
   AIRLOCK_LOG(warn, "policy", "agent ", agent, stop ? " stopped" : " resumed",
               " by an operator (admin port)");
   return true;

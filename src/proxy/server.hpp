@@ -22,10 +22,11 @@
 namespace airlock::proxy {
 
 struct server_options {
-  std::string config_path;      // the policy file (reloaded on demand)
-  std::string built_in_policy;  // used instead of a file when config_path is empty
-  unsigned threads = 0;         // 0 = one per core
-  std::string listen_override;  // replaces listen.proxy when not empty
+  std::string config_path;        // the policy file (reloaded on demand)
+  std::string built_in_policy;    // used instead of a file when config_path is empty
+  unsigned threads = 0;           // 0 = one per core
+  std::string listen_override;    // replaces listen.proxy when not empty
+  bool admin_overridden = false;  // the command line chose the admin address
   // Other endpoints of this process (the admin listener) the address guard must refuse.
   std::vector<boost::asio::ip::tcp::endpoint> extra_own_endpoints;
 };
@@ -36,6 +37,9 @@ struct reload_status {
   std::chrono::system_clock::time_point loaded_at;
   std::string last_error;  // empty when the last attempt succeeded
   std::chrono::system_clock::time_point last_attempt;
+  // listen.* addresses the policy in force changed since start (policy_diff.hpp
+  // listen_changes): they need a restart. Empty when none.
+  std::string restart_needed;
 };
 
 class server {
@@ -83,6 +87,7 @@ class server {
   filters::rate_limit::registry rates_;
   std::vector<std::unique_ptr<worker>> workers_;
   boost::asio::ip::tcp::endpoint endpoint_;
+  policy::model::listen bound_listen_;  // listen.* as read at start
   std::vector<boost::asio::ip::tcp::endpoint> own_endpoints_;
   mutable std::mutex reload_mutex_;
   reload_status status_;

@@ -48,13 +48,22 @@ policy::identity identify(const session_context& s, const tunnel_context* tunnel
   return id;
 }
 
+// A tunnel whose requests were served is recorded by them (one record each); one that carried
+// none is recorded once, as the tunnel the client got (docs/operations.md, the audit trail).
+void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
+  rec.skipped = carried_requests;
+  if (!carried_requests && rec.reason == errc::ok) rec.detail = "the tunnel carried no request";
+}
+
 // After the TLS handshake with the client: serve the decrypted requests one by one.
 asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
                                         const active_policy& active) {
-  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}};
+  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false};
   tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
-  auto leaf = t.tls->leaves->get(t.target.host.text, error);
+  std::vector<tls::leaf_name> also;  // an IP literal's leaf also names the origin's names
+  if (t.target.host.is_ip()) also = co_await origin_names(s, t, ex);
+  auto leaf = t.tls->leaves->get(t.target.host.text, also, error);
   if (!leaf || !tls::use_leaf(client_tls.native_handle(), *leaf, error)) {
     ex.record.refuse(errc::internal_error, core::str_cat("cannot mint a certificate: ", error));
     co_return;
@@ -71,14 +80,28 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
                                    tls::handshake_failure_reason(client_tls.native_handle(), ec)));
     co_return;
   }
-  ex.record.skipped = true;  // each inner request gets its own record from here on
+  const auto before = s.requests;
   for (;;) {
     s.entry->idle = true;
     if (s.w.shared().draining.load()) break;
     if (!co_await serve_exchange(s, client_tls, &t)) break;
   }
+  end_tunnel_record(ex.record, s.requests > before);
   s.client.expires_after(std::chrono::seconds(2));
   co_await client_tls.async_shutdown(use_tuple);
+}
+
+// Plain HTTP/1.x through a tunnel: its requests are served one by one like those of an
+// intercepted tunnel, without TLS. The tunnel is recorded by its requests when it carried any.
+asio::awaitable<void> serve_plain_tunnel(session_context& s, filters::exchange& ex) {
+  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true};
+  const auto before = s.requests;
+  for (;;) {
+    s.entry->idle = true;
+    if (s.w.shared().draining.load()) break;
+    if (!co_await serve_exchange(s, s.client, &t)) break;
+  }
+  end_tunnel_record(ex.record, s.requests > before);
 }
 
 // An allowed CONNECT: the tunnel is opened, then relayed or intercepted. The exchange (and the
@@ -89,8 +112,19 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
   s.entry->upstream = &upstream.socket();
   struct detach_upstream {
     session_entry& e;
-    ~detach_upstream() { e.upstream = nullptr; }
+    ~detach_upstream() {
+      e.upstream = nullptr;
+      e.tunnel_agent.clear();
+    }
   } detach{*s.entry};
+  s.entry->tunnel_agent = ex.record.agent;  // the kill switch cuts the tunnel (worker.hpp)
+  struct record_cut {
+    session_entry& e;
+    filters::exchange_record& rec;
+    ~record_cut() {
+      if (e.cut) rec.refuse(errc::agent_stopped, "tunnel cut: the agent was stopped");
+    }
+  } cut_recorded{*s.entry, ex.record};
   const auto mode = co_await open_tunnel(s, ex, active, upstream);
   if (mode == tunnel_mode::ended) co_return;
   auto* metrics = s.w.shared().metrics;
@@ -104,6 +138,7 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
   if (mode == tunnel_mode::opaque) co_return co_await relay_opaque(s, ex, upstream);
   // The TCP connection made to check the origin is dropped; the first request inside connects.
   upstream.close();
+  if (mode == tunnel_mode::plain_http) co_return co_await serve_plain_tunnel(s, ex);
   co_await serve_intercepted(s, ex, active);
 }
 
@@ -139,7 +174,10 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   auto& ex = recorded.ex;
   auto& rec = ex.record;
   ex.snapshot = &snap;
-  if (tunnel) rec.scheme = "https";
+  if (tunnel) {
+    rec.scheme = tunnel->plain ? "http" : "https";
+    ex.tunnel_plain = tunnel->plain;
+  }
   h1::request_parser req_p;
   if (auto ended = co_await h1::read_request_head(client, s.buffer, req_p, limits, rec))
     co_return *ended;
@@ -159,7 +197,10 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
     co_return co_await send_answer(client, rec, version,
                                    bad->may_keep_alive && !ex.has_body && req.keep_alive());
   }
-  const bool keep_after_refusal = !ex.has_body && req.keep_alive() && !shared.draining.load();
+  // A refused CONNECT ends the connection: what follows it (a relay sends the tunnel's first
+  // bytes with it) is not a request, and must not be read, answered and recorded as one.
+  const bool keep_after_refusal =
+      !ex.has_body && !ex.connect && req.keep_alive() && !shared.draining.load();
 
   // 3. Who is asking.
   auto id = identify(s, tunnel, snap, req);

@@ -32,7 +32,9 @@ struct session_context {
 
 using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;
 
-// An intercepted CONNECT: the client speaks TLS to us (a leaf we minted), we speak TLS to the
+// An intercepted CONNECT, or one the client speaks plain HTTP through (`plain`: no TLS either
+// side, each request goes out on a pooled connection as a plain request would). Intercepted: the
+// client speaks TLS to us (a leaf we minted), we speak TLS to the
 // origin (its real certificate verified). The upstream is connected lazily, and again when the
 // origin closes it between requests.
 struct tunnel_context {
@@ -42,6 +44,7 @@ struct tunnel_context {
   std::optional<tls_upstream> upstream;
   boost::beast::flat_buffer upstream_buffer;
   std::string upstream_text;
+  bool plain = false;  // the client speaks plain HTTP inside (no TLS, no upstream kept here)
 };
 
 }  // namespace airlock::proxy

@@ -18,7 +18,10 @@
 #include <list>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace airlock::telemetry {
@@ -65,6 +68,10 @@ struct session_entry {
   boost::asio::ip::tcp::socket* client = nullptr;
   boost::asio::ip::tcp::socket* upstream = nullptr;  // set while an upstream is attached
   bool idle = true;                                  // waiting for the next request head
+  // While a tunnel is open: the agent it belongs to, so the kill switch can cut it; and
+  // whether it was cut.
+  std::string tunnel_agent;
+  bool cut = false;
 };
 
 class worker;
@@ -99,12 +106,17 @@ class worker {
   connection_pool& pool() noexcept { return pool_; }
 
   std::list<session_entry>::iterator add_session(boost::asio::ip::tcp::socket* client) {
-    return sessions_.insert(sessions_.end(), session_entry{client});
+    session_entry e;
+    e.client = client;
+    return sessions_.insert(sessions_.end(), std::move(e));
   }
   void remove_session(std::list<session_entry>::iterator it) { sessions_.erase(it); }
 
   // Called on the worker's thread: close idle sessions (all when `all`).
   void close_sessions(bool all);
+  // Called on the worker's thread: closes the open tunnels of `agent` (the kill switch), both
+  // sides. Returns how many.
+  std::size_t cut_tunnels(std::string_view agent);
   std::size_t session_count() const noexcept { return sessions_.size(); }
 
   void release_work() { work_.reset(); }

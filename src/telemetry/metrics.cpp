@@ -204,6 +204,12 @@ struct metrics::impl {
                                 .Help("Unix time of the last successful policy load.")
                                 .Register(*registry)
                                 .Add({})),
+        restart_required(prometheus::BuildGauge()
+                             .Name("airlock_restart_required")
+                             .Help("1 when the policy in force changed a listen.* address, which "
+                                   "is read at start only: restart to apply it.")
+                             .Register(*registry)
+                             .Add({})),
         build_info(prometheus::BuildGauge()
                        .Name("airlock_build_info")
                        .Help("Build of the running binary: 1 with its version as a label.")
@@ -245,6 +251,7 @@ struct metrics::impl {
   Counter& reload_failures;
   Family<Gauge>& policy_info;
   Gauge& last_reload_success;
+  Gauge& restart_required;
   Family<Gauge>& build_info;
   std::array<Histogram*, decisions.size()> duration_by_decision{};
   std::array<Histogram*, decisions.size()> tunnel_duration_by_decision{};
@@ -401,6 +408,10 @@ void metrics::policy_loaded(bool ok, std::string_view version, std::string_view 
   impl_->policy_info_current = &impl_->policy_info.Add(labels);
   impl_->policy_info_current->Set(1);
   impl_->last_reload_success.SetToCurrentTime();
+}
+
+void metrics::restart_required(bool needed) noexcept {
+  impl_->restart_required.Set(needed ? 1 : 0);
 }
 
 }  // namespace airlock::telemetry

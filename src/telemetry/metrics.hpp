@@ -69,6 +69,9 @@ class metrics {
   // Policy reloads. ok=false counts a failure; on success version becomes the info metric
   // airlock_policy_info{version="..."} 1 (and the previous version's series is removed).
   void policy_loaded(bool ok, std::string_view version, std::string_view trigger);
+  // airlock_restart_required: the policy in force names listen.* addresses other than those
+  // the process bound at start.
+  void restart_required(bool needed) noexcept;
 
  private:
   struct impl;

@@ -1,5 +1,7 @@
 #include "tls/leaf_cache.hpp"
 
+#include "core/str_cat.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <list>
@@ -52,6 +54,12 @@ void leaf_cache::emit(leaf_cache_event e) const {
 }
 
 std::shared_ptr<const leaf_certificate> leaf_cache::get(std::string_view host, std::string& error) {
+  return get(host, {}, error);
+}
+
+std::shared_ptr<const leaf_certificate> leaf_cache::get(std::string_view host,
+                                                        std::span<const leaf_name> also,
+                                                        std::string& error) {
   auto name = parse_leaf_name(host);
   if (!name) {
     mint_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -59,10 +67,14 @@ std::shared_ptr<const leaf_certificate> leaf_cache::get(std::string_view host, s
     error = "not a host name or IP literal a certificate can name";
     return nullptr;
   }
+  // The key: the name, then each further name (a newline cannot occur in a name).
+  std::string key = name->text;
+  for (const auto& n : also)
+    key += core::str_cat('\n', n.is_ip ? "ip:" : "dns:", n.text);
   const auto now = options_.clock();
   // Mix the hash before picking a shard so that the keys of one shard do not all share a
   // residue, which the shard's own hash table would then see.
-  const std::size_t h = string_hash{}(name->text) * 0x9E3779B97F4A7C15ull;
+  const std::size_t h = string_hash{}(key)*0x9E3779B97F4A7C15ull;
   shard& s = shards_[(h >> 32) % shard_count_];
   // Events are collected under the lock and reported after it is released.
   leaf_cache_event events[3];
@@ -70,7 +82,7 @@ std::shared_ptr<const leaf_certificate> leaf_cache::get(std::string_view host, s
   std::shared_ptr<const leaf_certificate> result;
   {
     std::lock_guard lock(s.mutex);
-    auto it = s.index.find(name->text);
+    auto it = s.index.find(key);
     if (it != s.index.end()) {
       const auto& cached = it->second->leaf;
       // A leaf that already lasts as long as the CA cannot be renewed into a longer one; it is
@@ -82,7 +94,7 @@ std::shared_ptr<const leaf_certificate> leaf_cache::get(std::string_view host, s
         hits_.fetch_add(1, std::memory_order_relaxed);
         result = cached;
         events[event_count++] = leaf_cache_event::hit;
-      } else if (auto fresh = minter_->mint(*name, error, now)) {
+      } else if (auto fresh = minter_->mint(*name, also, error, now)) {
         it->second->leaf = fresh;
         s.lru.splice(s.lru.begin(), s.lru, it->second);
         mints_.fetch_add(1, std::memory_order_relaxed);
@@ -96,15 +108,15 @@ std::shared_ptr<const leaf_certificate> leaf_cache::get(std::string_view host, s
         // Better an old leaf that is still valid than no interception at all.
         if (cached->not_after() > now) result = cached;
       }
-    } else if (auto fresh = minter_->mint(*name, error, now)) {
+    } else if (auto fresh = minter_->mint(*name, also, error, now)) {
       if (s.lru.size() >= s.capacity) {
         s.index.erase(s.lru.back().key);
         s.lru.pop_back();
         evictions_.fetch_add(1, std::memory_order_relaxed);
         events[event_count++] = leaf_cache_event::eviction;
       }
-      s.lru.push_front(shard::entry{name->text, fresh});
-      s.index.emplace(name->text, s.lru.begin());
+      s.lru.push_front(shard::entry{key, fresh});
+      s.index.emplace(std::move(key), s.lru.begin());
       mints_.fetch_add(1, std::memory_order_relaxed);
       result = std::move(fresh);
       events[event_count++] = leaf_cache_event::mint;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -63,6 +64,10 @@ class leaf_cache {
   // error when the name is not acceptable or minting fails. If renewal fails while the cached
   // leaf is still valid, the cached leaf is returned (and mint_failed reported).
   std::shared_ptr<const leaf_certificate> get(std::string_view host, std::string& error);
+  // The same with further subjectAltName names (see leaf_minter::mint), cached apart from the
+  // leaf for the name alone.
+  std::shared_ptr<const leaf_certificate> get(std::string_view host,
+                                              std::span<const leaf_name> also, std::string& error);
 
   leaf_cache_stats stats() const noexcept;
   // The minter (and through it the CA) this cache mints with.

@@ -4,7 +4,10 @@
 
 #include <openssl/x509v3.h>
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <optional>
 
 namespace airlock::tls {
 namespace {
@@ -55,31 +58,72 @@ x509_extension_ptr authority_key_id_for(X509* ca_cert) {
   return x509_extension_ptr(X509V3_EXT_i2d(NID_authority_key_identifier, 0, akid.get()));
 }
 
-general_names_ptr subject_alt_name(const leaf_name& name) {
-  general_names_ptr names(GENERAL_NAMES_new());
+// Appends one name. Built as values, not from a config string, so no character in a name can
+// add a second entry (a "DNS:a,DNS:b" injection).
+bool add_general_name(GENERAL_NAMES* names, const leaf_name& name) {
   general_name_ptr gen(GENERAL_NAME_new());
-  if (!names || !gen) return nullptr;
-  // Built as values, not from a config string, so no character in a name can add a second
-  // entry (a "DNS:a,DNS:b" injection).
+  if (!gen) return false;
   if (name.is_ip) {
     ASN1_OCTET_STRING* ip = a2i_IPADDRESS(name.text.c_str());
-    if (ip == nullptr) return nullptr;
+    if (ip == nullptr) return false;
     GENERAL_NAME_set0_value(gen.get(), GEN_IPADD, ip);
   } else {
     ASN1_IA5STRING* dns = ASN1_IA5STRING_new();
-    if (dns == nullptr) return nullptr;
+    if (dns == nullptr) return false;
     if (ASN1_STRING_set(dns, name.text.data(), static_cast<int>(name.text.size())) != 1) {
       ASN1_IA5STRING_free(dns);
-      return nullptr;
+      return false;
     }
     GENERAL_NAME_set0_value(gen.get(), GEN_DNS, dns);
   }
-  if (sk_GENERAL_NAME_push(names.get(), gen.get()) <= 0) return nullptr;
+  if (sk_GENERAL_NAME_push(names, gen.get()) <= 0) return false;
   gen.release();
+  return true;
+}
+
+// The name first, then `also` (less any repeat of the name).
+general_names_ptr subject_alt_name(const leaf_name& name, std::span<const leaf_name> also) {
+  general_names_ptr names(GENERAL_NAMES_new());
+  if (!names || !add_general_name(names.get(), name)) return nullptr;
+  for (const auto& n : also) {
+    if (n.is_ip == name.is_ip && n.text == name.text) continue;
+    if (!add_general_name(names.get(), n)) return nullptr;
+  }
   return names;
 }
 
 }  // namespace
+
+std::vector<leaf_name> subject_alt_names(X509* cert, std::size_t max) {
+  std::vector<leaf_name> out;
+  general_names_ptr names(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr)));
+  if (!names) return out;
+  const int count = sk_GENERAL_NAME_num(names.get());
+  for (int i = 0; i < count && out.size() < max; ++i) {
+    const GENERAL_NAME* gen = sk_GENERAL_NAME_value(names.get(), i);
+    std::optional<leaf_name> name;
+    if (gen->type == GEN_DNS) {
+      const ASN1_IA5STRING* s = gen->d.dNSName;
+      name = parse_leaf_name({reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+                              static_cast<std::size_t>(ASN1_STRING_length(s))});
+      if (name && name->is_ip) name.reset();  // an address written as a DNS name
+    } else if (gen->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* ip = gen->d.iPAddress;
+      char text[64];
+      const int len = ASN1_STRING_length(ip);
+      const int family = len == 4 ? AF_INET : len == 16 ? AF_INET6 : 0;
+      if (family != 0 && ::inet_ntop(family, ASN1_STRING_get0_data(ip), text, sizeof text))
+        name = parse_leaf_name(text);
+    }
+    if (!name) continue;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const leaf_name& n) {
+      return n.is_ip == name->is_ip && n.text == name->text;
+    });
+    if (!seen) out.push_back(std::move(*name));
+  }
+  return out;
+}
 
 leaf_certificate::leaf_certificate(x509_ptr cert, evp_pkey_ptr key, x509_ptr ca_cert,
                                    leaf_name name)
@@ -140,10 +184,12 @@ std::shared_ptr<const leaf_certificate> leaf_minter::mint(std::string_view host,
                           host.substr(0, 80), "'");
     return nullptr;
   }
-  return mint(*name, error, now);
+  return mint(*name, {}, error, now);
 }
 
-std::shared_ptr<const leaf_certificate> leaf_minter::mint(const leaf_name& name, std::string& error,
+std::shared_ptr<const leaf_certificate> leaf_minter::mint(const leaf_name& name,
+                                                          std::span<const leaf_name> also,
+                                                          std::string& error,
                                                           sys_clock::time_point now) const {
   const auto not_before = now - options_.backdate;
   // A leaf must not outlive its issuer: clients reject such a chain anyway, and a clear error
@@ -155,7 +201,7 @@ std::shared_ptr<const leaf_certificate> leaf_minter::mint(const leaf_name& name,
   }
   clear_openssl_errors();
   x509_ptr cert(X509_new());
-  general_names_ptr san = subject_alt_name(name);
+  general_names_ptr san = subject_alt_name(name, also);
   // RFC 5280 ub-common-name is 64; a longer name goes only in the subjectAltName, which then
   // must be critical because the subject is empty (section 4.2.1.6).
   const bool with_cn = name.text.size() <= 64;

@@ -16,8 +16,10 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace airlock::tls {
 
@@ -54,6 +56,11 @@ struct leaf_minter_options {
   std::chrono::seconds backdate = std::chrono::hours(1);
 };
 
+// The DNS names and IP addresses of a certificate's subjectAltName that a leaf can name (see
+// parse_leaf_name: wildcards and malformed entries are left out), at most `max` of them, in
+// canonical form and without repeats.
+std::vector<leaf_name> subject_alt_names(X509* cert, std::size_t max = 64);
+
 class leaf_minter {
   struct private_tag {};
 
@@ -75,8 +82,11 @@ class leaf_minter {
   std::shared_ptr<const leaf_certificate> mint(
       std::string_view host, std::string& error,
       std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) const;
-  // The same for a name that is already canonical: it must come from parse_leaf_name.
-  std::shared_ptr<const leaf_certificate> mint(const leaf_name& name, std::string& error,
+  // The same for a name that is already canonical: it must come from parse_leaf_name, as must
+  // each of `also`, further subjectAltName entries after the name (for an IP-literal CONNECT:
+  // the names the verified origin certificate carries, as mitmproxy does).
+  std::shared_ptr<const leaf_certificate> mint(const leaf_name& name,
+                                               std::span<const leaf_name> also, std::string& error,
                                                std::chrono::system_clock::time_point now) const;
 
   const certificate_authority& ca() const noexcept { return *ca_; }

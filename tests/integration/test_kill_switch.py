@@ -1,10 +1,12 @@
 """The kill switch beyond plain requests (docs/operations.md, "The kill switch"): from the stop
-on, every new tunnel of the agent and every request inside an inspected tunnel, even one opened
-before the stop, gets 403 `agent_stopped`; and `mode: report` does not relax it. (Plain
+on, every new tunnel of the agent gets 403 `agent_stopped`, and every tunnel it has open (opaque
+or inspected) is cut; and `mode: report` does not relax it. (Plain
 requests, the reload and the resume are in test_request_controls.BreakerTest.)"""
 
+import time
 import unittest
 
+from harness import env
 from harness.base import CurlAnswer, marker
 from harness.ops_admin import admin_call
 from harness.proxy import make_policy, origin_rule, tunnel_rule
@@ -56,7 +58,14 @@ class KillSwitchTunnelTest(KillSwitchCase):
                 self.assertEqual(self.good.tls_server_names[before:], [],
                                  "a stopped agent's tunnel reached the origin")
 
-    def test_requests_inside_an_open_inspected_tunnel_refused(self):
+    def wait_cut(self, t):
+        """True once the proxy closed the tunnel `t` (a TlsTunnel) without being asked to."""
+        deadline = time.monotonic() + env.t(10)
+        while not t.eof and time.monotonic() < deadline:
+            t.read_responses(1)
+        return t.eof
+
+    def test_open_inspected_tunnel_cut(self):
         t = TlsTunnel(self.proxy.port, "insp.test:%d" % self.good.port, self.ica.cert)
         self.addCleanup(t.close)
         self.assertIsNotNone(t.tls, t.connect_response)
@@ -64,14 +73,28 @@ class KillSwitchTunnelTest(KillSwitchCase):
         t.send("GET /echo/allowed-%s HTTP/1.1\r\nHost: insp.test\r\n\r\n" % m1)
         r = t.read_responses(1)
         self.assertEqual(r[0].status, 200, r)
+        t.buffer.clear()
         self.stop_agent()
-        # The tunnel was opened before the stop; its next request is still refused.
-        t.send("GET /echo/allowed-%s HTTP/1.1\r\nHost: insp.test\r\n\r\n" % m2)
-        r = t.read_responses(2)
-        self.assertEqual(len(r), 2, bytes(t.buffer[-500:]))
-        self.assert_answer(r[1], "agent_stopped")
-        self.assert_audit(scheme="https", path="/echo/allowed-%s" % m2, reason="agent_stopped")
+        # The tunnel was opened before the stop: the stop cuts it.
+        self.assertTrue(self.wait_cut(t), "the stopped agent's inspected tunnel stayed open")
+        try:
+            t.send("GET /echo/allowed-%s HTTP/1.1\r\nHost: insp.test\r\n\r\n" % m2)
+        except OSError:
+            pass
         self.assertEqual(self.good.seen(m2), [], "a stopped agent's request reached the origin")
+
+    def test_open_opaque_tunnel_cut(self):
+        t = TlsTunnel(self.proxy.port, "origin.test:%d" % self.good.port, self.certs.ca_cert)
+        self.addCleanup(t.close)
+        self.assertIsNotNone(t.tls, t.connect_response)
+        t.send("GET /echo/opaque-%s HTTP/1.1\r\nHost: origin.test\r\n\r\n" % marker())
+        self.assertEqual(t.read_responses(1)[0].status, 200)
+        t.buffer.clear()
+        self.stop_agent()
+        self.assertTrue(self.wait_cut(t), "the stopped agent's opaque tunnel stayed open")
+        # Its one record says why it ended.
+        self.assert_audit(scheme="connect", reason="agent_stopped",
+                          client_port=t.raw.local_port)
 
     def test_inspected_request_with_curl_refused(self):
         self.stop_agent()

@@ -172,7 +172,8 @@ class ConnectTest(ProxyTestCase):
         r, c = self.connect("sink.test:%d" % self.sink.port)
         self.assertEqual(r.status, 200, r)
         m = marker()
-        c.send("GET /%s HTTP/1.1\r\nHost: sink.test\r\n\r\n" % m)
+        # Not an HTTP/1.x request line either (plain HTTP is served: test_tunnel_plain_http).
+        c.send("HELLO /%s\r\nHost: sink.test\r\n\r\n" % m)
         self.assertTrue(c.closed_by_peer(env.t(5)), "plain-text tunnel left open")
         self.assertNotIn(m.encode(), self.sink_bytes_for(before))
         rec = self.assert_audit(scheme="connect", reason="not_tls", port=self.sink.port,

@@ -401,8 +401,8 @@ class InterceptionTest(InterceptionCase):
         bad = verify(self.ica.cert, leaf, chain, ["-verify_ip", "127.0.0.2"])
         self.assertNotEqual(bad.returncode, 0)
         text = x509_text(leaf)
-        self.assertIn("IP Address:127.0.0.1", text)
-        self.assertNotIn("DNS:", text)
+        # The IP first, then the names of the verified origin certificate (test_ip_literal_leaf).
+        self.assertIn("IP Address:127.0.0.1, DNS:insp.test, DNS:origin.test", text)
         # And a real request: the proxy verifies the origin for IP 127.0.0.1 too.
         r = self.curl_ica(self.insp_url("/echo/allowed-ip-%s" % m, host="127.0.0.1"))
         self.assertEqual(r.status, 200, r)
@@ -523,11 +523,28 @@ class InterceptionTest(InterceptionCase):
         c.send("CONNECT insp.test:%d HTTP/1.1\r\nHost: insp.test\r\n\r\n" % self.good.port)
         r = c.read_response(tunnel=True)
         self.assertEqual(r.status, 200, r)
-        c.send(http_get("/echo/allowed-plain-%s" % m, "insp.test"))
+        # Neither TLS nor an HTTP/1.x request line (plain HTTP is served: the test below).
+        c.send("hello %s, not a request\r\n\r\n" % m)
         self.assertTrue(c.closed_by_peer(env.t(5)), "plain-text inspected tunnel left open")
         self.assertNotIn(b"HTTP/1.1 200", bytes(c.buffer))
         self.assert_origin_never_saw(self.good, m, scheme="connect", reason="not_tls",
                                      host="insp.test", client_port=c.local_port)
+
+    def test_plain_http_in_inspected_tunnel_to_tls_origin_fails_alone(self):
+        # Plain HTTP through the tunnel is a plain http request (scheme http): sent as such, to
+        # an origin that speaks only TLS, it fails with an answer of its own; the origin never
+        # sees it as a request.
+        m = marker()
+        c = self.raw()
+        self.addCleanup(c.close)
+        c.send("CONNECT insp.test:%d HTTP/1.1\r\nHost: insp.test\r\n\r\n" % self.good.port)
+        r = c.read_response(tunnel=True)
+        self.assertEqual(r.status, 200, r)
+        c.send(http_get("/echo/allowed-plain-%s" % m, "insp.test"))
+        r = c.read_response()
+        self.assertGreaterEqual(r.status, 500, r)
+        self.assert_origin_never_saw(self.good, m, scheme="http", decision="error",
+                                     host="insp.test", path="/echo/allowed-plain-%s" % m)
 
     # -- opaque tunnels are untouched ---------------------------------------------------------
 

@@ -28,8 +28,10 @@ class decision_filter final : public filter {
     pt.path = ex.path;
     pt.upgrade = ex.upgrade;
     pt.is_connect = ex.connect;
-    // A request inside an intercepted tunnel came in as https (a rule's `schemes`).
-    if (ex.in_tunnel) pt.scheme = policy::model::scheme::https;
+    // A request inside an intercepted tunnel came in as https (a rule's `schemes`); plain HTTP
+    // a client sends through a tunnel is http.
+    if (ex.in_tunnel)
+      pt.scheme = ex.tunnel_plain ? policy::model::scheme::http : policy::model::scheme::https;
     auto d = ex.snapshot->decide(*ex.agent, pt);
     if (d.rule) ex.record.rule = d.rule->name;
     if (!d.allowed()) return verdict::refuse(d.reason, std::move(d.detail));

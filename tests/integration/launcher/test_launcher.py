@@ -758,6 +758,12 @@ print("started", len(procs))
         denied = self.audit_records(audit, at_least=2, host="denied.test")
         self.assertGreaterEqual(len(denied), 2, denied)
         self.assertTrue(all(d["decision"] != "allow" and d["rule"] is None for d in denied), denied)
+        # One record per refusal (issue 17): the ClientHello the relay sends behind the refused
+        # CONNECT is not read as a second request ("bad method").
+        self.assertEqual(sorted(d["scheme"] for d in self.audit_records(audit, host="denied.test")),
+                         ["connect", "http"], denied)
+        self.assertEqual([d for d in self.audit_records(audit) if d.get("reason") == "bad_request"],
+                         [])
 
     def test_capture_getaddrinfo_then_connect(self):
         self.require_capture()

@@ -1,5 +1,5 @@
 // interception::built_from: a reload rebuilds the TLS interception when the CA files change,
-// by name or by content (a CA rewritten in place under the same name).
+// by name or by content (a CA or an upstream bundle rewritten in place under the same name).
 
 #include "proxy/interception.hpp"
 
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace airlock::proxy {
@@ -71,6 +72,22 @@ TEST_F(Interception, ACaRewrittenInPlaceIsNot) {
   EXPECT_TRUE(rebuilt->built_from(files));
   EXPECT_NE(rebuilt->leaves->minter().ca().fingerprint(),
             built->leaves->minter().ca().fingerprint());
+}
+
+TEST_F(Interception, AnUpstreamBundleRewrittenInPlaceIsNot) {
+  auto files = new_ca(dir_, false);
+  const auto bundle = dir_ / "bundle.pem";
+  fs::copy_file(files.ca_cert, bundle);  // any PEM certificate makes a bundle
+  files.upstream_ca = bundle.string();
+  std::string error;
+  auto built = interception::create(files, nullptr, error);
+  ASSERT_TRUE(built) << error;
+  EXPECT_TRUE(built->built_from(files));
+  {
+    std::ofstream out(bundle, std::ios::app);  // same name, more content
+    out << "\n";
+  }
+  EXPECT_FALSE(built->built_from(files));
 }
 
 TEST_F(Interception, AMissingCertificateIsNot) {

@@ -1,6 +1,7 @@
 #include "tls/leaf_cache.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <map>
@@ -55,6 +56,20 @@ TEST_F(TlsLeafCacheTest, SecondLookupHits) {
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(events, (std::vector<leaf_cache_event>{leaf_cache_event::mint, leaf_cache_event::hit,
                                                    leaf_cache_event::hit}));
+}
+
+TEST_F(TlsLeafCacheTest, FurtherNamesAreCachedApart) {
+  leaf_cache cache(minter_);
+  std::string error;
+  auto plain = get(cache, "127.0.0.1");
+  const std::vector<leaf_name> also{{false, "localhost"}};
+  auto with = cache.get("127.0.0.1", also, error);
+  ASSERT_TRUE(plain && with) << error;
+  EXPECT_NE(plain, with);
+  EXPECT_EQ(X509_check_host(with->cert(), "localhost", 0, 0, nullptr), 1);
+  EXPECT_NE(X509_check_host(plain->cert(), "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(cache.get("127.0.0.1", also, error), with);
+  EXPECT_EQ(cache.size(), 2u);
 }
 
 TEST_F(TlsLeafCacheTest, EvictsTheLeastRecentlyUsedAtCapacity) {

@@ -164,6 +164,31 @@ TEST_F(TlsLeafMinterTest, Ipv4AndIpv6Leaves) {
   EXPECT_EQ(verify(*v6, nullptr, "2001:db8::1"), X509_V_OK);
 }
 
+TEST_F(TlsLeafMinterTest, IpLeafAlsoNamesTheOriginsNames) {
+  // As for an IP-literal CONNECT: the IP first, then the verified origin certificate's names.
+  const std::vector<leaf_name> also{{false, "localhost"}, {true, "127.0.0.1"}, {true, "::1"}};
+  std::string error;
+  auto leaf =
+      minter_->mint(*parse_leaf_name("127.0.0.1"), also, error, std::chrono::system_clock::now());
+  ASSERT_TRUE(leaf) << error;
+  EXPECT_EQ(name_to_string(X509_get_subject_name(leaf->cert())), "CN=127.0.0.1");
+  EXPECT_EQ(X509_check_host(leaf->cert(), "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_ip_asc(leaf->cert(), "127.0.0.1", 0), 1);
+  EXPECT_EQ(X509_check_ip_asc(leaf->cert(), "::1", 0), 1);
+  EXPECT_NE(X509_check_host(leaf->cert(), "example.com", 0, 0, nullptr), 1);
+  // The repeat of the IP is not written twice.
+  EXPECT_EQ(sans(leaf->cert(), GEN_IPADD).size(), 3u);  // 127.0.0.1, "<other type>", ::1
+  EXPECT_EQ(verify(*leaf, "localhost", nullptr), X509_V_OK);
+  // And the names are read back from a certificate as minted.
+  const auto names = subject_alt_names(leaf->cert());
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(names[0].text, "127.0.0.1");
+  EXPECT_EQ(names[1].text, "localhost");
+  EXPECT_FALSE(names[1].is_ip);
+  EXPECT_EQ(names[2].text, "::1");
+  EXPECT_EQ(subject_alt_names(leaf->cert(), 1).size(), 1u);
+}
+
 TEST_F(TlsLeafMinterTest, LongNameGoesOnlyInACriticalSan) {
   const std::string name = std::string(60, 'a') + ".example.com";  // 72 characters
   auto leaf = mint(name);
