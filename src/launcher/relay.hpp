@@ -24,6 +24,7 @@
 #include "launcher/address.hpp"
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -40,6 +41,9 @@ class relay {
   struct config {
     socket_address upstream;
     std::optional<std::string> agent;  // set: PROXY v2 header with the agent TLV first
+    // With an agent: the jail's init (host PID). Each connection's program is looked up
+    // (peer_identity.hpp) and sent in the binary TLVs; -1: no lookup, no binary TLVs.
+    pid_t identity_init = -1;
     std::size_t max_connections = 512;
     std::size_t buffer_bytes = 64 * 1024;
 
@@ -64,6 +68,7 @@ class relay {
     std::uint64_t capture_dropped = 0;    // reset: unknown pool address, or loopback
     std::uint64_t capture_denied = 0;     // reset: the proxy refused the CONNECT
     std::uint64_t dns_queries = 0;
+    std::uint64_t unidentified = 0;  // identity looked up and not found (no binary TLVs)
   };
 
   // Takes ownership of listen_fd (a listening TCP socket) and of cfg's descriptors.
@@ -88,7 +93,8 @@ class relay {
   config cfg_;
   std::thread thread_;
   std::atomic<std::uint64_t> accepted_{0}, upstream_failures_{0}, refused_{0}, bytes_up_{0},
-      bytes_down_{0}, captured_{0}, capture_dropped_{0}, capture_denied_{0}, dns_queries_{0};
+      bytes_down_{0}, captured_{0}, capture_dropped_{0}, capture_denied_{0}, dns_queries_{0},
+      unidentified_{0};
 };
 
 // SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST (IPv6) of an accepted, redirected socket.

@@ -530,6 +530,8 @@ int run(const options& o) {
   }
   terminal_relay term;
   if (terminal_fd.fd >= 0) term.start(terminal_fd.release());
+  // Each connection's program, for rules with `binaries` (peer_identity.hpp).
+  if (relay_cfg.agent) relay_cfg.identity_init = child;
   auto rel = std::make_unique<relay>(relay_fd.release(), relay_cfg);
   if (!rel->start()) {
     say(str_cat("cannot start the relay: ", last_step_error()));
