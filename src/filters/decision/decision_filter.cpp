@@ -28,6 +28,7 @@ class decision_filter final : public filter {
     pt.path = ex.path;
     pt.upgrade = ex.upgrade;
     pt.is_connect = ex.connect;
+    pt.binary = ex.binary;  // rules with `binaries` (null: unknown, which they refuse)
     // A request inside an intercepted tunnel came in as https (a rule's `schemes`).
     if (ex.in_tunnel) pt.scheme = policy::model::scheme::https;
     auto d = ex.snapshot->decide(*ex.agent, pt);
