@@ -211,10 +211,19 @@ int wait_for_jail(pid_t child, const plan& p, int sfd, terminal_relay& term, boo
     const int n = ::poll(fds.data(), static_cast<nfds_t>(fds.size()), wait_ms);
     if (n <= 0) continue;
     term.handle(fds);
+    if (term.suspend_requested()) {
+      term.suspend();
+      ::raise(SIGTSTP);  // the caller's shell takes over; returns once we are continued
+      term.resume();
+    }
     if (!(fds[0].revents & POLLIN)) continue;
     signalfd_siginfo info{};
     if (::read(sfd, &info, sizeof info) != sizeof info) continue;
     if (info.ssi_signo == SIGCHLD) continue;
+    if (info.ssi_signo == SIGCONT) {
+      term.resume();  // fg (also after bg): the terminal mode, and the jail's group
+      continue;
+    }
     if (info.ssi_signo == SIGWINCH && term.active()) {
       term.resize();  // the kernel tells the command (tty_ioctl(4), TIOCSWINSZ)
       continue;
@@ -350,7 +359,13 @@ int run(const options& o) {
   }
 
   // ---- wait, forwarding signals, until the jail's init exits -----------------------------
-  const int sfd = ::signalfd(-1, &set, SFD_CLOEXEC);
+  // SIGCONT too, for the launcher alone (the jail's init does not wait for it): after ^Z, fg
+  // puts the terminal back (terminal_relay::resume). Blocking it does not stop it continuing
+  // us (signal(7)); old_mask is restored below.
+  sigset_t with_cont = set;
+  sigaddset(&with_cont, SIGCONT);
+  ::sigprocmask(SIG_BLOCK, &with_cont, nullptr);
+  const int sfd = ::signalfd(-1, &with_cont, SFD_CLOEXEC);
   if (sfd < 0) {
     say(str_cat("signalfd: ", std::strerror(errno)));
     return exit_launcher_error;
