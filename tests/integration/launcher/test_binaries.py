@@ -97,6 +97,7 @@ class BinariesTestBase(base.LauncherTestBase):
                   f" allow_cidrs: [127.0.0.1/32], ports: [{oport}],"
                   f" binaries: [{curl}, {copy}]}}\n")
         port = self.start_proxy(policy)
+        captured, _ = base.capabilities.has("capture")
         for name, text in (("get.py", PY_GET), ("deleted.py", PY_DELETED), ("memfd.py", PY_MEMFD)):
             path = os.path.join(self.work, name)
             with open(path, "w") as f:
@@ -115,7 +116,12 @@ class BinariesTestBase(base.LauncherTestBase):
             f" /usr/bin/python3 get.py python {url}/by-python;"
             f" ./script.py script {url}/by-script;"
             f" /usr/bin/python3 deleted.py {copy} {url}/by-deleted;"
-            f" /usr/bin/python3 memfd.py {url}/by-memfd",
+            f" /usr/bin/python3 memfd.py {url}/by-memfd;"
+            # Captured (no proxy variables): the program is looked up the same way, through
+            # the address the program was going to.
+            + (f" ( {self.UNSET_PROXY} curl -sS --max-time 10 {w} 'captured %{{http_code}}\\n'"
+               f" {url}/by-captured-curl; /usr/bin/python3 get.py captured-python"
+               f" {url}/by-captured-python )" if captured else " true"),
             "--proxy", f"unix:{sock}", "--proxy-protocol", "--agent", "coder", timeout=90)
         out = r.stdout
         self.assertIn("curl 200", out, r.stderr)
@@ -125,6 +131,11 @@ class BinariesTestBase(base.LauncherTestBase):
         self.assertIn("script 403", out, r.stderr)  # a script's program is its interpreter
         self.assertIn("deleted 403", out, r.stderr)
         self.assertIn("memfd 403", out, r.stderr)
+        if captured:
+            self.assertIn("captured 200", out, r.stderr)
+            self.assertIn("captured-python 403", out, r.stderr)
+            rec = self.audit_records(audit, path="/by-captured-curl")
+            self.assertEqual(rec[0]["binary"], curl, rec[0])
 
         with open(curl, "rb") as f:
             curl_hash = hashlib.sha256(f.read()).hexdigest()
