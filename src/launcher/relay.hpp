@@ -7,6 +7,9 @@
 // With an agent name configured, the relay writes a PROXY protocol v2 header carrying it
 // (proxy_protocol.hpp) before any byte from the agent, so the proxy learns the identity from
 // the launcher; whatever the agent sends comes after it and cannot replace it.
+// With identity_init set, the header also names the program inside the jail that opened the
+// connection (peer_identity.hpp; TLVs 0xE1..0xE3), looked up on the loop thread as the
+// connection is accepted (a first connection from a large executable pays for its hash once).
 //
 // With transparent capture (capture_net.hpp), the relay also owns the jail's resolver socket
 // (resolver.hpp, answered from a name_pool) and the capture listeners, which receive every

@@ -47,6 +47,11 @@ std::string with_binaries(const compiled_rule& rule, const rule_outcome& o, cons
   if (t.binary == nullptr)
     return core::str_cat(out, "; only programs ", binaries_text(rule.binaries),
                          ", and the request has none (give --binary PATH)");
+  if (binaries_name(rule.binaries, t.binary->path))
+    return core::str_cat(
+        out, "; program ", quoted_program(*t.binary), " is named with a SHA-256 ",
+        t.binary->sha256.empty() ? "(give --sha256 HEX)" : "that is not its executable's", ": ",
+        binaries_text(rule.binaries));
   return core::str_cat(out, "; program ", quoted_program(*t.binary), " is not in ",
                        binaries_text(rule.binaries));
 }

@@ -123,6 +123,13 @@ TEST(Binaries, Explain) {
   EXPECT_NE(no.text.find("program /usr/bin/curl is not in [/usr/bin/git, /usr/bin/pip3"),
             std::string::npos)
       << no.text;
+  const net::peer_binary pip{"/usr/bin/pip3", std::string(64, 'c'), {}};
+  req.binary = &pip;
+  auto other_build = explain(*p, req);
+  EXPECT_FALSE(other_build.allowed);
+  EXPECT_NE(other_build.text.find("is named with a SHA-256 that is not its executable's"),
+            std::string::npos)
+      << other_build.text;
 }
 
 TEST(Binaries, QuotedProgramHidesOddPaths) {
