@@ -2,6 +2,7 @@
 // policy can be validated in CI or before a reload.
 #include "app/commands.hpp"
 
+#include "policy/binaries.hpp"
 #include "policy/loader.hpp"
 #include "policy/ports.hpp"
 
@@ -61,9 +62,11 @@ int cmd_check(args a) {
               options.read_secrets ? "" : "; secrets not read");
   for (const auto& r : p.rules()) {
     const auto& schemes = r.source->schemes;
-    std::printf("  rule %s: ports %s; schemes %s%s\n", r.name.c_str(),
-                policy::ports_text(r.ports).c_str(), policy::schemes_text(schemes).c_str(),
-                r.inspect ? "; inspect" : "");
+    std::printf(
+        "  rule %s: ports %s; schemes %s%s%s\n", r.name.c_str(),
+        policy::ports_text(r.ports).c_str(), policy::schemes_text(schemes).c_str(),
+        r.inspect ? "; inspect" : "",
+        r.binaries.empty() ? "" : ("; binaries " + policy::binaries_text(r.binaries)).c_str());
   }
   return 0;
 }

@@ -1,11 +1,12 @@
-// `airlock explain --config FILE [--agent NAME] [--upgrade PROTO] METHOD URL`: which rule
-// decides a request, and why.
+// `airlock explain --config FILE [--agent NAME] [--upgrade PROTO] [--binary PATH] METHOD URL`:
+// which rule decides a request, and why.
 #include "app/commands.hpp"
 
 #include "policy/explain.hpp"
 #include "policy/loader.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,13 +14,16 @@ namespace airlock::app {
 namespace {
 
 constexpr const char* usage =
-    "usage: airlock explain --config FILE [--agent NAME] [--upgrade PROTO] METHOD URL\n"
+    "usage: airlock explain --config FILE [--agent NAME] [--upgrade PROTO]\n"
+    "                       [--binary PATH [--sha256 HEX]] METHOD URL\n"
     "\n"
     "Shows how the policy decides one request, rule by rule. URL is\n"
     "  http://host[:port]/path    a plain HTTP request\n"
     "  https://host[:port]/path   CONNECT host:port, then (if the rule inspects) the request\n"
     "  host:port                  with METHOD CONNECT\n"
-    "The agent defaults to 'default'. No DNS lookup is made.\n"
+    "The agent defaults to 'default'. No DNS lookup is made. --binary: the program\n"
+    "making the request inside an `airlock run` jail (rules' binaries); without it,\n"
+    "the request has no program, as a direct client of the proxy.\n"
     "Exit status: 0 allowed, 1 denied, 2 usage or policy error.\n";
 
 int usage_error(std::string_view message) {
@@ -34,6 +38,8 @@ int cmd_explain(args a) {
   std::string config;
   std::string agent = "default";
   std::string upgrade;
+  std::optional<net::peer_binary> binary;
+  std::string sha256;
   std::vector<std::string> positional;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::string_view arg = a[i];
@@ -52,6 +58,11 @@ int cmd_explain(args a) {
       if (!value(agent)) return usage_error("--agent needs a NAME");
     } else if (arg == "--upgrade") {
       if (!value(upgrade)) return usage_error("--upgrade needs a protocol");
+    } else if (arg == "--binary") {
+      binary.emplace();
+      if (!value(binary->path)) return usage_error("--binary needs a PATH");
+    } else if (arg == "--sha256") {
+      if (!value(sha256)) return usage_error("--sha256 needs 64 hex digits");
     } else if (arg.starts_with("--config=")) {
       config = arg.substr(9);
     } else if (arg.starts_with("--agent=")) {
@@ -86,6 +97,13 @@ int cmd_explain(args a) {
   request.method = method;
   request.url = positional[1];
   request.upgrade = upgrade;
+  if (!sha256.empty() && !binary) return usage_error("--sha256 goes with --binary");
+  if (binary) {
+    for (char& c : sha256)
+      if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    binary->sha256 = sha256;
+    request.binary = &*binary;
+  }
   const auto result = policy::explain(*loaded.policy, request);
   if (result.input_error) {
     std::fprintf(stderr, "airlock explain: %s", result.text.c_str());

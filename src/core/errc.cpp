@@ -21,6 +21,8 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
      "the rule checks requests but the tunnel is not inspected"},
     {403, "http_request_denied", "sni_mismatch", "TLS server name does not match CONNECT host"},
     {403, "http_request_denied", "not_tls", "tunnel did not start with a TLS ClientHello"},
+    {403, "http_request_denied", "binary_denied",
+     "the rule allows other programs, or the program is unknown"},
     {403, "destination_ip_prohibited", "destination_ip_prohibited",
      "destination address is prohibited"},
     {407, "http_request_denied", "auth_required", "proxy authentication required"},

@@ -22,6 +22,7 @@ enum class errc {
   needs_inspection,           // rule checks paths/methods but the CONNECT tunnel is opaque
   sni_mismatch,               // TLS ClientHello SNI differs from the CONNECT host (or is missing)
   not_tls,                    // a tunnel to a name-based rule carried something other than TLS
+  binary_denied,              // the rule names programs (`binaries`); this one is not among them
   destination_ip_prohibited,  // address guard: loopback, private, metadata, ...
   auth_required,              // 407: credentials missing or wrong
   // request controls

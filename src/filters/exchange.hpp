@@ -15,6 +15,7 @@
 #include "core/steady_ns.hpp"
 #include "filters/rate_limit/byte_pace.hpp"
 #include "net/host.hpp"
+#include "net/peer_binary.hpp"
 
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
@@ -56,6 +57,8 @@ struct exchange_record {
   // and the redaction engine, which outlive the record.
   std::vector<std::string_view> injected;
   std::vector<std::pair<std::string_view, std::uint64_t>> redactions;
+  // The program behind the connection (relay connections only); owned by the session.
+  const net::peer_binary* binary = nullptr;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
   bool skipped = false;           // nothing to record (the connection closed before a request)
   bool reported = false;          // report mode let a refusal through
@@ -110,6 +113,9 @@ struct exchange {
   bool has_body = false;
   std::optional<std::uint64_t> content_length;
   const policy::compiled_agent* agent = nullptr;  // identified before the chain runs
+  // The program that opened the connection, as the launcher's relay found it; null for a
+  // direct client or when the relay found none. Rules with `binaries` need it.
+  const net::peer_binary* binary = nullptr;
   // The clock filters read (steady nanoseconds); tests replace it.
   std::int64_t (*clock)() noexcept = core::steady_now_ns;
 

@@ -3,6 +3,7 @@
 #include "core/log.hpp"
 #include "launcher/capture_protocol.hpp"
 #include "launcher/name_pool.hpp"
+#include "launcher/peer_identity.hpp"
 #include "launcher/resolver.hpp"
 #include "launcher/step.hpp"
 #include "net/proxy_protocol.hpp"
@@ -272,7 +273,8 @@ void relay::stop() {
 relay::stats relay::get_stats() const noexcept {
   return {accepted_.load(),        upstream_failures_.load(), refused_.load(),
           bytes_up_.load(),        bytes_down_.load(),        captured_.load(),
-          capture_dropped_.load(), capture_denied_.load(),    dns_queries_.load()};
+          capture_dropped_.load(), capture_denied_.load(),    dns_queries_.load(),
+          unidentified_.load()};
 }
 
 void relay::loop() {
@@ -283,6 +285,7 @@ void relay::loop() {
   // the capture maps them back, one after the other, without a lock.
   name_pool pool;
   resolver dns(pool, cfg_.hostname, cfg_.resolver_ipv6);
+  peer_identity identities(cfg_.identity_init);
 
   auto warn_unreachable = [&](int err) {
     if (warned) return;
@@ -315,8 +318,23 @@ void relay::loop() {
     }
     auto& c = conns.emplace_back(client, up, cfg_.buffer_bytes);
     if (cfg_.agent) {
-      auto header =
-          proxy_v2::encode_agent(to_endpoint(source), to_endpoint(destination), *cfg_.agent);
+      proxy_v2::header h;
+      h.source = to_endpoint(source);
+      h.destination = to_endpoint(destination);
+      h.tlvs.push_back({proxy_v2::tlv_agent, *cfg_.agent});
+      // Looked up now, while the client is most likely still there; the client end's local
+      // address is `source` and its remote `destination` (for a captured connection, where
+      // it was going: the nat rule is invisible to the client's socket).
+      if (cfg_.identity_init > 0) {
+        std::string why;
+        if (auto binary = identities.find(source, destination, why)) {
+          proxy_v2::add_binary(h, *binary);
+        } else {
+          unidentified_.fetch_add(1, std::memory_order_relaxed);
+          AIRLOCK_LOG(debug, "launcher", "relay: no program identity: ", why);
+        }
+      }
+      auto header = proxy_v2::encode(h);
       if (!header) {
         close_connection(c);
         return nullptr;

@@ -7,6 +7,9 @@
 // With an agent name configured, the relay writes a PROXY protocol v2 header carrying it
 // (proxy_protocol.hpp) before any byte from the agent, so the proxy learns the identity from
 // the launcher; whatever the agent sends comes after it and cannot replace it.
+// With identity_init set, the header also names the program inside the jail that opened the
+// connection (peer_identity.hpp; TLVs 0xE1..0xE3), looked up on the loop thread as the
+// connection is accepted (a first connection from a large executable pays for its hash once).
 //
 // With transparent capture (capture_net.hpp), the relay also owns the jail's resolver socket
 // (resolver.hpp, answered from a name_pool) and the capture listeners, which receive every
@@ -24,6 +27,7 @@
 #include "launcher/address.hpp"
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -40,6 +44,9 @@ class relay {
   struct config {
     socket_address upstream;
     std::optional<std::string> agent;  // set: PROXY v2 header with the agent TLV first
+    // With an agent: the jail's init (host PID). Each connection's program is looked up
+    // (peer_identity.hpp) and sent in the binary TLVs; -1: no lookup, no binary TLVs.
+    pid_t identity_init = -1;
     std::size_t max_connections = 512;
     std::size_t buffer_bytes = 64 * 1024;
 
@@ -64,6 +71,7 @@ class relay {
     std::uint64_t capture_dropped = 0;    // reset: unknown pool address, or loopback
     std::uint64_t capture_denied = 0;     // reset: the proxy refused the CONNECT
     std::uint64_t dns_queries = 0;
+    std::uint64_t unidentified = 0;  // identity looked up and not found (no binary TLVs)
   };
 
   // Takes ownership of listen_fd (a listening TCP socket) and of cfg's descriptors.
@@ -88,7 +96,8 @@ class relay {
   config cfg_;
   std::thread thread_;
   std::atomic<std::uint64_t> accepted_{0}, upstream_failures_{0}, refused_{0}, bytes_up_{0},
-      bytes_down_{0}, captured_{0}, capture_dropped_{0}, capture_denied_{0}, dns_queries_{0};
+      bytes_down_{0}, captured_{0}, capture_dropped_{0}, capture_denied_{0}, dns_queries_{0},
+      unidentified_{0};
 };
 
 // SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST (IPv6) of an accepted, redirected socket.

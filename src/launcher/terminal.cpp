@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstring>
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
@@ -152,7 +154,18 @@ void terminal_relay::handle(const std::vector<pollfd>& fds) {
     } else if (p.fd == input_) {
       char buf[4096];
       const ssize_t n = ::read(input_, buf, sizeof buf);
-      if (n > 0) {
+      termios pty{};
+      const bool stops = raw_ && ::tcgetattr(master_, &pty) == 0 && (pty.c_lflag & ISIG) &&
+                         pty.c_cc[VSUSP] != _POSIX_VDISABLE;
+      const void* z =
+          stops && n > 0 ? std::memchr(buf, pty.c_cc[VSUSP], static_cast<std::size_t>(n)) : nullptr;
+      if (z != nullptr) {
+        // What came before and after ^Z goes to the pty (after goes in once resumed).
+        const auto at = static_cast<std::size_t>(static_cast<const char*>(z) - buf);
+        pending_.append(buf, at);
+        pending_.append(buf + at + 1, static_cast<std::size_t>(n) - at - 1);
+        suspend_requested_ = true;
+      } else if (n > 0) {
         pending_.append(buf, static_cast<std::size_t>(n));
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         input_ = -1;  // the caller's terminal hung up
@@ -174,6 +187,32 @@ void terminal_relay::finish() {
     master_ = -1;
   }
   restore();
+}
+
+void terminal_relay::suspend() noexcept {
+  suspend_requested_ = false;
+  if (master_ < 0) return;
+  // TIOCGPGRP on a master answers for its slave (tty_ioctl(4)), in our PID namespace.
+  const pid_t fg = ::tcgetpgrp(master_);
+  if (fg > 0 && ::kill(-fg, SIGSTOP) == 0) stopped_pgrp_ = fg;
+  if (raw_) {
+    (void)::tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_);
+    raw_ = false;
+    raw_wanted_ = true;
+  }
+}
+
+void terminal_relay::resume() noexcept {
+  // Only in the foreground: from the background, tcsetattr would stop us (SIGTTOU).
+  if (raw_wanted_ && input_ >= 0 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) {
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    if (::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0) raw_ = true;
+    raw_wanted_ = false;
+  }
+  resize();
+  if (stopped_pgrp_ > 0) (void)::kill(-stopped_pgrp_, SIGCONT);
+  stopped_pgrp_ = -1;
 }
 
 void terminal_relay::restore() noexcept {

@@ -71,6 +71,20 @@ class terminal_relay {
   // Restores the caller's terminal mode (idempotent).
   void restore() noexcept;
 
+  // Job control (^Z). The jail's process group is orphaned (no process of its session has a
+  // parent in another session of the jail), so the kernel discards the SIGTSTP the pty's line
+  // discipline sends it (POSIX "orphaned process group"; signal(7)). The launcher watches the
+  // caller's input for the pty's suspend character instead (VSUSP, while the pty has ISIG: a
+  // program in raw mode, such as an editor, gets the byte): it does not pass it on, and
+  // suspend_requested() says so. suspend() then stops the pty's foreground process group
+  // (SIGSTOP, which no orphaned group escapes) and restores the caller's terminal mode; the
+  // launcher stops itself (SIGTSTP), and the caller's shell has its prompt. resume(), on
+  // SIGCONT: raw mode again where the launcher is in the foreground (fg; after bg, at the next
+  // SIGCONT), the window size, and SIGCONT to the group it stopped. Idempotent.
+  bool suspend_requested() const noexcept { return suspend_requested_; }
+  void suspend() noexcept;
+  void resume() noexcept;
+
  private:
   void pump_output();
   int master_ = -1;
@@ -78,7 +92,10 @@ class terminal_relay {
   int output_ = -1;   // where the command's terminal output goes (1 or 2)
   int term_fd_ = -1;  // the caller's terminal for window size and mode
   bool raw_ = false;
-  bool hung_up_ = false;  // the master read EIO: every slave is closed
+  bool raw_wanted_ = false;  // suspended from raw mode: raw again on resume in the foreground
+  bool suspend_requested_ = false;
+  int stopped_pgrp_ = -1;  // the jail's group suspend() stopped (our PID namespace's number)
+  bool hung_up_ = false;   // the master read EIO: every slave is closed
   termios saved_{};
   std::string pending_;  // read from the caller, not yet accepted by the pty
 };

@@ -115,6 +115,47 @@ std::optional<decoded> decode(std::span<const std::uint8_t> d) {
   return out;
 }
 
+void add_binary(header& h, const peer_binary& binary) {
+  h.tlvs.push_back(tlv{tlv_binary, binary.path});
+  h.tlvs.push_back(tlv{tlv_binary_sha256, binary.sha256});
+  if (binary.ancestors.empty()) return;
+  std::string chain;
+  for (const auto& a : binary.ancestors) {
+    chain += a;
+    chain.push_back('\0');
+  }
+  h.tlvs.push_back(tlv{tlv_binary_ancestors, std::move(chain)});
+}
+
+std::optional<peer_binary> binary_of(const header& h) {
+  const tlv* path = nullptr;
+  const tlv* hash = nullptr;
+  const tlv* chain = nullptr;
+  for (const auto& t : h.tlvs) {
+    if (t.type == tlv_binary) path = &t;
+    if (t.type == tlv_binary_sha256) hash = &t;
+    if (t.type == tlv_binary_ancestors) chain = &t;
+  }
+  if (!path || !hash || path->value.empty() || path->value.find('\0') != std::string::npos)
+    return std::nullopt;
+  const bool hex =
+      hash->value.size() == 64 && std::all_of(hash->value.begin(), hash->value.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      });
+  if (!hex) return std::nullopt;
+  peer_binary out{path->value, hash->value, {}};
+  if (chain) {
+    std::string_view rest = chain->value;
+    while (!rest.empty()) {
+      const auto end = rest.find('\0');
+      out.ancestors.emplace_back(rest.substr(0, end));
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> agent_of(const header& h) {
   for (const auto& t : h.tlvs) {
     if (t.type == tlv_agent) return t.value;

@@ -2,8 +2,15 @@
 // PROXY protocol version 2 (https://www.haproxy.org/download/2.9/doc/proxy-protocol.txt,
 // section 2.2): the binary header the relay sends as the first bytes of each connection to
 // the proxy, so the proxy learns which agent is speaking from the launcher, not from the
-// agent. The agent name travels in a TLV of type 0xE0 (first of the custom range
-// PP2_TYPE_MIN_CUSTOM..PP2_TYPE_MAX_CUSTOM). Pure functions: no I/O.
+// agent. Pure functions: no I/O.
+//
+// Our TLVs, in the custom range PP2_TYPE_MIN_CUSTOM..PP2_TYPE_MAX_CUSTOM (0xE0..0xEF):
+//   0xE0 agent     the agent's name (always present)
+//   0xE1 binary    the connecting program's executable path inside the jail (UTF-8 bytes, no
+//                  NUL); absent when the relay found no identity (net/peer_binary.hpp)
+//   0xE2 sha256    its SHA-256, 64 lower-case hex characters; only with 0xE1
+//   0xE3 ancestors the ancestor chain, parent first, each entry NUL-terminated; only with 0xE1
+// The proxy trusts them only on its relay listener (listen.relay), never on the proxy port.
 
 #include <array>
 #include <cstdint>
@@ -13,11 +20,16 @@
 #include <string_view>
 #include <vector>
 
+#include "net/peer_binary.hpp"
+
 namespace airlock::net::proxy_v2 {
 
 inline constexpr std::array<std::uint8_t, 12> signature = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
                                                            0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A};
 inline constexpr std::uint8_t tlv_agent = 0xE0;
+inline constexpr std::uint8_t tlv_binary = 0xE1;
+inline constexpr std::uint8_t tlv_binary_sha256 = 0xE2;
+inline constexpr std::uint8_t tlv_binary_ancestors = 0xE3;
 inline constexpr std::size_t header_size = 16;  // signature, ver_cmd, fam, len
 
 enum class command : std::uint8_t { local = 0x0, proxy = 0x1 };
@@ -52,6 +64,9 @@ std::optional<std::vector<std::uint8_t>> encode_agent(const endpoint& source,
                                                       const endpoint& destination,
                                                       std::string_view agent);
 
+// The identity TLVs (0xE1..0xE3) for a binary, appended to h.tlvs.
+void add_binary(header& h, const peer_binary& binary);
+
 // Result of decode(): the header and how many bytes of the input it took.
 struct decoded {
   header value;
@@ -64,5 +79,9 @@ std::optional<decoded> decode(std::span<const std::uint8_t> data);
 
 // Convenience for the agent TLV of a decoded header.
 std::optional<std::string> agent_of(const header& h);
+
+// The binary of a decoded header: nullopt without a well-formed 0xE1 (empty, or holding a NUL)
+// and a 64-hex-digit 0xE2; ancestors are optional.
+std::optional<peer_binary> binary_of(const header& h);
 
 }  // namespace airlock::net::proxy_v2

@@ -226,6 +226,7 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
     out.pinned.push_back(host->address);
   }
   out.allow_cidrs = c.cidrs(r.allow_cidrs, key + ".allow_cidrs");
+  out.binaries = r.binaries;
   if (r.inspect && (p.tls.ca_cert.empty() || p.tls.ca_key.empty()) && !c.skip(key + ".inspect"))
     c.error(key + ".inspect", "inspect: true needs tls.ca_cert and tls.ca_key");
 
@@ -339,6 +340,7 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
   s->rules_.resize(p.rules.size());
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
     compile_rule(c, p, credentials, errors, p.rules[i], i, s->rules_[i]);
+    if (!p.rules[i].binaries.empty()) s->names_binaries_ = true;
     const std::string& name = p.rules[i].name;
     if (name.empty()) continue;
     for (std::size_t j = 0; j < i; ++j) {

@@ -1,6 +1,7 @@
 #include "policy/explain.hpp"
 
 #include "core/str_cat.hpp"
+#include "policy/binaries.hpp"
 #include "policy/matcher.hpp"
 #include "policy/ports.hpp"
 
@@ -37,6 +38,24 @@ std::string host_text(const net::authority& a) {
                                              : core::str_cat(a.host.text, ":", a.port);
 }
 
+// The end of a line for a rule that allows all but, maybe, the program.
+std::string with_binaries(const compiled_rule& rule, const rule_outcome& o, const request_target& t,
+                          std::string& out) {
+  if (rule.binaries.empty()) return core::str_cat(out, "; allows");
+  if (o.reason != core::errc::binary_denied)
+    return core::str_cat(out, ", program ", t.binary->path, " ok; allows");
+  if (t.binary == nullptr)
+    return core::str_cat(out, "; only programs ", binaries_text(rule.binaries),
+                         ", and the request has none (give --binary PATH)");
+  if (binaries_name(rule.binaries, t.binary->path))
+    return core::str_cat(
+        out, "; program ", quoted_program(*t.binary), " is named with a SHA-256 ",
+        t.binary->sha256.empty() ? "(give --sha256 HEX)" : "that is not its executable's", ": ",
+        binaries_text(rule.binaries));
+  return core::str_cat(out, "; program ", quoted_program(*t.binary), " is not in ",
+                       binaries_text(rule.binaries));
+}
+
 // One line per rule: why it matched or not.
 std::string why(const compiled_rule& rule, const rule_outcome& o, const request_target& t) {
   using core::errc;
@@ -69,6 +88,8 @@ std::string why(const compiled_rule& rule, const rule_outcome& o, const request_
       return core::str_cat(out,
                            "; the rule checks methods/paths, which an opaque tunnel hides "
                            "(set inspect: true)");
+    if (o.reason == errc::binary_denied) return with_binaries(rule, o, t, out);
+    if (!rule.binaries.empty()) out += core::str_cat(", program ", t.binary->path, " ok");
     if (rule.inspect)
       return core::str_cat(out,
                            "; allows the tunnel and inspects it (inner requests are "
@@ -94,7 +115,7 @@ std::string why(const compiled_rule& rule, const rule_outcome& o, const request_
       return core::str_cat(out, "; path ", t.path, " matches none of ", list(src.paths));
     out += core::str_cat(", path ", t.path, " ok");
   }
-  return core::str_cat(out, "; allows");
+  return with_binaries(rule, o, t, out);
 }
 
 // Runs decide() and writes the per-rule reasoning and the decision; returns the decision.
@@ -273,6 +294,8 @@ explanation explain(const snapshot& s, const explain_request& r) {
   request_target t;
   t.host = &target->host;
   t.port = target->port;
+  t.binary = r.binary;
+  if (r.binary) text += core::str_cat("program: ", r.binary->path, "\n");
 
   decision final;
   const compiled_rule* connection_rule = nullptr;

@@ -19,6 +19,9 @@ struct explain_request {
   // tunnel inspects it, also as the inner request.
   std::string_view url;
   std::string_view upgrade;  // Upgrade protocol (e.g. "websocket"); empty for none
+  // The program making the request, as the launcher's relay would name it (rules'
+  // `binaries`); null: none, as for a direct client of the proxy.
+  const net::peer_binary* binary = nullptr;
 };
 
 struct explanation {

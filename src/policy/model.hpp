@@ -182,6 +182,14 @@ struct agent {
   mark at;
 };
 
+// A program a rule allows (`rules[i].binaries`, policy/binaries.hpp): its path inside the jail,
+// and optionally the lower-case hex SHA-256 of its executable.
+struct binary_ref {
+  std::string path;
+  std::string sha256;  // empty = any content at that path
+  mark at;
+};
+
 struct rule {
   std::string name;
   std::vector<std::string> hosts;        // exact names / IP literals, or "*.suffix"
@@ -201,6 +209,9 @@ struct rule {
   body_checks body;
   model::inject inject;
   model::redact redact;
+  // Programs whose requests the rule allows (launcher relay connections); empty = any, and
+  // connections with no known program too.
+  std::vector<binary_ref> binaries;
   mark at;
 };
 

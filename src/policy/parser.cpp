@@ -1,5 +1,7 @@
 #include "policy/parser.hpp"
 
+#include "policy/binaries.hpp"
+
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
 #include "policy/key_text.hpp"
@@ -49,9 +51,9 @@ constexpr std::string_view body_keys[] = {"max_bytes", "json"};
 constexpr std::string_view json_field_keys[] = {"type",    "pattern", "enum",    "max_length",
                                                 "minimum", "maximum", "required"};
 constexpr std::string_view rule_keys[] = {
-    "name",     "hosts",     "host_regex",  "ports",   "methods", "paths",
-    "upgrades", "addresses", "allow_cidrs", "inspect", "mode",    "rate",
-    "query",    "headers",   "body",        "inject",  "redact",  "schemes"};
+    "name",      "hosts",       "host_regex", "ports",   "methods", "paths", "upgrades",
+    "addresses", "allow_cidrs", "inspect",    "mode",    "rate",    "query", "headers",
+    "body",      "inject",      "redact",     "schemes", "binaries"};
 constexpr std::string_view inject_keys[] = {"headers", "query", "basic", "require"};
 constexpr std::string_view basic_keys[] = {"username", "password"};
 constexpr std::string_view redact_keys[] = {"redactors", "max_bytes"};
@@ -815,6 +817,11 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 ports(v, child, r.ports);
               else if (k == "schemes")
                 schemes(v, child, r.schemes);
+              else if (k == "binaries")
+                parse_binaries(v, child, r.binaries,
+                               [&](const YAML::Node& at, const std::string& ek, std::string m) {
+                                 error(at, ek, std::move(m));
+                               });
             });
     out.push_back(std::move(r));
   }

@@ -2,6 +2,7 @@
 
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
+#include "policy/binaries.hpp"
 #include "policy/matcher.hpp"
 #include "policy/ports.hpp"
 #include "policy/token.hpp"
@@ -108,6 +109,12 @@ std::string refusal_detail(const compiled_rule& rule, core::errc reason,
       // The path itself is not repeated: it may carry what the agent should not leak.
       if (dot_segments) return core::str_cat("rule ", rule.name, ": path has dot segments");
       return core::str_cat("rule ", rule.name, ": path not allowed");
+    case errc::binary_denied:
+      if (target.binary == nullptr)
+        return core::str_cat("rule ", rule.name,
+                             ": names programs (binaries), and this connection has none");
+      return core::str_cat("rule ", rule.name, ": program ", quoted_program(*target.binary),
+                           " is not in its binaries");
     default:
       return core::str_cat("rule ", rule.name, ": not allowed");
   }
@@ -118,6 +125,8 @@ std::string refusal_detail(const compiled_rule& rule, core::errc reason,
 int refusal_rank(core::errc reason) noexcept {
   using core::errc;
   switch (reason) {
+    case errc::binary_denied:
+      return 7;
     case errc::path_denied:
       return 6;
     case errc::method_denied:
@@ -153,7 +162,9 @@ rule_outcome evaluate_rule(const compiled_rule& rule, const request_target& targ
   if (target.is_connect) {
     // An opaque tunnel hides methods and paths; only an inspected rule can check them later,
     // on each inner request.
-    out.reason = rule.checks_requests && !rule.inspect ? errc::needs_inspection : errc::ok;
+    out.reason = rule.checks_requests && !rule.inspect          ? errc::needs_inspection
+                 : binaries_allow(rule.binaries, target.binary) ? errc::ok
+                                                                : errc::binary_denied;
     return out;
   }
   if (!target.upgrade.empty() && std::find(rule.upgrades.begin(), rule.upgrades.end(),
@@ -181,12 +192,18 @@ rule_outcome evaluate_rule(const compiled_rule& rule, const request_target& targ
       return out;
     }
   }
-  out.reason = errc::ok;
+  // Last: "everything but the program" is the most specific refusal there is.
+  out.reason = binaries_allow(rule.binaries, target.binary) ? errc::ok : errc::binary_denied;
   return out;
 }
 
 snapshot::snapshot(model::policy m) : model_(std::move(m)) {}
 snapshot::~snapshot() = default;
+
+bool snapshot::names_binary(std::string_view path) const noexcept {
+  return std::any_of(rules_.begin(), rules_.end(),
+                     [&](const compiled_rule& r) { return binaries_name(r.binaries, path); });
+}
 
 const compiled_agent* snapshot::find_agent(std::string_view name) const noexcept {
   for (const auto& a : agents_)

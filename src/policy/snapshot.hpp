@@ -8,6 +8,7 @@
 #include "core/errc.hpp"
 #include "net/address_guard.hpp"
 #include "net/host.hpp"
+#include "net/peer_binary.hpp"
 #include "policy/checks.hpp"
 #include "policy/credentials.hpp"
 #include "policy/model.hpp"
@@ -41,7 +42,8 @@ struct compiled_rule {
   std::vector<boost::asio::ip::address> pinned;  // empty = resolve with DNS
   std::vector<net::cidr> allow_cidrs;
   std::vector<std::string> upgrades;
-  compiled_checks checks;  // query, headers, body
+  std::vector<model::binary_ref> binaries;  // empty = any program (policy/binaries.hpp)
+  compiled_checks checks;                   // query, headers, body
   compiled_injection inject;
   compiled_redaction redact;
   const model::rule* source = nullptr;
@@ -65,7 +67,10 @@ struct request_target {
   std::uint16_t port = 0;
   std::string_view path;     // without query; empty for CONNECT
   std::string_view upgrade;  // value of Upgrade header, lower-cased; empty if none
-  bool is_connect = false;   // opaque CONNECT (not an inner request of an inspected one)
+  // The program that made the request (launcher relay connections); null when unknown, which
+  // no rule with `binaries` allows.
+  const net::peer_binary* binary = nullptr;
+  bool is_connect = false;  // opaque CONNECT (not an inner request of an inspected one)
   // How the request came (a rule's `schemes`): http for a plain request, https for a CONNECT
   // and for the requests inside an inspected TLS tunnel. Unset: https when is_connect, else
   // http, which is right for every request except those inside a tunnel: the proxy sets it
@@ -113,6 +118,10 @@ class snapshot {
   std::span<const compiled_redactor> redactors() const noexcept { return redactors_; }
   const compiled_redactor* find_redactor(std::string_view name) const noexcept;
 
+  // Whether any rule has `binaries`, and whether one names `path` (bounded metric labels).
+  bool names_binaries() const noexcept { return names_binaries_; }
+  bool names_binary(std::string_view path) const noexcept;
+
   // Resolves the agent for a request: a Proxy-Authorization header value (Basic
   // base64(agent:token) or Bearer token), when present, must be valid (else auth_required);
   // otherwise the first agent whose `sources` contains the client address; otherwise the
@@ -127,7 +136,9 @@ class snapshot {
 
   // Matches the target against the agent's rules in order. The first rule that allows wins.
   // When none does, the most specific refusal among the rules whose host matched is returned
-  // (path > method > upgrade > needs_inspection > scheme > port), else host_denied. A denial where
+  // (binary > path > method > upgrade > needs_inspection > scheme > port), else host_denied.
+  // binary_denied: the rule would allow the request, but not from this program (or from an
+  // unknown one); a later rule may still allow it. A denial where
   // report mode applies (the closest rule's mode, else the policy's) has report_only set.
   // Allocation-free when the target is allowed.
   decision decide(const compiled_agent& agent, const request_target& target) const;
@@ -147,6 +158,7 @@ class snapshot {
   std::vector<compiled_secret> secrets_;
   std::vector<compiled_redactor> redactors_;
   std::unique_ptr<net::address_guard> guard_;
+  bool names_binaries_ = false;
 };
 
 }  // namespace airlock::policy

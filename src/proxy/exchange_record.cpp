@@ -1,6 +1,7 @@
 #include "proxy/exchange_record.hpp"
 
 #include "core/log.hpp"
+#include "policy/snapshot.hpp"
 #include "proxy/worker.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
@@ -29,6 +30,13 @@ recorder::~recorder() {
       if (r.connect_time.count() > 0) m->upstream_connect_time(r.connect_time);
       for (const auto& [name, count] : r.redactions)
         m->redacted(r.rule, name, count);
+      // By program, where the policy names programs: the label is a path the policy names,
+      // "other" for any other program and "none" without one, so the policy bounds it.
+      if (ex.snapshot && ex.snapshot->names_binaries())
+        m->binary_request(!r.binary                                   ? "none"
+                          : ex.snapshot->names_binary(r.binary->path) ? r.binary->path
+                                                                      : "other",
+                          decision);
     }
     if (shared.audit) {
       telemetry::audit_record a;
@@ -52,6 +60,11 @@ recorder::~recorder() {
       a.policy_version = policy_version_;
       a.injected = r.injected;
       a.redactions = r.redactions;
+      if (r.binary) {
+        a.binary = r.binary->path;
+        a.binary_sha256 = r.binary->sha256;
+        a.binary_ancestors = r.binary->ancestors;
+      }
       shared.audit->write(a);
     }
     if (ex.breaker_tripped) {

@@ -25,6 +25,8 @@ std::string fingerprint(const policy::model::rule& r) {
   f += '|';
   for (auto s : r.schemes)
     f += core::str_cat(static_cast<int>(s), ',');
+  for (const auto& b : r.binaries)
+    f += core::str_cat(b.path, ':', b.sha256, ',');
   f +=
       core::str_cat('|', r.inspect, '|',
                     r.mode ? (*r.mode == policy::model::mode::report ? "report" : "enforce") : "-");

@@ -66,8 +66,10 @@ asio::awaitable<void> run_relay_session(worker& w, tcp::socket socket) {
     co_return;
   }
   stream.expires_never();
+  // The program behind the connection (TLVs 0xE1..0xE3), when the relay found one; trusted
+  // here for the same reason as the agent: only the launcher reaches this listener.
   co_await serve_connection(w, stream.release_socket(), source_of(decoded->value),
-                            std::move(*agent));
+                            std::move(*agent), net::proxy_v2::binary_of(decoded->value));
 }
 
 }  // namespace airlock::proxy

@@ -210,6 +210,8 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   }
   ex.agent = id.agent;
   rec.agent = id.agent->name;
+  // Only the relay's word names a program; a direct client never has one (fail closed).
+  if (s.relay_binary) ex.binary = rec.binary = &*s.relay_binary;
 
   // 4. The chain: placeholders, decision, rate limits, required placeholders, validation.
   filters::chain chain(active->pipeline->factories(), ex);
@@ -257,13 +259,19 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
 }  // namespace
 
 asio::awaitable<void> serve_connection(worker& w, tcp::socket socket, tcp::endpoint endpoint,
-                                       std::string relay_agent) {
+                                       std::string relay_agent,
+                                       std::optional<net::peer_binary> relay_binary) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);  // fails harmlessly on a Unix socket
-  session_context s{w,        beast::tcp_stream(std::move(socket)),
-                    endpoint, to_string(endpoint),
-                    {},       {},
-                    0,        std::move(relay_agent)};
+  session_context s{w,
+                    beast::tcp_stream(std::move(socket)),
+                    endpoint,
+                    to_string(endpoint),
+                    {},
+                    {},
+                    0,
+                    std::move(relay_agent),
+                    std::move(relay_binary)};
   s.entry = w.add_session(&s.client.socket());
   struct unregister {
     worker& w;

@@ -5,7 +5,10 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <optional>
 #include <string>
+
+#include "net/peer_binary.hpp"
 
 namespace airlock::proxy {
 
@@ -17,8 +20,9 @@ boost::asio::awaitable<void> run_session(worker& w, boost::asio::ip::tcp::socket
 // The same for a connection whose peer is known otherwise: `endpoint` is recorded as the
 // client, and a non-empty `relay_agent` is the identity of every request on it, whatever the
 // requests themselves claim (the launcher's relay vouches for it).
-boost::asio::awaitable<void> serve_connection(worker& w, boost::asio::ip::tcp::socket socket,
-                                              boost::asio::ip::tcp::endpoint endpoint,
-                                              std::string relay_agent);
+// `relay_binary` is the program the relay found behind the connection (rules' `binaries`).
+boost::asio::awaitable<void> serve_connection(
+    worker& w, boost::asio::ip::tcp::socket socket, boost::asio::ip::tcp::endpoint endpoint,
+    std::string relay_agent, std::optional<net::peer_binary> relay_binary = std::nullopt);
 
 }  // namespace airlock::proxy

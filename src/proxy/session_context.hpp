@@ -3,6 +3,7 @@
 // intercepted tunnel inside it.
 
 #include "net/host.hpp"
+#include "net/peer_binary.hpp"
 #include "proxy/interception.hpp"
 #include "proxy/worker.hpp"
 
@@ -28,6 +29,7 @@ struct session_context {
   std::list<session_entry>::iterator entry;
   std::uint64_t requests = 0;  // request heads started on this connection
   std::string relay_agent;     // set for relay connections: the agent the launcher vouches for
+  std::optional<net::peer_binary> relay_binary;  // relay connections: the program, if known
 };
 
 using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;

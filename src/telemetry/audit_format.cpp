@@ -203,6 +203,17 @@ void append_audit_line(std::string& out, const audit_record& r) {
     }
     out.push_back('}');
   }
+  if (!r.binary.empty()) {
+    str("binary", r.binary);
+    str("binary_sha256", r.binary_sha256);
+    key("binary_ancestors");
+    out.push_back('[');
+    for (std::size_t i = 0; i < r.binary_ancestors.size(); ++i) {
+      if (i) out.push_back(',');
+      append_json_string(out, r.binary_ancestors[i]);
+    }
+    out.push_back(']');
+  }
   if (!r.injected.empty()) {
     key("injected");
     out.push_back('[');

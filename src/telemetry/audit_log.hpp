@@ -40,6 +40,11 @@ struct audit_record {
   std::span<const std::pair<std::string_view, std::uint64_t>> redactions;
   // Names of the secrets the proxy added to the request (never values); absent when none.
   std::span<const std::string_view> injected;
+  // The program behind a relayed connection (net/peer_binary.hpp): its path in the jail, its
+  // SHA-256 and its ancestors (parent first). All absent when unknown.
+  std::string_view binary;
+  std::string_view binary_sha256;
+  std::span<const std::string> binary_ancestors;
 };
 
 class audit_log {

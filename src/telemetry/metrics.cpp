@@ -164,6 +164,11 @@ struct metrics::impl {
                           .Name("airlock_breaker_trips_total")
                           .Help("Times an agent's circuit breaker suspended it, by agent.")
                           .Register(*registry)),
+        binary_requests(prometheus::BuildCounter()
+                            .Name("airlock_binary_requests_total")
+                            .Help("Requests by the program that made them (paths the policy's "
+                                  "`binaries` name; other; none) and decision.")
+                            .Register(*registry)),
         redactions(prometheus::BuildCounter()
                        .Name("airlock_redactions_total")
                        .Help("Spans redacted from responses, by rule and redactor (secret:NAME "
@@ -241,6 +246,7 @@ struct metrics::impl {
   Histogram& upstream_tls;
   Family<Counter>& upstream_errors;
   Family<Counter>& breaker_trips;
+  Family<Counter>& binary_requests;
   Family<Counter>& redactions;
   Family<Counter>& pool;
   Counter& pool_hit;
@@ -370,6 +376,12 @@ void metrics::upstream_error(std::string_view kind) {
 void metrics::breaker_tripped(std::string_view agent) {
   std::lock_guard lk(impl_->mu);  // rare: a trip suspends the agent for its cool-down
   impl_->breaker_trips.Add({{"agent", std::string(agent)}}).Increment();
+}
+
+void metrics::binary_request(std::string_view binary, std::string_view decision) {
+  std::lock_guard lk(impl_->mu);  // only where the policy names programs
+  impl_->binary_requests.Add({{"binary", std::string(binary)}, {"decision", std::string(decision)}})
+      .Increment();
 }
 
 void metrics::redacted(std::string_view rule, std::string_view redactor, std::uint64_t count) {

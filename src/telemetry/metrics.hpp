@@ -60,6 +60,9 @@ class metrics {
   // An agent's circuit breaker tripped (airlock_breaker_trips_total{agent}); agent names come
   // from the policy, so the label set is bounded by it.
   void breaker_tripped(std::string_view agent);
+  // A request from a program (airlock_binary_requests_total{binary,decision}); the caller bounds
+  // the label by the policy (a path it names, "other" or "none").
+  void binary_request(std::string_view binary, std::string_view decision);
   // Response redaction: `count` more hits of `redactor` ("secret:NAME" for a secret) under rule.
   void redacted(std::string_view rule, std::string_view redactor, std::uint64_t count);
 

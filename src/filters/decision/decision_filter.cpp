@@ -28,6 +28,7 @@ class decision_filter final : public filter {
     pt.path = ex.path;
     pt.upgrade = ex.upgrade;
     pt.is_connect = ex.connect;
+    pt.binary = ex.binary;  // rules with `binaries` (null: unknown, which they refuse)
     // A request inside an intercepted tunnel came in as https (a rule's `schemes`); plain HTTP
     // a client sends through a tunnel is http.
     if (ex.in_tunnel)

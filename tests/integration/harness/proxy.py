@@ -35,6 +35,7 @@ REASONS = {
     "needs_inspection": (403, "http_request_denied"),
     "sni_mismatch": (403, "http_request_denied"),
     "not_tls": (403, "http_request_denied"),
+    "binary_denied": (403, "http_request_denied"),
     "destination_ip_prohibited": (403, "destination_ip_prohibited"),
     "auth_required": (407, "http_request_denied"),
     "query_denied": (403, "http_request_denied"),

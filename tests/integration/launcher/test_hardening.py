@@ -198,6 +198,71 @@ class HardeningTestBase(base.LauncherTestBase):
         self.assertEqual(pending.value, 0, "bytes were pushed into the caller's terminal")
         self.assertEqual(before, after, "the caller's terminal mode was not restored")
 
+    def test_ctrl_z_suspends_the_jail_and_fg_resumes_it(self):
+        """^Z under an interactive shell's job control: the launcher stops the jail's
+        foreground group and itself (the shell says Stopped), fg brings both back with the
+        terminal in raw mode again, and the command still reads its terminal."""
+        master, slave = os.openpty()
+        kwargs = self._popen_kwargs()
+        kwargs["env"].update(PS1="PROMPT$ ", TERM="dumb")
+
+        def controlling_terminal():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        shell = subprocess.Popen(["/bin/bash", "--norc", "--noprofile", "-i"], stdin=slave,
+                                 stdout=slave, stderr=slave, start_new_session=True,
+                                 preexec_fn=controlling_terminal, **kwargs)
+        os.close(slave)
+        out = bytearray()
+
+        def wait_for(marker, timeout=RUN_TIMEOUT):
+            deadline = time.monotonic() + timeout
+            while marker not in out and time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.2)
+                if ready:
+                    try:
+                        out.extend(os.read(master, 4096))
+                    except OSError:
+                        break
+            self.assertIn(marker, out, bytes(out[-3000:]).decode(errors="replace"))
+
+        try:
+            # The markers are split in the command line, so its echo does not match them.
+            script = ("readlink /proc/self/ns/pid > .pidns; echo RE\"\"ADY; read x;"
+                      " echo GO\"\"T:$x")
+            os.write(master, f"{base.AIRLOCK} run -- sh -c '{script}'\n".encode())
+            wait_for(b"READY")
+            os.write(master, b"\x1a")
+            wait_for(b"Stopped")
+            with open(os.path.join(self.work, ".pidns")) as f:
+                ns = f.read().strip()
+            # SIGSTOP takes effect when each process next runs: wait for it (bounded).
+            deadline = time.monotonic() + RUN_TIMEOUT
+            states = []
+            while "T" not in states and time.monotonic() < deadline:
+                states = []
+                for pid in base.pidns_members(ns):
+                    try:
+                        with open(f"/proc/{pid}/stat") as f:
+                            states.append(f.read().rsplit(")", 1)[1].split()[0])
+                    except OSError:
+                        pass
+                time.sleep(0.05)
+            self.assertIn("T", states, "the jail's foreground group is stopped")
+            os.write(master, b"fg\n")
+            # Typed early or late, the line reaches the command: what arrives before the
+            # launcher is back in raw mode waits in the terminal's queue.
+            os.write(master, b"typed after fg\r")
+            wait_for(b"GOT:typed after fg")
+            os.write(master, b"exit\n")
+            shell.wait(timeout=RUN_TIMEOUT)
+        finally:
+            if shell.poll() is None:
+                shell.kill()
+                shell.wait()
+            os.close(master)
+        self._record_ns()
+
     def test_tiocsti_refused_without_a_terminal(self):
         r = self.python_in_jail(r"""
 import ctypes, errno, os, termios

@@ -109,5 +109,42 @@ TEST(LauncherProxyV2, DecodeRejectsMalformedInput) {
   EXPECT_FALSE(decode(bad_tlv));
 }
 
+TEST(LauncherProxyV2, BinaryTlvsRoundTrip) {
+  header h;
+  h.tlvs.push_back(tlv{tlv_agent, "a"});
+  const std::string hash(64, 'a');
+  add_binary(h, peer_binary{"/usr/bin/git", hash, {"/bin/sh", "[bash]"}});
+  auto bytes = encode(h);
+  ASSERT_TRUE(bytes);
+  auto d = decode(*bytes);
+  ASSERT_TRUE(d);
+  auto b = binary_of(d->value);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->path, "/usr/bin/git");
+  EXPECT_EQ(b->sha256, hash);
+  EXPECT_EQ(b->ancestors, (std::vector<std::string>{"/bin/sh", "[bash]"}));
+  EXPECT_EQ(agent_of(d->value), "a");
+}
+
+TEST(LauncherProxyV2, BinaryTlvsMalformedMeanNoIdentity) {
+  header none;
+  none.tlvs.push_back(tlv{tlv_agent, "a"});
+  EXPECT_FALSE(binary_of(none));  // direct: no identity at all
+  auto with = [](std::string path, std::string hash) {
+    header h;
+    h.tlvs.push_back(tlv{tlv_binary, std::move(path)});
+    h.tlvs.push_back(tlv{tlv_binary_sha256, std::move(hash)});
+    return binary_of(h);
+  };
+  EXPECT_TRUE(with("/usr/bin/curl", std::string(64, '0')));
+  EXPECT_FALSE(with("", std::string(64, '0')));
+  EXPECT_FALSE(with(std::string("/a\0b", 4), std::string(64, '0')));
+  EXPECT_FALSE(with("/usr/bin/curl", std::string(63, '0')));
+  EXPECT_FALSE(with("/usr/bin/curl", std::string(64, 'A')));  // lower-case hex only
+  header path_only;
+  path_only.tlvs.push_back(tlv{tlv_binary, "/usr/bin/curl"});
+  EXPECT_FALSE(binary_of(path_only));
+}
+
 }  // namespace
 }  // namespace airlock::net::proxy_v2

@@ -148,6 +148,25 @@ TEST(AuditFormat, RedactionsAndInjectedSecretsByNameOnly) {
   EXPECT_EQ(line.find("injected"), std::string::npos);
 }
 
+TEST(AuditFormat, TheProgramWhenKnown) {
+  audit_record r;
+  const std::string ancestors[] = {"/usr/bin/dash", "[weird \"comm\"]"};
+  r.binary = "/usr/bin/curl";
+  r.binary_sha256 = "ab";
+  r.binary_ancestors = ancestors;
+  std::string line;
+  append_audit_line(line, r);
+  auto v = boost::json::parse(line).as_object();
+  EXPECT_EQ(v.at("binary").as_string(), "/usr/bin/curl");
+  EXPECT_EQ(v.at("binary_sha256").as_string(), "ab");
+  ASSERT_EQ(v.at("binary_ancestors").as_array().size(), 2u);
+  EXPECT_EQ(v.at("binary_ancestors").as_array()[1].as_string(), "[weird \"comm\"]");
+  audit_record none;  // no program: no keys (the 18 of every line)
+  line.clear();
+  append_audit_line(line, none);
+  EXPECT_EQ(line.find("binary"), std::string::npos);
+}
+
 TEST(AuditFormat, EmptyRuleIsNullAndDefaultsAreValid) {
   audit_record r;  // everything default: empty strings, zero numbers, epoch
   std::string line;

@@ -257,6 +257,19 @@ TEST(Metrics, UpstreamErrorKindsAreErrcNames) {
   EXPECT_EQ(series_count(m, "airlock_upstream_errors_total"), 3u);
 }
 
+TEST(Metrics, BinaryRequestsByProgramAndDecision) {
+  metrics m("1");
+  m.binary_request("/usr/bin/git", "allow");
+  m.binary_request("/usr/bin/git", "allow");
+  m.binary_request("other", "deny");
+  EXPECT_EQ(counter(m, "airlock_binary_requests_total",
+                    {{"binary", "/usr/bin/git"}, {"decision", "allow"}}),
+            2);
+  EXPECT_EQ(
+      counter(m, "airlock_binary_requests_total", {{"binary", "other"}, {"decision", "deny"}}), 1);
+  EXPECT_EQ(series_count(m, "airlock_binary_requests_total"), 2u);
+}
+
 TEST(Metrics, PolicyInfoKeepsOnlyTheCurrentVersion) {
   metrics m("1");
   EXPECT_EQ(series_count(m, "airlock_policy_info"), 0u);
