@@ -22,6 +22,10 @@
 // Mode: `up` when the command connection is connected (and authenticated). Each change is
 // logged once and reported to on_mode_change (for the metric and /readyz).
 //
+// hiredis writes with write(2): the process must ignore SIGPIPE (airlock's main() does), or a
+// server that goes away mid-write kills it. A host name in `host` is resolved (blocking) on
+// the client's own thread at each connect, never on a worker.
+//
 // @par Thread Safety
 // command(), subscribe(), up() and mode_changes() may be called from any thread. Callbacks run
 // on the client's thread and must not block. The destructor answers everything in flight
@@ -52,8 +56,8 @@ struct client_options {
   // Called on the client's thread at every change (up = true/false); the first report is the
   // first connection's outcome.
   std::function<void(bool up)> on_mode_change;
-  // Called on the client's thread each time the command connection comes up (before commands
-  // are accepted from others): e.g. to read state that may have changed while it was down.
+  // Called on the client's thread each time the command connection comes up (just after
+  // on_mode_change): e.g. to read state that may have changed while it was down.
   std::function<void()> on_connected;
 };
 

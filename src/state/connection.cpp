@@ -145,8 +145,9 @@ void connection::ready() {
   attempt_ = 0;
   for (const std::string& ch : channels_)
     subscribe_now(ch);
-  if (hooks_.on_ready) hooks_.on_ready();
+  // Up first, so that the hook's own commands are accepted.
   if (hooks_.on_state) hooks_.on_state(true, "connected");
+  if (hooks_.on_ready) hooks_.on_ready();
 }
 
 void connection::lost(const std::string& why) {

@@ -27,7 +27,7 @@ class connection {
  public:
   struct hooks {
     std::function<void(bool up, const std::string& why)> on_state;
-    std::function<void()> on_ready;       // up (before on_state(true))
+    std::function<void()> on_ready;       // up (after on_state(true))
     client::message_callback on_message;  // pub/sub connections
   };
   connection(boost::asio::io_context& ioc, const client_options& options, std::string role,

@@ -46,6 +46,9 @@ inline bool can_connect(std::uint16_t port) {
 class redis_server {
  public:
   explicit redis_server(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+    // hiredis writes with write(2): a server gone mid-write is EPIPE, not a signal, only when
+    // SIGPIPE is ignored (airlock's main() ignores it too).
+    ::signal(SIGPIPE, SIG_IGN);
     port_ = free_port();
     start();
   }
