@@ -309,7 +309,22 @@ class ComposeTest(unittest.TestCase):
         raise AssertionError("%s: %s is not mounted" % (service, container_path))
 
     def test_services(self):
-        self.assertEqual(set(self.services), {"airlock", "prometheus", "grafana", "agent"})
+        self.assertEqual(set(self.services),
+                         {"airlock", "prometheus", "grafana", "agent", "redis"})
+
+    def test_redis_is_reached_by_the_proxy_alone(self):
+        state = self.compose["networks"]["state"]
+        self.assertIs(state.get("internal"), True)
+        self.assertEqual(sorted(n for n, s in self.services.items() if "state" in s["networks"]),
+                         ["airlock", "redis"])
+        self.assertEqual(list(self.services["redis"]["networks"]), ["state"])
+        redis_ip = self.services["redis"]["networks"]["state"]["ipv4_address"]
+        self.assertEqual(self.policy["state"]["backend"], "redis")
+        self.assertEqual(host_port(self.policy["state"]["address"]), (redis_ip, 6379))
+        redis = self.services["redis"]
+        self.assertIs(redis["read_only"], True)
+        self.assertEqual(redis["cap_drop"], ["ALL"])
+        self.assertNotIn("ports", redis)
 
     def test_bind_mounts_exist(self):
         for name in self.services:
