@@ -4,26 +4,12 @@
 #include "state/client.hpp"
 #include "telemetry/metrics.hpp"
 
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-
 namespace airlock::app {
 
 std::unique_ptr<filters::rate_limit::shared_store> make_shared_store(const policy::snapshot& policy,
                                                                      telemetry::metrics& metrics) {
   const policy::model::state_store& s = policy.model().state;
   if (!s.shared()) return nullptr;
-
-  auto& up = prometheus::BuildGauge()
-                 .Name("airlock_state_store_up")
-                 .Help("1 when the shared state store (state: redis) is reachable, else 0")
-                 .Register(metrics.registry())
-                 .Add({});
-  auto& changes = prometheus::BuildCounter()
-                      .Name("airlock_state_store_mode_changes_total")
-                      .Help("Changes between the shared store and on_unavailable, either way")
-                      .Register(metrics.registry())
-                      .Add({});
 
   state::client_options o;
   o.host = s.host;
@@ -35,9 +21,8 @@ std::unique_ptr<filters::rate_limit::shared_store> make_shared_store(const polic
       o.password = std::string(secret->value.reveal());
   o.timeout = s.timeout;
   bool first = true;
-  o.on_mode_change = [&up, &changes, first](bool is_up) mutable {
-    up.Set(is_up ? 1 : 0);
-    if (!first) changes.Increment();
+  o.on_mode_change = [&metrics, first](bool is_up) mutable {
+    metrics.state_store(is_up, !first);
     first = false;
   };
 

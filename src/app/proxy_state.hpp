@@ -15,8 +15,8 @@ class metrics;
 namespace airlock::app {
 
 // Null for `state: local`. The store connects in the background; until it is up,
-// on_unavailable applies. Registers airlock_state_store_up (1/0) and
-// airlock_state_store_mode_changes_total on `metrics`, which must outlive the store.
+// on_unavailable applies. Reports each mode to `metrics` (metrics::state_store), which must
+// outlive the store.
 std::unique_ptr<filters::rate_limit::shared_store> make_shared_store(const policy::snapshot& policy,
                                                                      telemetry::metrics& metrics);
 

@@ -75,9 +75,7 @@ def looks_like_policy(text):
 
 
 def exported_metrics():
-    # The proxy's metrics, and those the app registers for optional parts (the shared store).
     source = read(os.path.join(ROOT, "src", "telemetry", "metrics.cpp"))
-    source += read(os.path.join(ROOT, "src", "app", "cmd_proxy_state.cpp"))
     return set(re.findall(r'\.Name\("(airlock_[a-z0-9_]+)"\)', source))
 
 
