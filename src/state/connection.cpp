@@ -97,6 +97,11 @@ void connection::connect() {
     return;
   }
   ac->data = this;
+  // A peer that vanished without a FIN (a node gone) is noticed by the command connection's
+  // deadlines, but the pub/sub connection sends nothing: TCP keepalive (hiredis: 15 s idle)
+  // ends it, and it reconnects and resubscribes. TCP only (TCP_KEEPIDLE fails on a Unix
+  // socket, and hiredis would then mark the context as failed).
+  if (options_.unix_path.empty()) redisEnableKeepAlive(&ac->c);
   redisAsyncSetConnectCallback(ac, &connection::connected_cb);
   redisAsyncSetDisconnectCallback(ac, &connection::disconnected_cb);
   ac_ = ac;
