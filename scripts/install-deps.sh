@@ -11,6 +11,8 @@ packages=(
   # libraries
   libboost1.81-all-dev libssl-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev
   libseccomp-dev zlib1g-dev libgtest-dev libgmock-dev
+  # the shared state's Redis client, and the server its integration tests start on loopback
+  libhiredis-dev redis-server
   # test clients and tools
   curl openssl ca-certificates python3 python3-requests python3-yaml prometheus
   iproute2 procps

@@ -2,6 +2,7 @@
 // workers, then serve until SIGTERM/SIGINT. SIGHUP (and POST /reload) reloads the policy.
 
 #include "app/commands.hpp"
+#include "app/proxy_state.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
@@ -155,6 +156,11 @@ int cmd_proxy(args a) {
     return 1;
   }
   telemetry::metrics metrics(AIRLOCK_VERSION);
+  // state: redis: connects in the background (on_unavailable applies until it is up). Before
+  // the server, which binds its plans to it, so that it outlives them.
+  const auto store = app::make_shared_store(*initial.policy, metrics);
+  options.store = store.get();
+  options.store_wait = 4 * initial.policy->model().state.timeout;
 
   asio::io_context main_ioc{1};
   std::string admin_text = admin_override.empty() ? model.listen.admin : admin_override;
@@ -173,7 +179,12 @@ int cmd_proxy(args a) {
     }
     telemetry::admin_handlers handlers;
     handlers.metrics_text = [&metrics] { return metrics.serialize(); };
-    handlers.ready = [&ready] { return ready.load(); };
+    // Not ready while the shared store is down and on_unavailable is deny: this replica would
+    // refuse every limited request.
+    handlers.ready = [&ready, &store] {
+      return ready.load() &&
+             (!store || store->available() || !store->settings().deny_when_unavailable);
+    };
     handlers.policy_json = [&server_ptr] {
       boost::json::object o;
       if (server_ptr) {

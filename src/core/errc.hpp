@@ -58,9 +58,10 @@ enum class errc {
   response_too_large,     // 502: response cut off
   unredactable_response,  // 502: a redacting rule got a body in a coding it cannot decode
   // everything else: fail closed
-  decision_timeout,  // 503: a filter waited (a shared limit, an approval) and no answer came
-  internal_error,    // 500
-  shutting_down,     // 503
+  decision_timeout,   // 503: a filter waited (a shared limit, an approval) and no answer came
+  store_unavailable,  // 503: the shared state store is down and `state.on_unavailable: deny`
+  internal_error,     // 500
+  shutting_down,      // 503
   count_
 };
 

@@ -2,6 +2,8 @@
 // The policy as plain data, exactly as the YAML file says it (after defaults are applied).
 // Built by the loader, turned into an immutable snapshot by the compiler. No behaviour here.
 
+#include "policy/state.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -247,6 +249,7 @@ struct policy {
   model::limits limits;
   model::network network;
   model::audit audit;
+  model::state_store state;         // policy/state.hpp
   std::vector<secret> secrets;      // in file order
   std::vector<redactor> redactors;  // in file order
   std::vector<agent> agents;        // may include "default"

@@ -6,6 +6,7 @@
 #include "core/units.hpp"
 #include "policy/key_text.hpp"
 #include "policy/ports.hpp"
+#include "policy/state_parser.hpp"
 #include "policy/yaml_document.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -25,8 +26,9 @@ using key_list = std::span<const std::string_view>;
 
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
-constexpr std::string_view top_keys[] = {"mode",  "listen",  "tls",       "limits", "network",
-                                         "audit", "secrets", "redactors", "agents", "rules"};
+constexpr std::string_view top_keys[] = {"mode",      "listen", "tls",   "limits",
+                                         "network",   "audit",  "state", "secrets",
+                                         "redactors", "agents", "rules"};
 constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
 constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
 constexpr std::string_view limits_keys[] = {
@@ -893,6 +895,8 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
                         else
                           path_into(av, child, p.audit.path);
                       });
+            } else if (k == "state") {
+              parse_state(v, key, base_dir_, p.state, marks_, errors_);
             } else if (k == "secrets") {
               secrets(v, key, p.secrets);
             } else if (k == "redactors") {
@@ -947,6 +951,7 @@ void parse_policy(std::string_view yaml, const std::string& base_dir, model::pol
   if (document.what == status::none) return;
   try {
     parser(base_dir, marks, errors).policy(document.root, out);
+    check_state(out, marks, errors);
   } catch (const YAML::Exception& e) {
     // Not expected (every access is type-checked first), but a policy is never half-read.
     errors.add(to_mark(e.mark), "", e.msg);

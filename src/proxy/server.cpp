@@ -177,6 +177,7 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
   shared_.own_guard =
       std::make_unique<const net::address_guard>(false, std::vector<net::cidr>{}, own_endpoints_);
 
+  rates_.use_store(options_.store);
   std::string error;
   auto active = build_active(initial, error);
   if (!active) {
@@ -184,6 +185,14 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
     return false;
   }
   shared_.active.store(std::move(active));
+  if (options_.store != nullptr) {
+    // Before the first request: a replica that restarts must not serve an agent the fleet
+    // stopped. A store that is down now is read when it comes back.
+    fleet_ = std::make_unique<filters::rate_limit::fleet_control>(*options_.store, rates_);
+    if (!fleet_->start(options_.store_wait))
+      AIRLOCK_LOG(warn, "state", "the fleet's stopped agents could not be read within ",
+                  options_.store_wait.count(), " ms; they are applied once the store answers");
+  }
   {
     std::lock_guard lock(reload_mutex_);
     status_.version = initial->version();
@@ -238,6 +247,9 @@ bool server::reload(std::string_view trigger, std::string& message) {
   }
   auto old = shared_.current();
   const std::string changes = describe_changes(*old, *result.policy);
+  if (old->model().state.address != result.policy->model().state.address ||
+      old->model().state.backend != result.policy->model().state.backend)
+    AIRLOCK_LOG(warn, "policy", "the state section changed; it takes effect at the next restart");
   shared_.active.store(std::move(active));
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
@@ -297,6 +309,8 @@ bool server::agent_control(std::string_view agent, bool stop, std::string& messa
     message = core::str_cat("no agent '", agent, "' in the policy\n");
     return false;
   }
+  // state: redis: every replica, and any that restarts, does the same.
+  if (options_.store != nullptr) options_.store->publish_stop(agent, stop);
   message = core::str_cat("agent '", agent, stop ? "' stopped\n" : "' resumed\n");
   // Its open tunnels (opaque, intercepted, plain) are cut too: a new request inside an
   // intercepted one would be refused anyway, but an opaque tunnel carries no request to refuse.
@@ -326,6 +340,9 @@ std::string server::agents_json() const {
   }
   boost::json::object root;
   root["agents"] = std::move(agents);
+  // state: redis: stops and breaker suspensions are the fleet's (concurrency stays this
+  // replica's).
+  root["shared"] = options_.store != nullptr;
   return boost::json::serialize(root);
 }
 

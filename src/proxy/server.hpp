@@ -6,6 +6,7 @@
 // Thread safety: start() and shutdown() from one controlling thread; reload() from any
 // thread (it serialises itself).
 
+#include "filters/rate_limit/fleet_control.hpp"
 #include "filters/rate_limit/registry.hpp"
 #include "policy/loader.hpp"
 #include "proxy/worker.hpp"
@@ -29,6 +30,10 @@ struct server_options {
   bool admin_overridden = false;  // the command line chose the admin address
   // Other endpoints of this process (the admin listener) the address guard must refuse.
   std::vector<boost::asio::ip::tcp::endpoint> extra_own_endpoints;
+  // state: redis: the store the replicas share (outlives the server); null for state: local.
+  filters::rate_limit::shared_store* store = nullptr;
+  // How long start() waits for the fleet's stored stops and suspensions (state: redis).
+  std::chrono::milliseconds store_wait{1'000};
 };
 
 struct reload_status {
@@ -85,6 +90,9 @@ class server {
   server_options options_;
   shared_state shared_;
   filters::rate_limit::registry rates_;
+  // state: redis: stops, resumes and breaker trips shared with the other replicas. After
+  // rates_, so destroyed before it.
+  std::unique_ptr<filters::rate_limit::fleet_control> fleet_;
   std::vector<std::unique_ptr<worker>> workers_;
   boost::asio::ip::tcp::endpoint endpoint_;
   policy::model::listen bound_listen_;  // listen.* as read at start

@@ -218,7 +218,17 @@ struct metrics::impl {
         build_info(prometheus::BuildGauge()
                        .Name("airlock_build_info")
                        .Help("Build of the running binary: 1 with its version as a label.")
-                       .Register(*registry)) {
+                       .Register(*registry)),
+        // state: redis only: no series (so not exported) until the first report.
+        store_up(prometheus::BuildGauge()
+                     .Name("airlock_state_store_up")
+                     .Help("1 while the shared state store (state: redis) is reachable, else 0.")
+                     .Register(*registry)),
+        store_mode_changes(
+            prometheus::BuildCounter()
+                .Name("airlock_state_store_mode_changes_total")
+                .Help("Changes between the shared store and state.on_unavailable, either way.")
+                .Register(*registry)) {
     for (std::size_t i = 0; i < decisions.size(); ++i) {
       prometheus::Labels labels{{"decision", std::string(decisions[i])}};
       duration_by_decision[i] = &request_duration.Add(labels, request_buckets());
@@ -259,6 +269,8 @@ struct metrics::impl {
   Gauge& last_reload_success;
   Gauge& restart_required;
   Family<Gauge>& build_info;
+  Family<Gauge>& store_up;
+  Family<Counter>& store_mode_changes;
   std::array<Histogram*, decisions.size()> duration_by_decision{};
   std::array<Histogram*, decisions.size()> tunnel_duration_by_decision{};
 
@@ -399,6 +411,14 @@ void metrics::leaf_minted() noexcept {
 }
 void metrics::leaf_cache_hit() noexcept {
   impl_->leaf_cache_hits.Increment();
+}
+
+void metrics::state_store(bool up, bool changed) {
+  // Add() returns the one series (prometheus-cpp families are thread-safe); mode changes are
+  // rare, so no pointer is cached.
+  impl_->store_up.Add({}).Set(up ? 1 : 0);
+  auto& changes = impl_->store_mode_changes.Add({});
+  if (changed) changes.Increment();
 }
 
 void metrics::policy_loaded(bool ok, std::string_view version, std::string_view trigger) {

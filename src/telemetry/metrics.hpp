@@ -69,6 +69,11 @@ class metrics {
   void leaf_minted() noexcept;  // TLS interception
   void leaf_cache_hit() noexcept;
 
+  // state: redis: the shared store is reachable or not (airlock_state_store_up); `changed`
+  // counts a change of mode (airlock_state_store_mode_changes_total). Neither is exported before
+  // the first call.
+  void state_store(bool up, bool changed);
+
   // Policy reloads. ok=false counts a failure; on success version becomes the info metric
   // airlock_policy_info{version="..."} 1 (and the previous version's series is removed).
   void policy_loaded(bool ok, std::string_view version, std::string_view trigger);

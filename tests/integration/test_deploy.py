@@ -33,6 +33,7 @@ ROOT = env.REPO_ROOT
 DEPLOY = os.path.join(ROOT, "deploy")
 COMPOSE = os.path.join(DEPLOY, "compose.yaml")
 KUBE = os.path.join(DEPLOY, "kubernetes")
+KUBE_SHARED = os.path.join(DEPLOY, "kubernetes-shared-state")
 UNIT = os.path.join(DEPLOY, "systemd", "airlock.service")
 AIRLOCK_UID = 10001
 
@@ -308,7 +309,22 @@ class ComposeTest(unittest.TestCase):
         raise AssertionError("%s: %s is not mounted" % (service, container_path))
 
     def test_services(self):
-        self.assertEqual(set(self.services), {"airlock", "prometheus", "grafana", "agent"})
+        self.assertEqual(set(self.services),
+                         {"airlock", "prometheus", "grafana", "agent", "redis"})
+
+    def test_redis_is_reached_by_the_proxy_alone(self):
+        state = self.compose["networks"]["state"]
+        self.assertIs(state.get("internal"), True)
+        self.assertEqual(sorted(n for n, s in self.services.items() if "state" in s["networks"]),
+                         ["airlock", "redis"])
+        self.assertEqual(list(self.services["redis"]["networks"]), ["state"])
+        redis_ip = self.services["redis"]["networks"]["state"]["ipv4_address"]
+        self.assertEqual(self.policy["state"]["backend"], "redis")
+        self.assertEqual(host_port(self.policy["state"]["address"]), (redis_ip, 6379))
+        redis = self.services["redis"]
+        self.assertIs(redis["read_only"], True)
+        self.assertEqual(redis["cap_drop"], ["ALL"])
+        self.assertNotIn("ports", redis)
 
     def test_bind_mounts_exist(self):
         for name in self.services:
@@ -584,6 +600,81 @@ class KubernetesTest(unittest.TestCase):
         with open(os.path.join(KUBE, "policy.yaml")) as f:
             self.assertEqual(cm[0]["data"]["policy.yaml"], f.read())
         self.assertEqual(len(built), len(self.objects) + 1)
+
+
+class SharedStateKubeTest(unittest.TestCase):
+    """deploy/kubernetes-shared-state/: ../kubernetes/ with `state: redis`, a Redis only the
+    proxy pods reach, and the policy that points the replicas at it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kustomization = load_yaml(os.path.join(KUBE_SHARED, "kustomization.yaml"))
+        cls.objects = []
+        for res in cls.kustomization["resources"]:
+            if not res.startswith(".."):
+                cls.objects += load_yaml_all(os.path.join(KUBE_SHARED, res))
+        cls.policy = load_yaml(os.path.join(KUBE_SHARED, "policy.yaml"))
+        cls.base = load_yaml(os.path.join(KUBE, "deployment.yaml"))
+
+    def one(self, kind, name):
+        found = [o for o in self.objects if o["kind"] == kind and o["metadata"]["name"] == name]
+        self.assertEqual(len(found), 1, (kind, name))
+        return found[0]
+
+    def test_policy_points_every_replica_at_the_service(self):
+        state = self.policy["state"]
+        self.assertEqual(state["backend"], "redis")
+        self.assertEqual(state["replicas"], self.base["spec"]["replicas"])
+        host, port = host_port(state["address"])
+        svc = self.one("Service", "airlock-redis")
+        self.assertEqual(host, "%s.%s.svc.cluster.local" % (svc["metadata"]["name"],
+                                                          svc["metadata"]["namespace"]))
+        self.assertEqual(port, svc["spec"]["ports"][0]["port"])
+        # Everything but the state section is the base policy's.
+        base = load_yaml(os.path.join(KUBE, "policy.yaml"))
+        self.assertEqual({k: v for k, v in self.policy.items() if k != "state"}, base)
+        # It loads, in the pods' layout (the CA Secret beside the policy's folder).
+        with tempfile.TemporaryDirectory(prefix="airlock-itest-kube-shared-") as tmp:
+            pol_dir = os.path.join(tmp, "etc", "airlock", "policy")
+            os.makedirs(pol_dir)
+            make_ca(os.path.join(tmp, "etc", "airlock", "ca"))
+            shutil.copy(os.path.join(KUBE_SHARED, "policy.yaml"), pol_dir)
+            check_policy(self, os.path.join(pol_dir, "policy.yaml"))
+
+    def test_redis_admits_the_proxy_pods_alone(self):
+        np = self.one("NetworkPolicy", "airlock-redis")
+        self.assertEqual(sorted(np["spec"]["policyTypes"]), ["Egress", "Ingress"])
+        self.assertEqual(np["spec"]["egress"], [])
+        (rule,) = np["spec"]["ingress"]
+        self.assertEqual(rule["from"], [{"podSelector": {"matchLabels": {
+            "app.kubernetes.io/name": "airlock"}}}])  # same namespace, proxy pods only
+        self.assertEqual([p["port"] for p in rule["ports"]], [6379])
+        out = self.one("NetworkPolicy", "airlock-to-redis")
+        self.assertEqual(out["spec"]["podSelector"]["matchLabels"],
+                         self.base["spec"]["selector"]["matchLabels"])
+        self.assertEqual(out["spec"]["policyTypes"], ["Egress"])
+        redis = self.one("Deployment", "airlock-redis")
+        pod = redis["spec"]["template"]["spec"]
+        self.assertIs(pod["securityContext"]["runAsNonRoot"], True)
+        self.assertIs(pod["automountServiceAccountToken"], False)
+        self.assertIs(pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"], True)
+
+    def test_kustomize_builds(self):
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            capabilities.require(self, "kubectl")  # allowed in CI, as for ../kubernetes/
+        r = subprocess.run([kubectl, "kustomize", KUBE_SHARED], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        built = [d for d in yaml.safe_load_all(r.stdout) if d]
+        cm = [d for d in built if d["kind"] == "ConfigMap"]
+        self.assertEqual(len(cm), 1)
+        self.assertEqual(cm[0]["metadata"]["name"], "airlock-policy")
+        with open(os.path.join(KUBE_SHARED, "policy.yaml")) as f:
+            self.assertEqual(cm[0]["data"]["policy.yaml"], f.read())
+        names = sorted(d["metadata"]["name"] for d in built if d["kind"] == "NetworkPolicy")
+        self.assertEqual(names, ["agents-only-through-airlock", "airlock", "airlock-redis",
+                                 "airlock-to-redis"])
 
 
 def systemd_analyze():

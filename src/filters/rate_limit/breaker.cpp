@@ -40,4 +40,12 @@ void breaker::clear() {
   failures_ = 0;
 }
 
+void breaker::suspend_until(std::int64_t until_ns) {
+  std::lock_guard lock(mutex_);
+  if (until_ns > suspended_until_.load(std::memory_order_relaxed)) {
+    suspended_until_.store(until_ns, std::memory_order_relaxed);
+    failures_ = 0;
+  }
+}
+
 }  // namespace airlock::filters::rate_limit

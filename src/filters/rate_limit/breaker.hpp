@@ -40,6 +40,10 @@ class breaker {
   // Ends a suspension now and forgets the failures counted so far.
   void clear();
 
+  // A suspension decided elsewhere (another replica's trip, state: redis) until `until_ns`;
+  // never shortens one already in force.
+  void suspend_until(std::int64_t until_ns);
+
   void stop() noexcept { stopped_.store(true, std::memory_order_relaxed); }
   void resume() noexcept { stopped_.store(false, std::memory_order_relaxed); }
   bool stopped() const noexcept { return stopped_.load(std::memory_order_relaxed); }

@@ -22,36 +22,155 @@ std::string subject(const plan::agent_entry& a, const plan::rule_entry* r) {
 struct taken {
   gcra* buckets[4] = {};
   const gcra_params* params[4] = {};
+  lease* leases[4] = {};
   int count = 0;
+  int lease_count = 0;
   void add(gcra& g, const gcra_params& p) noexcept {
     buckets[count] = &g;
     params[count] = &p;
     ++count;
   }
+  void add(lease& l) noexcept { leases[lease_count++] = &l; }
   void give_back() noexcept {
     for (int i = 0; i < count; ++i)
       buckets[i]->refund(*params[i]);
-    count = 0;
+    for (int i = 0; i < lease_count; ++i)
+      leases[i]->give_back();
+    count = lease_count = 0;
   }
 };
 
-// Fills in a refusal and frees what was taken; moves `a` out (refusals are the slow path).
-admission refuse(admission& a, taken& t, errc why, std::int64_t retry_ns, std::string limit) {
+// Where admit() takes quota and bucket units from.
+enum class source {
+  local,   // state: local: this process's buckets
+  shared,  // state: redis: this replica's leases on the fleet's buckets
+  share,   // state: redis, store unavailable, on_unavailable: local: limits / replicas
+  deny,    // state: redis, store unavailable, on_unavailable: deny
+};
+
+source source_of(const shared_store* store, bool store_answered) {
+  if (store == nullptr) return source::local;
+  if (store_answered && store->available()) return source::shared;
+  return store->settings().deny_when_unavailable ? source::deny : source::share;
+}
+
+// Fills in a refusal and frees what was taken.
+void fill_refusal(admission& a, taken& t, errc why, std::int64_t retry_ns, std::string limit) {
   t.give_back();
   a.agent_slot.reset();
   a.rule_slot.reset();
+  a.refill.reset();
   a.error = why;
   a.retry_after_ns = std::max<std::int64_t>(retry_ns, 0);
   a.retry_after_seconds = seconds_ceil(a.retry_after_ns);
   a.limit = std::move(limit);
+}
+
+// The same, moving `a` out (refusals are the slow path).
+admission refuse(admission& a, taken& t, errc why, std::int64_t retry_ns, std::string limit) {
+  fill_refusal(a, t, why, retry_ns, std::move(limit));
   return std::move(a);
+}
+
+// The hourly quotas and the request buckets: admit()'s last checks. Fills `a` with a refusal or
+// a refill when one does not pass; returns whether all passed.
+bool take_units(const plan::agent_entry& ag, const plan::rule_entry* re, std::int64_t now_ns,
+                source src, shared_store* store, admission& a, taken& t) {
+  const bool share = src == source::share || src == source::deny;
+  const rate_limits& al = share ? ag.share : ag.limits;
+  const rate_limits* rl = re == nullptr ? nullptr : share ? &re->share : &re->limits;
+  bucket_state& ab = ag.state->buckets;
+  const auto shared_limit = [](const rate_limits* l) {
+    return l != nullptr && (l->requests.enabled() || l->requests_per_hour.enabled());
+  };
+  if (src == source::deny && (shared_limit(&al) || shared_limit(rl))) {
+    fill_refusal(a, t, errc::store_unavailable, 0,
+                 core::str_cat(subject(ag, nullptr), " shared limits: store unavailable"));
+    return false;
+  }
+  // One bucket: this process's, or this replica's lease on the fleet's.
+  const auto take = [&](gcra& g, const std::shared_ptr<lease>& l, const gcra_params& p, errc why,
+                        auto&& limit) -> bool {
+    if (!p.enabled()) return true;
+    if (src == source::shared && l) {
+      store->expire(*l, p, now_ns);
+      if (l->take()) {
+        t.add(*l);
+        return true;
+      }
+      // The store said "empty" a moment ago: refuse until then without asking again.
+      if (const std::int64_t until = l->empty_until_ns.load(std::memory_order_relaxed);
+          now_ns < until) {
+        fill_refusal(a, t, why, until - now_ns, limit());
+        return false;
+      }
+      t.give_back();
+      a.refill = l;
+      a.refill_params = p;
+      a.refill_want = store->lease_batch(p);
+      return false;
+    }
+    const auto r = g.try_acquire(p, now_ns);
+    if (!r.allowed) {
+      fill_refusal(a, t, why, r.retry_after_ns, limit());
+      return false;
+    }
+    t.add(g, p);
+    return true;
+  };
+  // Hourly request quotas.
+  if (!take(ab.requests_per_hour, ab.shared_requests_per_hour, al.requests_per_hour,
+            errc::quota_exceeded, [&] {
+              return core::str_cat(subject(ag, nullptr),
+                                   " requests_per_hour=", al.source.requests_per_hour);
+            }))
+    return false;
+  if (rl != nullptr && !take(re->state->requests_per_hour, re->state->shared_requests_per_hour,
+                             rl->requests_per_hour, errc::quota_exceeded, [&] {
+                               return core::str_cat(subject(ag, re), " requests_per_hour=",
+                                                    rl->source.requests_per_hour);
+                             }))
+    return false;
+  // Hourly byte quotas: bytes are charged after the fact (throttle), so here a quota in debt
+  // refuses until the debt is paid off. Per replica (limits / replicas) under state: redis.
+  const gcra_params& abh = store != nullptr ? ag.share.bytes_per_hour : al.bytes_per_hour;
+  if (abh.enabled()) {
+    if (const std::int64_t w = ab.bytes_per_hour.exhausted(abh, now_ns); w > 0) {
+      fill_refusal(
+          a, t, errc::quota_exceeded, w,
+          core::str_cat(subject(ag, nullptr), " bytes_per_hour=", al.source.bytes_per_hour));
+      return false;
+    }
+  }
+  if (rl != nullptr) {
+    const gcra_params& rbh = store != nullptr ? re->share.bytes_per_hour : rl->bytes_per_hour;
+    if (rbh.enabled()) {
+      if (const std::int64_t w = re->state->bytes_per_hour.exhausted(rbh, now_ns); w > 0) {
+        fill_refusal(a, t, errc::quota_exceeded, w,
+                     core::str_cat(subject(ag, re), " bytes_per_hour=", rl->source.bytes_per_hour));
+        return false;
+      }
+    }
+  }
+  // Request buckets.
+  if (!take(ab.requests, ab.shared_requests, al.requests, errc::rate_limited,
+            [&] { return core::str_cat(subject(ag, nullptr), " ", al.requests_label()); }))
+    return false;
+  if (rl != nullptr &&
+      !take(re->state->requests, re->state->shared_requests, rl->requests, errc::rate_limited,
+            [&] { return core::str_cat(subject(ag, re), " ", rl->requests_label()); }))
+    return false;
+  return true;
 }
 
 }  // namespace
 
 plan::plan(std::vector<agent_entry> agents, std::shared_ptr<const void> keep_alive,
-           const policy::snapshot* snapshot)
-    : agents_(std::move(agents)), keep_alive_(std::move(keep_alive)), snapshot_(snapshot) {
+           const policy::snapshot* snapshot, shared_store* store)
+    : agents_(std::move(agents)),
+      keep_alive_(std::move(keep_alive)),
+      snapshot_(snapshot),
+      store_(store) {
   for (const auto& a : agents_) {
     if (a.limits.any) limits_anything_ = true;
     for (const auto& r : a.rules)
@@ -111,54 +230,22 @@ admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::i
   // the slots.
   if (concurrency == slots::only) return a;
 
-  // Hourly request quotas.
-  if (al.requests_per_hour.enabled()) {
-    const auto r = ab.requests_per_hour.try_acquire(al.requests_per_hour, now_ns);
-    if (!r.allowed)
-      return refuse(
-          a, t, errc::quota_exceeded, r.retry_after_ns,
-          core::str_cat(subject(ag, nullptr), " requests_per_hour=", al.source.requests_per_hour));
-    t.add(ab.requests_per_hour, al.requests_per_hour);
-  }
-  if (re != nullptr && re->limits.requests_per_hour.enabled()) {
-    const auto r = re->state->requests_per_hour.try_acquire(re->limits.requests_per_hour, now_ns);
-    if (!r.allowed)
-      return refuse(a, t, errc::quota_exceeded, r.retry_after_ns,
-                    core::str_cat(subject(ag, re),
-                                  " requests_per_hour=", re->limits.source.requests_per_hour));
-    t.add(re->state->requests_per_hour, re->limits.requests_per_hour);
-  }
-  // Hourly byte quotas: bytes are charged after the fact (throttle), so here a quota in debt
-  // refuses until the debt is paid off.
-  if (al.bytes_per_hour.enabled()) {
-    if (const std::int64_t w = ab.bytes_per_hour.exhausted(al.bytes_per_hour, now_ns); w > 0)
-      return refuse(
-          a, t, errc::quota_exceeded, w,
-          core::str_cat(subject(ag, nullptr), " bytes_per_hour=", al.source.bytes_per_hour));
-  }
-  if (re != nullptr && re->limits.bytes_per_hour.enabled()) {
-    if (const std::int64_t w =
-            re->state->bytes_per_hour.exhausted(re->limits.bytes_per_hour, now_ns);
-        w > 0)
-      return refuse(
-          a, t, errc::quota_exceeded, w,
-          core::str_cat(subject(ag, re), " bytes_per_hour=", re->limits.source.bytes_per_hour));
-  }
+  take_units(ag, re, now_ns, source_of(store_, true), store_, a, t);
+  return a;
+}
 
-  // Request buckets.
-  if (al.requests.enabled()) {
-    const auto r = ab.requests.try_acquire(al.requests, now_ns);
-    if (!r.allowed)
-      return refuse(a, t, errc::rate_limited, r.retry_after_ns,
-                    core::str_cat(subject(ag, nullptr), " ", al.requests_label()));
-    t.add(ab.requests, al.requests);
-  }
-  if (re != nullptr && re->limits.requests.enabled()) {
-    const auto r = re->state->requests.try_acquire(re->limits.requests, now_ns);
-    if (!r.allowed)
-      return refuse(a, t, errc::rate_limited, r.retry_after_ns,
-                    core::str_cat(subject(ag, re), " ", re->limits.requests_label()));
-  }
+admission plan::take_tokens(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
+                            bool store_answered) const {
+  admission a;
+  taken t;
+  if (agent_index >= agents_.size())
+    return refuse(a, t, errc::internal_error, 0, "agent not in the rate plan");
+  const agent_entry& ag = agents_[agent_index];
+  const rule_entry* re = nullptr;
+  if (rule_position < ag.rules.size() && ag.rules[rule_position].state &&
+      ag.rules[rule_position].limits.any)
+    re = &ag.rules[rule_position];
+  take_units(ag, re, now_ns, source_of(store_, store_answered), store_, a, t);
   return a;
 }
 
@@ -167,18 +254,20 @@ std::int64_t plan::throttle(std::size_t agent_index, std::size_t rule_position, 
   if (agent_index >= agents_.size() || bytes == 0) return 0;
   const agent_entry& ag = agents_[agent_index];
   std::int64_t delay = 0;
-  const auto apply = [&](const rate_limits& l, bucket_state& b) noexcept {
+  const auto apply = [&](const rate_limits& l, const rate_limits& share, bucket_state& b) noexcept {
     if (!l.bytes) return;
     const bool up = dir == direction::upload;
     const gcra_params& p = up ? l.upload : l.download;
     if (p.enabled())
       delay = std::max(delay, (up ? b.upload : b.download).reserve(p, now_ns, bytes));
-    if (l.bytes_per_hour.enabled()) b.bytes_per_hour.charge(l.bytes_per_hour, now_ns, bytes);
+    // Per replica under state: redis (the share), like the admission's check.
+    const gcra_params& hour = store_ != nullptr ? share.bytes_per_hour : l.bytes_per_hour;
+    if (hour.enabled()) b.bytes_per_hour.charge(hour, now_ns, bytes);
   };
-  apply(ag.limits, ag.state->buckets);
+  apply(ag.limits, ag.share, ag.state->buckets);
   if (rule_position < ag.rules.size()) {
     const rule_entry& re = ag.rules[rule_position];
-    if (re.state) apply(re.limits, *re.state);
+    if (re.state) apply(re.limits, re.share, *re.state);
   }
   return delay;
 }

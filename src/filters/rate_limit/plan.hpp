@@ -16,6 +16,7 @@
 
 #include "core/errc.hpp"
 #include "filters/rate_limit/rate_limits.hpp"
+#include "filters/rate_limit/shared_store.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -50,8 +51,14 @@ struct admission {
   std::string limit;
   slot_ticket agent_slot;  // held only when the agent has a `concurrent` cap
   slot_ticket rule_slot;   // held only when the agent-on-rule has one
+  // state: redis: this replica's lease on a shared bucket is empty. Nothing was taken from the
+  // buckets (the slots are held): refill it (shared_store::acquire), then call take_tokens().
+  std::shared_ptr<lease> refill;
+  gcra_params refill_params;
+  std::uint32_t refill_want = 0;
 
-  bool admitted() const noexcept { return error == core::errc::ok; }
+  bool must_wait() const noexcept { return refill != nullptr; }
+  bool admitted() const noexcept { return error == core::errc::ok && refill == nullptr; }
   explicit operator bool() const noexcept { return admitted(); }
 };
 
@@ -70,8 +77,17 @@ class plan {
   // concurrency slots and nothing from the buckets (`slots::only`), each request inside is
   // rated without taking slots again (`slots::skip`). `slots::take` is everything else.
   enum class slots { take, skip, only };
+  // With a shared store (state: redis) the hourly request quotas and the request buckets are
+  // the fleet's, taken from this replica's leases; an empty lease makes the admission
+  // must_wait() instead (concurrency slots held, nothing else taken).
   admission admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
                   slots concurrency = slots::take) const;
+
+  // The quotas and buckets of admit() alone, after a wait for a lease: `store_answered` false
+  // (the refill got no answer) applies on_unavailable as if the store were down. The result
+  // holds no slots (the first admission kept them).
+  admission take_tokens(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
+                        bool store_answered = true) const;
 
   // How long to wait before sending `bytes` of body in `dir`: the longer of the agent's and the
   // rule's byte buckets (0 when neither is set). Always charges them, and the bytes_per_hour
@@ -101,12 +117,14 @@ class plan {
   struct rule_entry {
     std::string name;
     rate_limits limits;
+    rate_limits share;  // limits / replicas: state: redis with the store unavailable
     std::shared_ptr<bucket_state> state;  // null when the rule sets no rate for agents
     const policy::compiled_rule* compiled = nullptr;
   };
   struct agent_entry {
     std::string name;
     rate_limits limits;
+    rate_limits share;  // limits / replicas: state: redis with the store unavailable
     breaker_params breaker;
     std::shared_ptr<agent_state> state;  // never null
     std::vector<rule_entry> rules;       // by position in the agent's rules
@@ -115,13 +133,15 @@ class plan {
 
   // Built by registry::bind().
   plan(std::vector<agent_entry> agents, std::shared_ptr<const void> keep_alive,
-       const policy::snapshot* snapshot);
+       const policy::snapshot* snapshot, shared_store* store = nullptr);
   const std::vector<agent_entry>& agents() const noexcept { return agents_; }
+  shared_store* store() const noexcept { return store_; }
 
  private:
   std::vector<agent_entry> agents_;
   std::shared_ptr<const void> keep_alive_;
   const policy::snapshot* snapshot_ = nullptr;
+  shared_store* store_ = nullptr;  // null: state: local
   bool limits_anything_ = false;
 };
 

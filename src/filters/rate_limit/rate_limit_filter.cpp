@@ -1,5 +1,6 @@
 #include "filters/rate_limit/rate_limit_filter.hpp"
 
+#include "filters/rate_limit/lease_wait.hpp"
 #include "policy/snapshot.hpp"
 
 namespace airlock::filters::rate_limit {
@@ -7,7 +8,8 @@ namespace {
 
 class rate_limit_filter final : public filter {
  public:
-  rate_limit_filter(const plan& rates, std::size_t agent) : rates_(rates), agent_(agent) {}
+  rate_limit_filter(const std::shared_ptr<const plan>& rates, std::size_t agent)
+      : rates_ptr_(rates), rates_(*rates), agent_(agent) {}
 
   verdict on_request_head(exchange& ex) override {
     const std::size_t rule = rates_.rule_position(agent_, ex.rule);
@@ -19,13 +21,14 @@ class rate_limit_filter final : public filter {
     ex.upload = byte_pace::for_exchange(rates_, agent_, rule, direction::upload);
     ex.download = byte_pace::for_exchange(rates_, agent_, rule, direction::download);
     if (admission_) return verdict::next();
-    // The kill switch and an internal error hold even under report mode.
-    const bool hard = admission_.error == core::errc::agent_stopped ||
-                      admission_.error == core::errc::internal_error;
-    auto v = hard ? verdict::refuse(admission_.error, admission_.limit)
-                  : verdict::violation(admission_.error, admission_.limit);
-    v.retry_after = admission_.retry_after_seconds;
-    return v;
+    // A shared limit whose lease is empty (state: redis): the slots stay with this admission,
+    // the units come with the wait.
+    if (admission_.must_wait()) {
+      auto wait = std::make_shared<lease_wait>(rates_ptr_, agent_, rule, admission_);
+      admission_.refill.reset();
+      return verdict::wait(std::move(wait));
+    }
+    return refusal_verdict(admission_);
   }
 
   void on_end(exchange& ex) override {
@@ -36,11 +39,18 @@ class rate_limit_filter final : public filter {
     const auto decision = rec.decision();
     if ((decision == "deny" || decision == "error") && rec.reason != core::errc::agent_suspended &&
         rec.reason != core::errc::agent_stopped) {
-      if (rates_.record_failure(agent_, ex.clock())) ex.breaker_tripped = true;
+      if (rates_.record_failure(agent_, ex.clock())) {
+        ex.breaker_tripped = true;
+        // state: redis: the other replicas suspend the agent too.
+        if (shared_store* store = rates_.store())
+          store->publish_trip(rates_.agent_name(agent_),
+                              rates_.agents()[agent_].breaker.cooldown_ns);
+      }
     }
   }
 
  private:
+  const std::shared_ptr<const plan>& rates_ptr_;  // the factory's, which outlives this filter
   const plan& rates_;
   std::size_t agent_;
   admission admission_;
@@ -49,7 +59,7 @@ class rate_limit_filter final : public filter {
 }  // namespace
 
 filter* rate_limit_factory::create(const exchange& ex, std::pmr::memory_resource& arena) const {
-  return make<rate_limit_filter>(arena, *rates_, rates_->agent_index(*ex.agent));
+  return make<rate_limit_filter>(arena, rates_, rates_->agent_index(*ex.agent));
 }
 
 }  // namespace airlock::filters::rate_limit

@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace airlock::filters::rate_limit {
@@ -41,6 +42,21 @@ rate_limits rate_limits::compile(const policy::model::rate& r) {
   l.concurrent = r.concurrent;
   l.bytes = l.upload.enabled() || l.download.enabled() || l.bytes_per_hour.enabled();
   l.any = l.requests.enabled() || l.requests_per_hour.enabled() || l.bytes || l.concurrent != 0;
+  return l;
+}
+
+rate_limits rate_limits::compile_share(const policy::model::rate& r, std::uint32_t replicas) {
+  if (replicas <= 1) return compile(r);
+  policy::model::rate share = r;
+  const auto part = [replicas](std::uint64_t v) -> std::uint64_t {
+    return v == 0 ? 0 : std::max<std::uint64_t>(v / replicas, 1);
+  };
+  share.requests = part(r.requests);
+  share.burst = part(r.burst);
+  share.requests_per_hour = part(r.requests_per_hour);
+  share.bytes_per_hour = part(r.bytes_per_hour);
+  rate_limits l = compile(share);
+  l.source = r;  // refusals name the limit as written
   return l;
 }
 

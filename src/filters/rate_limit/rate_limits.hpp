@@ -9,6 +9,7 @@
 #include "policy/model.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace airlock::filters::rate_limit {
@@ -37,6 +38,9 @@ struct rate_limits {
   bool bytes = false;             // upload, download or bytes_per_hour
 
   static rate_limits compile(const policy::model::rate& r);
+  // The same limits divided among `replicas` (each at least 1 where set): what one replica
+  // enforces alone when the shared store is unavailable (on_unavailable: local).
+  static rate_limits compile_share(const policy::model::rate& r, std::uint32_t replicas);
 
   // "requests_per_minute=600": the key and value of the request bucket, as the policy says it.
   std::string requests_label() const;
@@ -44,7 +48,13 @@ struct rate_limits {
 
 // What one rate_limits acts on. Shared (through the registry) by every plan whose policy has
 // the same agent, or the same agent and rule, by name.
+struct lease;
+
 struct bucket_state {
+  // state: redis: this replica's leases on the fleet's request buckets (shared_store.hpp); null
+  // when the limit is not set or the state is local. Made by the registry at bind.
+  std::shared_ptr<lease> shared_requests;
+  std::shared_ptr<lease> shared_requests_per_hour;
   gcra requests;
   gcra requests_per_hour;
   gcra bytes_per_hour;

@@ -65,6 +65,11 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
         state = it->second;
       } else {
         state = std::make_shared<agent_state>();
+        if (store_ != nullptr) {
+          auto b = new_buckets(spec.name, {});
+          state->buckets.shared_requests = std::move(b->shared_requests);
+          state->buckets.shared_requests_per_hour = std::move(b->shared_requests_per_hour);
+        }
         // Stopped before it left the policy: it comes back stopped.
         if (auto s = stopped_elsewhere_.find(spec.name); s != stopped_elsewhere_.end()) {
           state->breaker.stop();
@@ -75,6 +80,7 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
     plan::agent_entry e;
     e.name = spec.name;
     e.limits = rate_limits::compile(spec.rate);
+    e.share = rate_limits::compile_share(spec.rate, store_ ? store_->settings().replicas : 1);
     e.breaker = {spec.breaker.max_failures, to_ns(spec.breaker.window),
                  to_ns(spec.breaker.cooldown)};
     e.state = state;
@@ -83,6 +89,7 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
     for (rule_spec& rs : spec.rules) {
       plan::rule_entry r;
       r.limits = rate_limits::compile(rs.rate);
+      r.share = rate_limits::compile_share(rs.rate, store_ ? store_->settings().replicas : 1);
       r.compiled = rs.compiled;
       if (r.limits.any) {
         rule_key key{spec.name, rs.name};
@@ -91,7 +98,7 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
           if (auto it = rules_.find(key); it != rules_.end())
             rstate = it->second;
           else
-            rstate = std::make_shared<bucket_state>();
+            rstate = new_buckets(spec.name, rs.name);
         }
         r.state = rstate;
       }
@@ -106,8 +113,27 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
 
   agents_ = std::move(next_agents);
   rules_ = std::move(next_rules);
-  current_ = std::make_shared<const plan>(std::move(entries), std::move(keep_alive), snapshot);
+  current_ =
+      std::make_shared<const plan>(std::move(entries), std::move(keep_alive), snapshot, store_);
   return current_;
+}
+
+void registry::use_store(shared_store* store) {
+  std::lock_guard lock(mutex_);
+  store_ = store;
+}
+
+std::shared_ptr<bucket_state> registry::new_buckets(std::string_view agent,
+                                                    std::string_view rule) const {
+  auto b = std::make_shared<bucket_state>();
+  // Made with the state, whatever its limits: a reload that adds a limit must not assign to a
+  // state that other threads read.
+  if (store_ != nullptr) {
+    b->shared_requests = std::make_shared<lease>(store_->bucket_key(agent, rule, "requests"));
+    b->shared_requests_per_hour =
+        std::make_shared<lease>(store_->bucket_key(agent, rule, "requests_per_hour"));
+  }
+  return b;
 }
 
 std::shared_ptr<const plan> registry::current() const {
@@ -135,6 +161,14 @@ bool registry::resume(std::string_view agent) {
     return true;
   }
   return false;
+}
+
+bool registry::suspend(std::string_view agent, std::int64_t until_ns) {
+  std::lock_guard lock(mutex_);
+  const auto it = agents_.find(agent);
+  if (it == agents_.end()) return false;
+  it->second->breaker.suspend_until(until_ns);
+  return true;
 }
 
 std::vector<std::string> registry::stopped() const {

@@ -66,6 +66,11 @@ class registry {
                                    std::shared_ptr<const void> keep_alive = {},
                                    const policy::snapshot* snapshot = nullptr);
 
+  // state: redis: the fleet's store, for every plan bound from now on (call before the first
+  // bind; the store outlives the registry's plans). Null: state: local.
+  void use_store(shared_store* store);
+  shared_store* store() const noexcept { return store_; }
+
   // The last bound plan (null before the first bind).
   std::shared_ptr<const plan> current() const;
 
@@ -74,6 +79,9 @@ class registry {
   // breaker suspension too (an operator's resume is a fresh start).
   bool stop(std::string_view agent);
   bool resume(std::string_view agent);
+  // A breaker trip on another replica (state: redis): the agent is suspended until `until_ns`.
+  // False when no agent of that name is in the last bound plan.
+  bool suspend(std::string_view agent, std::int64_t until_ns);
   // Names of stopped agents, sorted, including remembered names no longer in the policy.
   std::vector<std::string> stopped() const;
 
@@ -87,6 +95,10 @@ class registry {
   std::map<rule_key, std::shared_ptr<bucket_state>> rules_;
   std::set<std::string, std::less<>> stopped_elsewhere_;  // stopped names not in the policy
   std::shared_ptr<const plan> current_;
+  shared_store* store_ = nullptr;
+
+  // A new state for an agent (rule empty) or an agent on a rule, with its leases when shared.
+  std::shared_ptr<bucket_state> new_buckets(std::string_view agent, std::string_view rule) const;
 };
 
 }  // namespace airlock::filters::rate_limit

@@ -3,8 +3,11 @@
 list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/breaker.cpp
      ${CMAKE_CURRENT_LIST_DIR}/concurrency_gate.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/fleet_control.cpp
      ${CMAKE_CURRENT_LIST_DIR}/gcra.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/lease_wait.cpp
      ${CMAKE_CURRENT_LIST_DIR}/plan.cpp
      ${CMAKE_CURRENT_LIST_DIR}/rate_limit_filter.cpp
      ${CMAKE_CURRENT_LIST_DIR}/rate_limits.cpp
-     ${CMAKE_CURRENT_LIST_DIR}/registry.cpp)
+     ${CMAKE_CURRENT_LIST_DIR}/registry.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/shared_store.cpp)

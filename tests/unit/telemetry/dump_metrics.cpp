@@ -22,6 +22,8 @@ int main() {
   m.leaf_cache_hit();
   m.policy_loaded(true, "v1", "startup");
   m.policy_loaded(false, "", "sighup");
+  m.state_store(false, false);
+  m.state_store(true, true);
   std::cout << m.serialize();
   return 0;
 }

@@ -322,6 +322,20 @@ void populate(metrics& m) {
   m.policy_loaded(false, "", "sighup");
 }
 
+TEST(Metrics, StateStoreOnlyOnceReported) {
+  metrics m("1.2.3");
+  // state: local never reports: neither family is exported.
+  EXPECT_EQ(series_count(m, "airlock_state_store_up"), 0u);
+  EXPECT_EQ(series_count(m, "airlock_state_store_mode_changes_total"), 0u);
+  m.state_store(false, false);  // down at start-up: not a change
+  EXPECT_EQ(gauge(m, "airlock_state_store_up"), 0);
+  EXPECT_EQ(counter(m, "airlock_state_store_mode_changes_total"), 0);
+  m.state_store(true, true);
+  m.state_store(false, true);
+  EXPECT_EQ(gauge(m, "airlock_state_store_up"), 0);
+  EXPECT_EQ(counter(m, "airlock_state_store_mode_changes_total"), 2);
+}
+
 TEST(Metrics, SerializeContainsEveryFamily) {
   metrics m("1.2.3");
   populate(m);

@@ -1,0 +1,97 @@
+"""A redis-server (Debian's package) for the shared-state tests, on 127.0.0.1. Redis cannot be
+told "any free port", so the port is picked by binding a socket to port 0 first and closing it
+(the same port is reused by restart()). Persistence is off unless `appendonly` is asked for.
+`call()` is a minimal RESP2 client (https://redis.io/docs/reference/protocol-spec/), so the
+tests need no Python Redis package."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from . import env
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class RedisServer:
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="airlock-redis-")
+        self.proc = None
+
+    @property
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    def start(self):
+        exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+        log = open(os.path.join(self.dir, "redis.log"), "ab")
+        self.proc = subprocess.Popen(
+            [exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + env.t(10)
+        while time.monotonic() < deadline:
+            try:
+                if self.call("PING") == "PONG":
+                    return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError("redis-server did not start on %d" % self.port)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(env.t(10))
+        self.proc = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def call(self, *args, timeout=5):
+        """One command on a fresh connection; the decoded reply (errors raise)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
+            out = b"*%d\r\n" % len(args)
+            for a in args:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out += b"$%d\r\n%s\r\n" % (len(a), a)
+            s.sendall(out)
+            f = s.makefile("rb")
+            return _read(f)
+
+
+def _read(f):
+    line = f.readline()
+    if not line:
+        raise OSError("connection closed")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2].decode("utf-8", "replace")
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read(f) for _ in range(n)]
+    raise OSError("bad reply %r" % line)

@@ -1,0 +1,182 @@
+// The Redis client (state/client.hpp) against a real redis-server: commands, binary-safe
+// arguments, pub/sub, AUTH, and the failure modes (store down at start, a peer that never
+// answers, a server stopped and started again). No timing assertions: conditions are awaited
+// with generous deadlines.
+#include "state/client.hpp"
+
+#include "redis_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace airlock::state {
+namespace {
+
+using namespace std::chrono_literals;
+using test::redis_server;
+
+client_options options_for(std::uint16_t port) {
+  client_options o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.timeout = 200ms;
+  o.min_backoff = 20ms;
+  o.max_backoff = 200ms;
+  return o;
+}
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds within = 10s) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return f();
+}
+
+// One command, awaited (bounded: the client answers every command within its timeout).
+reply call(client& c, std::vector<std::string> args) {
+  auto p = std::make_shared<std::promise<reply>>();
+  auto f = p->get_future();
+  c.command(std::move(args), [p](reply r) { p->set_value(std::move(r)); });
+  if (f.wait_for(10s) != std::future_status::ready) return reply::unavailable("test: no answer");
+  return f.get();
+}
+
+TEST(StateClient, CommandsRoundTripBinarySafe) {
+  redis_server server;
+  client c(options_for(server.port()));
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  const std::string value("a\0b\r\nc", 6);
+  EXPECT_EQ(call(c, {"SET", "k", value}).what, reply::kind::status);
+  const reply got = call(c, {"GET", "k"});
+  EXPECT_EQ(got.what, reply::kind::string);
+  EXPECT_EQ(got.text, value);
+  EXPECT_EQ(call(c, {"INCRBY", "n", "5"}).integer, 5);
+  EXPECT_EQ(call(c, {"GET", "missing"}).what, reply::kind::nil);
+  const reply err = call(c, {"NOSUCHCOMMAND"});
+  EXPECT_EQ(err.what, reply::kind::error);
+  EXPECT_FALSE(err.ok());
+  const reply arr = call(c, {"EVAL", "return {1, 'x', {2}}", "0"});
+  ASSERT_EQ(arr.what, reply::kind::array);
+  ASSERT_EQ(arr.elements.size(), 3u);
+  EXPECT_EQ(arr.elements[1].text, "x");
+  EXPECT_EQ(arr.elements[2].elements[0].integer, 2);
+}
+
+TEST(StateClient, StoreDownAtStartAnswersAtOnceAndReportsIt) {
+  std::atomic<int> downs{0};
+  client_options o = options_for(test::free_port());  // nothing listens there
+  o.on_mode_change = [&](bool up) {
+    if (!up) ++downs;
+  };
+  client c(o);
+  ASSERT_TRUE(eventually([&] { return downs.load() == 1; }));
+  EXPECT_FALSE(c.up());
+  EXPECT_EQ(call(c, {"PING"}).what, reply::kind::unavailable);
+  // Retries while down are not changes of mode.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(downs.load(), 1);
+  EXPECT_EQ(c.mode_changes(), 0u);
+}
+
+TEST(StateClient, PeerThatNeverAnswersTimesOutAndDrops) {
+  // A TCP listener that accepts (the kernel's backlog) and never answers: a stuck server.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  client c(options_for(ntohs(a.sin_port)));
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  const auto started = std::chrono::steady_clock::now();
+  const reply r = call(c, {"PING"});
+  EXPECT_EQ(r.what, reply::kind::unavailable);
+  // Bounded by the client's timeout (200 ms), far below the test's own 10 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_TRUE(eventually([&] { return c.mode_changes() >= 1; }));
+  ::close(fd);
+}
+
+TEST(StateClient, ReconnectsByItselfAfterTheServerComesBack) {
+  redis_server server;
+  std::mutex m;
+  std::vector<bool> modes;
+  client_options o = options_for(server.port());
+  o.on_mode_change = [&](bool up) {
+    std::lock_guard lock(m);
+    modes.push_back(up);
+  };
+  client c(o);
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  server.stop();
+  ASSERT_TRUE(eventually([&] { return !c.up(); }));
+  EXPECT_EQ(call(c, {"PING"}).what, reply::kind::unavailable);
+  server.start();
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  EXPECT_EQ(call(c, {"PING"}).text, "PONG");
+  std::lock_guard lock(m);
+  EXPECT_EQ(modes, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(c.mode_changes(), 2u);
+}
+
+TEST(StateClient, PubSubDeliversAndResubscribesAfterAReconnect) {
+  redis_server server;
+  client c(options_for(server.port()));
+  std::mutex m;
+  std::vector<std::string> got;
+  c.subscribe("airlock:test", [&](std::string_view ch, std::string_view text) {
+    std::lock_guard lock(m);
+    got.push_back(std::string(ch) + "=" + std::string(text));
+  });
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  auto count = [&] {
+    std::lock_guard lock(m);
+    return got.size();
+  };
+  // PUBLISH answers how many subscribers got it: wait until the subscription is in place.
+  ASSERT_TRUE(eventually([&] { return call(c, {"PUBLISH", "airlock:test", "one"}).integer == 1; }));
+  ASSERT_TRUE(eventually([&] { return count() >= 1; }));
+  server.stop();
+  server.start();
+  ASSERT_TRUE(eventually([&] { return call(c, {"PUBLISH", "airlock:test", "two"}).integer == 1; }));
+  ASSERT_TRUE(eventually([&] { return count() >= 2; }));
+  std::lock_guard lock(m);
+  EXPECT_EQ(got.back(), "airlock:test=two");
+}
+
+TEST(StateClient, AuthWithAclUserAndRefusedPassword) {
+  redis_server server(
+      {"--user", "airlock", "on", ">s3cret", "~*", "&*", "+@all", "--user", "default", "off"});
+  client_options good = options_for(server.port());
+  good.username = "airlock";
+  good.password = "s3cret";
+  client c(good);
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  EXPECT_EQ(call(c, {"PING"}).text, "PONG");
+
+  std::atomic<int> downs{0};
+  client_options bad = good;
+  bad.password = "wrong";
+  bad.on_mode_change = [&](bool up) {
+    if (!up) ++downs;
+  };
+  client refused(bad);
+  ASSERT_TRUE(eventually([&] { return downs.load() >= 1; }));
+  EXPECT_FALSE(refused.up());
+}
+
+}  // namespace
+}  // namespace airlock::state
