@@ -2,6 +2,8 @@
 // The policy as plain data, exactly as the YAML file says it (after defaults are applied).
 // Built by the loader, turned into an immutable snapshot by the compiler. No behaviour here.
 
+#include "policy/dlp.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -201,6 +203,7 @@ struct rule {
   body_checks body;
   model::inject inject;
   model::redact redact;
+  dlp_config dlp;  // unset (present = false): the policy-wide `dlp`
   mark at;
 };
 
@@ -240,6 +243,8 @@ struct policy {
   std::vector<redactor> redactors;  // in file order
   std::vector<agent> agents;        // may include "default"
   std::vector<rule> rules;
+  dlp_config dlp;                       // policy-wide default for rules without `dlp`
+  std::vector<blocked_host> blocklist;  // hosts no rule reaches (open-web mode)
 };
 
 }  // namespace airlock::policy::model

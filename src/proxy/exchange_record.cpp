@@ -29,6 +29,8 @@ recorder::~recorder() {
       if (r.connect_time.count() > 0) m->upstream_connect_time(r.connect_time);
       for (const auto& [name, count] : r.redactions)
         m->redacted(r.rule, name, count);
+      for (const auto& f : r.dlp)
+        m->dlp_finding(r.rule, f.cls, f.location, f.action);
     }
     if (shared.audit) {
       telemetry::audit_record a;
@@ -52,6 +54,11 @@ recorder::~recorder() {
       a.policy_version = policy_version_;
       a.injected = r.injected;
       a.redactions = r.redactions;
+      std::vector<telemetry::audit_dlp_finding> dlp;
+      dlp.reserve(r.dlp.size());
+      for (const auto& f : r.dlp)
+        dlp.push_back({f.cls, f.location, f.action});
+      a.dlp = dlp;
       shared.audit->write(a);
     }
     if (ex.breaker_tripped) {

@@ -17,6 +17,13 @@
 
 namespace airlock::telemetry {
 
+// One outbound DLP finding: detector class, where in the request, action taken.
+struct audit_dlp_finding {
+  std::string_view cls;
+  std::string_view location;
+  std::string_view action;
+};
+
 struct audit_record {
   std::chrono::system_clock::time_point time;  // when the request arrived
   std::string_view agent;
@@ -40,6 +47,8 @@ struct audit_record {
   std::span<const std::pair<std::string_view, std::uint64_t>> redactions;
   // Names of the secrets the proxy added to the request (never values); absent when none.
   std::span<const std::string_view> injected;
+  // Outbound DLP findings (names only, never the value); absent when none.
+  std::span<const audit_dlp_finding> dlp;
 };
 
 class audit_log {
