@@ -15,8 +15,16 @@ enum class dlp_action : std::uint8_t {
   report,  // the request goes through; the audit record and the metric carry the finding
 };
 
-// `dlp: {action, classes, entropy, hostnames, max_body_bytes}` (also `dlp: off` under a rule, to
-// opt out of the policy-wide default).
+// What prompt-injection scanning of text responses does (`dlp.responses`).
+enum class response_action : std::uint8_t {
+  off,       // responses are not scanned
+  block,     // the body is replaced by a marker line ("[airlock: response withheld: ...]")
+  report,    // the body passes; the finding is recorded
+  annotate,  // the body passes behind a warning line
+};
+
+// `dlp: {action, classes, entropy, hostnames, max_body_bytes, responses}` (also `dlp: off` under a
+// rule, to opt out of the policy-wide default).
 struct dlp_config {
   bool present = false;  // the key is written (policy-wide or under this rule)
   bool off = false;      // `dlp: off`: no scanning under this rule
@@ -26,7 +34,8 @@ struct dlp_config {
   std::vector<std::string> classes;
   bool entropy = false;   // also report high-entropy tokens (class "high-entropy")
   bool hostnames = true;  // refuse data-like host labels (hostname_exfiltration)
-  std::uint64_t max_body_bytes = 1024 * 1024;  // held whole up to this; streamed above
+  std::uint64_t max_body_bytes = 1024 * 1024;        // held whole up to this; streamed above
+  response_action responses = response_action::off;  // prompt injection in text responses
 };
 
 // A host no rule may reach: an exact name / IP literal, or "*.suffix" (names under the suffix

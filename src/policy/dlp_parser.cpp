@@ -12,8 +12,8 @@
 namespace airlock::policy {
 namespace {
 
-constexpr std::array<std::string_view, 6> kKeys = {"action",    "classes",        "entropy",
-                                                   "hostnames", "max_body_bytes", "enabled"};
+constexpr std::array<std::string_view, 7> kKeys = {
+    "action", "classes", "entropy", "hostnames", "max_body_bytes", "enabled", "responses"};
 
 model::mark mark_of(const YAML::Node& n) {
   const auto m = n.Mark();
@@ -73,8 +73,9 @@ struct reader {
       seen.push_back(name);
       if (std::find(kKeys.begin(), kKeys.end(), name) == kKeys.end()) {
         error(k, key,
-              core::str_cat("unknown key '", name,
-                            "' (expected action, classes, entropy, hostnames, max_body_bytes)"));
+              core::str_cat(
+                  "unknown key '", name,
+                  "' (expected action, classes, entropy, hostnames, max_body_bytes, responses)"));
         continue;
       }
       if (name == "action") {
@@ -85,6 +86,19 @@ struct reader {
           out.action = model::dlp_action::report;
         else
           error(v, key, "expected block or report");
+      } else if (name == "responses") {
+        const std::string s = v.IsScalar() ? v.Scalar() : std::string();
+        using ra = model::response_action;
+        if (s == "off")
+          out.responses = ra::off;
+        else if (s == "block")
+          out.responses = ra::block;
+        else if (s == "report")
+          out.responses = ra::report;
+        else if (s == "annotate")
+          out.responses = ra::annotate;
+        else
+          error(v, key, "expected off, block, report or annotate");
       } else if (name == "classes") {
         strings(v, key, out.classes);
       } else if (name == "entropy") {

@@ -7,6 +7,8 @@
 //   - the body: held whole up to the rule's max_body_bytes (a finding refuses it before any
 //     byte goes on), streamed above that, read in windows with a carry so that a secret split
 //     across pieces is still found.
+//   - with `responses` set, a text response: held up to max_body_bytes and judged for prompt
+//     injection (injection.hpp), then withheld behind a marker line, passed, or annotated.
 // Each finding goes into the record (class, location, action). Action block: 403 dlp_blocked
 // with the classes in Proxy-Status (a violation: mode report records it instead); report: the
 // request goes on.
