@@ -212,9 +212,10 @@ TEST_F(dlp_test, BlocklistAndHostNames) {
 }
 
 TEST(dlp_policy, KeysAreChecked) {
-  for (const char* bad : {"dlp: {action: maybe}\n", "dlp: {classes: nope}\n",
-                          "dlp: {max_body_bytes: 0}\n", "dlp: {entropy: yes}\n",
-                          "dlp: {colour: red}\n", "blocklist: ['bad host!']\n", "dlp: [1]\n"}) {
+  for (const char* bad :
+       {"dlp: {action: maybe}\n", "dlp: {classes: nope}\n", "dlp: {max_body_bytes: 0}\n",
+        "dlp: {entropy: yes}\n", "dlp: {colour: red}\n", "blocklist: ['bad host!']\n", "dlp: [1]\n",
+        "dlp: {responses: maybe}\n"}) {
     auto r = policy::load_string(bad, "dlp.yaml");
     EXPECT_FALSE(r.errors.empty()) << bad;
     if (!r.errors.empty()) {
@@ -223,7 +224,7 @@ TEST(dlp_policy, KeysAreChecked) {
   }
   auto r = policy::load_string(
       "dlp: {action: report, classes: [iban], entropy: true, "
-      "max_body_bytes: 64KiB}\nblocklist: ['*.example.net']\n",
+      "responses: annotate, max_body_bytes: 64KiB}\nblocklist: ['*.example.net']\n",
       "dlp.yaml");
   ASSERT_TRUE(r.policy) << r.errors[0].to_string();
   const auto& d = r.policy->model().dlp;
@@ -231,6 +232,7 @@ TEST(dlp_policy, KeysAreChecked) {
   EXPECT_EQ(d.action, policy::model::dlp_action::report);
   EXPECT_EQ(d.max_body_bytes, 64u * 1024);
   EXPECT_TRUE(d.entropy);
+  EXPECT_EQ(d.responses, policy::model::response_action::annotate);
   ASSERT_EQ(r.policy->model().blocklist.size(), 1u);
   EXPECT_TRUE(dlp::blocklisted(r.policy->model().blocklist, "a.example.net"));
   EXPECT_TRUE(dlp::blocklisted(r.policy->model().blocklist, "example.net"));
