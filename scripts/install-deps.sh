@@ -21,6 +21,9 @@ packages=(
   git python3-pip openjdk-17-jdk-headless systemd
   # wget (GnuTLS: trusts only the system bundle), for the launcher's trust tests
   wget
+  # the BIP-39 English word list (mnemonic/wordlist/english.txt), compiled into the DLP
+  # seed-phrase detector (src/filters/dlp/sources.cmake)
+  python3-mnemonic
 )
 # Node.js and npm (local installs with the jail's writable home): Debian's, unless the machine
 # already has a Node.js with its own npm (the build machines' image ships Node 20 from another

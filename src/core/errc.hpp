@@ -38,6 +38,10 @@ enum class errc {
   placeholder_refused,   // 403: a secret's placeholder sent to a host the secret is not bound to
   placeholder_required,  // 403: the rule requires a placeholder the request does not carry
   secret_not_bound,      // 403: the rule would inject a secret on a host it is not bound to
+  // content inspection (issue 16)
+  dlp_blocked,            // 403: the request carries a secret or sensitive data (DLP finding)
+  hostname_exfiltration,  // 403: a host name with data-like labels (encoded, high-entropy)
+  host_blocklisted,       // 403: the host is on the policy's blocklist
   // malformed or oversized input
   bad_request,           // 400: unparsable request, smuggling attempt, bad target
   unsupported_scheme,    // 400: not http:// and not CONNECT

@@ -59,6 +59,14 @@ struct exchange_record {
   std::vector<std::pair<std::string_view, std::uint64_t>> redactions;
   // The program behind the connection (relay connections only); owned by the session.
   const net::peer_binary* binary = nullptr;
+  // Outbound DLP findings (filters/dlp): class, where ("query", "header", "body", ...) and the
+  // action taken ("block", "report"). Names only; they point at the DLP scanner and constants.
+  struct dlp_finding {
+    std::string_view cls;
+    std::string_view location;
+    std::string_view action;
+  };
+  std::vector<dlp_finding> dlp;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
   bool skipped = false;           // nothing to record (the connection closed before a request)
   bool reported = false;          // report mode let a refusal through

@@ -3,6 +3,7 @@
 #include "core/str_cat.hpp"
 #include "filters/credentials/credential_filters.hpp"
 #include "filters/decision/decision_filter.hpp"
+#include "filters/dlp/dlp_filter.hpp"
 #include "filters/rate_limit/rate_limit_filter.hpp"
 #include "filters/rate_limit/registry.hpp"
 #include "filters/redaction/redaction_filter.hpp"
@@ -23,6 +24,12 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
     out.errors.push_back(std::move(error));
     return out;
   }
+  auto dlp_plan = dlp::dlp_plan::build(*snapshot);
+  if (!dlp_plan.plan) {
+    for (auto& e : dlp_plan.errors)
+      out.errors.push_back(std::move(e));
+    return out;
+  }
   auto p = std::make_shared<pipeline>();
   const auto secrets = snapshot->secrets();
   auto& f = p->factories_;
@@ -31,6 +38,9 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
   f.push_back(std::make_unique<rate_limit::rate_limit_factory>(state.rates->bind(snapshot)));
   f.push_back(std::make_unique<credentials::placeholder_require_factory>());
   f.push_back(std::make_unique<validation::validation_factory>());
+  // After the rule is known and the request validated, before credentials go in: DLP reads
+  // what the agent sent, never what the proxy adds.
+  f.push_back(std::make_unique<dlp::dlp_factory>(std::move(dlp_plan.plan)));
   f.push_back(std::make_unique<credentials::injection_factory>(secrets));
   f.push_back(std::make_unique<redaction::redaction_factory>(std::move(engines.engines)));
   p->snapshot_ = std::move(snapshot);

@@ -3,6 +3,7 @@
 #include "core/str_cat.hpp"
 #include "policy/checks_compiler.hpp"
 #include "policy/credentials_compiler.hpp"
+#include "policy/dlp_parser.hpp"
 #include "policy/endpoint.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/key_text.hpp"
@@ -334,6 +335,7 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
   // Before the rules, whose templates refer to the secrets by index.
   s->secrets_ = compile_secrets(p, marks, errors, options.read_secrets);
   s->redactors_ = compile_redactors(p, marks, errors);
+  check_dlp_classes(p, marks, errors);
   const credential_sources credentials{s->secrets_, p.secrets, s->redactors_,
                                        p.limits.response_bytes};
 

@@ -2,6 +2,7 @@
 // The policy as plain data, exactly as the YAML file says it (after defaults are applied).
 // Built by the loader, turned into an immutable snapshot by the compiler. No behaviour here.
 
+#include "policy/dlp.hpp"
 #include "policy/state.hpp"
 
 #include <chrono>
@@ -214,6 +215,7 @@ struct rule {
   // Programs whose requests the rule allows (launcher relay connections); empty = any, and
   // connections with no known program too.
   std::vector<binary_ref> binaries;
+  dlp_config dlp;  // unset (present = false): the policy-wide `dlp`
   mark at;
 };
 
@@ -254,6 +256,8 @@ struct policy {
   std::vector<redactor> redactors;  // in file order
   std::vector<agent> agents;        // may include "default"
   std::vector<rule> rules;
+  dlp_config dlp;                       // policy-wide default for rules without `dlp`
+  std::vector<blocked_host> blocklist;  // hosts no rule reaches (open-web mode)
 };
 
 }  // namespace airlock::policy::model

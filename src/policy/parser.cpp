@@ -4,6 +4,7 @@
 
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
+#include "policy/dlp_parser.hpp"
 #include "policy/key_text.hpp"
 #include "policy/ports.hpp"
 #include "policy/state_parser.hpp"
@@ -26,9 +27,9 @@ using key_list = std::span<const std::string_view>;
 
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
-constexpr std::string_view top_keys[] = {"mode",      "listen", "tls",   "limits",
-                                         "network",   "audit",  "state", "secrets",
-                                         "redactors", "agents", "rules"};
+constexpr std::string_view top_keys[] = {"mode",  "listen", "tls",      "limits",    "network",
+                                         "audit", "state",  "secrets",  "redactors", "agents",
+                                         "rules", "dlp",    "blocklist"};
 constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
 constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
 constexpr std::string_view limits_keys[] = {
@@ -53,9 +54,9 @@ constexpr std::string_view body_keys[] = {"max_bytes", "json"};
 constexpr std::string_view json_field_keys[] = {"type",    "pattern", "enum",    "max_length",
                                                 "minimum", "maximum", "required"};
 constexpr std::string_view rule_keys[] = {
-    "name",      "hosts",       "host_regex", "ports",   "methods", "paths", "upgrades",
-    "addresses", "allow_cidrs", "inspect",    "mode",    "rate",    "query", "headers",
-    "body",      "inject",      "redact",     "schemes", "binaries"};
+    "name",      "hosts",       "host_regex", "ports",   "methods",  "paths", "upgrades",
+    "addresses", "allow_cidrs", "inspect",    "mode",    "rate",     "query", "headers",
+    "body",      "inject",      "redact",     "schemes", "binaries", "dlp"};
 constexpr std::string_view inject_keys[] = {"headers", "query", "basic", "require"};
 constexpr std::string_view basic_keys[] = {"username", "password"};
 constexpr std::string_view redact_keys[] = {"redactors", "max_bytes"};
@@ -824,6 +825,8 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                                [&](const YAML::Node& at, const std::string& ek, std::string m) {
                                  error(at, ek, std::move(m));
                                });
+              else if (k == "dlp")
+                parse_dlp(v, child, r.dlp, marks_, errors_);
             });
     out.push_back(std::move(r));
   }
@@ -905,6 +908,10 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
               agents(v, key, p.agents);
             } else if (k == "rules") {
               rules(v, key, p.rules);
+            } else if (k == "dlp") {
+              parse_dlp(v, key, p.dlp, marks_, errors_);
+            } else if (k == "blocklist") {
+              parse_blocklist(v, key, p.blocklist, errors_);
             }
           });
 }

@@ -6,7 +6,7 @@
 namespace airlock::policy {
 namespace {
 
-constexpr std::array<std::string_view, 13> kNames = {"aws-access-key",
+constexpr std::array<std::string_view, 22> kNames = {"aws-access-key",
                                                      "aws-secret-key",
                                                      "gcp-api-key",
                                                      "gcp-service-account",
@@ -18,7 +18,16 @@ constexpr std::array<std::string_view, 13> kNames = {"aws-access-key",
                                                      "pem-private-key",
                                                      "email",
                                                      "payment-card",
-                                                     "phone"};
+                                                     "phone",
+                                                     "stripe-key",
+                                                     "anthropic-key",
+                                                     "openai-key",
+                                                     "sendgrid-key",
+                                                     "azure-connection-string",
+                                                     "database-url",
+                                                     "iban",
+                                                     "bitcoin-address",
+                                                     "wif-key"};
 
 }  // namespace
 

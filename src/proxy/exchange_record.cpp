@@ -37,6 +37,8 @@ recorder::~recorder() {
                           : ex.snapshot->names_binary(r.binary->path) ? r.binary->path
                                                                       : "other",
                           decision);
+      for (const auto& f : r.dlp)
+        m->dlp_finding(r.rule, f.cls, f.location, f.action);
     }
     if (shared.audit) {
       telemetry::audit_record a;
@@ -65,6 +67,11 @@ recorder::~recorder() {
         a.binary_sha256 = r.binary->sha256;
         a.binary_ancestors = r.binary->ancestors;
       }
+      std::vector<telemetry::audit_dlp_finding> dlp;
+      dlp.reserve(r.dlp.size());
+      for (const auto& f : r.dlp)
+        dlp.push_back({f.cls, f.location, f.action});
+      a.dlp = dlp;
       shared.audit->write(a);
     }
     if (ex.breaker_tripped) {

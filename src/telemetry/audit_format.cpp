@@ -223,6 +223,21 @@ void append_audit_line(std::string& out, const audit_record& r) {
     }
     out.push_back(']');
   }
+  if (!r.dlp.empty()) {
+    key("dlp");
+    out.push_back('[');
+    for (std::size_t i = 0; i < r.dlp.size(); ++i) {
+      if (i) out.push_back(',');
+      out.append("{\"class\":");
+      append_json_string(out, r.dlp[i].cls);
+      out.append(",\"location\":");
+      append_json_string(out, r.dlp[i].location);
+      out.append(",\"action\":");
+      append_json_string(out, r.dlp[i].action);
+      out.push_back('}');
+    }
+    out.push_back(']');
+  }
   out.append("}\n");
 }
 

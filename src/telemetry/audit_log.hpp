@@ -17,6 +17,13 @@
 
 namespace airlock::telemetry {
 
+// One outbound DLP finding: detector class, where in the request, action taken.
+struct audit_dlp_finding {
+  std::string_view cls;
+  std::string_view location;
+  std::string_view action;
+};
+
 struct audit_record {
   std::chrono::system_clock::time_point time;  // when the request arrived
   std::string_view agent;
@@ -45,6 +52,8 @@ struct audit_record {
   std::string_view binary;
   std::string_view binary_sha256;
   std::span<const std::string> binary_ancestors;
+  // Outbound DLP findings (names only, never the value); absent when none.
+  std::span<const audit_dlp_finding> dlp;
 };
 
 class audit_log {

@@ -174,6 +174,11 @@ struct metrics::impl {
                        .Help("Spans redacted from responses, by rule and redactor (secret:NAME "
                              "for an injected secret).")
                        .Register(*registry)),
+        dlp(prometheus::BuildCounter()
+                .Name("airlock_dlp_findings_total")
+                .Help("Outbound DLP findings, by rule, detector class, location in the request "
+                      "and action (block, report).")
+                .Register(*registry)),
         pool(prometheus::BuildCounter()
                  .Name("airlock_upstream_pool_total")
                  .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
@@ -258,6 +263,7 @@ struct metrics::impl {
   Family<Counter>& breaker_trips;
   Family<Counter>& binary_requests;
   Family<Counter>& redactions;
+  Family<Counter>& dlp;
   Family<Counter>& pool;
   Counter& pool_hit;
   Counter& pool_miss;
@@ -400,6 +406,17 @@ void metrics::redacted(std::string_view rule, std::string_view redactor, std::ui
   std::lock_guard lk(impl_->mu);  // once per redacted response, not per byte
   impl_->redactions.Add({{"rule", std::string(rule)}, {"redactor", std::string(redactor)}})
       .Increment(static_cast<double>(count));
+}
+
+void metrics::dlp_finding(std::string_view rule, std::string_view cls, std::string_view location,
+                          std::string_view action) {
+  std::lock_guard lk(impl_->mu);  // once per finding
+  impl_->dlp
+      .Add({{"rule", std::string(rule)},
+            {"class", std::string(cls)},
+            {"location", std::string(location)},
+            {"action", std::string(action)}})
+      .Increment();
 }
 
 void metrics::pool_reuse(bool hit) noexcept {

@@ -65,6 +65,10 @@ class metrics {
   void binary_request(std::string_view binary, std::string_view decision);
   // Response redaction: `count` more hits of `redactor` ("secret:NAME" for a secret) under rule.
   void redacted(std::string_view rule, std::string_view redactor, std::uint64_t count);
+  // Outbound DLP: one finding (airlock_dlp_findings_total{rule,class,location,action}); classes
+  // come from the policy's class lists, locations and actions are a fixed set.
+  void dlp_finding(std::string_view rule, std::string_view cls, std::string_view location,
+                   std::string_view action);
 
   void leaf_minted() noexcept;  // TLS interception
   void leaf_cache_hit() noexcept;

@@ -28,7 +28,7 @@ struct builtin {
 // See builtin.hpp for what each one catches. max_length is a bound on the pattern's language
 // and the hints hold for every match, both checked by hand against each pattern (and by the
 // tests, which compare with an engine that runs RE2 over every byte).
-constexpr std::array<builtin, 13> kBuiltins{{
+constexpr std::array<builtin, 22> kBuiltins{{
     {"aws-access-key",
      R"re((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})re",
      v::alnum_bounded,
@@ -105,6 +105,47 @@ constexpr std::array<builtin, 13> kBuiltins{{
      0,
      false,
      true},
+    // The classes outbound DLP added (issue 16). Vendor prefixes from each vendor's key format.
+    {"stripe-key",
+     R"re((?:sk|rk)_(?:live|test)_[A-Za-z0-9_]{16,247})re",
+     v::alnum_bounded,
+     255,
+     {"sk_live_", "sk_test_", "rk_live_", "rk_test_"}},
+    {"anthropic-key",
+     R"re(sk-ant-[a-z]{3,5}[0-9]{2}-[A-Za-z0-9_-]{20,200})re",
+     v::alnum_bounded_trim,
+     215,
+     {"sk-ant-"}},
+    {"openai-key",
+     R"re(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,250}|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})re",
+     v::alnum_bounded_trim,
+     262,
+     {"sk-proj-", "sk-svcacct-", "sk-admin-", "T3BlbkFJ"},
+     false,
+     23},
+    {"sendgrid-key",
+     R"re(SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64})re",
+     v::alnum_bounded_trim,
+     100,
+     {"SG."}},
+    {"azure-connection-string",
+     R"re((?i:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{20,200}={0,2})re",
+     nullptr,
+     218,
+     {"accountkey", "sharedaccesskey"},
+     true},
+    {"database-url",
+     R"re((?i:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver)://[^\s:/@"'<>]{1,64}:[^\s/@"'<>]{1,128}@[A-Za-z0-9.-]{1,253})re",
+     nullptr,
+     463,
+     {"://"},
+     false,
+     11},
+    {"iban", R"re([A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?)re", v::iban, 43},
+    {"bitcoin-address", R"re((?:bc1|tb1)[02-9ac-hj-np-z]{11,71}|[13][1-9A-HJ-NP-Za-km-z]{25,34})re",
+     v::bitcoin_address, 74},
+    {"wif-key", R"re(5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})re", v::wif_key,
+     52},
 }};
 
 constexpr auto kNames = [] {

@@ -2,6 +2,7 @@
 # stream, and the content helpers (media type, content coding, gzip/deflate codec).
 list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/builtin.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/checksums.cpp
   ${CMAKE_CURRENT_LIST_DIR}/head_fields.cpp
   ${CMAKE_CURRENT_LIST_DIR}/redaction_filter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/content_coding.cpp

@@ -216,7 +216,9 @@ verdict payment_card(const candidate& c) {
       if (gj == ng - 1) {
         const int a = c.after();
         if (is_alnum(a) || a == '_') continue;
-        if ((a == '.' || a == ',') && is_digit(c.after(1))) continue;  // 4111...1111.50
+        // 4111...1111.50 is a decimal; a ',' before a digit is a CSV field separator here
+        // ("4111...1111,12/28"): a 13..19-digit amount with a decimal comma is not a thing.
+        if (a == '.' && is_digit(c.after(1))) continue;
       }
       std::array<char, 20> digits{};
       std::size_t nd = 0;

@@ -4,7 +4,10 @@
 
 #include "filters/redaction/redactor.hpp"
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 namespace airlock::filters::redaction::validators {
 
@@ -42,5 +45,19 @@ verdict email(const candidate& c);
 verdict payment_card(const candidate& c);
 // phone: see builtin.hpp for exactly what is caught.
 verdict phone(const candidate& c);
+
+// checksums.cpp: the checksummed identifiers.
+// The payload of a Base58Check string (version byte first, checksum removed), or nullopt when
+// it is not Base58 or its checksum (first 4 bytes of SHA-256(SHA-256(payload))) is wrong.
+std::optional<std::vector<std::uint8_t>> base58check_payload(std::string_view s);
+// ISO 13616 IBAN (spaces allowed) with a valid mod 97-10 check (ISO 7064).
+bool iban_ok(std::string_view text) noexcept;
+// A BIP-173 Bech32 or BIP-350 Bech32m string (lower case) with a valid checksum.
+bool bech32_ok(std::string_view s) noexcept;
+verdict iban(const candidate& c);
+// bitcoin-address: Base58Check P2PKH/P2SH (20-byte hash) or a Bech32/Bech32m segwit address.
+verdict bitcoin_address(const candidate& c);
+// wif-key: a Base58Check private key in Wallet Import Format (version 0x80 or 0xef).
+verdict wif_key(const candidate& c);
 
 }  // namespace airlock::filters::redaction::validators

@@ -42,7 +42,7 @@ void expect_left_alone(const std::string& name, const std::string& text) {
 }
 
 TEST(RedactionBuiltin, NamesAreAllResolvable) {
-  EXPECT_EQ(builtin_names().size(), 13u);
+  EXPECT_EQ(builtin_names().size(), 22u);
   for (std::string_view n : builtin_names()) {
     auto specs = builtin_redactor(n);
     ASSERT_TRUE(specs.has_value()) << n;
@@ -52,7 +52,7 @@ TEST(RedactionBuiltin, NamesAreAllResolvable) {
   EXPECT_FALSE(builtin_redactor("no-such-redactor").has_value());
   auto all = engine::build(all_builtin_redactors(), {});
   ASSERT_TRUE(all.errors.empty()) << all.errors[0];
-  EXPECT_EQ(all.compiled->pattern_count(), 13u);
+  EXPECT_EQ(all.compiled->pattern_count(), 22u);
 }
 
 TEST(RedactionBuiltin, ResolveNamesCustomFirstDedupedUnknownNamed) {
@@ -233,6 +233,7 @@ TEST(RedactionBuiltin, PaymentCardLuhnAndSchemes) {
   expect_caught(n, "4111111111111111", "a\\n", "");        // after a JSON escape
   expect_caught(n, "4111 1111 1111 1111", "qty 12 ", "");  // a number before it
   expect_caught(n, "4111111111111111", "", "");
+  expect_caught(n, "4111111111111111", "alice,", ",12/28\n");  // a CSV row
 
   expect_left_alone(n, "card: 4111 1111 1111 1112");  // Luhn fails
   expect_left_alone(n, "card: 4111111111111121");

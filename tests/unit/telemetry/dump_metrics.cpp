@@ -18,6 +18,7 @@ int main() {
   m.upstream_error("dns_error");
   m.pool_reuse(true);
   m.pool_reuse(false);
+  m.dlp_finding("web", "aws-access-key", "query", "block");
   m.leaf_minted();
   m.leaf_cache_hit();
   m.policy_loaded(true, "v1", "startup");

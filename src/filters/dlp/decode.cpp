@@ -1,0 +1,221 @@
+#include "filters/dlp/decode.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+namespace airlock::filters::dlp {
+namespace {
+
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int base64_value(char c) noexcept {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+int base32_value(char c) noexcept {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a';
+  if (c >= '2' && c <= '7') return c - '2' + 26;
+  return -1;
+}
+
+void put_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// Cyrillic and Greek capitals and small letters that render like a Latin letter (UTS #39
+// confusables.txt, the single-letter entries among the common scripts).
+constexpr std::array<std::pair<std::uint32_t, char>, 40> kLookalikes{{
+    {0x0410, 'A'}, {0x0412, 'B'}, {0x0415, 'E'}, {0x041A, 'K'}, {0x041C, 'M'}, {0x041D, 'H'},
+    {0x041E, 'O'}, {0x0420, 'P'}, {0x0421, 'C'}, {0x0422, 'T'}, {0x0425, 'X'}, {0x0430, 'a'},
+    {0x0435, 'e'}, {0x043E, 'o'}, {0x0440, 'p'}, {0x0441, 'c'}, {0x0443, 'y'}, {0x0445, 'x'},
+    {0x0455, 's'}, {0x0456, 'i'}, {0x0458, 'j'}, {0x0405, 'S'}, {0x0406, 'I'}, {0x0408, 'J'},
+    {0x0391, 'A'}, {0x0392, 'B'}, {0x0395, 'E'}, {0x0396, 'Z'}, {0x0397, 'H'}, {0x0399, 'I'},
+    {0x039A, 'K'}, {0x039C, 'M'}, {0x039D, 'N'}, {0x039F, 'O'}, {0x03A1, 'P'}, {0x03A4, 'T'},
+    {0x03A5, 'Y'}, {0x03A7, 'X'}, {0x03BF, 'o'}, {0x03BD, 'v'},
+}};
+
+bool invisible(std::uint32_t cp) noexcept {
+  return (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF ||
+         cp == 0x00AD || cp == 0x180E;
+}
+
+}  // namespace
+
+std::string percent_decode(std::string_view s, bool plus_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '%' && i + 2 < s.size()) {
+      const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(plus_space && c == '+' ? ' ' : c);
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view s) {
+  while (!s.empty() && s.back() == '=')
+    s.remove_suffix(1);
+  if (s.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(s.size() * 3 / 4);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : s) {
+    const int v = base64_value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> base32_decode(std::string_view s) {
+  while (!s.empty() && s.back() == '=')
+    s.remove_suffix(1);
+  std::string out;
+  out.reserve(s.size() * 5 / 8);
+  std::uint64_t acc = 0;
+  int bits = 0;
+  for (char c : s) {
+    const int v = base32_value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 5) | static_cast<std::uint64_t>(v);
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> hex_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() / 2);
+  std::size_t i = 0;
+  char sep = 0;
+  while (i < s.size()) {
+    if (i + 1 >= s.size()) return std::nullopt;
+    const int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+    if (i < s.size() && (s[i] == '-' || s[i] == ':' || s[i] == ' ')) {
+      // One separator, the same one, between every pair.
+      if (sep != 0 && s[i] != sep) return std::nullopt;
+      if (sep == 0 && out.size() != 1) return std::nullopt;
+      sep = s[i];
+      ++i;
+      if (i == s.size()) return std::nullopt;
+    } else if (sep != 0 && i < s.size()) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> fold_confusables(std::string_view s) {
+  bool any = false;
+  for (unsigned char c : s)
+    if (c >= 0xC2) any = true;
+  if (!any) return std::nullopt;
+  std::string out;
+  out.reserve(s.size());
+  bool changed = false;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (len == 1 || i + len > s.size()) {
+      out.push_back(s[i]);
+      ++i;
+      continue;
+    }
+    std::uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (std::size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    i += len;
+    if (invisible(cp)) {
+      changed = true;
+      continue;
+    }
+    if (cp >= 0xFF01 && cp <= 0xFF5E) {  // full-width ASCII
+      out.push_back(static_cast<char>(cp - 0xFF01 + 0x21));
+      changed = true;
+      continue;
+    }
+    bool mapped = false;
+    for (const auto& [from, to] : kLookalikes) {
+      if (from == cp) {
+        out.push_back(to);
+        mapped = changed = true;
+        break;
+      }
+    }
+    if (!mapped) put_utf8(out, cp);
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
+double printable_share(std::string_view s) noexcept {
+  if (s.empty()) return 0;
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c >= 0x20 && c < 0x7F) || c == '\n' || c == '\r' || c == '\t') ++n;
+  return static_cast<double>(n) / static_cast<double>(s.size());
+}
+
+double shannon_entropy(std::string_view s) noexcept {
+  if (s.empty()) return 0;
+  std::array<std::size_t, 256> counts{};
+  for (unsigned char c : s)
+    ++counts[c];
+  double h = 0;
+  const auto n = static_cast<double>(s.size());
+  for (std::size_t k : counts) {
+    if (k == 0) continue;
+    const double p = static_cast<double>(k) / n;
+    h -= p * std::log2(p);
+  }
+  return h;
+}
+
+}  // namespace airlock::filters::dlp

@@ -1,0 +1,39 @@
+#pragma once
+// The decoders DLP looks through (issue 16): what an agent, or an attacker steering one, uses
+// to hide a secret from a scanner that reads only the bytes on the wire. Each is lenient where
+// encoders differ (padding, case, '+' for a space) and returns nothing rather than guess.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace airlock::filters::dlp {
+
+// One round of percent-decoding (RFC 3986 section 2.1); `plus_space`: '+' is a space, as in a
+// form or a query (WHATWG application/x-www-form-urlencoded). A '%' not followed by two hex
+// digits is kept.
+std::string percent_decode(std::string_view s, bool plus_space);
+
+// Base64 (RFC 4648 section 4) or base64url (section 5), padding optional; nullopt on any other
+// byte or an impossible length.
+std::optional<std::string> base64_decode(std::string_view s);
+// Base32 (RFC 4648 section 6), either case, padding optional.
+std::optional<std::string> base32_decode(std::string_view s);
+// Hex pairs, either case, optionally separated by one '-', ':' or ' ' between every pair
+// ("41-4b-49"); nullopt on an odd count or a foreign byte.
+std::optional<std::string> hex_decode(std::string_view s);
+
+// Text as a person reads it: zero-width and invisible format characters removed (U+200B..U+200F,
+// U+2060..U+2064, U+FEFF, U+00AD, U+180E), full-width ASCII (U+FF01..U+FF5E) folded to ASCII, and
+// the Cyrillic and Greek letters that look like Latin ones (Unicode confusables, UTS #39) mapped
+// to them. Returns nullopt when nothing changed (the common case: no copy).
+std::optional<std::string> fold_confusables(std::string_view s);
+
+// Share of bytes that are printable ASCII or whitespace (0..1; 0 for an empty string).
+double printable_share(std::string_view s) noexcept;
+
+// Shannon entropy of the bytes, in bits per byte.
+double shannon_entropy(std::string_view s) noexcept;
+
+}  // namespace airlock::filters::dlp

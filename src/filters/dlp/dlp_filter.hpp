@@ -1,0 +1,61 @@
+#pragma once
+// Outbound DLP as a filter (issue 16). Under a rule with `dlp` (or the policy-wide default):
+//   - the host: on the policy's `blocklist` (host_blocklisted), or with data-like labels
+//     (hostname_exfiltration; hostname.hpp) unless a rule names it exactly; also for CONNECT;
+//   - the URL (host labels, path, query, each value and the values joined), header values and
+//     cookies, in on_request_head;
+//   - the body: held whole up to the rule's max_body_bytes (a finding refuses it before any
+//     byte goes on), streamed above that, read in windows with a carry so that a secret split
+//     across pieces is still found.
+//   - with `responses` set, a text response: held up to max_body_bytes and judged for prompt
+//     injection (injection.hpp), then withheld behind a marker line, passed, or annotated.
+// Each finding goes into the record (class, location, action). Action block: 403 dlp_blocked
+// with the classes in Proxy-Status (a violation: mode report records it instead); report: the
+// request goes on.
+
+#include "filters/filter.hpp"
+#include "policy/dlp.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace airlock::policy {
+class snapshot;
+}
+
+namespace airlock::filters::dlp {
+
+class scanner;
+
+// The scanners of one snapshot: one per distinct class list, and each rule's effective
+// configuration (its own `dlp`, else the policy-wide one, else none).
+struct dlp_plan {
+  struct rule_plan {
+    const policy::model::dlp_config* config = nullptr;  // null: no DLP under this rule
+    std::shared_ptr<const scanner> scan;
+  };
+  std::vector<rule_plan> rules;  // by compiled_rule::index
+  std::vector<policy::model::blocked_host> blocklist;
+  bool any_rule = false;  // some rule scans: every exchange gets the filter
+
+  struct build_result {
+    std::shared_ptr<const dlp_plan> plan;
+    std::vector<std::string> errors;
+  };
+  static build_result build(const policy::snapshot& snapshot);
+};
+
+class dlp_factory final : public filter_factory {
+ public:
+  explicit dlp_factory(std::shared_ptr<const dlp_plan> plan) : plan_(std::move(plan)) {}
+  filter* create(const exchange& ex, std::pmr::memory_resource& arena) const override;
+
+ private:
+  std::shared_ptr<const dlp_plan> plan_;
+};
+
+// Whether `host` is on the blocklist (exact, or under a "*.suffix" entry, or the suffix itself).
+bool blocklisted(const std::vector<policy::model::blocked_host>& list, std::string_view host);
+
+}  // namespace airlock::filters::dlp

@@ -1,0 +1,223 @@
+#include "filters/dlp/scanner.hpp"
+
+#include "core/str_cat.hpp"
+#include "filters/dlp/decode.hpp"
+#include "filters/dlp/seed_phrase.hpp"
+#include "filters/redaction/builtin.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace airlock::filters::dlp {
+namespace {
+
+constexpr int kMaxDepth = 2;           // decoded text is read again this many levels deep
+constexpr std::size_t kMinToken = 16;  // shorter runs are not worth decoding
+constexpr std::size_t kMaxToken = 64 * 1024;
+constexpr int kMaxPercentRounds = 6;
+
+bool token_byte(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '/' || c == '_' || c == '-' || c == ':';
+}
+
+bool all_of(std::string_view s, bool (*pred)(unsigned char)) {
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return pred(static_cast<unsigned char>(c)); });
+}
+
+// The printable stretches of decoded bytes (8 bytes or more), one per line: a secret embedded in
+// binary ("\xde\xad...AKIA...\x00") is read without the binary around it.
+std::string printable_runs(std::string_view bytes) {
+  std::string out;
+  std::size_t start = 0;
+  auto flush = [&](std::size_t end) {
+    if (end - start >= 8) out += core::str_cat(bytes.substr(start, end - start), "\n");
+  };
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x20 || c >= 0x7F) {
+      flush(i);
+      start = i + 1;
+    }
+  }
+  flush(bytes.size());
+  return out;
+}
+
+// File signatures of the binary content that rides in base64 legitimately (data: URIs, uploads):
+// PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF.
+bool binary_magic(std::string_view d) {
+  for (std::string_view m :
+       {std::string_view("\x89PNG", 4), std::string_view("\xFF\xD8\xFF", 3),
+        std::string_view("GIF8"), std::string_view("%PDF"), std::string_view("\x1F\x8B", 2),
+        std::string_view("PK\x03\x04", 4), std::string_view("RIFF")})
+    if (d.starts_with(m)) return true;
+  return false;
+}
+
+}  // namespace
+
+void add_finding(findings& out, std::string_view cls, std::string_view location) {
+  const finding f{cls, location};
+  if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+}
+
+std::vector<std::string> scanner::default_classes() {
+  std::vector<std::string> out;
+  for (std::string_view n : redaction::builtin_names())
+    if (n != "email" && n != "phone") out.emplace_back(n);
+  out.emplace_back(kSeedPhrase);
+  return out;
+}
+
+scanner::build_result scanner::build(const scanner_config& config) {
+  build_result out;
+  auto s = std::make_shared<scanner>();
+  std::vector<std::string> names = config.classes.empty() ? default_classes() : config.classes;
+  std::vector<std::string> engine_names;
+  for (const auto& n : names) {
+    if (n == kSeedPhrase)
+      s->seed_ = true;
+    else if (n == kHighEntropy)
+      s->entropy_ = true;
+    else if (n != kNestedEncoding)
+      engine_names.push_back(n);
+  }
+  s->entropy_ = s->entropy_ || config.entropy;
+  auto resolved = redaction::resolve_redactors(engine_names, config.custom);
+  for (auto& e : resolved.errors)
+    out.errors.push_back(core::str_cat("dlp: ", e));
+  if (!out.errors.empty()) return out;
+  auto built = redaction::engine::build(std::move(resolved.specs), config.secrets);
+  for (auto& e : built.errors)
+    out.errors.push_back(core::str_cat("dlp: ", e));
+  if (!out.errors.empty()) return out;
+  s->engine_ = std::move(built.compiled);
+  for (const auto& p : config.placeholders)
+    if (!p.empty()) s->placeholders_.push_back(p);
+  out.built = std::move(s);
+  return out;
+}
+
+void scanner::scan(std::string_view text, kind how, std::string_view location,
+                   findings& out) const {
+  std::string cleaned;
+  for (const auto& p : placeholders_) {
+    if (text.find(p) == std::string_view::npos) continue;
+    if (cleaned.empty()) cleaned.assign(text);
+    for (auto at = cleaned.find(p); at != std::string::npos; at = cleaned.find(p, at))
+      cleaned.replace(at, p.size(), " ");
+    text = cleaned;
+  }
+  read(text, 0, location, out);
+  if (how == kind::body && text.find('%') == std::string_view::npos) return;
+  // Percent-encoding, layer by layer (a form body, a URL, a cookie value).
+  std::string layer(text);
+  int rounds = 0;
+  for (; rounds < kMaxPercentRounds; ++rounds) {
+    std::string next = percent_decode(layer, how == kind::url);
+    if (next == layer) break;
+    layer = std::move(next);
+    read(layer, 0, location, out);
+  }
+  // Three layers or more: nobody encodes a value that often but to hide it.
+  if (rounds >= 3) add_finding(out, kNestedEncoding, location);
+}
+
+void scanner::scan_query(std::string_view query, findings& out) const {
+  std::string joined;
+  std::size_t params = 0;
+  for (std::size_t pos = 0; pos <= query.size();) {
+    auto amp = query.find('&', pos);
+    if (amp == std::string_view::npos) amp = query.size();
+    const auto param = query.substr(pos, amp - pos);
+    const auto eq = param.find('=');
+    if (eq != std::string_view::npos) {
+      joined += percent_decode(param.substr(eq + 1), true);
+      ++params;
+    }
+    pos = amp + 1;
+  }
+  // The classes only: decoding or judging the entropy of a concatenation would find what no
+  // single value holds ("png" + a base64 image).
+  if (params < 2) return;
+  redaction::hit_counts hits;
+  (void)engine_->redact(joined, &hits);
+  for (std::size_t i = 0; i < hits.size(); ++i)
+    if (hits[i] != 0) add_finding(out, engine_->label_name(i), "query");
+}
+
+void scanner::read(std::string_view text, int depth, std::string_view location,
+                   findings& out) const {
+  redaction::hit_counts hits;
+  (void)engine_->redact(text, &hits);
+  for (std::size_t i = 0; i < hits.size(); ++i)
+    if (hits[i] != 0) add_finding(out, engine_->label_name(i), location);
+  if (seed_ && has_seed_phrase(text)) add_finding(out, kSeedPhrase, location);
+  if (auto folded = fold_confusables(text)) read(*folded, depth, location, out);
+  if (depth < kMaxDepth) read_tokens(text, depth, location, out);
+}
+
+void scanner::read_tokens(std::string_view text, int depth, std::string_view location,
+                          findings& out) const {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!token_byte(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && token_byte(static_cast<unsigned char>(text[j])))
+      ++j;
+    while (j < text.size() && text[j] == '=')  // base64 / base32 padding
+      ++j;
+    std::string_view token = text.substr(i, j - i);
+    i = j;
+    if (token.size() < kMinToken || token.size() > kMaxToken) continue;
+    std::optional<std::string> decoded = hex_decode(token);
+    if (!decoded) {
+      auto upper = [](unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= '2' && c <= '7'); };
+      auto lower = [](unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '2' && c <= '7'); };
+      const auto bare = token.substr(0, token.find('='));
+      if (all_of(bare, upper) || all_of(bare, lower)) decoded = base32_decode(token);
+      if (!decoded || printable_share(*decoded) < 0.9) decoded = base64_decode(token);
+    }
+    if (decoded && binary_magic(*decoded)) continue;  // an image or an archive, not a key
+    if (entropy_ && entropic(token)) add_finding(out, kHighEntropy, location);
+    if (!decoded || decoded->empty()) continue;
+    if (printable_share(*decoded) >= 0.9)
+      read(*decoded, depth + 1, location, out);
+    else if (std::string runs = printable_runs(*decoded); !runs.empty())
+      read(runs, depth + 1, location, out);
+  }
+}
+
+// A token that looks random: long, upper and lower case letters and digits mixed, and close
+// to the entropy of random text of its length. Hex (git SHAs, ETags), UUIDs, words and
+// numbers do not mix all three.
+bool scanner::entropic(std::string_view token) const {
+  auto check = [](std::string_view t) {
+    if (t.size() < 20 || t.size() > 512) return false;
+    bool upper = false, lower = false, digit = false;
+    for (char c : t) {
+      upper = upper || (c >= 'A' && c <= 'Z');
+      lower = lower || (c >= 'a' && c <= 'z');
+      digit = digit || (c >= '0' && c <= '9');
+    }
+    if (!(upper && lower && digit)) return false;
+    const double bound = std::min(4.5, 0.84 * std::log2(static_cast<double>(t.size())));
+    return shannon_entropy(t) >= bound;
+  };
+  if (check(token)) return true;
+  // The segments of a path ("/api/x7Kp.../status").
+  for (std::size_t pos = 0; pos < token.size();) {
+    auto slash = token.find('/', pos);
+    if (slash == std::string_view::npos) slash = token.size();
+    if (slash - pos != token.size() && check(token.substr(pos, slash - pos))) return true;
+    pos = slash + 1;
+  }
+  return false;
+}
+
+}  // namespace airlock::filters::dlp

@@ -1,0 +1,261 @@
+#include "filters/dlp/dlp_filter.hpp"
+#include "filters/chain.hpp"
+#include "filters/pipeline.hpp"
+#include "filters/rate_limit/registry.hpp"
+#include "policy/loader.hpp"
+#include "policy/snapshot.hpp"
+
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/message.hpp>
+
+#include <gtest/gtest.h>
+
+// The DLP filter in the real chain of a policy, on hand-built exchanges (no sockets): the
+// `dlp` keys, each action, each location, the blocklist and host-name checks.
+namespace airlock::filters {
+namespace {
+namespace http = boost::beast::http;
+
+constexpr const char* kAws = "AKIAIOSFODNN7EXAMPLE";
+
+class dlp_test : public ::testing::Test {
+ protected:
+  void load(const std::string& yaml) {
+    auto r = policy::load_string(yaml, "dlp.yaml");
+    for (const auto& e : r.errors)
+      ADD_FAILURE() << e.to_string();
+    ASSERT_TRUE(r.policy);
+    lasting_state state{&rates_};
+    auto built = pipeline::build(r.policy, state);
+    for (const auto& e : built.errors)
+      ADD_FAILURE() << e;
+    ASSERT_TRUE(built.built);
+    pipeline_ = built.built;
+  }
+
+  exchange& request(http::verb method, std::string_view host, std::string_view target) {
+    req_ = {};
+    req_.method(method);
+    req_.target(target);
+    ex_ = std::make_unique<exchange>();
+    auto& ex = *ex_;
+    ex.snapshot = &pipeline_->snapshot();
+    ex.request = &req_;
+    ex.target.host = *net::normalize_host(host);
+    ex.target.port = 80;
+    ex.path_and_query = std::string(target);
+    ex.path = ex.path_and_query.substr(0, ex.path_and_query.find('?'));
+    ex.agent = ex.snapshot->find_agent("default");
+    ex.record.agent = "default";
+    ex.body_limit = ex.snapshot->limits().body_bytes;
+    return ex;
+  }
+
+  rate_limit::registry rates_;
+  std::shared_ptr<const pipeline> pipeline_;
+  http::request<http::empty_body> req_;
+  std::unique_ptr<exchange> ex_;
+};
+
+const char* kPolicy = R"(
+listen: {proxy: 127.0.0.1:0, admin: ''}
+dlp: {action: block}
+blocklist: [exfil-collector.example.net, '*.paste.example']
+agents:
+  default: {rules: [named, quiet, off, web]}
+rules:
+  - name: named
+    hosts: [7365637265745f6170695f6b65795f3132333435.data.example.com]
+    ports: [80]
+  - name: quiet
+    hosts: [report.example.com]
+    ports: [80]
+    dlp: {action: report, classes: [aws-access-key], max_body_bytes: 16}
+  - name: off
+    hosts: [off.example.com]
+    ports: [80]
+    dlp: off
+  - name: web
+    host_regex: ['.*\.example\.(com|net)|.*\.paste\.example']
+    ports: [80]
+)";
+
+TEST_F(dlp_test, BlocksAFindingInEachPlace) {
+  load(kPolicy);
+  struct place {
+    const char* target;
+    const char* header;
+    const char* location;
+  };
+  for (const place& p : {place{"/api?key=AKIAIOSFODNN7EXAMPLE", nullptr, "query"},
+                         place{"/data/AKIAIOSFODNN7EXAMPLE/x", nullptr, "path"},
+                         place{"/", "Bearer AKIAIOSFODNN7EXAMPLE", "header"}}) {
+    auto& ex = request(http::verb::get, "evil.example.com", p.target);
+    if (p.header) req_.set(http::field::authorization, p.header);
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused()) << p.target;
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    EXPECT_NE(ex.record.detail.find("aws-access-key"), std::string::npos) << ex.record.detail;
+    EXPECT_EQ(ex.record.detail.find(kAws), std::string::npos) << "the value leaked";
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].location, p.location);
+    EXPECT_EQ(ex.record.dlp[0].action, "block");
+  }
+  {
+    auto& ex = request(http::verb::get, "evil.example.com", "/");
+    req_.set(http::field::cookie, "a=1; token=ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].cls, "github-token");
+    EXPECT_EQ(ex.record.dlp[0].location, "cookie");
+  }
+}
+
+TEST_F(dlp_test, BodiesWholeAndStreamed) {
+  load(kPolicy);
+  {
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    ex.content_length = 40;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    EXPECT_TRUE(c.request_body(R"({"k":"AKIAIOSFODNN7EXAMPLE"})", true).refused());
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    EXPECT_EQ(ex.record.dlp.at(0).location, "body");
+  }
+  {
+    // No length (chunked): streamed, a key split between two pieces is still found.
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    EXPECT_TRUE(c.request_body("{\"k\":\"AKIAIOSF", false).passes());
+    EXPECT_TRUE(c.request_body("ODNN7EXAMPLE\"}", true).refused());
+  }
+  {
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    EXPECT_TRUE(
+        c.request_body(R"({"title":"standup","id":"550e8400-e29b-41d4-a716-446655440000"})", true)
+            .passes());
+    EXPECT_TRUE(ex.record.dlp.empty());
+  }
+}
+
+TEST_F(dlp_test, ReportLetsThroughAndRecords) {
+  load(kPolicy);
+  {
+    auto& ex = request(http::verb::get, "report.example.com", "/?k=AKIAIOSFODNN7EXAMPLE");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes());
+    EXPECT_EQ(ex.record.reason, core::errc::ok);
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].action, "report");
+  }
+  {
+    // The rule lists only aws-access-key: a GitHub token is not its business.
+    auto& ex = request(http::verb::get, "report.example.com",
+                       "/?k=ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes());
+    EXPECT_TRUE(ex.record.dlp.empty());
+  }
+}
+
+TEST_F(dlp_test, OffRuleIsNotScanned) {
+  load(kPolicy);
+  auto& ex = request(http::verb::get, "off.example.com", "/?k=AKIAIOSFODNN7EXAMPLE");
+  chain c(pipeline_->factories(), ex);
+  EXPECT_TRUE(c.request_head().passes());
+  EXPECT_TRUE(ex.record.dlp.empty());
+}
+
+TEST_F(dlp_test, BlocklistAndHostNames) {
+  load(kPolicy);
+  {
+    auto& ex = request(http::verb::get, "exfil-collector.example.net", "/beacon");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::host_blocklisted);
+  }
+  {
+    auto& ex = request(http::verb::get, "x.paste.example", "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::host_blocklisted);
+  }
+  {
+    auto& ex = request(http::verb::get, "jbswy3dpehpk3pxp.exfil.example.com", "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::hostname_exfiltration);
+  }
+  {
+    // A CONNECT is judged by its host too.
+    auto& ex = request(http::verb::connect, "jbswy3dpehpk3pxp.exfil.example.com", "");
+    ex.connect = true;
+    ex.target.port = 80;
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::hostname_exfiltration);
+  }
+  {
+    // A host a rule names exactly is the operator's choice.
+    auto& ex =
+        request(http::verb::get, "7365637265745f6170695f6b65795f3132333435.data.example.com", "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes()) << ex.record.detail;
+  }
+}
+
+TEST(dlp_policy, KeysAreChecked) {
+  for (const char* bad :
+       {"dlp: {action: maybe}\n", "dlp: {classes: nope}\n", "dlp: {max_body_bytes: 0}\n",
+        "dlp: {entropy: yes}\n", "dlp: {colour: red}\n", "blocklist: ['bad host!']\n", "dlp: [1]\n",
+        "dlp: {responses: maybe}\n"}) {
+    auto r = policy::load_string(bad, "dlp.yaml");
+    EXPECT_FALSE(r.errors.empty()) << bad;
+    if (!r.errors.empty()) {
+      EXPECT_EQ(r.errors[0].key.substr(0, 3), std::string(bad).substr(0, 3));
+    }
+  }
+  auto r = policy::load_string(
+      "dlp: {action: report, classes: [iban], entropy: true, "
+      "responses: annotate, max_body_bytes: 64KiB}\nblocklist: ['*.example.net']\n",
+      "dlp.yaml");
+  ASSERT_TRUE(r.policy) << r.errors[0].to_string();
+  const auto& d = r.policy->model().dlp;
+  EXPECT_TRUE(d.present);
+  EXPECT_EQ(d.action, policy::model::dlp_action::report);
+  EXPECT_EQ(d.max_body_bytes, 64u * 1024);
+  EXPECT_TRUE(d.entropy);
+  EXPECT_EQ(d.responses, policy::model::response_action::annotate);
+  ASSERT_EQ(r.policy->model().blocklist.size(), 1u);
+  EXPECT_TRUE(dlp::blocklisted(r.policy->model().blocklist, "a.example.net"));
+  EXPECT_TRUE(dlp::blocklisted(r.policy->model().blocklist, "example.net"));
+  EXPECT_FALSE(dlp::blocklisted(r.policy->model().blocklist, "badexample.net"));
+}
+
+TEST(dlp_policy, UnknownClassIsALoadError) {
+  auto r = policy::load_string(
+      "dlp: {classes: [iban, no-such-class]}\nagents: {default: {rules: [a]}}\n"
+      "rules: [{name: a, hosts: [a.example.com], dlp: {classes: [nope]}}]\n",
+      "dlp.yaml");
+  EXPECT_FALSE(r.policy);
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].key, "dlp.classes[1]");
+  EXPECT_EQ(r.errors[0].line, 1);
+  EXPECT_NE(r.errors[0].message.find("no-such-class"), std::string::npos);
+  EXPECT_EQ(r.errors[1].key, "rules[0].dlp.classes[0]");
+  // Custom redactors count as classes.
+  auto ok = policy::load_string(
+      "redactors: [{name: ticket, pattern: 'TICKET-[0-9]+'}]\ndlp: {classes: [ticket]}\n",
+      "dlp.yaml");
+  EXPECT_TRUE(ok.policy) << ok.errors[0].to_string();
+}
+
+}  // namespace
+}  // namespace airlock::filters
