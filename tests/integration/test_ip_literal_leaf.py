@@ -5,16 +5,22 @@ client that sends no SNI for an IP target and checks another name (npm's agent c
 
 The real client is Node's https stack: a CONNECT through the proxy, then tls.connect on the
 tunnel with no servername (Node sends no SNI for an IP) and checkServerIdentity for
-`localhost`, as npm's agent does against an IP-literal registry."""
+`localhost`, as npm's agent does against an IP-literal registry. And npm itself (the
+issue's client): `npm ping` against a registry on https://127.0.0.1:PORT/ through the
+inspected rule, trusting only the interception CA; and the same against an origin whose
+certificate names only the IP, where the leaf can name nothing else and npm refuses it."""
 
 import json
+import os
 import socket
 import ssl
 import subprocess
+import tempfile
 import unittest
 
 from harness import env
 from harness.base import ProxyTestCase, marker
+from harness.origin import OriginServer
 from harness.proxy import make_policy, tunnel_rule
 from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
 
@@ -48,9 +54,16 @@ class IpLiteralLeafTest(ProxyTestCase):
         cls.ica = AirlockCA()
         cls.certs = OriginCerts(names=("localhost", "api.local.test"), ips=("127.0.0.1",))
         cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
+        # npm registries: GET /-/ping answers 200 `{}` (the fallback; npm ping reads no more).
+        cls.registry = OriginServer(OriginCerts.server_context(cls.certs.good),
+                                    fallback=b"{}").start()
+        ip_only = cls.certs.issue("ip-only", (), ("127.0.0.1",))
+        cls.ip_only = OriginServer(OriginCerts.server_context(ip_only), fallback=b"{}").start()
 
     @classmethod
     def extra_teardown(cls):
+        cls.ip_only.stop()
+        cls.registry.stop()
         cls.good.stop()
         cls.certs.cleanup()
         cls.ica.cleanup()
@@ -62,6 +75,10 @@ class IpLiteralLeafTest(ProxyTestCase):
                         inspect=True, methods=["GET"], paths=[r"^/echo/.*"]),
             tunnel_rule(cls.good.port, name="name-inspected", hosts=["api.local.test"],
                         inspect=True, methods=["GET"], paths=[r"^/echo/.*"]),
+            tunnel_rule(cls.registry.port, name="npm-registry", hosts=["127.0.0.1"],
+                        addresses=None, inspect=True, methods=["GET"], paths=[r"^/-/ping"]),
+            tunnel_rule(cls.ip_only.port, name="npm-ip-only", hosts=["127.0.0.1"],
+                        addresses=None, inspect=True, methods=["GET"], paths=[r"^/-/ping"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                 "upstream_ca": cls.certs.ca_cert})
 
@@ -104,6 +121,56 @@ class IpLiteralLeafTest(ProxyTestCase):
         self.assertIsNotNone(rec)
         self.assertEqual((rec["scheme"], rec["host"], rec["rule"]),
                          ("https", "127.0.0.1", "ip-inspected"))
+
+    def npm_ping(self, port):
+        """`npm ping` against https://127.0.0.1:PORT/ through the proxy, trusting only the
+        interception CA, with its own cache and (empty) config files and no proxy or npm
+        settings from the environment (NO_PROXY could bypass the proxy), so nothing outside
+        the test is read or written and no other registry is asked."""
+        home = tempfile.TemporaryDirectory(prefix="airlock-itest-npm-")
+        self.addCleanup(home.cleanup)
+        userconfig, globalconfig = (os.path.join(home.name, n) for n in ("npmrc", "global-npmrc"))
+        for path in (userconfig, globalconfig):
+            open(path, "w").close()
+        environ = {k: v for k, v in os.environ.items()
+                   if not k.lower().startswith("npm_") and "proxy" not in k.lower()}
+        environ["HOME"] = home.name
+        cmd = ["npm", "ping", "--registry", "https://127.0.0.1:%d/" % port,
+               "--https-proxy", "http://127.0.0.1:%d" % self.proxy.port, "--noproxy", "",
+               "--cafile", self.ica.cert, "--strict-ssl=true",
+               "--cache", os.path.join(home.name, "cache"),
+               "--userconfig", userconfig, "--globalconfig", globalconfig,
+               "--fetch-retries=0", "--update-notifier=false", "--loglevel=verbose"]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=home.name, env=environ,
+                              timeout=env.t(60))
+
+    def test_npm_ping_ip_literal_registry(self):
+        mark = self.proxy.audit_mark()
+        out = self.npm_ping(self.registry.port)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("PONG", out.stdout + out.stderr)
+        rec = self.proxy.wait_audit(after=mark, rule="npm-registry", path="/-/ping")
+        self.assertIsNotNone(rec, self.proxy.audit()[mark:])
+        self.assertEqual((rec["scheme"], rec["host"], rec["method"], rec["status"]),
+                         ("https", "127.0.0.1", "GET", 200))
+        # npm reached the registry through the proxy, not directly and not elsewhere.
+        self.assertTrue(self.registry.requests)
+
+    def test_npm_refuses_a_leaf_naming_only_the_ip(self):
+        """The origin's certificate names only 127.0.0.1, so the leaf can name nothing else;
+        npm's agent sends no SNI for an IP and checks `localhost`, and refuses it. This is
+        the failure the origin's names on the leaf (the test above) avoid."""
+        mark = self.proxy.audit_mark()
+        out = self.npm_ping(self.ip_only.port)
+        self.assertNotEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("ERR_TLS_CERT_ALTNAME_INVALID", out.stdout + out.stderr)
+        self.assertIn("localhost", out.stdout + out.stderr)
+        self.assertEqual(self.ip_only.requests, [])
+        # The tunnel still leaves its record: the client got 200, then failed the handshake.
+        rec = self.proxy.wait_audit(after=mark, rule="npm-ip-only", method="CONNECT")
+        self.assertIsNotNone(rec, self.proxy.audit()[mark:])
+        self.assertEqual(rec["status"], 200)
+        self.assertIn("client TLS handshake", rec["detail"])
 
 
 if __name__ == "__main__":

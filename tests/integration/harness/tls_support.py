@@ -63,7 +63,7 @@ class OriginCerts:
 
     - `ca_cert`: the CA the proxy's upstream_ca bundle holds;
     - `good`: signed by it, for the names and IPs given (DNS:insp.test, DNS:origin.test,
-      IP:127.0.0.1 by default);
+      IP:127.0.0.1 by default); `issue` makes more (CN: the first name, else the first IP);
     - `self_signed`: a self-signed certificate for the same names (in no bundle);
     - `other_name`: signed by the trusted CA but only for DNS:elsewhere.test.
     Each certificate is a (cert_path, key_path) pair.
@@ -96,7 +96,7 @@ class OriginCerts:
     def issue(self, stem, names, ips):
         cert, key, csr, ext = (self._path(stem + s) for s in (".crt", ".key", ".csr", ".ext"))
         _checked("req", "-new", *self._ec(), "-keyout", key, "-out", csr,
-                 "-subj", "/CN=%s" % names[0])
+                 "-subj", "/CN=%s" % (tuple(names) + tuple(ips))[0])
         with open(ext, "w") as f:
             f.write("subjectAltName=%s\n" % self._san(names, ips))
             f.write("basicConstraints=critical,CA:FALSE\n")
