@@ -1,10 +1,11 @@
 // One client connection, read top to bottom as the pipeline (DESIGN.md): read the head →
 // identify the agent → the filter chain (decide, rate, validate, credentials) → connect or
 // reuse an upstream → forward, the response through the chain (redaction) → record. A CONNECT
-// leaves the HTTP loop for its tunnel: opaque, or intercepted, where each request inside is an
-// exchange of its own through the same steps.
+// leaves the HTTP loop for its tunnel (tunnel_session.cpp): opaque, or its requests (intercepted
+// TLS or plain HTTP) come back here, each an exchange of its own through the same steps.
 #include "proxy/session.hpp"
 
+#include <type_traits>
 #include "filters/chain.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
@@ -14,13 +15,8 @@
 #include "proxy/h1_exchange_steps.hpp"
 #include "proxy/pending_wait.hpp"
 #include "proxy/session_context.hpp"
+#include "proxy/tunnel_session.hpp"
 #include "telemetry/metrics.hpp"
-#include "tls/contexts.hpp"
-#include "tls/leaf_cache.hpp"
-
-#include <boost/asio/ssl.hpp>
-
-#include <type_traits>
 
 namespace airlock::proxy {
 namespace asio = boost::asio;
@@ -30,9 +26,6 @@ using asio::ip::tcp;
 using core::errc;
 
 namespace {
-
-template <class Client>
-asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_context* tunnel);
 
 // Where the agent comes from: inside a tunnel, the one that opened it; on a relay connection,
 // the agent the launcher named, whatever the request says of itself; otherwise credentials,
@@ -46,100 +39,6 @@ policy::identity identify(const session_context& s, const tunnel_context* tunnel
   id.agent = snap.find_agent(tunnel->agent);
   if (!id.agent) id.detail = "agent no longer in the policy";
   return id;
-}
-
-// A tunnel whose requests were served is recorded by them (one record each); one that carried
-// none is recorded once, as the tunnel the client got (docs/operations.md, the audit trail).
-void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
-  rec.skipped = carried_requests;
-  if (!carried_requests && rec.reason == errc::ok) rec.detail = "the tunnel carried no request";
-}
-
-// After the TLS handshake with the client: serve the decrypted requests one by one.
-asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
-                                        const active_policy& active) {
-  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false};
-  tls_client client_tls(s.client, *t.tls->server_context);
-  std::string error;
-  std::vector<tls::leaf_name> also;  // an IP literal's leaf also names the origin's names
-  if (t.target.host.is_ip()) also = co_await origin_names(s, t, ex);
-  auto leaf = t.tls->leaves->get(t.target.host.text, also, error);
-  if (!leaf || !tls::use_leaf(client_tls.native_handle(), *leaf, error)) {
-    ex.record.refuse(errc::internal_error, core::str_cat("cannot mint a certificate: ", error));
-    co_return;
-  }
-  // The ClientHello we already read for the SNI check is handed to the handshake.
-  s.client.expires_after(ex.snapshot->limits().head_timeout);
-  auto [ec, used] = co_await client_tls.async_handshake(asio::ssl::stream_base::server,
-                                                        s.buffer.data(), use_tuple);
-  s.buffer.consume(used);
-  if (ec) {
-    // Most often: the client does not trust our CA. Nothing more can be said to it.
-    ex.record.refuse(errc::bad_request,
-                     core::str_cat("client TLS handshake failed: ",
-                                   tls::handshake_failure_reason(client_tls.native_handle(), ec)));
-    co_return;
-  }
-  const auto before = s.requests;
-  for (;;) {
-    s.entry->idle = true;
-    if (s.w.shared().draining.load()) break;
-    if (!co_await serve_exchange(s, client_tls, &t)) break;
-  }
-  end_tunnel_record(ex.record, s.requests > before);
-  s.client.expires_after(std::chrono::seconds(2));
-  co_await client_tls.async_shutdown(use_tuple);
-}
-
-// Plain HTTP/1.x through a tunnel: its requests are served one by one like those of an
-// intercepted tunnel, without TLS. The tunnel is recorded by its requests when it carried any.
-asio::awaitable<void> serve_plain_tunnel(session_context& s, filters::exchange& ex) {
-  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true};
-  const auto before = s.requests;
-  for (;;) {
-    s.entry->idle = true;
-    if (s.w.shared().draining.load()) break;
-    if (!co_await serve_exchange(s, s.client, &t)) break;
-  }
-  end_tunnel_record(ex.record, s.requests > before);
-}
-
-// An allowed CONNECT: the tunnel is opened, then relayed or intercepted. The exchange (and the
-// chain's hold on concurrency slots) lasts as long as the tunnel.
-asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
-                                    const active_policy& active) {
-  beast::tcp_stream upstream(s.client.get_executor());
-  s.entry->upstream = &upstream.socket();
-  struct detach_upstream {
-    session_entry& e;
-    ~detach_upstream() {
-      e.upstream = nullptr;
-      e.tunnel_agent.clear();
-    }
-  } detach{*s.entry};
-  s.entry->tunnel_agent = ex.record.agent;  // the kill switch cuts the tunnel (worker.hpp)
-  struct record_cut {
-    session_entry& e;
-    filters::exchange_record& rec;
-    ~record_cut() {
-      if (e.cut) rec.refuse(errc::agent_stopped, "tunnel cut: the agent was stopped");
-    }
-  } cut_recorded{*s.entry, ex.record};
-  const auto mode = co_await open_tunnel(s, ex, active, upstream);
-  if (mode == tunnel_mode::ended) co_return;
-  auto* metrics = s.w.shared().metrics;
-  if (metrics) metrics->tunnel_opened();
-  struct tunnel_gauge {
-    telemetry::metrics* m;
-    ~tunnel_gauge() {
-      if (m) m->tunnel_closed();
-    }
-  } gauge{metrics};
-  if (mode == tunnel_mode::opaque) co_return co_await relay_opaque(s, ex, upstream);
-  // The TCP connection made to check the origin is dropped; the first request inside connects.
-  upstream.close();
-  if (mode == tunnel_mode::plain_http) co_return co_await serve_plain_tunnel(s, ex);
-  co_await serve_intercepted(s, ex, active);
 }
 
 // How long a session waits for the first byte of its next request, under the policy in force.
@@ -222,7 +121,9 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
     decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout));
   if (!decided.passes()) co_return co_await send_answer(client, rec, version, keep_after_refusal);
   if (ex.connect) {
-    co_await serve_connect(s, ex, *active);
+    // The tunnel's requests, if it carries any, come back here one by one.
+    co_await serve_connect(s, ex, *active,
+                           {&serve_exchange<tls_client>, &serve_exchange<beast::tcp_stream>});
     co_return false;
   }
 

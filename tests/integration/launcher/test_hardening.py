@@ -254,6 +254,19 @@ class HardeningTestBase(base.LauncherTestBase):
             # launcher is back in raw mode waits in the terminal's queue.
             os.write(master, b"typed after fg\r")
             wait_for(b"GOT:typed after fg")
+            # The shell's next prompt: the launcher has exited and the shell reads its terminal
+            # again (an "exit" typed earlier would go to the ending launcher instead).
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while (b"PROMPT$ " not in out[out.index(b"GOT:typed after fg"):] and
+                   time.monotonic() < deadline):
+                ready, _, _ = select.select([master], [], [], 0.2)
+                if ready:
+                    try:
+                        out.extend(os.read(master, 4096))
+                    except OSError:
+                        break
+            self.assertIn(b"PROMPT$ ", out[out.index(b"GOT:typed after fg"):],
+                          bytes(out[-3000:]).decode(errors="replace"))
             os.write(master, b"exit\n")
             shell.wait(timeout=RUN_TIMEOUT)
         finally:
