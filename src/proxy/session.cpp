@@ -27,18 +27,40 @@ using core::errc;
 
 namespace {
 
-// Where the agent comes from: inside a tunnel, the one that opened it; on a relay connection,
-// the agent the launcher named, whatever the request says of itself; otherwise credentials,
-// then the source address.
-policy::identity identify(const session_context& s, const tunnel_context* tunnel,
-                          const policy::snapshot& snap, const http::request_header<>& req) {
-  if (!tunnel)
-    return snap.identify(s.relay_agent, req[http::field::proxy_authorization],
-                         s.client_endpoint.address());
+// Who is asking, into the exchange: inside a tunnel, the agent that opened it; on a relay
+// connection, the agent the launcher named, whatever the request says of itself; otherwise
+// credentials, then the source address. False (the refusal recorded) when nobody is.
+bool identify(const session_context& s, const tunnel_context* tunnel, const policy::snapshot& snap,
+              const http::request_header<>& req, filters::exchange& ex) {
   policy::identity id;
-  id.agent = snap.find_agent(tunnel->agent);
-  if (!id.agent) id.detail = "agent no longer in the policy";
-  return id;
+  if (!tunnel) {
+    id = snap.identify(s.relay_agent, req[http::field::proxy_authorization],
+                       s.client_endpoint.address());
+  } else if (!(id.agent = snap.find_agent(tunnel->agent))) {
+    id.detail = "agent no longer in the policy";
+  }
+  if (!id.agent) {
+    ex.record.refuse(errc::auth_required, id.detail);
+    return false;
+  }
+  ex.agent = id.agent;
+  ex.record.agent = id.agent->name;
+  // Only the relay's word names a program; a direct client never has one (fail closed).
+  if (s.relay_binary) ex.binary = ex.record.binary = &*s.relay_binary;
+  return true;
+}
+
+// What forwarding needs to know of the request, once the chain let it go on.
+forward_params forward_params_for(http::request<http::buffer_body>& req, filters::exchange& ex,
+                                  bool expect_continue, const std::optional<std::string>& held) {
+  forward_params fp;
+  fp.version = req.version();
+  fp.client_keep_alive = req.keep_alive();
+  fp.expect_continue = expect_continue && !held;
+  fp.head = req.method() == http::verb::head;
+  fp.body = held ? &*held : nullptr;
+  fp.upgrade = h1::rewrite_for_upstream(req, ex);
+  return fp;
 }
 
 // How long a session waits for the first byte of its next request, under the policy in force.
@@ -102,15 +124,8 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
       !ex.has_body && !ex.connect && req.keep_alive() && !shared.draining.load();
 
   // 3. Who is asking.
-  auto id = identify(s, tunnel, snap, req);
-  if (!id.agent) {
-    rec.refuse(errc::auth_required, id.detail);
+  if (!identify(s, tunnel, snap, req, ex))
     co_return co_await send_answer(client, rec, version, keep_after_refusal && !tunnel);
-  }
-  ex.agent = id.agent;
-  rec.agent = id.agent->name;
-  // Only the relay's word names a program; a direct client never has one (fail closed).
-  if (s.relay_binary) ex.binary = rec.binary = &*s.relay_binary;
 
   // 4. The chain: placeholders, decision, rate limits, required placeholders, validation.
   filters::chain chain(active->pipeline->factories(), ex);
@@ -140,13 +155,7 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   // 6. Credentials go in last, then the head is rewritten for the upstream.
   if (!chain.forward().passes())
     co_return co_await send_answer(client, rec, version, keep_after_refusal);
-  forward_params fp;
-  fp.version = version;
-  fp.client_keep_alive = req.keep_alive();
-  fp.expect_continue = expect_continue && !held_body;
-  fp.head = req.method() == http::verb::head;
-  fp.body = held_body ? &*held_body : nullptr;
-  fp.upgrade = h1::rewrite_for_upstream(req, ex);
+  auto fp = forward_params_for(req, ex, expect_continue, held_body);
 
   // 7. Upstream and forwarding: inside a tunnel (the client speaks TLS) its TLS upstream, else a
   // pooled or new connection.
