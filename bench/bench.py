@@ -2,7 +2,8 @@
 """Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run; the cost
 of request controls (a rule with rate limits and validation vs a rule with neither); the cost
 of credential injection and response redaction (a rule with inject and redact vs one without);
-the throughput of the redaction engine itself (MB/s per core on a 100 MiB JSON body); and HTTPS
+the cost of shared state (a rate-limited rule with `state: redis` vs `state: local`); the
+throughput of the redaction engine itself (MB/s per core on a 100 MiB JSON body); and HTTPS
 inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 
 Usually started by bench/run.sh, which installs the tools and builds airlock, the redaction
@@ -29,6 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lib import controls, credentials, procfs, redaction, report, scenarios  # noqa: E402
+from lib import shared_state  # noqa: E402
 from lib import tls_report  # noqa: E402
 from lib import tls_scenarios  # noqa: E402
 from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
@@ -42,6 +44,7 @@ BIG_SIZE = 512 * MIB
 PLAIN_SCENARIOS = ("small", "small_c1", "large", "connect", "idle")
 CONTROLS_SCENARIOS = ("controls",)
 CREDENTIALS_SCENARIOS = ("credentials",)
+SHARED_STATE_SCENARIOS = ("shared_state",)
 REDACTION_SCENARIOS = ("redaction",)
 TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
 TARGETS = ("direct", "squid", "mitmproxy", "airlock")
@@ -78,6 +81,9 @@ def settings_for(args):
         # (g) credentials: the same, for two bodies (small binary, small JSON) in turn.
         "credentials_rounds": 6,
         "credentials_seconds": 3,
+        # (s) shared state: the same, `state: local` vs `state: redis`.
+        "shared_state_rounds": 10,
+        "shared_state_seconds": 3,
         # (r) redaction throughput: one body of this size, timed passes over it.
         "redaction_mib": 100,
         "redaction_repeat": 3,
@@ -94,6 +100,7 @@ def settings_for(args):
         s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
                  connect_seconds=2, idle_connections=200, controls_rounds=6,
                  controls_seconds=2, credentials_rounds=4, credentials_seconds=2,
+                 shared_state_rounds=4, shared_state_seconds=2,
                  redaction_mib=16, redaction_repeat=2, tls_seconds=2,
                  tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
@@ -467,6 +474,70 @@ class Run:
                 else:
                     r["airlock_allowed"] = int(allowed[rule])
 
+    def run_shared_state(self, proxies, redis, origin):
+        """(s) the same small-request load through a rate-limited rule on two instances, one
+        with `state: local`, one with `state: redis`, alternating round by round."""
+        s = self.s
+        key = "shared_state"
+        targets = shared_state.targets(origin, proxies)
+        c = s["small_connections"]
+        for t in targets:
+            try:
+                scenarios.wrk(t, "/small", s["wrk_threads"], c, s["warmup_seconds"],
+                              self.raw(t, "warmup"), len(SMALL_BODY))
+            except BenchError as e:
+                self.fail(t, key, f"warm-up: {e}")
+        self.log("== (s) verify: the redis instance keeps its limit in Redis")
+        try:
+            for check in shared_state.verify(proxies, redis):
+                self.log(f"  {check['check']:<44} {check['value']}")
+        except BenchError as e:
+            for t in targets:
+                self.fail(t, "verify", e)
+            return
+        broken = [t.name for t in targets if not self.ok(t, key)]
+        if broken:
+            for t in targets:  # one instance alone compares with nothing
+                if self.ok(t, key):
+                    self.fail(t, key, f"not measured: {', '.join(broken)} is broken")
+            return
+        before = {p.name: controls.request_counts(p) for p in proxies}
+        redis0 = shared_state.redis_usage(redis)
+        self.scenario(
+            f"(s) shared state: wrk -t{s['wrk_threads']} -c{c} -d{s['shared_state_seconds']}s "
+            f"GET /small, {s['shared_state_rounds']} rounds, state: local and state: redis "
+            "alternating", key, targets,
+            lambda t, rnd: scenarios.wrk(t, "/small", s["wrk_threads"], c,
+                                         s["shared_state_seconds"], self.raw(t, key, rnd),
+                                         len(SMALL_BODY)),
+            aggregate_wrk,
+            lambda r: f"{r['requests_per_second']:>9,.0f} req/s, p50 "
+                      f"{r['latency_us']['p50']:,} us, p99 {r['latency_us']['p99']:,} us, "
+                      f"{r['cpu_us_per_request']} us CPU/req",
+            rounds=s["shared_state_rounds"])
+        redis1 = shared_state.redis_usage(redis)
+        # As in (f): the proxy's own count says every response was an allowed one.
+        for t in targets:
+            r = self.results.get(t.name, {}).get(key)
+            if not self.ok(t, key) or not r:
+                continue
+            try:
+                allowed, refused = controls.growth(before[t.name],
+                                                   controls.request_counts(t.proxy))
+            except BenchError as e:
+                allowed, refused = {}, {("?", "?", str(e)): 1}
+            if refused:
+                what = ", ".join(f"{d}/{why}: {n:.0f}" for (_, d, why), n in refused.items())
+                self.fail(t, key, f"not allowed while measuring: {what}")
+            elif sum(allowed.values()) < r["requests"]:
+                self.fail(t, key, f"airlock counted {sum(allowed.values()):.0f} allowed "
+                          f"requests for {r['requests']} responses")
+            else:
+                r["airlock_allowed"] = int(sum(allowed.values()))
+            if t.proxy.backend == "redis":
+                r["redis_cpu_seconds"] = round(redis1[0] - redis0[0], 3)
+                r["evalsha_calls"] = redis1[1] - redis0[1]
+
     def run_redaction(self, binary):
         """(r) the redaction engine alone: MB/s per core on a generated JSON body, one thread
         (bench/redaction), a realistic body and a dense one."""
@@ -560,23 +631,26 @@ def _interrupt(signum, frame):
 
 
 def parse_scenarios(p, text):
-    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `redaction`,
+    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `shared_state`,
+    `redaction`,
     `tls` (its three parts), tls_keepalive, tls_newconn, tls_handshake, or `all`."""
     out = []
     for name in (n.strip() for n in text.split(",") if n.strip()):
         if name == "all":
             out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + \
-                list(CREDENTIALS_SCENARIOS) + list(REDACTION_SCENARIOS) + list(TLS_SCENARIOS)
+                list(CREDENTIALS_SCENARIOS) + list(SHARED_STATE_SCENARIOS) + \
+                list(REDACTION_SCENARIOS) + list(TLS_SCENARIOS)
         elif name == "plain":
             out += list(PLAIN_SCENARIOS)
         elif name == "tls":
             out += list(TLS_SCENARIOS)
         elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + CREDENTIALS_SCENARIOS + \
-                REDACTION_SCENARIOS + TLS_SCENARIOS:
+                SHARED_STATE_SCENARIOS + REDACTION_SCENARIOS + TLS_SCENARIOS:
             out.append(name)
         else:
             p.error(f"unknown scenario {name!r} (known: all, plain, "
-                    f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, redaction, tls, "
+                    f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, shared_state, "
+                    f"redaction, tls, "
                     f"{', '.join(TLS_SCENARIOS)})")
     if not out:
         p.error("--scenarios names no scenario")
@@ -593,7 +667,7 @@ def main():
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
                    help="comma-separated: small,small_c1,large,connect,idle (or plain), "
-                        "controls, credentials and redaction (airlock only), tls (or "
+                        "controls, credentials, shared_state and redaction (airlock only), tls (or "
                         "tls_keepalive,"
                         "tls_newconn,"
                         "tls_handshake); default all")
@@ -627,18 +701,22 @@ def main():
     # Airlock against itself: only when airlock is a target.
     controls_wanted = "controls" in args.scenarios and "airlock" in targets
     credentials_wanted = "credentials" in args.scenarios and "airlock" in targets
+    shared_state_wanted = "shared_state" in args.scenarios and "airlock" in targets
     redaction_wanted = "redaction" in args.scenarios and "airlock" in targets
     if redaction_wanted and (not args.redaction_bench or
                              not os.access(args.redaction_bench, os.X_OK)):
         p.error("--redaction-bench BIN is required for the redaction scenario (bench/run.sh "
                 "builds it)")
     # The redaction scenario needs no server: with it alone, none is started.
-    servers_wanted = bool(plain_wanted or tls_wanted or controls_wanted or credentials_wanted)
+    servers_wanted = bool(plain_wanted or tls_wanted or controls_wanted or credentials_wanted
+                          or shared_state_wanted)
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
     tools = ["curl", "nginx"] if servers_wanted else []
-    if plain_wanted or controls_wanted or credentials_wanted:
+    if plain_wanted or controls_wanted or credentials_wanted or shared_state_wanted:
         tools.append("wrk")
+    if shared_state_wanted:
+        tools.append("redis-server")
     if "squid" in targets:
         tools.append("squid")
     if tls_wanted:
@@ -668,6 +746,7 @@ def main():
     audit_target = None
     controls_proxy = None
     credentials_proxy = None
+    state_proxies = []
     # (g)'s secret: made afresh, handed to that airlock's environment only.
     secret = credentials.new_secret() if credentials_wanted else None
     live, tls_live = [], []
@@ -710,6 +789,9 @@ def main():
             wanted.append("airlock_controls")
         if credentials_wanted:
             wanted.append("airlock_credentials")
+        if shared_state_wanted:
+            wanted += ["redis", "airlock_state_local", "airlock_state_redis"]
+        redis = None
         for name in wanted:
             proxy = None
             try:
@@ -734,10 +816,16 @@ def main():
                 elif name == "airlock_credentials":
                     proxy = credentials.AirlockCredentials(workdir, args.airlock, origin.port,
                                                            args.threads, secret)
+                elif name == "redis":
+                    proxy = redis = shared_state.Redis(workdir)
+                elif name.startswith("airlock_state_") and redis:
+                    proxy = shared_state.AirlockState(workdir, args.airlock, origin.port,
+                                                      args.threads, name.split("_")[-1], redis)
                 if proxy:
                     procs.append(proxy)
                     proxy.start()
-                    run.log(f"{name}: proxy on 127.0.0.1:{proxy.port} (pid {proxy.pid})")
+                    run.log(f"{name}: {'server' if name == 'redis' else 'proxy'} on 127.0.0.1:"
+                            f"{proxy.port} (pid {proxy.pid})")
             except BenchError as e:
                 run.log(f"{name}: BROKEN: cannot start: {e}")
                 run.broken.append({"target": name, "scenario": "start", "error": str(e)})
@@ -751,6 +839,12 @@ def main():
             if name == "airlock_credentials":
                 credentials_proxy = proxy
                 continue
+            if name == "redis":
+                continue
+            if name.startswith("airlock_state_"):
+                if proxy:  # none without a Redis
+                    state_proxies.append(proxy)
+                continue
             target = scenarios.Target(name, origin, proxy)
             live.append(target)
             if name == "airlock_audit":
@@ -759,6 +853,8 @@ def main():
             run.log("(f) request controls: skipped, airlock is not among --targets")
         if "credentials" in args.scenarios and not credentials_wanted:
             run.log("(g) credentials: skipped, airlock is not among --targets")
+        if "shared_state" in args.scenarios and not shared_state_wanted:
+            run.log("(s) shared state: skipped, airlock is not among --targets")
         if "redaction" in args.scenarios and not redaction_wanted:
             run.log("(r) redaction throughput: skipped, airlock is not among --targets")
         if live:
@@ -767,12 +863,15 @@ def main():
             run.run_controls(controls_proxy, origin)
         if credentials_proxy:
             run.run_credentials(credentials_proxy, origin)
+        if len(state_proxies) == 2:
+            run.run_shared_state(state_proxies, redis, origin)
         if tls_live:
             run.run_tls(tls_live, args.tls_client, mint_names)
         if audit_target:
             audit_target.proxy.stop()  # flushes the audit log
             run.check_audit(audit_target)
-        for t in live + tls_live + [p for p in (controls_proxy, credentials_proxy) if p]:
+        for t in live + tls_live + state_proxies + \
+                [p for p in (controls_proxy, credentials_proxy) if p]:
             proxy = t if isinstance(t, Airlock) else t.proxy
             if isinstance(proxy, Airlock):
                 proxy.stop()
@@ -817,6 +916,7 @@ def main():
                 if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
     controls_summary = controls.summary(run.results, run.s)
     credentials_summary = credentials.summary(run.results, run.s)
+    shared_state_summary = shared_state.summary(run.results, run.s)
     redaction_summary = redaction.summary(run.results, run.s)
     extra = []
     audit = run.results.get("airlock_audit", {}).get("small")
@@ -854,6 +954,15 @@ def main():
               f"-c{cs['connections']}, {cs['rounds']} rounds x {cs['seconds_per_run']} s each "
               f"per body, alternating")
         print(credentials.table(cs))
+    if shared_state_summary:
+        ss = shared_state_summary
+        print()
+        print(f"Shared state (issue 19), one airlock --threads {s['airlock_threads']} each: a rule "
+              f"with a request rate limit and an hourly quota (never reached), state: local vs "
+              f"state: redis (redis-server on loopback); wrk -t{s['wrk_threads']} "
+              f"-c{ss['connections']}, {ss['rounds']} rounds x {ss['seconds_per_run']} s each, "
+              f"alternating")
+        print(shared_state.table(ss))
     if redaction_summary:
         rs = redaction_summary
         m = rs.get("redaction") or rs.get("redaction_dense")
@@ -887,6 +996,7 @@ def main():
         "summary": rows,
         "controls_summary": controls_summary,
         "credentials_summary": credentials_summary,
+        "shared_state_summary": shared_state_summary,
         "redaction_summary": redaction_summary,
         "tls_summary": tls_rows,
         "results": run.results,

@@ -3,10 +3,12 @@
 # HTTPS inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 #
 #   bench/run.sh [bench.py options]     e.g. --quick, --targets direct,squid, --threads 2,
-#                                       --scenarios tls (HTTPS inspection only)
+#                                       --scenarios tls (HTTPS inspection only),
+#                                       --scenarios shared_state (state: redis vs local)
 #
 # 1. installs what it needs from Debian when missing (squid-openssl, mitmproxy, wrk, nginx,
-#    curl, openssl, python3), without letting the packages start their system services;
+#    curl, redis-server, openssl, python3), without letting the packages start their system
+#    services;
 # 2. builds airlock and the redaction benchmark tool (bench/redaction) in Release into
 #    build-bench-release (or uses AIRLOCK_BIN: an airlock binary is used as is, a directory is
 #    used as the build directory; REDACTION_BENCH_BIN names a built tool), and the HTTPS load
@@ -36,6 +38,7 @@ have openssl || missing+=(openssl)
 have wrk || missing+=(wrk)
 have nginx || missing+=(nginx)
 have curl || missing+=(curl)
+have redis-server || missing+=(redis-server)  # scenario (s), shared state
 [ -x /usr/bin/python3 ] || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "bench: installing ${missing[*]}"
