@@ -55,8 +55,9 @@ void policy_watcher::stop() {
 
 void policy_watcher::read_events() {
   inotify_.async_read_some(
-      boost::asio::buffer(events_), [this](const boost::system::error_code& ec, std::size_t n) {
-        if (ec || !watching_) return;
+      boost::asio::buffer(events_), [this, alive = std::weak_ptr<char>(alive_)](
+                                        const boost::system::error_code& ec, std::size_t n) {
+        if (alive.expired() || ec || !watching_) return;
         bool relevant = false;
         for (std::size_t off = 0; off + sizeof(inotify_event) <= n;) {
           const auto* ev = reinterpret_cast<const inotify_event*>(events_.data() + off);
@@ -91,14 +92,15 @@ void policy_watcher::schedule_check() {
   // Debounce a burst of events, but never delay a change by more than a second in all.
   auto deadline = std::min(now + debounce_delay, first_pending_ + std::chrono::seconds(1));
   debounce_.expires_at(deadline);
-  debounce_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || !watching_) return;
-    check_pending_ = false;
-    auto digest = content_digest();
-    if (digest.empty() || digest == last_digest_) return;
-    last_digest_ = digest;
-    changed_();
-  });
+  debounce_.async_wait(
+      [this, alive = std::weak_ptr<char>(alive_)](const boost::system::error_code& ec) {
+        if (alive.expired() || ec || !watching_) return;
+        check_pending_ = false;
+        auto digest = content_digest();
+        if (digest.empty() || digest == last_digest_) return;
+        last_digest_ = digest;
+        changed_();
+      });
 }
 
 // SHA-256 of the file's bytes (never the bytes: the file may be a secret); empty when it cannot

@@ -16,6 +16,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,10 @@ class policy_watcher {
   bool check_pending_ = false;
   std::string last_digest_;
   bool watching_ = false;
+  // Handlers hold it weakly: one already queued when the watcher is destroyed (a reload that
+  // stops watching a file, from inside another watcher's callback) finds it gone and touches
+  // nothing. Everything runs on the io_context's one thread.
+  std::shared_ptr<char> alive_ = std::make_shared<char>();
 };
 
 }  // namespace airlock::proxy
