@@ -10,6 +10,7 @@ requests and CONNECT, with the allowance for a host a rule names exactly; the au
 import base64
 import binascii
 import json
+import subprocess
 import urllib.parse
 
 from harness.base import ProxyTestCase, marker
@@ -39,8 +40,13 @@ SAMPLES = [
     ("seed-phrase", "abandon abandon abandon abandon abandon abandon abandon abandon abandon "
                     "abandon abandon about"),
 ]
-PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
-       "-----END OPENSSH PRIVATE KEY-----\n")
+
+
+def fresh_private_key_pem():
+    """A private key made now (never a key kept in the repository): PKCS#8 PEM from openssl."""
+    out = subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519"], capture_output=True,
+                         text=True, check=True, timeout=60)
+    return out.stdout
 
 
 def pct(text):
@@ -104,7 +110,7 @@ class DlpTest(ProxyTestCase):
                 self.blocked("?v=" + urllib.parse.quote_plus(value), cls, "query", secret=value)
 
     def test_every_class_in_a_json_body(self):
-        for cls, value in SAMPLES + [("pem-private-key", PEM)]:
+        for cls, value in SAMPLES + [("pem-private-key", fresh_private_key_pem())]:
             with self.subTest(cls=cls):
                 body = json.dumps({"note": "sync", "value": value}).encode()
                 self.blocked("", cls, "body", method="POST", body=body, secret=value,

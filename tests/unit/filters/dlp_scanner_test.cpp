@@ -5,6 +5,8 @@
 #include "filters/dlp/seed_phrase.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include <algorithm>
 #include <string>
@@ -14,6 +16,21 @@
 // scanner finds through each encoding, with the benign look-alikes it must leave alone.
 namespace airlock::filters::dlp {
 namespace {
+
+// A private key made now (never a key kept in the repository), as PKCS#8 PEM.
+std::string fresh_private_key_pem() {
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  BIO* bio = BIO_new(BIO_s_mem());
+  std::string pem;
+  if (key && bio && PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr)) {
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(bio, &data);
+    pem.assign(data, static_cast<std::size_t>(n));
+  }
+  BIO_free(bio);
+  EVP_PKEY_free(key);
+  return pem;
+}
 
 // Fake values shaped like the real thing (AWS's documented example key id, a GitHub-shaped
 // token, the BIP-39 test vector of all-zero entropy).
@@ -135,10 +152,7 @@ TEST(DlpScanner, ClassesInPlainText) {
   EXPECT_FALSE(finds("a=1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNb", "bitcoin-address"));
   EXPECT_TRUE(finds("k=5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ", "wif-key"));
   EXPECT_TRUE(finds(kSeed, "seed-phrase", scanner::kind::body));
-  EXPECT_TRUE(
-      finds("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
-            "-----END OPENSSH PRIVATE KEY-----",
-            "pem-private-key", scanner::kind::body));
+  EXPECT_TRUE(finds(fresh_private_key_pem(), "pem-private-key", scanner::kind::body));
 }
 
 TEST(DlpScanner, ThroughEncodings) {
