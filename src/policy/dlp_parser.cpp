@@ -4,6 +4,7 @@
 #include "core/units.hpp"
 #include "policy/host_pattern.hpp"
 #include "policy/redactor_names.hpp"
+#include "policy/yaml_map.hpp"
 
 #include <algorithm>
 #include <array>
@@ -15,18 +16,12 @@ namespace {
 constexpr std::array<std::string_view, 7> kKeys = {
     "action", "classes", "entropy", "hostnames", "max_body_bytes", "enabled", "responses"};
 
-model::mark mark_of(const YAML::Node& n) {
-  const auto m = n.Mark();
-  if (m.is_null() || m.line < 0) return {};
-  return {m.line + 1, m.column + 1};
-}
-
 struct reader {
   error_sink& errors;
   mark_table* marks = nullptr;
 
   void error(const YAML::Node& at, const std::string& key, std::string message) {
-    errors.add(mark_of(at), key, std::move(message));
+    errors.add(to_mark(at.Mark()), key, std::move(message));
   }
 
   bool boolean(const YAML::Node& n, const std::string& key, bool& out) {
@@ -46,7 +41,7 @@ struct reader {
     }
     for (std::size_t i = 0; i < n.size(); ++i) {
       const std::string k = core::str_cat(key, "[", i, "]");
-      if (marks != nullptr) marks->set(k, mark_of(n[i]));
+      if (marks != nullptr) marks->set(k, to_mark(n[i].Mark()));
       if (!n[i].IsScalar() || n[i].Scalar().empty()) {
         error(n[i], k, "expected a non-empty name");
         continue;
@@ -56,66 +51,56 @@ struct reader {
   }
 
   void mapping(const YAML::Node& node, const std::string& path, model::dlp_config& out) {
-    std::vector<std::string> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node k = it->first;
-      const YAML::Node v = it->second;
-      if (!k.IsScalar()) {
-        error(k, path, "keys must be strings");
-        continue;
-      }
-      const std::string& name = k.Scalar();
-      const std::string key = core::str_cat(path, ".", name);
-      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
-        error(k, key, core::str_cat("duplicate key '", name, "'"));
-        continue;
-      }
-      seen.push_back(name);
-      if (std::find(kKeys.begin(), kKeys.end(), name) == kKeys.end()) {
-        error(k, key,
-              core::str_cat(
-                  "unknown key '", name,
-                  "' (expected action, classes, entropy, hostnames, max_body_bytes, responses)"));
-        continue;
-      }
-      if (name == "action") {
-        const std::string s = v.IsScalar() ? v.Scalar() : std::string();
-        if (s == "block")
-          out.action = model::dlp_action::block;
-        else if (s == "report")
-          out.action = model::dlp_action::report;
-        else
-          error(v, key, "expected block or report");
-      } else if (name == "responses") {
-        const std::string s = v.IsScalar() ? v.Scalar() : std::string();
-        using ra = model::response_action;
-        if (s == "off")
-          out.responses = ra::off;
-        else if (s == "block")
-          out.responses = ra::block;
-        else if (s == "report")
-          out.responses = ra::report;
-        else if (s == "annotate")
-          out.responses = ra::annotate;
-        else
-          error(v, key, "expected off, block, report or annotate");
-      } else if (name == "classes") {
-        strings(v, key, out.classes);
-      } else if (name == "entropy") {
-        boolean(v, key, out.entropy);
-      } else if (name == "hostnames") {
-        boolean(v, key, out.hostnames);
-      } else if (name == "enabled") {
-        bool on = true;
-        if (boolean(v, key, on)) out.off = !on;
-      } else if (name == "max_body_bytes") {
-        const auto n = v.IsScalar() ? core::parse_size(v.Scalar()) : std::nullopt;
-        if (!n || *n == 0)
-          error(v, key, "expected a size of at least 1 byte (e.g. 65536, 64KiB, 1MiB)");
-        else
-          out.max_body_bytes = *n;
-      }
-    }
+    each_entry(
+        node, path, errors,
+        [&](const std::string& name, const YAML::Node& k, const YAML::Node& v,
+            const std::string& key) {
+          if (std::find(kKeys.begin(), kKeys.end(), name) == kKeys.end()) {
+            error(
+                k, key,
+                core::str_cat(
+                    "unknown key '", name,
+                    "' (expected action, classes, entropy, hostnames, max_body_bytes, responses)"));
+            return;
+          }
+          if (name == "action") {
+            const std::string s = v.IsScalar() ? v.Scalar() : std::string();
+            if (s == "block")
+              out.action = model::dlp_action::block;
+            else if (s == "report")
+              out.action = model::dlp_action::report;
+            else
+              error(v, key, "expected block or report");
+          } else if (name == "responses") {
+            const std::string s = v.IsScalar() ? v.Scalar() : std::string();
+            using ra = model::response_action;
+            if (s == "off")
+              out.responses = ra::off;
+            else if (s == "block")
+              out.responses = ra::block;
+            else if (s == "report")
+              out.responses = ra::report;
+            else if (s == "annotate")
+              out.responses = ra::annotate;
+            else
+              error(v, key, "expected off, block, report or annotate");
+          } else if (name == "classes") {
+            strings(v, key, out.classes);
+          } else if (name == "entropy") {
+            boolean(v, key, out.entropy);
+          } else if (name == "hostnames") {
+            boolean(v, key, out.hostnames);
+          } else if (name == "enabled") {
+            bool on = true;
+            if (boolean(v, key, on)) out.off = !on;
+          } else if (name == "max_body_bytes") {
+            const auto n = v.IsScalar() ? core::parse_size(v.Scalar()) : std::nullopt;
+            if (!n || *n == 0)
+              error(v, key, "expected a size of at least 1 byte (e.g. 65536, 64KiB, 1MiB)");
+            else
+              out.max_body_bytes = *n;
+          }
+        });
   }
 };
 

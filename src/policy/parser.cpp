@@ -9,6 +9,7 @@
 #include "policy/ports.hpp"
 #include "policy/state_parser.hpp"
 #include "policy/yaml_document.hpp"
+#include "policy/yaml_map.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -69,11 +70,6 @@ bool contains(key_list list, std::string_view key) {
 
 std::string join(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : core::str_cat(path, ".", key);
-}
-
-model::mark to_mark(const YAML::Mark& m) {
-  if (m.is_null() || m.line < 0) return {};
-  return {m.line + 1, m.column + 1};
 }
 
 std::string_view describe(const YAML::Node& n) {

@@ -3,6 +3,7 @@
 #include "core/str_cat.hpp"
 #include "net/host.hpp"
 #include "policy/parser.hpp"
+#include "policy/yaml_map.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -17,11 +18,6 @@ namespace {
 constexpr std::string_view state_keys[] = {"backend",    "address",         "tls",
                                            "username",   "password_secret", "key_prefix",
                                            "timeout_ms", "on_unavailable",  "replicas"};
-
-model::mark to_mark(const YAML::Mark& m) {
-  if (m.is_null() || m.line < 0) return {};
-  return {m.line + 1, m.column + 1};
-}
 
 class state_parser {
  public:
@@ -39,28 +35,18 @@ class state_parser {
       error(node, path, "expected a mapping or 'local'");
       return;
     }
-    std::vector<std::string> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node k = it->first;
-      const YAML::Node v = it->second;
-      if (!k.IsScalar()) {
-        error(k, path, "keys must be strings");
-        continue;
-      }
-      const std::string& key = k.Scalar();
-      const std::string child = core::str_cat(path, ".", key);
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-        error(k, child, core::str_cat("duplicate key '", key, "'"));
-        continue;
-      }
-      seen.push_back(key);
-      if (std::find(std::begin(state_keys), std::end(state_keys), key) == std::end(state_keys)) {
-        unknown(k, child, key);
-        continue;
-      }
-      marks_.set(child, to_mark(v.Mark()).line > 0 ? to_mark(v.Mark()) : to_mark(k.Mark()));
-      value(key, v, child, s);
-    }
+    each_entry(node, path, errors_,
+               [&](const std::string& key, const YAML::Node& k, const YAML::Node& v,
+                   const std::string& child) {
+                 if (std::find(std::begin(state_keys), std::end(state_keys), key) ==
+                     std::end(state_keys)) {
+                   unknown(k, child, key);
+                   return;
+                 }
+                 marks_.set(child,
+                            to_mark(v.Mark()).line > 0 ? to_mark(v.Mark()) : to_mark(k.Mark()));
+                 value(key, v, child, s);
+               });
     check(node, path, s);
   }
 
