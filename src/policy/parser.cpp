@@ -1,11 +1,11 @@
 #include "policy/parser.hpp"
 
-#include "policy/binaries.hpp"
-
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
+#include "policy/binaries.hpp"
 #include "policy/dlp_parser.hpp"
 #include "policy/key_text.hpp"
+#include "policy/parser_sections.hpp"
 #include "policy/ports.hpp"
 #include "policy/state_parser.hpp"
 #include "policy/yaml_document.hpp"
@@ -23,8 +23,6 @@
 
 namespace airlock::policy {
 namespace {
-
-using key_list = std::span<const std::string_view>;
 
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
@@ -49,20 +47,16 @@ constexpr std::string_view rate_keys[] = {"requests_per_second",
                                           "requests_per_hour",
                                           "bytes_per_hour"};
 constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown"};
-constexpr std::string_view query_keys[] = {"params", "required", "unknown"};
-constexpr std::string_view header_keys[] = {"required", "forbidden", "match"};
-constexpr std::string_view body_keys[] = {"max_bytes", "json"};
-constexpr std::string_view json_field_keys[] = {"type",    "pattern", "enum",    "max_length",
-                                                "minimum", "maximum", "required"};
 constexpr std::string_view rule_keys[] = {
     "name",      "hosts",       "host_regex", "ports",   "methods",  "paths", "upgrades",
     "addresses", "allow_cidrs", "inspect",    "mode",    "rate",     "query", "headers",
     "body",      "inject",      "redact",     "schemes", "binaries", "dlp"};
-constexpr std::string_view inject_keys[] = {"headers", "query", "basic", "require"};
-constexpr std::string_view basic_keys[] = {"username", "password"};
-constexpr std::string_view redact_keys[] = {"redactors", "max_bytes"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
+
+}  // namespace
+
+namespace detail {
 
 bool contains(key_list list, std::string_view key) {
   return std::find(list.begin(), list.end(), key) != list.end();
@@ -84,129 +78,6 @@ std::string_view describe(const YAML::Node& n) {
       return "a mapping";
     default:
       return "an undefined value";
-  }
-}
-
-class parser {
- public:
-  parser(std::string base_dir, mark_table& marks, error_sink& errors)
-      : base_dir_(std::move(base_dir)), marks_(marks), errors_(errors) {}
-
-  void policy(const YAML::Node& root, model::policy& p);
-
- private:
-  void error(const YAML::Node& at, const std::string& key, std::string message) {
-    errors_.add(to_mark(at.Mark()), key, std::move(message));
-  }
-
-  // Calls f(key, value, path) for each entry of a mapping whose key is known; reports unknown,
-  // unsupported, duplicate and non-string keys.
-  template <typename F>
-  void entries(const YAML::Node& map, const std::string& path, key_list known, key_list unsupported,
-               F&& f);
-
-  bool expect(const YAML::Node& n, const std::string& key, YAML::NodeType::value type,
-              std::string_view what) {
-    if (n.Type() == type) return true;
-    error(n, key, core::str_cat("expected ", what, ", got ", describe(n)));
-    return false;
-  }
-
-  std::optional<std::string> string(const YAML::Node& n, const std::string& key) {
-    if (!expect(n, key, YAML::NodeType::Scalar, "a string")) return std::nullopt;
-    return n.Scalar();
-  }
-  void string_into(const YAML::Node& n, const std::string& key, std::string& out) {
-    if (auto s = string(n, key)) out = std::move(*s);
-  }
-  void path_into(const YAML::Node& n, const std::string& key, std::string& out);
-  void strings_into(const YAML::Node& n, const std::string& key, std::vector<std::string>& out);
-  void bool_into(const YAML::Node& n, const std::string& key, bool& out);
-  std::optional<std::uint64_t> integer(const YAML::Node& n, const std::string& key,
-                                       std::uint64_t min, std::uint64_t max);
-  void size_into(const YAML::Node& n, const std::string& key, std::uint64_t& out,
-                 std::uint64_t min);
-  void duration_into(const YAML::Node& n, const std::string& key, std::chrono::milliseconds& out,
-                     std::chrono::milliseconds min);
-  std::optional<model::mode> mode(const YAML::Node& n, const std::string& key);
-
-  void limits(const YAML::Node& n, const std::string& path, model::limits& l);
-  void rate(const YAML::Node& n, const std::string& path, model::rate& r);
-  void breaker(const YAML::Node& n, const std::string& path, model::breaker& b);
-  void query(const YAML::Node& n, const std::string& path, model::query_checks& q);
-  void headers(const YAML::Node& n, const std::string& path, model::header_checks& h);
-  void body(const YAML::Node& n, const std::string& path, model::body_checks& b);
-  void json_field(const YAML::Node& n, const std::string& path, model::json_field& f);
-  // A mapping of names to re2 patterns ('' or null = any value), in file order.
-  void pattern_map(const YAML::Node& n, const std::string& path,
-                   std::vector<std::pair<std::string, std::string>>& out);
-  // One entry of a name -> value mapping: a non-empty scalar name, not already in `out`; sets
-  // `key` (path.name) and its mark. False (with the error recorded) to skip the entry.
-  bool named_entry(const YAML::Node& name_node, const std::string& path,
-                   const std::vector<std::pair<std::string, std::string>>& out, std::string& key);
-  std::optional<double> number(const YAML::Node& n, const std::string& key);
-  // A mapping of names to templates (strings), in file order.
-  void template_map(const YAML::Node& n, const std::string& path,
-                    std::vector<std::pair<std::string, std::string>>& out);
-  void inject(const YAML::Node& n, const std::string& path, model::inject& in);
-  void redact(const YAML::Node& n, const std::string& path, model::redact& r);
-  void ports(const YAML::Node& n, const std::string& path, std::vector<model::port_range>& out);
-  void schemes(const YAML::Node& n, const std::string& path, std::vector<model::scheme>& out);
-  void secrets(const YAML::Node& n, const std::string& path, std::vector<model::secret>& out);
-  void redactors(const YAML::Node& n, const std::string& path, std::vector<model::redactor>& out);
-  void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
-  void rules(const YAML::Node& n, const std::string& path, std::vector<model::rule>& out);
-
-  std::string base_dir_;
-  mark_table& marks_;
-  error_sink& errors_;
-};
-
-template <typename F>
-void parser::entries(const YAML::Node& map, const std::string& path, key_list known,
-                     key_list unsupported, F&& f) {
-  if (!expect(map, path, YAML::NodeType::Map, "a mapping")) return;
-  std::vector<std::string> seen;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    if (errors_.full()) return;
-    const YAML::Node key_node = it->first;
-    const YAML::Node value = it->second;
-    if (!key_node.IsScalar()) {
-      error(key_node, path, "keys must be strings");
-      continue;
-    }
-    const std::string& key = key_node.Scalar();
-    const std::string child = join(path, key);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      // yaml-cpp keeps both entries of a duplicated key; which one wins would be a guess.
-      error(key_node, child, core::str_cat("duplicate key '", key, "'"));
-      continue;
-    }
-    seen.push_back(key);
-    if (contains(unsupported, key)) {
-      error(key_node, child, core::str_cat("'", key, "' is not supported yet"));
-      continue;
-    }
-    if (!contains(known, key)) {
-      std::string message = core::str_cat("unknown key '", key, "'");
-      std::string_view best;
-      std::size_t best_distance = 3;
-      for (std::string_view k : known) {
-        const std::size_t d = edit_distance(key, k);
-        if (d < best_distance) {
-          best = k;
-          best_distance = d;
-        }
-      }
-      if (!best.empty()) message += core::str_cat("; did you mean '", best, "'?");
-      error(key_node, child, std::move(message));
-      errors_.note_unknown_key_in(path);
-      continue;
-    }
-    // A null value ("key:" alone) has no position of its own in some cases; use the key's.
-    const model::mark at = to_mark(value.Mark());
-    marks_.set(child, at.line > 0 ? at : to_mark(key_node.Mark()));
-    f(key, value, child);
   }
 }
 
@@ -392,225 +263,6 @@ void parser::breaker(const YAML::Node& node, const std::string& path, model::bre
               duration_into(v, key, b.window, milliseconds(1'000));
             } else if (k == "cooldown") {
               duration_into(v, key, b.cooldown, milliseconds(1'000));
-            }
-          });
-}
-
-bool parser::named_entry(const YAML::Node& name_node, const std::string& path,
-                         const std::vector<std::pair<std::string, std::string>>& out,
-                         std::string& key) {
-  if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-    error(name_node, path, "names must be non-empty strings");
-    return false;
-  }
-  const std::string& name = name_node.Scalar();
-  key = join(path, name);
-  if (std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == name; })) {
-    error(name_node, key, core::str_cat("duplicate name '", name, "'"));
-    return false;
-  }
-  marks_.set(key, to_mark(name_node.Mark()));
-  return true;
-}
-
-void parser::pattern_map(const YAML::Node& node, const std::string& path,
-                         std::vector<std::pair<std::string, std::string>>& out) {
-  if (!expect(node, path, YAML::NodeType::Map, "a mapping of names to patterns")) return;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (errors_.full()) return;
-    const YAML::Node value = it->second;
-    std::string key;
-    if (!named_entry(it->first, path, out, key)) continue;
-    const std::string name = it->first.Scalar();
-    if (value.IsNull()) {
-      out.emplace_back(name, std::string{});
-    } else if (auto s = string(value, key)) {
-      out.emplace_back(name, std::move(*s));
-    }
-  }
-}
-
-void parser::query(const YAML::Node& node, const std::string& path, model::query_checks& q) {
-  q.present = true;
-  entries(node, path, query_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "params") {
-              pattern_map(v, key, q.params);
-            } else if (k == "required") {
-              strings_into(v, key, q.required);
-            } else if (k == "unknown") {
-              auto s = string(v, key);
-              if (!s) return;
-              if (*s == "refuse")
-                q.unknown = model::unknown_params::refuse;
-              else if (*s == "strip")
-                q.unknown = model::unknown_params::strip;
-              else if (*s == "allow")
-                q.unknown = model::unknown_params::allow;
-              else
-                error(v, key, "expected refuse, strip or allow");
-            }
-          });
-}
-
-void parser::headers(const YAML::Node& node, const std::string& path, model::header_checks& h) {
-  entries(node, path, header_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "required")
-              strings_into(v, key, h.required);
-            else if (k == "forbidden")
-              strings_into(v, key, h.forbidden);
-            else if (k == "match")
-              pattern_map(v, key, h.patterns);
-          });
-}
-
-void parser::body(const YAML::Node& node, const std::string& path, model::body_checks& b) {
-  entries(node, path, body_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "max_bytes") {
-              constexpr auto unset = std::numeric_limits<std::uint64_t>::max();
-              std::uint64_t n = unset;
-              size_into(v, key, n, 0);
-              if (n != unset) b.max_bytes = n;
-            } else if (k == "json") {
-              b.json = true;
-              if (v.IsNull()) return;  // `json:` alone: the body must be JSON, no field checks
-              if (!expect(v, key, YAML::NodeType::Map, "a mapping of field paths")) return;
-              for (auto it = v.begin(); it != v.end(); ++it) {
-                if (errors_.full()) return;
-                const YAML::Node name_node = it->first;
-                if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-                  error(name_node, key, "field paths must be non-empty strings");
-                  continue;
-                }
-                model::json_field f;
-                f.path = name_node.Scalar();
-                const std::string fkey = join(key, f.path);
-                if (std::any_of(b.fields.begin(), b.fields.end(),
-                                [&](const auto& o) { return o.path == f.path; })) {
-                  error(name_node, fkey, core::str_cat("duplicate field '", f.path, "'"));
-                  continue;
-                }
-                marks_.set(fkey, to_mark(name_node.Mark()));
-                json_field(it->second, fkey, f);
-                b.fields.push_back(std::move(f));
-              }
-            }
-          });
-}
-
-void parser::template_map(const YAML::Node& node, const std::string& path,
-                          std::vector<std::pair<std::string, std::string>>& out) {
-  if (!expect(node, path, YAML::NodeType::Map, "a mapping of names to templates")) return;
-  if (node.size() == 0) {
-    error(node, path, "must not be empty (omit the key)");
-    return;
-  }
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (errors_.full()) return;
-    std::string key;
-    if (!named_entry(it->first, path, out, key)) continue;
-    // A template is a string; nothing is quoted back (it may hold a pasted secret).
-    if (auto s = string(it->second, key)) out.emplace_back(it->first.Scalar(), std::move(*s));
-  }
-}
-
-void parser::inject(const YAML::Node& node, const std::string& path, model::inject& in) {
-  in.present = true;
-  entries(node, path, inject_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "headers") {
-              template_map(v, key, in.headers);
-            } else if (k == "query") {
-              template_map(v, key, in.query);
-            } else if (k == "basic") {
-              in.has_basic = true;
-              entries(v, key, basic_keys, {},
-                      [&](const std::string& bk, const YAML::Node& bv, const std::string& child) {
-                        if (bk == "username")
-                          string_into(bv, child, in.basic_username);
-                        else if (bk == "password")
-                          string_into(bv, child, in.basic_password);
-                      });
-            } else if (k == "require") {
-              strings_into(v, key, in.require);
-            }
-          });
-}
-
-void parser::redact(const YAML::Node& node, const std::string& path, model::redact& r) {
-  r.present = true;
-  // Short form: a list of redactor names. Long form: {redactors: [...], max_bytes: size}.
-  if (node.IsSequence()) {
-    strings_into(node, path, r.redactors);
-    return;
-  }
-  if (!node.IsMap()) {
-    // marks_ has the key's position when the value is null (`redact:` alone).
-    errors_.add(
-        marks_.find(path), path,
-        core::str_cat("expected a list of redactor names or a mapping {redactors, max_bytes}, "
-                      "got ",
-                      describe(node)));
-    return;
-  }
-  entries(node, path, redact_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "redactors") {
-              strings_into(v, key, r.redactors);
-            } else if (k == "max_bytes") {
-              constexpr auto unset = std::numeric_limits<std::uint64_t>::max();
-              std::uint64_t n = unset;
-              size_into(v, key, n, 1);
-              if (n != unset) r.max_bytes = n;
-            }
-          });
-}
-
-std::optional<double> parser::number(const YAML::Node& n, const std::string& key) {
-  if (!expect(n, key, YAML::NodeType::Scalar, "a number")) return std::nullopt;
-  const std::string& s = n.Scalar();
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) {
-    error(n, key, core::str_cat("expected a number, got '", s, "'"));
-    return std::nullopt;
-  }
-  return v;
-}
-
-void parser::json_field(const YAML::Node& node, const std::string& path, model::json_field& f) {
-  if (node.IsNull()) return;  // `field:` alone: no constraint beyond the body being JSON
-  entries(node, path, json_field_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "type") {
-              static constexpr std::pair<std::string_view, model::json_type> types[] = {
-                  {"string", model::json_type::string},   {"number", model::json_type::number},
-                  {"integer", model::json_type::integer}, {"boolean", model::json_type::boolean},
-                  {"object", model::json_type::object},   {"array", model::json_type::array},
-                  {"null", model::json_type::null}};
-              auto s = string(v, key);
-              if (!s) return;
-              for (const auto& [name, type] : types) {
-                if (*s == name) {
-                  f.type = type;
-                  return;
-                }
-              }
-              error(v, key, "expected string, number, integer, boolean, object, array or null");
-            } else if (k == "pattern") {
-              string_into(v, key, f.pattern);
-            } else if (k == "enum") {
-              strings_into(v, key, f.enum_values);
-            } else if (k == "max_length") {
-              f.max_length = integer(v, key, 0, std::numeric_limits<std::uint32_t>::max());
-            } else if (k == "minimum") {
-              f.minimum = number(v, key);
-            } else if (k == "maximum") {
-              f.maximum = number(v, key);
-            } else if (k == "required") {
-              bool_into(v, key, f.required);
             }
           });
 }
@@ -912,7 +564,7 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
           });
 }
 
-}  // namespace
+}  // namespace detail
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   const std::size_t n = a.size(), m = b.size();
@@ -953,7 +605,7 @@ void parse_policy(std::string_view yaml, const std::string& base_dir, model::pol
   }
   if (document.what == status::none) return;
   try {
-    parser(base_dir, marks, errors).policy(document.root, out);
+    detail::parser(base_dir, marks, errors).policy(document.root, out);
     check_state(out, marks, errors);
   } catch (const YAML::Exception& e) {
     // Not expected (every access is type-checked first), but a policy is never half-read.
