@@ -4,6 +4,7 @@
 #include "launcher/capture_protocol.hpp"
 #include "launcher/name_pool.hpp"
 #include "launcher/peer_identity.hpp"
+#include "launcher/relay_connection.hpp"
 #include "launcher/resolver.hpp"
 #include "launcher/step.hpp"
 #include "net/proxy_protocol.hpp"
@@ -26,6 +27,7 @@
 
 namespace airlock::launcher {
 namespace proxy_v2 = net::proxy_v2;
+using namespace relay_io;
 namespace {
 
 // SO_ORIGINAL_DST (linux/netfilter_ipv4.h) and IP6T_SO_ORIGINAL_DST
@@ -33,183 +35,6 @@ namespace {
 // kernel definitions that clash with the C library's.
 constexpr int so_original_dst = 80;
 constexpr int ip6t_so_original_dst = 80;
-
-// Bytes waiting to go from one side to the other. `capacity` is the point at which the
-// sending side stops being read (back pressure); append() may go past it, by what one
-// rewrite of a read adds.
-class buffer {
- public:
-  explicit buffer(std::size_t capacity) : capacity_(capacity) {}
-  bool empty() const noexcept { return size() == 0; }
-  std::size_t size() const noexcept { return data_.size() - begin_; }
-  bool has_space() const noexcept { return size() < capacity_; }
-  std::size_t room() const noexcept { return has_space() ? capacity_ - size() : 0; }
-  std::string_view pending() const noexcept { return std::string_view(data_).substr(begin_); }
-  void consumed(std::size_t n) {
-    begin_ += n;
-    if (begin_ == data_.size()) {
-      data_.clear();
-      begin_ = 0;
-    }
-  }
-  void append(std::string_view bytes) {
-    compact();
-    data_.append(bytes);
-  }
-  // Reads what fits from fd.
-  ssize_t receive(int fd) {
-    const std::size_t n = room();
-    if (n == 0) {
-      errno = EAGAIN;
-      return -1;
-    }
-    compact();
-    const std::size_t old = data_.size();
-    data_.resize(old + n);
-    ssize_t r;
-    do {
-      r = ::recv(fd, data_.data() + old, n, 0);
-    } while (r < 0 && errno == EINTR);
-    data_.resize(old + static_cast<std::size_t>(r > 0 ? r : 0));
-    return r;
-  }
-
- private:
-  void compact() {
-    if (begin_ == 0) return;
-    data_.erase(0, begin_);
-    begin_ = 0;
-  }
-
-  std::string data_;
-  std::size_t begin_ = 0;
-  std::size_t capacity_;
-};
-
-// How a connection's bytes are treated (capture_protocol.hpp).
-enum class phase {
-  relay,           // both directions verbatim (the relay listener; an established tunnel)
-  sniff,           // captured: waiting for the client's first bytes to choose
-  awaiting_reply,  // captured TLS/other: CONNECT sent, the proxy's answer not yet read
-  http,            // captured HTTP: each request head rewritten for the proxy
-};
-
-struct connection {
-  connection(int c, int u, std::size_t cap) : client(c), upstream(u), up(cap), down(cap) {}
-  int client;
-  int upstream;
-  bool connecting = true;
-  buffer up;    // client -> upstream
-  buffer down;  // upstream -> client
-  bool client_eof = false, upstream_eof = false;
-  bool up_shut = false, down_shut = false;
-  bool dead = false;
-  phase ph = phase::relay;
-  std::string authority;  // captured: where the command was going, "name:port"
-  std::string pending;    // sniff: the client's first bytes; awaiting_reply: the proxy's
-  std::optional<capture::http_rewriter> rewriter;
-};
-
-proxy_v2::endpoint to_endpoint(const sockaddr_storage& ss) {
-  proxy_v2::endpoint e;
-  if (ss.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-    e.v6 = true;
-    std::memcpy(e.addr.data(), &v6->sin6_addr, 16);
-    e.port = ntohs(v6->sin6_port);
-  } else {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&ss);
-    std::memcpy(e.addr.data(), &v4->sin_addr, 4);
-    e.port = ntohs(v4->sin_port);
-  }
-  return e;
-}
-
-enum class io { ok, again, eof, error };
-
-io classify_read(ssize_t r, std::atomic<std::uint64_t>& counter) {
-  if (r == 0) return io::eof;
-  if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? io::again : io::error;
-  counter.fetch_add(static_cast<std::uint64_t>(r), std::memory_order_relaxed);
-  return io::ok;
-}
-
-io write_from(int fd, buffer& b) {
-  const auto p = b.pending();
-  if (p.empty()) return io::ok;
-  ssize_t w;
-  do {
-    w = ::send(fd, p.data(), p.size(), MSG_NOSIGNAL);
-  } while (w < 0 && errno == EINTR);
-  if (w < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? io::again : io::error;
-  b.consumed(static_cast<std::size_t>(w));
-  return io::ok;
-}
-
-void close_connection(connection& c) {
-  if (c.client >= 0) ::close(c.client);
-  if (c.upstream >= 0) ::close(c.upstream);
-  c.client = c.upstream = -1;
-  c.dead = true;
-}
-
-// A reset rather than an orderly close: the command sees "connection reset", which no
-// client mistakes for an empty answer.
-void reset_fd(int fd) {
-  const linger l{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-  ::close(fd);
-}
-
-void reset_connection(connection& c) {
-  if (c.client >= 0) reset_fd(c.client);
-  c.client = -1;
-  close_connection(c);
-}
-
-// The name (or address literal) and port a captured connection was meant for, or nullopt
-// for one that must not go anywhere: loopback (never redirected; a direct connection to the
-// capture listener), or a pool address that was never handed out.
-std::optional<std::string> target_of(const sockaddr_storage& dst, const name_pool& pool) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (dst.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&dst);
-    std::array<std::uint8_t, 4> a;
-    std::memcpy(a.data(), &v4->sin_addr, 4);
-    const std::uint16_t port = ntohs(v4->sin_port);
-    if (a[0] == 127 || port == 0) return std::nullopt;
-    if (name_pool::in_v4_pool(a)) {
-      auto name = pool.name_of_v4(a);
-      if (!name) return std::nullopt;
-      return capture::authority(*name, port);
-    }
-    ::inet_ntop(AF_INET, a.data(), text, sizeof text);
-    return capture::authority(text, port);
-  }
-  if (dst.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&dst);
-    std::array<std::uint8_t, 16> a;
-    std::memcpy(a.data(), &v6->sin6_addr, 16);
-    const std::uint16_t port = ntohs(v6->sin6_port);
-    if (IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr) || port == 0) return std::nullopt;
-    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
-      sockaddr_storage mapped{};
-      auto* v4 = reinterpret_cast<sockaddr_in*>(&mapped);
-      v4->sin_family = AF_INET;
-      v4->sin_port = v6->sin6_port;
-      std::memcpy(&v4->sin_addr, a.data() + 12, 4);
-      return target_of(mapped, pool);
-    }
-    if (name_pool::in_v6_pool(a)) {
-      auto name = pool.name_of_v6(a);
-      if (!name) return std::nullopt;
-      return capture::authority(*name, port);
-    }
-    ::inet_ntop(AF_INET6, a.data(), text, sizeof text);
-    return capture::authority(text, port);
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
