@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "launcher/step.hpp"
+#include "launcher/trust_memo.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -142,16 +143,22 @@ std::optional<std::string> java_cache_dir() {
   return std::nullopt;
 }
 
-std::optional<std::string> java_store_name(const trust_spec& spec, const std::string& ca_pem) {
+namespace {
+
+// What the store depends on: the CA, and cacerts and keytool by identity and age rather than
+// content (hashing cacerts would cost a read per run, and ca-certificates-java replaces it: a
+// new inode, a new mtime). nullopt when cacerts cannot be read.
+std::optional<std::string> java_store_key(const trust_spec& spec, const std::string& ca_pem) {
   struct stat st;
   if (::stat(spec.java_cacerts.c_str(), &st) != 0) return std::nullopt;
   char kt[PATH_MAX];
   const std::string keytool = ::realpath(spec.keytool.c_str(), kt) ? kt : spec.keytool;
-  // cacerts by identity and age rather than content: hashing it would cost a read per run,
-  // and ca-certificates-java replaces it (new inode, new mtime) when it changes.
-  const std::string key = str_cat("airlock-java-trust-v1\n", ca_pem, '\n', spec.java_cacerts, '\n',
-                                  st.st_dev, ' ', st.st_ino, ' ', st.st_size, ' ',
-                                  st.st_mtim.tv_sec, '.', st.st_mtim.tv_nsec, '\n', keytool, '\n');
+  return str_cat("airlock-java-trust-v1\n", ca_pem, '\n', spec.java_cacerts, '\n', st.st_dev, ' ',
+                 st.st_ino, ' ', st.st_size, ' ', st.st_mtim.tv_sec, '.', st.st_mtim.tv_nsec, '\n',
+                 keytool, '\n');
+}
+
+std::optional<std::string> store_name_of(const std::string& key) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_Digest(key.data(), key.size(), md, &len, EVP_sha256(), nullptr) != 1) return std::nullopt;
@@ -164,10 +171,27 @@ std::optional<std::string> java_store_name(const trust_spec& spec, const std::st
   return name + ".jks";
 }
 
+}  // namespace
+
+std::optional<std::string> java_store_name(const trust_spec& spec, const std::string& ca_pem) {
+  const auto key = java_store_key(spec, ca_pem);
+  return key ? store_name_of(*key) : std::nullopt;
+}
+
+std::optional<std::string> java_store_name(const trust_spec& spec, const std::string& ca_pem,
+                                           const std::string& cache_dir) {
+  const auto key = java_store_key(spec, ca_pem);
+  if (!key) return std::nullopt;
+  if (auto name = recall(cache_dir, *key)) return name;  // trust_memo.hpp: no OpenSSL
+  auto name = store_name_of(*key);
+  if (name) remember(cache_dir, *key, *name);
+  return name;
+}
+
 std::optional<std::string> cached_java_store(const trust_spec& spec, const std::string& ca_pem,
                                              const std::string& cache_dir, bool& made_now) {
   made_now = false;
-  auto name = java_store_name(spec, ca_pem);
+  auto name = java_store_name(spec, ca_pem, cache_dir);
   if (!name) {
     step_failed(str_cat("stat(", spec.java_cacerts, ')'));
     return std::nullopt;

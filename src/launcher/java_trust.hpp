@@ -14,6 +14,7 @@
 namespace airlock::launcher {
 
 // The cache directory to use (created mode 0700 if missing), or nullopt when none is safe:
+// the trust cache, which also keeps the memos of trust_memo.hpp.
 // it must be a real directory owned by the caller and not writable by anyone else, since
 // whatever it holds becomes a trust anchor inside the jail.
 std::optional<std::string> java_cache_dir();
@@ -21,6 +22,9 @@ std::optional<std::string> java_cache_dir();
 // The file name of the store for this CA and spec's cacerts and keytool ("<hex>.jks"), or
 // nullopt when cacerts cannot be read. Changes whenever any of the three changes.
 std::optional<std::string> java_store_name(const trust_spec& spec, const std::string& ca_pem);
+// The same, remembered in cache_dir (trust_memo.hpp), so that a warm start hashes nothing.
+std::optional<std::string> java_store_name(const trust_spec& spec, const std::string& ca_pem,
+                                           const std::string& cache_dir);
 
 // The canonical path of the cached store, made with keytool first if missing; nullopt with
 // the failure recorded. made_now tells whether keytool ran.

@@ -4,6 +4,7 @@
 #include "core/str_cat.hpp"
 #include "launcher/java_trust.hpp"
 #include "launcher/step.hpp"
+#include "launcher/trust_memo.hpp"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -59,6 +60,19 @@ std::optional<std::string> subject_hash(const std::string& pem) {
   return std::string(name);
 }
 
+// subject_hash, remembered in the trust cache (trust_memo.hpp): a warm start parses nothing.
+// A memo exists only for bytes that parsed, so a hit needs no second check.
+std::optional<std::string> remembered_subject_hash(const std::string& pem,
+                                                   const std::optional<std::string>& cache) {
+  const std::string key = str_cat("airlock-subject-hash-v1\n", pem);
+  if (cache) {
+    if (auto name = recall(*cache, key)) return name;
+  }
+  auto name = subject_hash(pem);
+  if (name && cache) remember(*cache, key, *name);
+  return name;
+}
+
 // keytool's scratch directory; removed with everything in it when this goes.
 class scratch_dir {
  public:
@@ -87,10 +101,10 @@ class scratch_dir {
 // Adds the JKS store for ca (java_trust.hpp) to out: bound from the cache, or, where no cache
 // directory is safe to use, made in a scratch directory and copied. False where keytool failed.
 bool add_java_store(const trust_spec& spec, const std::string& ca, const std::string& dir,
-                    std::vector<staged_file>& out) {
+                    const std::optional<std::string>& cache, std::vector<staged_file>& out) {
   const std::string path = dir + "/truststore.jks";
   bool made_now = false;
-  if (auto cache = java_cache_dir()) {
+  if (cache) {
     auto store = cached_java_store(spec, ca, *cache, made_now);
     if (!store) return false;
     AIRLOCK_LOG(debug, "launcher", "Java trust store ", *store, made_now ? " (made now)" : "");
@@ -132,10 +146,12 @@ bool build_trust_files(const trust_spec& spec, const std::string& dir,
   }
   std::string ca;
   std::optional<std::string> hash_name;
+  std::optional<std::string> cache;
   if (spec.airlock_ca) {
     if (!read_file(*spec.airlock_ca, ca))
       return step_failed(str_cat("open(", *spec.airlock_ca, ')'));
-    hash_name = subject_hash(ca);
+    cache = java_cache_dir();
+    hash_name = remembered_subject_hash(ca, cache);
     if (!hash_name)
       return step_failed_msg(str_cat("--ca ", *spec.airlock_ca, ": not a PEM certificate"));
   }
@@ -143,7 +159,7 @@ bool build_trust_files(const trust_spec& spec, const std::string& dir,
   if (!ca.empty()) bundle += str_cat("# Airlock CA (", *spec.airlock_ca, ")\n", ca);
   if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
 
-  if (spec.java && !ca.empty()) java_made = add_java_store(spec, ca, dir, out);
+  if (spec.java && !ca.empty()) java_made = add_java_store(spec, ca, dir, cache, out);
   out.push_back({bundle_path, std::move(bundle), {}, {}});
   // The same bytes again for SSL_CERT_DIR: a hard link in the tmpfs, not a second copy.
   out.push_back({dir + "/certs/ca-bundle.crt", {}, bundle_path, {}});

@@ -1,6 +1,7 @@
 #include "launcher/trust.hpp"
 
 #include "launcher/java_trust.hpp"
+#include "launcher/trust_memo.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,18 @@ class LauncherTrust : public ::testing::Test {
     char templ[] = "/tmp/airlock-trust-test-XXXXXX";
     ASSERT_NE(::mkdtemp(templ), nullptr);
     dir_ = templ;
+    // The trust cache (and its memos) below this test's directory, never in the real home.
+    if (const char* old = std::getenv("XDG_CACHE_HOME")) saved_cache_ = old;
+    ::setenv("XDG_CACHE_HOME", (dir_ + "/cache").c_str(), 1);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    if (saved_cache_) {
+      ::setenv("XDG_CACHE_HOME", saved_cache_->c_str(), 1);
+    } else {
+      ::unsetenv("XDG_CACHE_HOME");
+    }
+    std::filesystem::remove_all(dir_);
+  }
   std::string file(const std::string& name, const std::string& content) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << content;
@@ -56,6 +68,7 @@ class LauncherTrust : public ::testing::Test {
 
   std::string dir_;
   std::vector<std::string> made_;
+  std::optional<std::string> saved_cache_;
 };
 
 TEST_F(LauncherTrust, WithoutCaTheSystemBundleIsBoundNotCopied) {
@@ -157,6 +170,45 @@ TEST_F(LauncherTrust, RefusesWhatIsNotACertificate) {
   EXPECT_FALSE(build_trust_files(spec, "trust", files, java_made));
   spec.airlock_ca = dir_ + "/missing-ca.crt";
   EXPECT_FALSE(build_trust_files(spec, "trust", files, java_made));
+}
+
+TEST_F(LauncherTrust, SubjectHashIsRememberedAndRecalledWithoutParsing) {
+  trust_spec spec;
+  spec.system_bundle = file("bundle.crt", "system\n");
+  spec.airlock_ca = file("ca.crt", test_ca);
+  std::vector<staged_file> files;
+  bool java_made = false;
+  ASSERT_TRUE(build_trust_files(spec, "trust", files, java_made));
+  ASSERT_NE(find(files, std::string("trust/certs/") + test_ca_hash), nullptr);
+  const auto cache = java_cache_dir();
+  ASSERT_TRUE(cache);
+  ASSERT_EQ(cache->rfind(dir_, 0), 0u) << *cache;
+  EXPECT_EQ(recall(*cache, std::string("airlock-subject-hash-v1\n") + test_ca), test_ca_hash);
+  // A hit is taken as it is: the memo (made here by hand) names bytes that do not even parse,
+  // so only the memo can have answered. Memos are only ever written for bytes that parsed.
+  const std::string odd = "-----BEGIN CERTIFICATE-----\nnot base64\n";
+  remember(*cache, "airlock-subject-hash-v1\n" + odd, "0badf00d.0");
+  spec.airlock_ca = file("odd.crt", odd);
+  std::vector<staged_file> again;
+  ASSERT_TRUE(build_trust_files(spec, "trust", again, java_made));
+  EXPECT_NE(find(again, "trust/certs/0badf00d.0"), nullptr);
+}
+
+TEST_F(LauncherTrust, JavaStoreNameIsTheSameRememberedOrNot) {
+  trust_spec spec;
+  spec.java_cacerts = file("cacerts", "store bytes");
+  spec.keytool = "/usr/bin/keytool";
+  const auto plain = java_store_name(spec, test_ca);
+  ASSERT_TRUE(plain);
+  const std::string cache = dir_ + "/memos";
+  ASSERT_EQ(::mkdir(cache.c_str(), 0700), 0);
+  EXPECT_EQ(java_store_name(spec, test_ca, cache), plain);  // computed, then remembered
+  EXPECT_EQ(java_store_name(spec, test_ca, cache), plain);  // recalled
+  // A replaced cacerts changes the key, so the memo does not answer for it.
+  const std::string replacement = file("cacerts.new", "store bytes");
+  ASSERT_EQ(::rename(replacement.c_str(), spec.java_cacerts.c_str()), 0);
+  EXPECT_NE(java_store_name(spec, test_ca, cache), plain);
+  EXPECT_EQ(java_store_name(spec, test_ca, cache), java_store_name(spec, test_ca));
 }
 
 TEST_F(LauncherTrust, JavaStoreNameFollowsTheCaAndCacerts) {
