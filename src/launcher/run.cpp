@@ -181,6 +181,44 @@ bool receive_jail_sockets(int sock, jail_sockets& js) {
   }
 }
 
+// Hands the jail's sockets to the relay (and its pty to `term`) and starts it, once the jail
+// is about to run the command. nullptr (said) when capture was required but not set up, or the
+// relay cannot start.
+std::unique_ptr<relay> start_relay(const plan& p, bool verbose, pid_t child, jail_sockets& js,
+                                   relay::config& relay_cfg, terminal_relay& term) {
+  auto& [relay_fd, capture_v4, capture_v6, dns_fd, terminal_fd] = js;
+  const bool captured = capture_v4.fd >= 0 && dns_fd.fd >= 0;
+  if (p.capture.required && !captured) {
+    say("--capture: the jail did not set up transparent capture");
+    return nullptr;
+  }
+  if (captured) {
+    relay_cfg.capture_v4 = capture_v4.release();
+    relay_cfg.capture_v6 = capture_v6.release();
+    relay_cfg.dns = dns_fd.release();
+    relay_cfg.resolver_ipv6 = relay_cfg.capture_v6 >= 0;
+  }
+  if (terminal_fd.fd >= 0) term.start(terminal_fd.release());
+  // Each connection's program, for rules with `binaries` (peer_identity.hpp).
+  if (relay_cfg.agent) relay_cfg.identity_init = child;
+  auto rel = std::make_unique<relay>(relay_fd.release(), relay_cfg);
+  if (!rel->start()) {
+    say(str_cat("cannot start the relay: ", last_step_error()));
+    return nullptr;
+  }
+  if (verbose) {
+    say(str_cat("relay: 127.0.0.1:", p.relay.port, " inside -> ", to_string(relay_cfg.upstream),
+                p.relay.proxy_protocol ? str_cat(" (PROXY v2, agent ", *p.relay.agent, ')')
+                                       : std::string()));
+    if (captured) {
+      say(str_cat("capture: resolver 127.0.0.1:53 inside; TCP to any address but loopback",
+                  relay_cfg.resolver_ipv6 ? " (IPv4 and IPv6)" : " (IPv4)",
+                  " -> the proxy as CONNECT name:port or absolute-form HTTP"));
+    }
+  }
+  return rel;
+}
+
 // Waits until the jail's init exits, passing signals on (a new window size to the pty) and
 // killing the jail at --timeout (timed_out set). Returns the init's wait status.
 int wait_for_jail(pid_t child, const plan& p, int sfd, terminal_relay& term, bool& timed_out) {
@@ -230,6 +268,26 @@ int wait_for_jail(pid_t child, const plan& p, int sfd, terminal_relay& term, boo
     }
     ::kill(child, static_cast<int>(info.ssi_signo));
   }
+}
+
+// The launcher's exit status for the jail's end (exit_codes.hpp), saying why where it was not
+// the command's own doing.
+int exit_status(const plan& p, int status, bool timed_out, bool oom, self_test_setup& probes) {
+  if (timed_out) {
+    say(str_cat("timed out after ", format_ms(*p.limits.timeout), "; killed ", p.argv[0]));
+    return exit_timeout;
+  }
+  const int code = status_to_code(status);
+  if (code == exit_killed && oom) {
+    say(str_cat("killed: memory limit reached (--memory ", *p.limits.memory_bytes, " bytes)"));
+    return exit_killed;
+  }
+  if (WIFSIGNALED(status)) {
+    // The init itself died by a signal (OOM killer, or someone killed it): not CMD's doing.
+    say(str_cat("the jail was killed by signal ", WTERMSIG(status)));
+  }
+  if (p.self_test) return finish_self_test(p, probes, code);
+  return code;
 }
 
 }  // namespace
@@ -326,37 +384,9 @@ int run(const options& o) {
   // (A connection or a query the command makes before then waits in the socket's queue.)
   jail_sockets js;
   if (!receive_jail_sockets(*sock, js)) return exit_launcher_error;
-  auto& [relay_fd, capture_v4, capture_v6, dns_fd, terminal_fd] = js;
-  const bool captured = capture_v4.fd >= 0 && dns_fd.fd >= 0;
-  if (p.capture.required && !captured) {
-    say("--capture: the jail did not set up transparent capture");
-    return exit_launcher_error;
-  }
-  if (captured) {
-    relay_cfg.capture_v4 = capture_v4.release();
-    relay_cfg.capture_v6 = capture_v6.release();
-    relay_cfg.dns = dns_fd.release();
-    relay_cfg.resolver_ipv6 = relay_cfg.capture_v6 >= 0;
-  }
   terminal_relay term;
-  if (terminal_fd.fd >= 0) term.start(terminal_fd.release());
-  // Each connection's program, for rules with `binaries` (peer_identity.hpp).
-  if (relay_cfg.agent) relay_cfg.identity_init = child;
-  auto rel = std::make_unique<relay>(relay_fd.release(), relay_cfg);
-  if (!rel->start()) {
-    say(str_cat("cannot start the relay: ", last_step_error()));
-    return exit_launcher_error;
-  }
-  if (o.verbose) {
-    say(str_cat("relay: 127.0.0.1:", p.relay.port, " inside -> ", to_string(relay_cfg.upstream),
-                p.relay.proxy_protocol ? str_cat(" (PROXY v2, agent ", *p.relay.agent, ')')
-                                       : std::string()));
-    if (captured) {
-      say(str_cat("capture: resolver 127.0.0.1:53 inside; TCP to any address but loopback",
-                  relay_cfg.resolver_ipv6 ? " (IPv4 and IPv6)" : " (IPv4)",
-                  " -> the proxy as CONNECT name:port or absolute-form HTTP"));
-    }
-  }
+  auto rel = start_relay(p, o.verbose, child, js, relay_cfg, term);
+  if (!rel) return exit_launcher_error;
 
   // ---- wait, forwarding signals, until the jail's init exits -----------------------------
   // SIGCONT too, for the launcher alone (the jail's init does not wait for it): after ^Z, fg
@@ -383,21 +413,7 @@ int run(const options& o) {
   limits.cleanup();
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
-  if (timed_out) {
-    say(str_cat("timed out after ", format_ms(*p.limits.timeout), "; killed ", p.argv[0]));
-    return exit_timeout;
-  }
-  const int code = status_to_code(status);
-  if (code == exit_killed && oom) {
-    say(str_cat("killed: memory limit reached (--memory ", *p.limits.memory_bytes, " bytes)"));
-    return exit_killed;
-  }
-  if (WIFSIGNALED(status)) {
-    // The init itself died by a signal (OOM killer, or someone killed it): not CMD's doing.
-    say(str_cat("the jail was killed by signal ", WTERMSIG(status)));
-  }
-  if (p.self_test) return finish_self_test(p, probes, code);
-  return code;
+  return exit_status(p, status, timed_out, oom, probes);
 }
 
 }  // namespace airlock::launcher
