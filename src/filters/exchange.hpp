@@ -140,6 +140,9 @@ struct exchange {
   rate_limit::byte_pace download;
   // Set when the exchange ends (the circuit breaker tripped on it), for a log line and metric.
   bool breaker_tripped = false;
+  // A request body held whole that a filter rewrote (DLP's `redact`): the codec forwards this
+  // instead, with its length. Only for bodies of body_use::whole.
+  std::optional<std::string> rewritten_body;
 
   // --- the response, set by the codec before the response hooks ---
   boost::beast::http::response_header<>* response = nullptr;

@@ -13,6 +13,8 @@ namespace airlock::policy::model {
 enum class dlp_action : std::uint8_t {
   block,   // 403 dlp_blocked (report mode records it instead)
   report,  // the request goes through; the audit record and the metric carry the finding
+  redact,  // a body held whole is forwarded with the findings replaced; what cannot be
+           // rewritten (URL, headers, a streamed body, an encoded secret) is blocked
 };
 
 // What prompt-injection scanning of text responses does (`dlp.responses`).

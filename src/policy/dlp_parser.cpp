@@ -69,8 +69,10 @@ struct reader {
               out.action = model::dlp_action::block;
             else if (s == "report")
               out.action = model::dlp_action::report;
+            else if (s == "redact")
+              out.action = model::dlp_action::redact;
             else
-              error(v, key, "expected block or report");
+              error(v, key, "expected block, report or redact");
           } else if (name == "responses") {
             const std::string s = v.IsScalar() ? v.Scalar() : std::string();
             using ra = model::response_action;

@@ -71,6 +71,7 @@ boost::asio::awaitable<std::optional<bool>> hold_whole_body(session_context& s, 
   if (!chain.request_body(body, true).passes())
     co_return co_await send_answer(client, rec, req.version(),
                                    req.keep_alive() && !s.w.shared().draining.load());
+  if (ex.rewritten_body) body = std::move(*ex.rewritten_body);  // DLP's redact
   req.content_length(body.size());
   co_return std::nullopt;
 }

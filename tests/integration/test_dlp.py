@@ -375,3 +375,77 @@ class CodedResponseInjectionTest(ProxyTestCase):
         self.assertEqual(r.header("content-encoding"), "br")
         self.assertIn({"class": "unreadable-coding", "location": "response",
                        "action": "report"}, rec["dlp"])
+
+
+class DlpRedactTest(ProxyTestCase):
+    """`action: redact`: a body held whole goes on with each secret replaced by
+    "[REDACTED:class]" and its length corrected; what cannot be rewritten in place (a secret
+    only visible decoded, one in the URL or a header, a body streamed in chunks) is blocked."""
+    adversarial = True
+    GITHUB = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123"
+
+    @classmethod
+    def extra_setup(cls):
+        cls.echo = EchoOrigin().start()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.echo.stop()
+
+    @classmethod
+    def policy(cls):
+        rule = origin_rule(cls.echo.port, name="redact", hosts=["redact.test"],
+                           paths=["^/echo/.*"], dlp={"action": "redact"})
+        return make_policy([rule, origin_rule(cls.origin.port)])
+
+    def post(self, body, headers=(), query=""):
+        m = marker()
+        url = self.echo.url("/echo/%s%s" % (m, query), "redact.test")
+        [r], _ = self.send_raw(self.request("POST", url, body=body, headers=list(headers)))
+        return m, r, self.assert_audit(path=lambda v: v is not None and m in v)
+
+    def test_secrets_in_a_json_body_are_replaced_and_the_rest_arrives(self):
+        doc = {"note": "deploy", "aws": AWS, "nested": {"token": "Bearer " + self.GITHUB}}
+        m, r, rec = self.post(json.dumps(doc).encode(),
+                              headers=[("Content-Type", "application/json")])
+        self.assertEqual(r.status, 200, r)
+        received = json.loads(r.json()["body"])  # the origin's echo of what it received
+        self.assertEqual(received["note"], "deploy")
+        self.assertEqual(received["aws"], "[REDACTED:aws-access-key]")
+        self.assertEqual(received["nested"]["token"], "Bearer [REDACTED:github-token]")
+        seen = self.echo.all_received_bytes()
+        self.assertNotIn(AWS.encode(), seen)
+        self.assertNotIn(self.GITHUB.encode(), seen)
+        [req] = [x for x in self.echo.requests if m in x["target"]]
+        self.assertEqual(int(header_value(req["headers"], "content-length")),
+                         len(req["body_bytes"]))
+        self.assertEqual(rec["decision"], "allow")
+        self.assertIn({"class": "aws-access-key", "location": "body", "action": "redact"},
+                      rec["dlp"])
+        self.assertNotIn(AWS, json.dumps(rec))
+
+    def test_what_cannot_be_rewritten_in_place_is_blocked(self):
+        encoded = base64.b64encode(("aws_access_key_id=" + AWS).encode()).decode()
+        cases = [
+            ("a secret only visible decoded", {"body": json.dumps({"blob": encoded}).encode()}),
+            ("a secret in the query", {"body": b"{}", "query": "?k=" + AWS}),
+            ("a secret in a header", {"body": b"{}", "headers": [("X-Key", AWS)]}),
+        ]
+        for what, kw in cases:
+            with self.subTest(what):
+                before = self.echo.all_received_bytes()
+                m, r, rec = self.post(**kw)
+                self.assert_answer(r, "dlp_blocked")
+                self.assertEqual(self.echo.all_received_bytes(), before)
+                self.assertEqual(rec["dlp"][0]["action"], "block", rec)
+
+    def test_a_chunked_body_is_streamed_so_a_secret_in_it_is_blocked(self):
+        m = marker()
+        url = self.echo.url("/echo/%s" % m, "redact.test")
+        head = ("POST %s HTTP/1.1\r\nHost: redact.test:%d\r\nTransfer-Encoding: chunked\r\n"
+                "Content-Type: text/plain\r\n\r\n" % (url, self.echo.port)).encode()
+        piece = ("key=" + AWS).encode()
+        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(piece), piece)
+        [r], _ = self.send_raw(head + body)
+        self.assert_answer(r, "dlp_blocked")
+        self.assertNotIn(AWS.encode(), self.echo.all_received_bytes())

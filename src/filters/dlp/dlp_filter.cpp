@@ -26,7 +26,19 @@ constexpr std::size_t kWindow = 64 * 1024;
 constexpr std::size_t kCarry = 8 * 1024;
 
 std::string_view action_name(dlp_action a) {
-  return a == dlp_action::block ? "block" : "report";
+  switch (a) {
+    case dlp_action::block:
+      return "block";
+    case dlp_action::redact:
+      return "redact";
+    default:
+      return "report";
+  }
+}
+
+// `redact` rewrites only a body held whole; a finding anywhere else is blocked (fail closed).
+dlp_action outside_whole_body(dlp_action a) {
+  return a == dlp_action::redact ? dlp_action::block : a;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -52,9 +64,10 @@ class dlp_filter final : public filter {
     const dlp_config& cfg = *rule_->config;
     if (cfg.hostnames && !host.is_ip() && !named_exactly(ex)) {
       if (auto why = data_like_host(host.text)) {
-        ex.record.dlp.push_back({"data-like-hostname", "host", action_name(cfg.action)});
+        const dlp_action action = outside_whole_body(cfg.action);
+        ex.record.dlp.push_back({"data-like-hostname", "host", action_name(action)});
         ex.record.host = redacted_host(host.text);
-        if (cfg.action == dlp_action::block)
+        if (action == dlp_action::block)
           return verdict::violation(core::errc::hostname_exfiltration,
                                     core::str_cat("dlp: ", *why, " in the host name"));
       }
@@ -81,7 +94,7 @@ class dlp_filter final : public filter {
       }
     }
     redact_record(ex, found);
-    return act(ex, found);
+    return act(ex, found, outside_whole_body(rule_->config->action));
   }
 
   body_use request_body_use(const exchange& ex) const override {
@@ -92,16 +105,18 @@ class dlp_filter final : public filter {
 
   verdict on_request_body(exchange& ex, std::string_view piece, bool last) override {
     findings found;
+    const dlp_action action = rule_->config->action;
     if (request_body_use(ex) == body_use::whole) {
       rule_->scan->scan(piece, scanner::kind::body, "body", found);
-      return act(ex, found);
+      if (action == dlp_action::redact && !found.empty()) return redact_body(ex, piece, found);
+      return act(ex, found, action);
     }
     window_.append(piece);
     if (window_.size() >= kWindow || last) {
       rule_->scan->scan(window_, scanner::kind::body, "body", found);
       if (window_.size() > kCarry) window_.erase(0, window_.size() - kCarry);
     }
-    return act(ex, found);
+    return act(ex, found, outside_whole_body(action));
   }
 
  private:
@@ -190,9 +205,21 @@ class dlp_filter final : public filter {
                                          : core::str_cat("[REDACTED:dlp]", host.substr(dot));
   }
 
-  verdict act(exchange& ex, const findings& found) {
+  // `redact` on a body held whole: each secret the rule's redactors match is replaced by
+  // "[REDACTED:class]" and the body forwarded so; read again, what is still found (a secret
+  // only visible decoded: base64, hex, split) cannot be rewritten in place and is blocked.
+  verdict redact_body(exchange& ex, std::string_view body, const findings& found) {
+    std::string rewritten = rule_->scan->engine().redact(body);
+    findings left;
+    rule_->scan->scan(rewritten, scanner::kind::body, "body", left);
+    if (!left.empty()) return act(ex, found, dlp_action::block);
+    act(ex, found, dlp_action::redact);
+    ex.rewritten_body = std::move(rewritten);
+    return verdict::next();
+  }
+
+  verdict act(exchange& ex, const findings& found, dlp_action action) {
     if (found.empty()) return verdict::next();
-    const dlp_action action = rule_->config->action;
     std::string detail = "dlp:";
     for (const auto& f : found) {
       const bool seen = std::any_of(ex.record.dlp.begin(), ex.record.dlp.end(), [&](const auto& r) {
