@@ -56,6 +56,8 @@ bool run_has_phrase(const std::vector<int>& run) {
 }  // namespace
 
 bool has_seed_phrase(std::string_view text) {
+  // The shortest phrase: 12 words of at least 3 letters and 11 separators.
+  if (text.size() < 12 * 3 + 11) return false;
   std::vector<int> run;  // consecutive list words
   std::string word;
   std::size_t i = 0;

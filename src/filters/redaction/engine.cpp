@@ -174,7 +174,32 @@ std::size_t engine::pattern_count() const noexcept {
   return impl_->redactors.size();
 }
 
+bool engine::may_match(std::string_view text) const {
+  const impl& im = *impl_;
+  if (im.set) {
+    RE2::Set::ErrorInfo info{};
+    if (im.set->Match(re2::StringPiece(text.data(), text.size()), nullptr, &info)) return true;
+    if (info.kind != RE2::Set::kNoError) return true;  // DFA out of memory: cannot rule out
+  }
+  if (im.pre && !im.pre->empty()) {
+    // One scratch per thread: a text is a header value or a URL part, scanned many times a
+    // second; the windows themselves are not used, only whether there are any.
+    thread_local std::vector<std::vector<window>> windows;
+    if (windows.size() < im.redactors.size()) windows.resize(im.redactors.size());
+    for (auto& w : windows)
+      w.clear();
+    im.pre->scan(text, 0, windows);
+    for (const auto& w : windows)
+      if (!w.empty()) return true;
+  }
+  return false;
+}
+
 std::string engine::redact(std::string_view text, hit_counts* hits) const {
+  if (!may_match(text)) {
+    if (hits != nullptr) hits->resize(label_count());
+    return std::string(text);
+  }
   stream s(*this);
   std::string out;
   out.reserve(text.size());

@@ -81,6 +81,11 @@ class engine {
   std::size_t overlap() const noexcept;
   std::size_t pattern_count() const noexcept;
 
+  // False only when no redactor can match anywhere in `text`: neither the prefilter nor the
+  // RE2::Set finds a candidate (the same two passes a stream starts from, so never a false
+  // "no"). A cheap first look for the many short texts where nothing is (header values).
+  bool may_match(std::string_view text) const;
+
   // One-shot redaction of a complete text (header values, tests). Adds to *hits if given
   // (resized to label_count()).
   std::string redact(std::string_view text, hit_counts* hits = nullptr) const;

@@ -1,6 +1,7 @@
 #include "filters/redaction/builtin.hpp"
 
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/stream.hpp"
 #include "filters/redaction/validators.hpp"
 
 #include <gtest/gtest.h>
@@ -296,6 +297,44 @@ TEST(RedactionBuiltin, EveryBuiltinTogetherOnOneDocument) {
             "[REDACTED:payment-card]\",\"phone\":\"[REDACTED:phone]\",\"id\":\"550e8400-e29b-"
             "41d4-a716-446655440000\",\"ts\":1700000000000,\"v\":\"1.2.3\"}");
   EXPECT_EQ(built.compiled->named(hits).size(), 4u);
+}
+
+// may_match is the redactor's first look: never "no" where redact finds something, and "no"
+// for the ordinary header values it exists to skip.
+TEST(RedactionBuiltin, MayMatchNeverMissesWhatRedactFinds) {
+  auto built = engine::build(all_builtin_redactors(), {{"s1", "s3cr3t-Literal-Value-42"}});
+  ASSERT_TRUE(built.errors.empty());
+  const engine& e = *built.compiled;
+  const std::vector<std::string> texts = {
+      "AKIAIOSFODNN7EXAMPLE",
+      "x ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123 y",
+      "glpat-ABCDEFGHIJKLMNOPQRSTUVWX",
+      "xoxb-1234567890-abcdefghijkl",
+      "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+      "ops@example.com",
+      "4111 1111 1111 1111",
+      "+1 415 555 0132",
+      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlc2lnbmF0dXJl",
+      "Bearer s3cr3t-Literal-Value-42",
+      "{\"k\":\"s3cr3t-Literal-Value-42\"}",
+      "postgres://app:hunter2@db.internal:5432/app",
+      "sk_live_0123456789abcdefABCDEF",
+      "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"};
+  for (const auto& t : texts) {
+    // The stream itself, not redact() (which now asks may_match first).
+    stream s(e);
+    std::string out;
+    s.write(t, out);
+    s.finish(out);
+    EXPECT_NE(out, t) << "a sample the redactors should find: " << t;
+    EXPECT_TRUE(e.may_match(t)) << t;
+  }
+  for (std::string_view benign :
+       {"curl/8.4.0", "application/json", "gzip, deflate, br", "keep-alive", "*/*",
+        "en-US,en;q=0.9", "max-age=0", "/api/v1/items?page=2&sort=name"}) {
+    EXPECT_FALSE(e.may_match(benign)) << benign;
+    EXPECT_EQ(e.redact(benign), benign);
+  }
 }
 
 }  // namespace
