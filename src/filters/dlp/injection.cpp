@@ -3,11 +3,16 @@
 #include "filters/dlp/decode.hpp"
 
 #include <re2/re2.h>
+#include <re2/set.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace airlock::filters::dlp {
 namespace {
@@ -37,13 +42,25 @@ constexpr std::array<pattern, 12> kPatterns{{
     {"tool-directive", R"(\bcurl\s+\S+\s*\|\s*(?:ba)?sh)"},
 }};
 
-const std::vector<std::unique_ptr<re2::RE2>>& compiled() {
-  static const auto patterns = [] {
-    std::vector<std::unique_ptr<re2::RE2>> out;
+struct compiled_patterns {
+  std::vector<std::unique_ptr<re2::RE2>> each;
+  // All of them in one pass: which patterns match at all (most texts: none), so that only
+  // those run again one by one to find where.
+  std::unique_ptr<re2::RE2::Set> any;
+};
+
+const compiled_patterns& compiled() {
+  static const compiled_patterns patterns = [] {
+    compiled_patterns out;
     re2::RE2::Options o;
     o.set_log_errors(false);
-    for (const auto& p : kPatterns)
-      out.push_back(std::make_unique<re2::RE2>(std::string(p.re), o));
+    o.set_max_mem(32 << 20);
+    out.any = std::make_unique<re2::RE2::Set>(o, re2::RE2::UNANCHORED);
+    for (const auto& p : kPatterns) {
+      out.each.push_back(std::make_unique<re2::RE2>(std::string(p.re), o));
+      out.any->Add(std::string(p.re), nullptr);
+    }
+    if (!out.any->Compile()) out.any.reset();  // then every pattern runs on its own
     return out;
   }();
   return patterns;
@@ -100,9 +117,28 @@ bool in_comment(std::string_view text, std::size_t at) {
   return close == std::string_view::npos || close > at;
 }
 
+// The patterns that match somewhere in text, in kPatterns order (all of them when the set
+// cannot tell: not compiled, or its DFA ran out of memory).
+std::vector<int> candidates(std::string_view text) {
+  const auto& c = compiled();
+  std::vector<int> out;
+  if (c.any) {
+    re2::RE2::Set::ErrorInfo info{};
+    if (c.any->Match(re2::StringPiece(text.data(), text.size()), &out, &info)) {
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+    if (info.kind == re2::RE2::Set::kNoError) return out;
+    out.clear();
+  }
+  for (int k = 0; k < static_cast<int>(c.each.size()); ++k)
+    out.push_back(k);
+  return out;
+}
+
 std::optional<std::string_view> find_in(std::string_view text) {
-  const auto& res = compiled();
-  for (std::size_t k = 0; k < res.size(); ++k) {
+  const auto& res = compiled().each;
+  for (const int k : candidates(text)) {
     re2::StringPiece input(text.data(), text.size());
     re2::StringPiece m;
     std::size_t from = 0;
@@ -118,24 +154,67 @@ std::optional<std::string_view> find_in(std::string_view text) {
   return std::nullopt;
 }
 
+// ASCII only, inline: these run over every byte of a scanned body (libc's tolower and isalnum
+// are a call each, and locale-dependent).
+char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c;
+}
+constexpr std::array<bool, 256> kBase64Bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<std::size_t>(c)] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                     (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '=';
+  return t;
+}();
+bool base64_byte(char c) {
+  return kBase64Bytes[static_cast<unsigned char>(c)];
+}
+
+// A lower-cased copy, in one pass, eight bytes at a time: for each byte that is ASCII and in
+// 'A'..'Z', set bit 5 (the classic SWAR range test on the low seven bits).
+std::string lowered(std::string_view in) {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  std::string out(in.size(), '\0');
+  std::size_t i = 0;
+  for (; i + 8 <= in.size(); i += 8) {
+    std::uint64_t x;
+    std::memcpy(&x, in.data() + i, 8);
+    const std::uint64_t low7 = x & ~highs;
+    const std::uint64_t above_z = low7 + ones * (0x7f - 'Z');  // high bit: byte > 'Z'
+    const std::uint64_t from_a = low7 + ones * (0x80 - 'A');   // high bit: byte >= 'A'
+    const std::uint64_t upper = (from_a ^ above_z) & ~x & highs;
+    x |= upper >> 2;
+    std::memcpy(out.data() + i, &x, 8);
+  }
+  for (; i < in.size(); ++i)
+    out[i] = ascii_lower(in[i]);
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string_view> find_injection(std::string_view original) {
-  std::string text(original);
-  if (auto folded = fold_confusables(text)) text = std::move(*folded);
-  for (auto& c : text)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto folded = fold_confusables(original);
+  const std::string text = lowered(folded ? std::string_view(*folded) : original);
   if (auto cls = find_in(text)) return cls;
-  // base64 runs of the original spelling, decoded: an instruction carried encoded.
-  for (std::size_t i = 0; i < original.size();) {
-    std::size_t j = i;
-    while (j < original.size() && (std::isalnum(static_cast<unsigned char>(original[j])) ||
-                                   original[j] == '+' || original[j] == '/' || original[j] == '='))
+  // base64 runs of the original spelling (24 bytes or more), decoded: an instruction carried
+  // encoded. The byte before `i` is never a base64 byte, so a run of 24 starting in
+  // [i, i + 23] covers i + 23: where that byte is not base64, no run starts there.
+  constexpr std::size_t kMinRun = 24;
+  for (std::size_t i = 0; i + kMinRun <= original.size();) {
+    if (!base64_byte(original[i + kMinRun - 1])) {
+      i += kMinRun;
+      continue;
+    }
+    std::size_t s = i + kMinRun - 1, j = s;
+    while (s > i && base64_byte(original[s - 1]))
+      --s;
+    while (j < original.size() && base64_byte(original[j]))
       ++j;
-    if (j - i >= 24) {
-      if (auto d = base64_decode(original.substr(i, j - i)); d && printable_share(*d) >= 0.95) {
+    if (j - s >= kMinRun) {
+      if (auto d = base64_decode(original.substr(s, j - s)); d && printable_share(*d) >= 0.95) {
         for (auto& c : *d)
-          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          c = ascii_lower(c);
         if (auto cls = find_in(*d)) return cls;
       }
     }

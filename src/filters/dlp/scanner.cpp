@@ -111,7 +111,10 @@ void scanner::scan(std::string_view text, kind how, std::string_view location,
     text = cleaned;
   }
   read(text, 0, location, out);
-  if (how == kind::body && text.find('%') == std::string_view::npos) return;
+  // Nothing to decode: no '%', and no '+' where a query spells a space so.
+  if (text.find('%') == std::string_view::npos &&
+      (how != kind::url || text.find('+') == std::string_view::npos))
+    return;
   // Percent-encoding, layer by layer (a form body, a URL, a cookie value).
   std::string layer(text);
   int rounds = 0;

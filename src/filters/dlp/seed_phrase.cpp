@@ -18,11 +18,33 @@ bool is_separator(char c) {
          c == '_';
 }
 
-// Index of a lower-case word in the (sorted) list, or -1.
+// The list's words by their first two letters: [begin, end) in the sorted list, so a lookup
+// compares a word with the two or three words that share its start, not eleven (every word of
+// a scanned body is looked up).
+struct two_letter_index {
+  std::array<std::uint16_t, 26 * 26 + 1> begin{};
+  two_letter_index() {
+    std::size_t w = 0;
+    for (std::size_t b = 0; b < 26 * 26; ++b) {
+      begin[b] = static_cast<std::uint16_t>(w);
+      while (w < bip39_english.size() && bucket(bip39_english[w]) == b)
+        ++w;
+    }
+    begin[26 * 26] = static_cast<std::uint16_t>(bip39_english.size());
+  }
+  static std::size_t bucket(std::string_view w) {
+    return static_cast<std::size_t>(w[0] - 'a') * 26 + static_cast<std::size_t>(w[1] - 'a');
+  }
+};
+
+// Index of a lower-case word in the (sorted) list, or -1. Every listed word has 3 to 8 letters.
 int word_index(std::string_view w) {
-  const auto it = std::lower_bound(bip39_english.begin(), bip39_english.end(), w);
-  if (it == bip39_english.end() || *it != w) return -1;
-  return static_cast<int>(it - bip39_english.begin());
+  if (w.size() < 3 || w.size() > 8) return -1;
+  static const two_letter_index index;
+  const std::size_t b = two_letter_index::bucket(w);
+  for (std::size_t i = index.begin[b]; i < index.begin[b + 1]; ++i)
+    if (bip39_english[i] == w) return static_cast<int>(i);
+  return -1;
 }
 
 // BIP-39 "Generating the mnemonic", read backwards: 11 bits per word; the last N/3 bits are the

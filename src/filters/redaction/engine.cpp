@@ -184,13 +184,16 @@ bool engine::may_match(std::string_view text) const {
   if (im.pre && !im.pre->empty()) {
     // One scratch per thread: a text is a header value or a URL part, scanned many times a
     // second; the windows themselves are not used, only whether there are any.
+    // Left empty after each use, so one loop both answers and clears.
     thread_local std::vector<std::vector<window>> windows;
     if (windows.size() < im.redactors.size()) windows.resize(im.redactors.size());
-    for (auto& w : windows)
-      w.clear();
     im.pre->scan(text, 0, windows);
-    for (const auto& w : windows)
-      if (!w.empty()) return true;
+    bool any = false;
+    for (auto& w : windows) {
+      any = any || !w.empty();
+      w.clear();
+    }
+    if (any) return true;
   }
   return false;
 }
