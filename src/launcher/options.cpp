@@ -43,6 +43,8 @@ constexpr std::string_view usage_text =
     "  --capture            require transparent capture: a resolver inside and every TCP\n"
     "                       connection handed to the proxy (default: on where possible)\n"
     "  --no-capture         no resolver, no capture: only the proxy variables lead out\n"
+    "  --dns-allow NAME     let the jail's resolver answer NAME although it looks like it\n"
+    "                       carries data (long hex or base32 labels; refused by default)\n"
     "  --verbose            say which mechanisms applied (limits, mounts, relay, home)\n"
     "  --self-test          instead of CMD, try every way out of a jail built with these\n"
     "                       options; print what was refused by what; exit 1 if any got out\n"
@@ -87,7 +89,7 @@ bool valid_env_name(std::string_view name) {
 constexpr std::string_view valued[] = {
     "--agent",  "--proxy",  "--relay-port", "--workdir", "--ro",     "--rw",   "--hide",
     "--memory", "--cpus",   "--pids",       "--timeout", "--env",    "--ca",   "--ca-key",
-    "--cgroup", "--policy", "--tmpfs-size", "--fsize",   "--nofile", "--home",
+    "--cgroup", "--policy", "--tmpfs-size", "--fsize",   "--nofile", "--home", "--dns-allow",
 };
 
 bool takes_value(std::string_view name) {
@@ -157,6 +159,14 @@ std::string apply(options& o, std::string_view name, std::string_view value) {
   } else if (name == "--home") {
     if (value.empty()) return "--home: empty path";
     o.home = std::string(value);
+  } else if (name == "--dns-allow") {
+    std::string n(value);
+    for (auto& c : n)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    while (!n.empty() && n.back() == '.')
+      n.pop_back();
+    if (n.empty()) return "--dns-allow: empty name";
+    o.dns_allow.push_back(std::move(n));
   } else if (name == "--env") {
     auto eq = value.find('=');
     if (!valid_env_name(value.substr(0, eq)))

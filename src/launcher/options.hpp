@@ -46,9 +46,10 @@ struct options {
   std::optional<std::string> policy;
   bool java_truststore = false;  // --java-truststore: keytool-made store for the JVM
   capture_mode capture = capture_mode::automatic;  // --capture / --no-capture
-  bool verbose = false;                            // --verbose: one line per decision on stderr
-  bool help = false;                               // --help
-  std::vector<std::string> command;                // CMD ARGS (after --)
+  std::vector<std::string> dns_allow;  // --dns-allow NAME: answered although data-like (lower case)
+  bool verbose = false;                // --verbose: one line per decision on stderr
+  bool help = false;                   // --help
+  std::vector<std::string> command;    // CMD ARGS (after --)
 };
 
 struct parse_result {

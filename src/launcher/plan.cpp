@@ -395,6 +395,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
   }
   p.capture.enabled = o.capture != capture_mode::off;
   p.capture.required = o.capture == capture_mode::on;
+  p.capture.dns_allow = o.dns_allow;
   // --home was checked with the binds; its step (above) binds it at the home, not in place.
   std::erase_if(binds, [](const exposed& b) { return b.what == "--home"; });
   // Parents before children, so --ro /w/.git lands on top of the work directory /w.

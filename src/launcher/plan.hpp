@@ -88,6 +88,8 @@ struct capture_spec {
   // Where the jail's resolv.conf goes: /etc/resolv.conf, or where that symlink leads on the
   // host (such as /run/systemd/resolve/stub-resolv.conf, then made in the jail's own /run).
   std::string resolv_conf = "/etc/resolv.conf";
+  // Names the resolver answers although they look like they carry data (--dns-allow).
+  std::vector<std::string> dns_allow;
 };
 
 struct trust_spec {

@@ -109,7 +109,7 @@ void relay::loop() {
   // The resolver and the pool belong to this thread: the resolver hands out addresses and
   // the capture maps them back, one after the other, without a lock.
   name_pool pool;
-  resolver dns(pool, cfg_.hostname, cfg_.resolver_ipv6);
+  resolver dns(pool, cfg_.hostname, cfg_.resolver_ipv6, cfg_.dns_allow);
   peer_identity identities(cfg_.identity_init);
 
   auto warn_unreachable = [&](int err) {

@@ -55,8 +55,9 @@ class relay {
     int capture_v4 = -1;
     int capture_v6 = -1;
     int dns = -1;
-    std::string hostname = "airlock";  // the jail's, answered as loopback
-    bool resolver_ipv6 = false;        // AAAA answers from the pool (IPv6 is captured too)
+    std::string hostname = "airlock";    // the jail's, answered as loopback
+    bool resolver_ipv6 = false;          // AAAA answers from the pool (IPv6 is captured too)
+    std::vector<std::string> dns_allow;  // data-like names the resolver answers anyway
     // Where a captured connection was going; SO_ORIGINAL_DST unless a test replaces it.
     std::function<std::optional<sockaddr_storage>(int fd)> original_destination;
   };

@@ -2,6 +2,9 @@
 
 #include "core/log.hpp"
 #include "launcher/dns_message.hpp"
+#include "net/data_like_host.hpp"
+
+#include <algorithm>
 
 #include <string_view>
 
@@ -29,10 +32,19 @@ const char* never_allowed(const dns::query& q) {
   return nullptr;
 }
 
+// The last two labels of name ("example.com" of "x.y.example.com").
+std::string_view registrable(std::string_view name) {
+  auto dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return name;
+  dot = name.rfind('.', dot - 1);
+  return dot == std::string_view::npos ? name : name.substr(dot + 1);
+}
+
 }  // namespace
 
-resolver::resolver(name_pool& pool, std::string hostname, bool ipv6)
-    : pool_(pool), hostname_(std::move(hostname)), ipv6_(ipv6) {
+resolver::resolver(name_pool& pool, std::string hostname, bool ipv6,
+                   std::vector<std::string> allowed)
+    : pool_(pool), hostname_(std::move(hostname)), ipv6_(ipv6), allowed_(std::move(allowed)) {
   for (auto& c : hostname_) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
@@ -54,6 +66,15 @@ std::vector<std::uint8_t> resolver::answer(std::span<const std::uint8_t> datagra
   if (const char* why = never_allowed(q)) {
     ++stats_.nxdomain;
     AIRLOCK_LOG(debug, "launcher", "resolver: NXDOMAIN for '", q.name, "': ", why);
+    return dns::make_reply(q, dns::rcode::name_error, {}, 0);
+  }
+  if (const auto why = net::data_like_host(q.name);
+      why && std::find(allowed_.begin(), allowed_.end(), q.name) == allowed_.end()) {
+    ++stats_.nxdomain;
+    ++stats_.data_like;
+    // The registrable part only: the labels left of it are what would carry the data.
+    AIRLOCK_LOG(warn, "launcher", "resolver: NXDOMAIN for a name under '", registrable(q.name),
+                "' that looks like it carries data (", *why, "); --dns-allow NAME lets it resolve");
     return dns::make_reply(q, dns::rcode::name_error, {}, 0);
   }
   dns::address_record rec;

@@ -10,6 +10,13 @@
 //   - names no policy could ever allow: not a host name (bytes other than letters, digits,
 //     '-', '_'; empty labels), the root, `*.invalid` (RFC 6761 section 6.4), `*.onion`
 //     (RFC 7686 section 2): NXDOMAIN, counted and logged;
+//   - names that look like they carry data (net/data_like_host.hpp: long hex or base32 labels,
+//     high-entropy labels, long chains), unless --dns-allow names them: NXDOMAIN, counted, and
+//     logged at warn without the name's data labels (issue 16). No query leaves the jail
+//     anyway, so this is not what stops the leak (the proxy refuses the name at connect time,
+//     hostname_exfiltration); it makes the agent fail at the lookup and shows it early. The
+//     proxy lets a rule that names such a host exactly reach it; the resolver has no copy of
+//     the policy, hence --dns-allow;
 //   - every other name: its address from the pool (name_pool.hpp); AAAA only when the jail's
 //     capture handles IPv6, else an empty answer.
 //
@@ -38,11 +45,13 @@ class resolver {
     std::uint64_t nxdomain = 0;   // names no policy could allow
     std::uint64_t refused = 0;    // other types and classes
     std::uint64_t malformed = 0;  // FORMERR, NOTIMP, or dropped
+    std::uint64_t data_like = 0;  // of nxdomain: names that look like they carry data
     std::uint64_t pool_full = 0;  // SERVFAIL: no address left
   };
 
   // hostname: the jail's own (answered as loopback). ipv6: whether AAAA gets pool addresses.
-  resolver(name_pool& pool, std::string hostname, bool ipv6);
+  // allowed: data-like names answered anyway (lower case, no trailing dot).
+  resolver(name_pool& pool, std::string hostname, bool ipv6, std::vector<std::string> allowed = {});
 
   // The reply to one datagram; empty when it deserves none.
   std::vector<std::uint8_t> answer(std::span<const std::uint8_t> datagram);
@@ -56,6 +65,7 @@ class resolver {
   name_pool& pool_;
   std::string hostname_;
   bool ipv6_;
+  std::vector<std::string> allowed_;
   stats stats_;
 };
 

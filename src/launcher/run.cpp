@@ -197,6 +197,7 @@ std::unique_ptr<relay> start_relay(const plan& p, bool verbose, pid_t child, jai
     relay_cfg.capture_v6 = capture_v6.release();
     relay_cfg.dns = dns_fd.release();
     relay_cfg.resolver_ipv6 = relay_cfg.capture_v6 >= 0;
+    relay_cfg.dns_allow = p.capture.dns_allow;
   }
   if (terminal_fd.fd >= 0) term.start(terminal_fd.release());
   // Each connection's program, for rules with `binaries` (peer_identity.hpp).

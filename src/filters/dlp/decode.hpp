@@ -3,6 +3,8 @@
 // to hide a secret from a scanner that reads only the bytes on the wire. Each is lenient where
 // encoders differ (padding, case, '+' for a space) and returns nothing rather than guess.
 
+#include "core/text_stats.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -30,10 +32,8 @@ std::optional<std::string> hex_decode(std::string_view s);
 // to them. Returns nullopt when nothing changed (the common case: no copy).
 std::optional<std::string> fold_confusables(std::string_view s);
 
-// Share of bytes that are printable ASCII or whitespace (0..1; 0 for an empty string).
-double printable_share(std::string_view s) noexcept;
-
-// Shannon entropy of the bytes, in bits per byte.
-double shannon_entropy(std::string_view s) noexcept;
+// printable_share and shannon_entropy (core/text_stats.hpp), which data-like host names share.
+using core::printable_share;
+using core::shannon_entropy;
 
 }  // namespace airlock::filters::dlp

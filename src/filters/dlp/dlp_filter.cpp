@@ -1,10 +1,10 @@
 #include "filters/dlp/dlp_filter.hpp"
 
 #include "core/str_cat.hpp"
-#include "filters/dlp/hostname.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/redaction/policy_redactors.hpp"
+#include "net/data_like_host.hpp"
 #include "policy/snapshot.hpp"
 
 #include <algorithm>
@@ -63,7 +63,7 @@ class dlp_filter final : public filter {
     if (rule_ == nullptr) return verdict::next();
     const dlp_config& cfg = *rule_->config;
     if (cfg.hostnames && !host.is_ip() && !named_exactly(ex)) {
-      if (auto why = data_like_host(host.text)) {
+      if (auto why = net::data_like_host(host.text)) {
         const dlp_action action = outside_whole_body(cfg.action);
         ex.record.dlp.push_back({"data-like-hostname", "host", action_name(action)});
         ex.record.host = redacted_host(host.text);

@@ -1,7 +1,8 @@
 #pragma once
 // Outbound DLP as a filter (issue 16). Under a rule with `dlp` (or the policy-wide default):
 //   - the host: on the policy's `blocklist` (host_blocklisted), or with data-like labels
-//     (hostname_exfiltration; hostname.hpp) unless a rule names it exactly; also for CONNECT;
+//     (hostname_exfiltration; net/data_like_host.hpp) unless a rule names it exactly; also for
+//     CONNECT;
 //   - the URL (host labels, path, query, each value and the values joined), header values and
 //     cookies, in on_request_head;
 //   - the body: held whole up to the rule's max_body_bytes (a finding refuses it before any

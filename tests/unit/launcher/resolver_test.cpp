@@ -116,6 +116,30 @@ TEST(LauncherResolver, NamesNoPolicyCouldAllowAreNxdomain) {
   EXPECT_EQ(r.get_stats().nxdomain, queries.size());
 }
 
+TEST(LauncherResolver, NamesThatCarryDataAreNxdomainUnlessAllowed) {
+  name_pool pool;
+  const std::string hex = "7365637265745f6170695f6b65795f3132333435.exfil.example.com";
+  const std::string b32 = "jbswy3dpehpk3pxp.exfil.example.com";
+  resolver r(pool, "airlock", true, {"jbswy3dpehpk3pxp.exfil.example.com"});
+  EXPECT_EQ(decode(r.answer(query(hex, dns::type_a))).rcode, 3);
+  // Case is not a way around it (names are compared lower-cased).
+  EXPECT_EQ(decode(r.answer(query("7365637265745F6170695F6B65795F3132333435.Exfil.Example.Com",
+                                  dns::type_a)))
+                .rcode,
+            3);
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_EQ(r.get_stats().data_like, 2u);
+  // --dns-allow NAME: answered from the pool like any other name.
+  auto allowed = decode(r.answer(query(b32, dns::type_a)));
+  EXPECT_EQ(allowed.rcode, 0);
+  EXPECT_EQ(allowed.count, 1);
+  // Ordinary names, UUID-like CDN labels and git-SHA-like ones of the kind hosts use pass.
+  for (const char* name : {"api.github.com", "registry.npmjs.org", "d1a2b3c4d5e6f7.cloudfront.net",
+                           "s3.us-east-1.amazonaws.com", "pypi.org"})
+    EXPECT_EQ(decode(r.answer(query(name, dns::type_a))).rcode, 0) << name;
+  EXPECT_EQ(r.get_stats().data_like, 2u);
+}
+
 TEST(LauncherResolver, OtherTypesAndClassesAreRefused) {
   name_pool pool;
   resolver r(pool, "airlock", true);

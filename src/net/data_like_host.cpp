@@ -1,12 +1,13 @@
-#include "filters/dlp/hostname.hpp"
+#include "net/data_like_host.hpp"
 
-#include "filters/dlp/decode.hpp"
+#include "core/text_stats.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
-namespace airlock::filters::dlp {
+namespace airlock::net {
 namespace {
 
 bool is_hex(char c) {
@@ -14,6 +15,9 @@ bool is_hex(char c) {
 }
 bool is_base32(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '2' && c <= '7');
+}
+int nibble(char c) {  // of a lower-case hex digit
+  return c <= '9' ? c - '0' : c - 'a' + 10;
 }
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -25,13 +29,15 @@ std::optional<std::string_view> judge_label(std::string_view l) {
   if (hex && l.size() >= 32) return "hex label";
   if (hex && l.size() >= 12 && l.size() % 2 == 0) {
     // Hex that decodes to text: "4a6f686e446f65" is "JohnDoe".
-    auto d = hex_decode(l);
-    if (d && printable_share(*d) == 1.0) return "hex label";
+    std::string d;
+    for (std::size_t i = 0; i < l.size(); i += 2)
+      d.push_back(static_cast<char>(nibble(l[i]) * 16 + nibble(l[i + 1])));
+    if (core::printable_share(d) == 1.0) return "hex label";
   }
   if (l.size() >= 16 && std::all_of(l.begin(), l.end(), is_base32) && digits >= 2)
     return "base32 label";
   if (l.size() >= 24 && digits >= 3 && digits < l.size() &&
-      shannon_entropy(l) >= std::min(4.0, 0.8 * std::log2(static_cast<double>(l.size()))))
+      core::shannon_entropy(l) >= std::min(4.0, 0.8 * std::log2(static_cast<double>(l.size()))))
     return "high-entropy label";
   return std::nullopt;
 }
@@ -58,4 +64,4 @@ std::optional<std::string_view> data_like_host(std::string_view host) {
   return std::nullopt;
 }
 
-}  // namespace airlock::filters::dlp
+}  // namespace airlock::net

@@ -4,14 +4,15 @@
 // server, whatever the request itself carries. The labels left of the registrable part (the
 // last two labels) are judged: hex that decodes to text or is 32 characters or longer, base32
 // of 16 or more, long high-entropy labels, many labels chained, or a very long left part.
+// Shared by the proxy's DLP filter (hostname_exfiltration) and the launcher's in-jail resolver.
 
 #include <optional>
 #include <string_view>
 
-namespace airlock::filters::dlp {
+namespace airlock::net {
 
 // Why `host` (a normalised DNS name, lower case) looks like it carries data ("hex label",
 // "base32 label", "high-entropy label", "chained labels", "long name"), or nullopt.
 std::optional<std::string_view> data_like_host(std::string_view host);
 
-}  // namespace airlock::filters::dlp
+}  // namespace airlock::net
