@@ -26,13 +26,14 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key, not a secret
 class McpServer:
     """mcp/server.js on 127.0.0.1 (port 0); collects the tool calls that reach it."""
 
-    def __init__(self, weather_file):
+    def __init__(self, weather_file, json_responses=False):
         if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol")):
             raise AssertionError("the MCP SDK is not installed: run `npm ci --prefix %s` "
                                  "(scripts/install-deps.sh does)" % MCP_DIR)
         self.proc = subprocess.Popen(["node", os.path.join(MCP_DIR, "server.js")],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, MCP_WEATHER_FILE=weather_file))
+                                     env=dict(os.environ, MCP_WEATHER_FILE=weather_file,
+                                              MCP_JSON="1" if json_responses else "0"))
         line = self.proc.stdout.readline()
         if not line.startswith("listening "):
             self.stop()
@@ -64,10 +65,13 @@ class McpSdkTest(ProxyTestCase):
         cls.tmp = tempfile.TemporaryDirectory(prefix="airlock-itest-mcp-")
         cls.weather_file = os.path.join(cls.tmp.name, "weather-description")
         cls.server = McpServer(cls.weather_file)
+        # The same server answering with application/json instead of an event stream.
+        cls.json_server = McpServer(cls.weather_file, json_responses=True)
 
     @classmethod
     def extra_teardown(cls):
         cls.server.stop()
+        cls.json_server.stop()
         cls.ica.cleanup()
         cls.tmp.cleanup()
 
@@ -85,13 +89,16 @@ class McpSdkTest(ProxyTestCase):
             # delete_repository allowed, twice an hour.
             tunnel_rule(port, name="limited", hosts=["limited.test"], inspect=True,
                         mcp={"tools": {"delete_repository": {"rate": {"requests_per_hour": 2}}}}),
+            tunnel_rule(cls.json_server.port, name="json", hosts=["json.test"], inspect=True,
+                        mcp={"methods": methods, "tools": tools}),
             # No notifications/initialized: the client's handshake cannot finish.
             tunnel_rule(port, name="strict", hosts=["strict.test"], inspect=True,
                         mcp={"methods": ["initialize", "tools/call"]}),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key})
 
     def client(self, host, *steps):
-        url = "http://%s:%d/mcp" % (host, self.server.port)
+        port = self.json_server.port if host == "json.test" else self.server.port
+        url = "http://%s:%d/mcp" % (host, port)
         out = subprocess.run(["node", os.path.join(MCP_DIR, "client.js"), str(self.proxy.port),
                               url] + [json.dumps(s) for s in steps],
                              capture_output=True, text=True, timeout=env.t(60), cwd=MCP_DIR)
@@ -130,6 +137,8 @@ class McpSdkTest(ProxyTestCase):
         self.assertEqual(self.listed(), ["echo", "read_file", "weather"])
         # Another rule of the same server lists one tool only.
         self.assertEqual(self.listed("limited.test"), ["delete_repository"])
+        # The answer as application/json rather than an event stream: filtered the same.
+        self.assertEqual(self.listed("json.test"), ["echo", "read_file", "weather"])
 
     def test_poisoned_description_is_dropped_and_its_calls_refused(self):
         before = list(self.server.calls)
