@@ -4,6 +4,8 @@
 // connection with CONNECT through the proxy (plain HTTP inside the tunnel, as undici's own
 // ProxyAgent does). Prints one JSON list: {"ok": result} or {"error": {code, message}} per step.
 'use strict';
+// Node 18 (Debian 12) has no global Web Crypto, which the SDK uses (crypto.randomUUID).
+if (!globalThis.crypto) globalThis.crypto = require('node:crypto').webcrypto;
 const net = require('node:net');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');

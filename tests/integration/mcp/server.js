@@ -5,6 +5,8 @@
 // a rug pull) and notes (a poisoned description). Every tools/call that arrives is printed as
 // "called NAME" so the test can tell what reached the server.
 'use strict';
+// Node 18 (Debian 12) has no global Web Crypto, which the SDK uses (crypto.randomUUID).
+if (!globalThis.crypto) globalThis.crypto = require('node:crypto').webcrypto;
 const http = require('node:http');
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
