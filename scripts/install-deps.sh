@@ -40,3 +40,8 @@ if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"
+
+# The MCP reference SDK for the MCP integration tests (tests/integration/test_mcp_sdk.py),
+# exactly as pinned in its package-lock.json.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+npm ci --prefix "$root/tests/integration/mcp" --no-audit --no-fund

@@ -2,10 +2,19 @@
 // which rule decides a request, and why.
 #include "app/commands.hpp"
 
+#include "core/str_cat.hpp"
+
+#include "filters/dlp/scanner.hpp"
+#include "filters/mcp/explain.hpp"
+#include "filters/redaction/policy_redactors.hpp"
 #include "policy/explain.hpp"
 #include "policy/loader.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,7 +24,7 @@ namespace {
 
 constexpr const char* usage =
     "usage: airlock explain --config FILE [--agent NAME] [--upgrade PROTO]\n"
-    "                       [--binary PATH [--sha256 HEX]] METHOD URL\n"
+    "                       [--binary PATH [--sha256 HEX]] [--body FILE] METHOD URL\n"
     "\n"
     "Shows how the policy decides one request, rule by rule. URL is\n"
     "  http://host[:port]/path    a plain HTTP request\n"
@@ -24,7 +33,36 @@ constexpr const char* usage =
     "The agent defaults to 'default'. No DNS lookup is made. --binary: the program\n"
     "making the request inside an `airlock run` jail (rules' binaries); without it,\n"
     "the request has no program, as a direct client of the proxy.\n"
+    "--body: the request's body (- for standard input); under a rule with `mcp`,\n"
+    "each JSON-RPC message is decided: method, tool, argument rules, DLP.\n"
     "Exit status: 0 allowed, 1 denied, 2 usage or policy error.\n";
+
+// The rule's `mcp` section applied to the body (filters/mcp/explain.hpp). DLP reads the
+// arguments with the rule's classes (or the policy-wide ones, else the default set) and the
+// custom redactors; the policy's secrets are not read by `explain`, so `secret:NAME` is not
+// looked for.
+filters::mcp::body_explanation explain_mcp_body(const policy::snapshot& s,
+                                                const policy::compiled_rule& rule,
+                                                std::string_view body) {
+  const policy::model::dlp_config* cfg = nullptr;
+  if (rule.source != nullptr && rule.source->dlp.present)
+    cfg = &rule.source->dlp;
+  else if (s.model().dlp.present)
+    cfg = &s.model().dlp;
+  if (cfg != nullptr && cfg->off) cfg = nullptr;
+  std::shared_ptr<const filters::dlp::scanner> scan;
+  if (rule.mcp.scan_arguments) {
+    filters::dlp::scanner_config config;
+    if (cfg != nullptr) {
+      config.classes = cfg->classes;
+      config.entropy = cfg->entropy;
+    }
+    config.custom = filters::redaction::custom_redactors(s);
+    scan = filters::dlp::scanner::build(config).built;
+  }
+  const bool block = cfg == nullptr || cfg->action == policy::model::dlp_action::block;
+  return filters::mcp::explain_body(rule.mcp, scan.get(), block, body);
+}
 
 int usage_error(std::string_view message) {
   std::fprintf(stderr, "airlock explain: %.*s\n\n%s", static_cast<int>(message.size()),
@@ -40,6 +78,7 @@ int cmd_explain(args a) {
   std::string upgrade;
   std::optional<net::peer_binary> binary;
   std::string sha256;
+  std::optional<std::string> body_file;
   std::vector<std::string> positional;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::string_view arg = a[i];
@@ -61,6 +100,8 @@ int cmd_explain(args a) {
     } else if (arg == "--binary") {
       binary.emplace();
       if (!value(binary->path)) return usage_error("--binary needs a PATH");
+    } else if (arg == "--body") {
+      if (!value(body_file.emplace())) return usage_error("--body needs a FILE (or -)");
     } else if (arg == "--sha256") {
       if (!value(sha256)) return usage_error("--sha256 needs 64 hex digits");
     } else if (arg.starts_with("--config=")) {
@@ -110,7 +151,27 @@ int cmd_explain(args a) {
     return 2;
   }
   std::fputs(result.text.c_str(), stdout);
-  return result.allowed ? 0 : 1;
+  if (!body_file) return result.allowed ? 0 : 1;
+  std::string body;
+  if (*body_file == "-") {
+    body.assign(std::istreambuf_iterator<char>(std::cin), {});
+  } else {
+    std::ifstream in(*body_file, std::ios::binary);
+    if (!in) return usage_error("cannot read --body " + *body_file);
+    body.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  if (!result.allowed) {
+    std::fputs("body: not read (the request is denied)\n", stdout);
+    return 1;
+  }
+  if (result.rule == nullptr || !result.rule->mcp.active) {
+    std::fputs("body: not read (the rule has no mcp section)\n", stdout);
+    return 0;
+  }
+  const auto mcp = explain_mcp_body(*loaded.policy, *result.rule, body);
+  std::fputs(core::str_cat("mcp (rule ", result.rule->name, "):\n").c_str(), stdout);
+  std::fputs(mcp.text.c_str(), stdout);
+  return mcp.allowed ? 0 : 1;
 }
 
 }  // namespace airlock::app

@@ -42,6 +42,11 @@ enum class errc {
   dlp_blocked,            // 403: the request carries a secret or sensitive data (DLP finding)
   hostname_exfiltration,  // 403: a host name with data-like labels (encoded, high-entropy)
   host_blocklisted,       // 403: the host is on the policy's blocklist
+  // MCP / JSON-RPC tool calls (issue 22; answered as JSON-RPC errors where the call has an id)
+  mcp_method_denied,  // 403: a JSON-RPC method the rule's `mcp.methods` does not list
+  mcp_tool_denied,    // 403: a tools/call of a tool the rule's `mcp.tools` does not list
+  mcp_params_denied,  // 403: a tool's arguments break their constraints
+  mcp_invalid,        // 400: the body is not JSON-RPC 2.0 (or too many messages in a batch)
   // malformed or oversized input
   bad_request,           // 400: unparsable request, smuggling attempt, bad target
   unsupported_scheme,    // 400: not http:// and not CONNECT

@@ -38,6 +38,7 @@ verdict chain::apply(verdict v) {
         return verdict::next();
       }
       rec.retry_after = v.retry_after;
+      rec.answer = v.answer;
       rec.refuse(v.reason, v.detail);
       return v;
     case verdict::kind::fail:

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,16 @@ struct compiled_rule;
 }  // namespace airlock::policy
 
 namespace airlock::filters {
+
+// A refusal answered in the protocol the client speaks instead of the proxy's text answer (a
+// JSON-RPC error object for an MCP call, filters/mcp): status, content type and body. The
+// Proxy-Status and X-Airlock-Reason headers are still sent. It goes to the client only, never
+// to a log: the body may echo what the client sent (a JSON-RPC id).
+struct protocol_answer {
+  unsigned status = 200;
+  std::string content_type;
+  std::string body;
+};
 
 // What happened to one exchange, for its one audit line and its metrics. Names and reasons
 // only: nothing here may hold a secret.
@@ -67,6 +78,16 @@ struct exchange_record {
     std::string_view action;
   };
   std::vector<dlp_finding> dlp;
+  // MCP / JSON-RPC messages of the request (filters/mcp): method and tool, each a name the
+  // policy lists, a fixed word ("other", "response", "-") or a constant: bounded labels.
+  struct mcp_call {
+    std::string_view method;
+    std::string_view tool;  // "-" unless tools/call
+  };
+  std::vector<mcp_call> mcp;
+  // The refusal's answer in the client's protocol (set by the chain from the verdict); null:
+  // the proxy's own text answer.
+  std::shared_ptr<const protocol_answer> answer;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
   bool skipped = false;           // nothing to record (the connection closed before a request)
   bool reported = false;          // report mode let a refusal through

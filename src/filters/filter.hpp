@@ -48,19 +48,27 @@ struct verdict {
   std::string detail;             // names and constraints only, never a request value
   std::uint32_t retry_after = 0;  // seconds, for a 429's Retry-After
   std::shared_ptr<pending> waiting;
+  // A refusal answered in the client's protocol (exchange.hpp); null: the proxy's text answer.
+  std::shared_ptr<const protocol_answer> answer;
 
   static verdict next() noexcept { return {}; }
   static verdict refuse(core::errc why, std::string detail) {
-    return {kind::refuse, false, why, std::move(detail), 0, {}};
+    return {kind::refuse, false, why, std::move(detail), 0, {}, {}};
   }
   static verdict violation(core::errc why, std::string detail) {
-    return {kind::refuse, true, why, std::move(detail), 0, {}};
+    return {kind::refuse, true, why, std::move(detail), 0, {}, {}};
+  }
+  // A violation answered with `a` instead of the proxy's text answer.
+  static verdict violation(core::errc why, std::string detail, protocol_answer a) {
+    verdict v = violation(why, std::move(detail));
+    v.answer = std::make_shared<const protocol_answer>(std::move(a));
+    return v;
   }
   static verdict fail(core::errc why, std::string detail) {
-    return {kind::fail, false, why, std::move(detail), 0, {}};
+    return {kind::fail, false, why, std::move(detail), 0, {}, {}};
   }
   static verdict wait(std::shared_ptr<pending> p) {
-    return {kind::wait, false, core::errc::ok, {}, 0, std::move(p)};
+    return {kind::wait, false, core::errc::ok, {}, 0, std::move(p), {}};
   }
 
   bool passes() const noexcept { return what == kind::next; }

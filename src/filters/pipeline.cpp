@@ -4,6 +4,7 @@
 #include "filters/credentials/credential_filters.hpp"
 #include "filters/decision/decision_filter.hpp"
 #include "filters/dlp/dlp_filter.hpp"
+#include "filters/mcp/mcp_filter.hpp"
 #include "filters/rate_limit/rate_limit_filter.hpp"
 #include "filters/rate_limit/registry.hpp"
 #include "filters/redaction/redaction_filter.hpp"
@@ -30,6 +31,12 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
       out.errors.push_back(std::move(e));
     return out;
   }
+  auto mcp_plan = mcp::mcp_plan::build(*snapshot, *dlp_plan.plan);
+  if (!mcp_plan.plan) {
+    for (auto& e : mcp_plan.errors)
+      out.errors.push_back(std::move(e));
+    return out;
+  }
   auto p = std::make_shared<pipeline>();
   const auto secrets = snapshot->secrets();
   auto& f = p->factories_;
@@ -38,6 +45,10 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
   f.push_back(std::make_unique<rate_limit::rate_limit_factory>(state.rates->bind(snapshot)));
   f.push_back(std::make_unique<credentials::placeholder_require_factory>());
   f.push_back(std::make_unique<validation::validation_factory>());
+  // Before DLP: a tool call refused (a secret in its arguments included) is answered as
+  // JSON-RPC, which the agent's MCP client shows, rather than as DLP's bare 403.
+  f.push_back(std::make_unique<mcp::mcp_factory>(std::move(mcp_plan.plan),
+                                                 state.rates->bind_tools(snapshot)));
   // After the rule is known and the request validated, before credentials go in: DLP reads
   // what the agent sent, never what the proxy adds.
   f.push_back(std::make_unique<dlp::dlp_factory>(std::move(dlp_plan.plan)));

@@ -10,6 +10,8 @@
 //   rate_limit    kill switch, breaker, concurrency, quotas, token buckets; byte paces
 //   require       placeholders a rule insists on
 //   validation    query, headers, body size, JSON body
+//   mcp           JSON-RPC methods, MCP tools and their arguments (answered as JSON-RPC)
+//   dlp           blocklist, data-like hosts, secrets and sensitive data in the request
 //   injection     placeholders swapped for values, the rule's credentials added
 //   redaction     response headers and bodies (runs first on the way back)
 //

@@ -287,50 +287,7 @@ void compile_field(const model::json_field& f, const std::string& key, const che
 void compile_body(const model::body_checks& in, const check_error& error, compiled_body& out) {
   out.max_bytes = in.max_bytes;
   out.json = in.json || !in.fields.empty();
-  std::vector<std::vector<std::string>> paths(in.fields.size());
-  std::vector<bool> usable(in.fields.size(), false);
-  for (std::size_t i = 0; i < in.fields.size(); ++i) {
-    const model::json_field& f = in.fields[i];
-    const std::string key = core::str_cat("body.json.", f.path);
-    if (!split_path(f.path, paths[i])) {
-      error(key, core::str_cat("malformed field path '", f.path,
-                               "' (names separated by single dots, e.g. user.name)"));
-      continue;
-    }
-    if (paths[i].size() >= max_json_depth) {
-      error(key, core::str_cat("field path '", f.path, "' is nested deeper than bodies may be (",
-                               max_json_depth - 1, " levels)"));
-      continue;
-    }
-    bool duplicate = false;
-    for (std::size_t j = 0; j < i && !duplicate; ++j)
-      duplicate = usable[j] && paths[j] == paths[i];
-    if (duplicate) {
-      error(key, core::str_cat("field '", f.path, "' is listed twice"));
-      continue;
-    }
-    usable[i] = true;
-  }
-  // A field under another one needs that one to be an object; order in the file is free.
-  for (std::size_t i = 0; i < in.fields.size(); ++i) {
-    for (std::size_t j = 0; j < in.fields.size() && usable[i]; ++j) {
-      if (i == j || !usable[j] || paths[j].size() >= paths[i].size()) continue;
-      if (!std::equal(paths[j].begin(), paths[j].end(), paths[i].begin())) continue;
-      if (can_be_object(in.fields[j])) continue;
-      error(core::str_cat("body.json.", in.fields[i].path),
-            core::str_cat("field '", in.fields[j].path,
-                          "' cannot be an object (its type or constraints say otherwise), so '",
-                          in.fields[i].path, "' can never be present"));
-      usable[i] = false;
-    }
-  }
-  for (std::size_t i = 0; i < in.fields.size(); ++i) {
-    if (!usable[i]) continue;
-    compiled_json_field c;
-    compile_field(in.fields[i], core::str_cat("body.json.", in.fields[i].path), error, c);
-    c.path = std::move(paths[i]);
-    out.fields.push_back(std::move(c));
-  }
+  out.fields = compile_json_fields(in.fields, "body.json.", error);
 }
 
 }  // namespace
@@ -355,6 +312,58 @@ std::string_view json_type_name(model::json_type t) {
       return "null";
   }
   return "any";
+}
+
+std::vector<compiled_json_field> compile_json_fields(const std::vector<model::json_field>& fields,
+                                                     std::string_view prefix,
+                                                     const check_error& error) {
+  std::vector<compiled_json_field> out;
+  const auto& in = fields;
+  std::vector<std::vector<std::string>> paths(in.size());
+  std::vector<bool> usable(in.size(), false);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const model::json_field& f = in[i];
+    const std::string key = core::str_cat(prefix, f.path);
+    if (!split_path(f.path, paths[i])) {
+      error(key, core::str_cat("malformed field path '", f.path,
+                               "' (names separated by single dots, e.g. user.name)"));
+      continue;
+    }
+    if (paths[i].size() >= max_json_depth) {
+      error(key, core::str_cat("field path '", f.path, "' is nested deeper than bodies may be (",
+                               max_json_depth - 1, " levels)"));
+      continue;
+    }
+    bool duplicate = false;
+    for (std::size_t j = 0; j < i && !duplicate; ++j)
+      duplicate = usable[j] && paths[j] == paths[i];
+    if (duplicate) {
+      error(key, core::str_cat("field '", f.path, "' is listed twice"));
+      continue;
+    }
+    usable[i] = true;
+  }
+  // A field under another one needs that one to be an object; order in the file is free.
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    for (std::size_t j = 0; j < in.size() && usable[i]; ++j) {
+      if (i == j || !usable[j] || paths[j].size() >= paths[i].size()) continue;
+      if (!std::equal(paths[j].begin(), paths[j].end(), paths[i].begin())) continue;
+      if (can_be_object(in[j])) continue;
+      error(core::str_cat(prefix, in[i].path),
+            core::str_cat("field '", in[j].path,
+                          "' cannot be an object (its type or constraints say otherwise), so '",
+                          in[i].path, "' can never be present"));
+      usable[i] = false;
+    }
+  }
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (!usable[i]) continue;
+    compiled_json_field c;
+    compile_field(in[i], core::str_cat(prefix, in[i].path), error, c);
+    c.path = std::move(paths[i]);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 compiled_checks compile_checks(const model::rule& rule, const check_error& error) {

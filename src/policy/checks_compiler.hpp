@@ -39,4 +39,10 @@ using check_error = std::function<void(const std::string& key, std::string messa
 // Thread safety: none needed; pure function of its arguments.
 compiled_checks compile_checks(const model::rule& rule, const check_error& error);
 
+// The JSON field constraints of a body (or of an MCP tool's arguments), with the body's errors
+// above; keys are `prefix` + the field's path ("body.json.user.name").
+std::vector<compiled_json_field> compile_json_fields(const std::vector<model::json_field>& fields,
+                                                     std::string_view prefix,
+                                                     const check_error& error);
+
 }  // namespace airlock::policy

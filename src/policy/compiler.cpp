@@ -235,11 +235,15 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
     const std::string full = core::str_cat(key, ".", k);
     if (!c.skip(full)) c.error(full, std::move(message));
   });
+  out.mcp = compile_mcp(r.mcp, [&](const std::string& k, std::string message) {
+    const std::string full = core::str_cat(key, ".", k);
+    if (!c.skip(full)) c.error(full, std::move(message));
+  });
   // After compile_hosts: the host binding check needs the normalised exact hosts.
   compile_credentials(r, key, credentials, c.marks(), errors, out.inject, out.redact);
   // Injection and redaction work on requests and responses, which an opaque tunnel hides.
   out.checks_requests = !r.methods.empty() || !r.paths.empty() || out.checks.any() ||
-                        r.inject.present || r.redact.present;
+                        r.mcp.present || r.inject.present || r.redact.present;
   // Port 443 is HTTPS: through an opaque tunnel none of these checks could ever apply, so the
   // rule would either refuse every HTTPS request or (worse) be read as protecting it. Other
   // ports may carry plain HTTP, where the checks do apply (a CONNECT to them is refused at run
@@ -249,11 +253,12 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
       out.allows_https && contains_port(out.ports, 443)) {
     const std::string at = c.marks().has(key + ".ports") ? key + ".ports" : key;
     if (!c.skip(at))
-      c.error(at, core::str_cat("rule '", r.name,
-                                "' checks requests (methods, paths, query, headers or body) or "
-                                "injects or redacts, which an HTTPS tunnel on port 443 hides: set "
-                                "inspect: true (with tls), or list only plain-HTTP ports, or "
-                                "schemes: [http]"));
+      c.error(at,
+              core::str_cat("rule '", r.name,
+                            "' checks requests (methods, paths, query, headers, body or mcp) or "
+                            "injects or redacts, which an HTTPS tunnel on port 443 hides: set "
+                            "inspect: true (with tls), or list only plain-HTTP ports, or "
+                            "schemes: [http]"));
   }
   out.match = std::move(m);
 }

@@ -331,6 +331,7 @@ explanation explain(const snapshot& s, const explain_request& r) {
   }
 
   out.allowed = final.allowed();
+  out.rule = final.rule;
   // Applied even to a denied request, so the answer to "and if I add a rule?" is visible too.
   const bool guard_ok = guard(s, *target, connection_rule, text);
   if (out.allowed && !guard_ok) {

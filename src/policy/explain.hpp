@@ -28,6 +28,8 @@ struct explanation {
   bool allowed = false;      // what the proxy would do (report mode lets denials through)
   bool input_error = false;  // unknown agent, bad method or URL: nothing was decided
   std::string text;          // several lines, each ending in '\n'
+  // The rule that decided the (inner) request: the one that allowed it, or came closest.
+  const compiled_rule* rule = nullptr;
 };
 
 explanation explain(const snapshot& policy, const explain_request& request);

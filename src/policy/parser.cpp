@@ -50,7 +50,7 @@ constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown
 constexpr std::string_view rule_keys[] = {
     "name",      "hosts",       "host_regex", "ports",   "methods",  "paths", "upgrades",
     "addresses", "allow_cidrs", "inspect",    "mode",    "rate",     "query", "headers",
-    "body",      "inject",      "redact",     "schemes", "binaries", "dlp"};
+    "body",      "inject",      "redact",     "schemes", "binaries", "dlp",   "mcp"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
 
@@ -475,6 +475,8 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                                });
               else if (k == "dlp")
                 parse_dlp(v, child, r.dlp, marks_, errors_);
+              else if (k == "mcp")
+                mcp(v, child, r.mcp);
             });
     out.push_back(std::move(r));
   }

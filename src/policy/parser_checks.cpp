@@ -100,28 +100,32 @@ void parser::body(const YAML::Node& node, const std::string& path, model::body_c
             } else if (k == "json") {
               b.json = true;
               if (v.IsNull()) return;  // `json:` alone: the body must be JSON, no field checks
-              if (!expect(v, key, YAML::NodeType::Map, "a mapping of field paths")) return;
-              for (auto it = v.begin(); it != v.end(); ++it) {
-                if (errors_.full()) return;
-                const YAML::Node name_node = it->first;
-                if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-                  error(name_node, key, "field paths must be non-empty strings");
-                  continue;
-                }
-                model::json_field f;
-                f.path = name_node.Scalar();
-                const std::string fkey = join(key, f.path);
-                if (std::any_of(b.fields.begin(), b.fields.end(),
-                                [&](const auto& o) { return o.path == f.path; })) {
-                  error(name_node, fkey, core::str_cat("duplicate field '", f.path, "'"));
-                  continue;
-                }
-                marks_.set(fkey, to_mark(name_node.Mark()));
-                json_field(it->second, fkey, f);
-                b.fields.push_back(std::move(f));
-              }
+              json_fields(v, key, b.fields);
             }
           });
+}
+
+void parser::json_fields(const YAML::Node& v, const std::string& key,
+                         std::vector<model::json_field>& out) {
+  if (!expect(v, key, YAML::NodeType::Map, "a mapping of field paths")) return;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (errors_.full()) return;
+    const YAML::Node name_node = it->first;
+    if (!name_node.IsScalar() || name_node.Scalar().empty()) {
+      error(name_node, key, "field paths must be non-empty strings");
+      continue;
+    }
+    model::json_field f;
+    f.path = name_node.Scalar();
+    const std::string fkey = join(key, f.path);
+    if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.path == f.path; })) {
+      error(name_node, fkey, core::str_cat("duplicate field '", f.path, "'"));
+      continue;
+    }
+    marks_.set(fkey, to_mark(name_node.Mark()));
+    json_field(it->second, fkey, f);
+    out.push_back(std::move(f));
+  }
 }
 
 void parser::template_map(const YAML::Node& node, const std::string& path,

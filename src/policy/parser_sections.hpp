@@ -92,6 +92,11 @@ class parser {
   void template_map(const YAML::Node& n, const std::string& path,
                     std::vector<std::pair<std::string, std::string>>& out);
   void inject(const YAML::Node& n, const std::string& path, model::inject& in);
+  // parser_mcp.cpp
+  void mcp(const YAML::Node& n, const std::string& path, model::mcp_config& m);
+  void mcp_tool(const YAML::Node& n, const std::string& path, model::mcp_tool& t);
+  void json_fields(const YAML::Node& n, const std::string& path,
+                   std::vector<model::json_field>& out);
   void redact(const YAML::Node& n, const std::string& path, model::redact& r);
   void ports(const YAML::Node& n, const std::string& path, std::vector<model::port_range>& out);
   void schemes(const YAML::Node& n, const std::string& path, std::vector<model::scheme>& out);

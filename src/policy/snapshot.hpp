@@ -11,6 +11,7 @@
 #include "net/peer_binary.hpp"
 #include "policy/checks.hpp"
 #include "policy/credentials.hpp"
+#include "policy/mcp_compiler.hpp"
 #include "policy/model.hpp"
 #include "policy/secrets.hpp"
 
@@ -44,6 +45,7 @@ struct compiled_rule {
   std::vector<std::string> upgrades;
   std::vector<model::binary_ref> binaries;  // empty = any program (policy/binaries.hpp)
   compiled_checks checks;                   // query, headers, body
+  compiled_mcp mcp;                         // MCP / JSON-RPC tool calls
   compiled_injection inject;
   compiled_redaction redact;
   const model::rule* source = nullptr;

@@ -39,6 +39,8 @@ recorder::~recorder() {
                           decision);
       for (const auto& f : r.dlp)
         m->dlp_finding(r.rule, f.cls, f.location, f.action);
+      for (const auto& c : r.mcp)
+        m->mcp_call(r.rule, c.method, c.tool, decision);
     }
     if (shared.audit) {
       telemetry::audit_record a;
@@ -72,6 +74,11 @@ recorder::~recorder() {
       for (const auto& f : r.dlp)
         dlp.push_back({f.cls, f.location, f.action});
       a.dlp = dlp;
+      std::vector<telemetry::audit_mcp_call> mcp;
+      mcp.reserve(r.mcp.size());
+      for (const auto& c : r.mcp)
+        mcp.push_back({c.method, c.tool});
+      a.mcp = mcp;
       shared.audit->write(a);
     }
     if (ex.breaker_tripped) {

@@ -44,6 +44,12 @@ boost::asio::awaitable<bool> send_answer(Client& client, filters::exchange_recor
   auto res = make_answer(rec.reason, rec.detail, version, keep_alive);
   if (rec.retry_after > 0)
     res.set(boost::beast::http::field::retry_after, std::to_string(rec.retry_after));
+  if (rec.answer) {  // the refusal in the client's protocol (a JSON-RPC error), same headers
+    res.result(rec.answer->status);
+    res.set(boost::beast::http::field::content_type, rec.answer->content_type);
+    res.body() = rec.answer->body;
+    res.prepare_payload();
+  }
   rec.status = res.result_int();
   set_timeout(client, std::chrono::seconds(10));
   auto [ec, n] = co_await boost::beast::http::async_write(client, res, use_tuple);

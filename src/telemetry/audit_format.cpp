@@ -238,6 +238,19 @@ void append_audit_line(std::string& out, const audit_record& r) {
     }
     out.push_back(']');
   }
+  if (!r.mcp.empty()) {
+    key("mcp");
+    out.push_back('[');
+    for (std::size_t i = 0; i < r.mcp.size(); ++i) {
+      if (i) out.push_back(',');
+      out.append("{\"method\":");
+      append_json_string(out, r.mcp[i].method);
+      out.append(",\"tool\":");
+      append_json_string(out, r.mcp[i].tool);
+      out.push_back('}');
+    }
+    out.push_back(']');
+  }
   out.append("}\n");
 }
 

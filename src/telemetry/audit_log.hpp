@@ -24,6 +24,12 @@ struct audit_dlp_finding {
   std::string_view action;
 };
 
+// One MCP / JSON-RPC message of the request: method and tool (bounded names, see filters/mcp).
+struct audit_mcp_call {
+  std::string_view method;
+  std::string_view tool;
+};
+
 struct audit_record {
   std::chrono::system_clock::time_point time;  // when the request arrived
   std::string_view agent;
@@ -54,6 +60,8 @@ struct audit_record {
   std::span<const std::string> binary_ancestors;
   // Outbound DLP findings (names only, never the value); absent when none.
   std::span<const audit_dlp_finding> dlp;
+  // MCP / JSON-RPC messages (a batch has several); absent when none.
+  std::span<const audit_mcp_call> mcp;
 };
 
 class audit_log {

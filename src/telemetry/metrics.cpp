@@ -179,6 +179,11 @@ struct metrics::impl {
                 .Help("Outbound DLP findings, by rule, detector class, location in the request "
                       "and action (block, report).")
                 .Register(*registry)),
+        mcp(prometheus::BuildCounter()
+                .Name("airlock_mcp_calls_total")
+                .Help("MCP / JSON-RPC messages, by rule, method, tool (names the policy lists, "
+                      "else other) and decision.")
+                .Register(*registry)),
         pool(prometheus::BuildCounter()
                  .Name("airlock_upstream_pool_total")
                  .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
@@ -264,6 +269,7 @@ struct metrics::impl {
   Family<Counter>& binary_requests;
   Family<Counter>& redactions;
   Family<Counter>& dlp;
+  Family<Counter>& mcp;
   Family<Counter>& pool;
   Counter& pool_hit;
   Counter& pool_miss;
@@ -416,6 +422,17 @@ void metrics::dlp_finding(std::string_view rule, std::string_view cls, std::stri
             {"class", std::string(cls)},
             {"location", std::string(location)},
             {"action", std::string(action)}})
+      .Increment();
+}
+
+void metrics::mcp_call(std::string_view rule, std::string_view method, std::string_view tool,
+                       std::string_view decision) {
+  std::lock_guard lk(impl_->mu);  // once per JSON-RPC message
+  impl_->mcp
+      .Add({{"rule", std::string(rule)},
+            {"method", std::string(method)},
+            {"tool", std::string(tool)},
+            {"decision", std::string(decision)}})
       .Increment();
 }
 

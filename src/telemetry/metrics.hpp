@@ -70,6 +70,11 @@ class metrics {
   void dlp_finding(std::string_view rule, std::string_view cls, std::string_view location,
                    std::string_view action);
 
+  // An MCP / JSON-RPC message (airlock_mcp_calls_total{rule,method,tool,decision}); the filter
+  // bounds method and tool by the policy (names it lists, the MCP spec's methods, "other").
+  void mcp_call(std::string_view rule, std::string_view method, std::string_view tool,
+                std::string_view decision);
+
   void leaf_minted() noexcept;  // TLS interception
   void leaf_cache_hit() noexcept;
 

@@ -90,7 +90,8 @@ def parser_key_lists():
     """{array name: [keys]} of the `constexpr std::string_view NAME[] = {...}` lists in the
     policy parser: the schema, as the code has it."""
     source = "".join(read(os.path.join(ROOT, "src", "policy", name))
-                     for name in ("parser.cpp", "parser_checks.cpp", "state_parser.cpp"))
+                     for name in ("parser.cpp", "parser_checks.cpp", "parser_mcp.cpp",
+                                  "state_parser.cpp"))
     lists = {}
     for name, body in re.findall(r"constexpr\s+std::string_view\s+(\w+)\[\]\s*=\s*\{(.*?)\};",
                                  source, re.S):

@@ -23,9 +23,9 @@ LINE = re.compile(r"^containment (\d+\.\d|n/a)%? \((\d+)/(\d+)\), false positive
 
 
 def case(cid, category, verdict, payload, tags=("url_dlp",), transport="fetch_proxy",
-         requires=()):
+         requires=(), input_type="url"):
     return {"schema_version": 1, "id": cid, "category": category, "title": cid,
-            "description": "synthetic", "input_type": "url", "transport": transport,
+            "description": "synthetic", "input_type": input_type, "transport": transport,
             "payload": payload, "expected_verdict": verdict, "severity": "low",
             "capability_tags": list(tags), "requires": list(requires),
             "false_positive_risk": "low", "why_expected": "synthetic", "notes": "",
@@ -52,6 +52,17 @@ CASES = [
          tags=("request_body_dlp", "benign")),
     case("t-ws", "websocket_dlp", "block", {"url": "ws://collector.example.com/ws"},
          tags=("websocket_dlp",), transport="websocket"),
+    # MCP over streamable HTTP: a secret split across two arguments, and an ordinary call.
+    case("t-mcp-split", "mcp_input", "block", {"jsonrpc_messages": [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "create_config",
+            "arguments": {"access_key": "AKIAIOSFODNN", "key_suffix": "7EXAMPLE"}}}]},
+         tags=("mcp_input_scan",), transport="mcp_http", input_type="mcp_tool_call"),
+    case("t-mcp-benign", "mcp_input", "allow", {"jsonrpc_messages": [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"path": "/workspace/README.md"}}}]},
+         tags=("mcp_input_scan", "benign"), transport="mcp_http", input_type="mcp_tool_call"),
 ]
 
 
@@ -74,9 +85,9 @@ class EgressBenchRunnerTest(unittest.TestCase):
             last = r.stdout.strip().splitlines()[-1]
             m = LINE.match(last)
             self.assertIsNotNone(m, last)
-            self.assertEqual(last, "containment 100.0% (4/4), false positives 0.0% (0/2), "
+            self.assertEqual(last, "containment 100.0% (5/5), false positives 0.0% (0/3), "
                              "1 not applicable", r.stdout)
-            self.assertIn("results: 6 passed, 0 failed, 1 not_applicable, 0 errors (7 total)",
+            self.assertIn("results: 8 passed, 0 failed, 1 not_applicable, 0 errors (9 total)",
                           r.stderr)
             with open(results) as f:
                 rows = [json.loads(line) for line in f]
@@ -89,6 +100,9 @@ class EgressBenchRunnerTest(unittest.TestCase):
             self.assertEqual(by_id["t-benign"]["actual_verdict"], "allow")
             self.assertEqual(by_id["t-ws"]["score"], "not_applicable")
             self.assertIn("WebSocket", by_id["t-ws"]["notes"])
+            self.assertEqual(by_id["t-mcp-split"]["evidence"]["reason"], "dlp_blocked")
+            self.assertEqual(by_id["t-mcp-split"]["evidence"]["jsonrpc_error"], -32002)
+            self.assertEqual(by_id["t-mcp-benign"]["actual_verdict"], "allow")
             # Per-category rows come before the line.
             self.assertRegex(r.stdout, r"(?m)^request_body\s+100\.0% \(1/1\)")
 

@@ -266,18 +266,25 @@ bool blocklisted(const std::vector<policy::model::blocked_host>& list, std::stri
   return false;
 }
 
+scanner_config scanner_config_for(const policy::snapshot& snapshot, const dlp_config* cfg) {
+  scanner_config out;
+  if (cfg != nullptr) {
+    out.classes = cfg->classes;
+    out.entropy = cfg->entropy;
+  }
+  for (const auto& r : snapshot.redactors())
+    out.custom.push_back(redaction::custom_redactor(r.name, r.pattern, r.replacement));
+  out.secrets = redaction::literal_secrets(snapshot);
+  for (const auto& s : snapshot.secrets())
+    out.placeholders.push_back(s.placeholder);
+  return out;
+}
+
 dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot) {
   build_result out;
   auto plan = std::make_shared<dlp_plan>();
   plan->blocklist = snapshot.model().blocklist;
   const dlp_config& fallback = snapshot.model().dlp;
-  std::vector<redaction::redactor_spec> custom;
-  for (const auto& r : snapshot.redactors())
-    custom.push_back(redaction::custom_redactor(r.name, r.pattern, r.replacement));
-  const auto secrets = redaction::literal_secrets(snapshot);
-  std::vector<std::string> placeholders;
-  for (const auto& s : snapshot.secrets())
-    placeholders.push_back(s.placeholder);
   std::map<std::string, std::shared_ptr<const scanner>> by_classes;
   for (const auto& rule : snapshot.rules()) {
     const dlp_config* cfg = nullptr;
@@ -293,7 +300,7 @@ dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot) {
         key += core::str_cat(",", c);
       auto& scan = by_classes[key];
       if (!scan) {
-        auto built = scanner::build({cfg->classes, cfg->entropy, custom, secrets, placeholders});
+        auto built = scanner::build(scanner_config_for(snapshot, cfg));
         for (auto& e : built.errors)
           out.errors.push_back(core::str_cat("rule ", rule.name, ": ", e));
         if (!built.built) continue;

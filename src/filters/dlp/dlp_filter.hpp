@@ -28,6 +28,12 @@ class snapshot;
 namespace airlock::filters::dlp {
 
 class scanner;
+struct scanner_config;
+
+// What a scanner for `cfg` (null: the default classes) reads under `snapshot`: its classes, and
+// the policy's custom redactors, secrets and placeholders.
+scanner_config scanner_config_for(const policy::snapshot& snapshot,
+                                  const policy::model::dlp_config* cfg);
 
 // The scanners of one snapshot: one per distinct class list, and each rule's effective
 // configuration (its own `dlp`, else the policy-wide one, else none).

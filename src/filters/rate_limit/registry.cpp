@@ -118,6 +118,45 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
   return current_;
 }
 
+std::shared_ptr<const tool_limits> registry::bind_tools(
+    std::shared_ptr<const policy::snapshot> snapshot) {
+  std::lock_guard lock(mutex_);
+  decltype(tools_) next;
+  std::vector<tool_limits::agent_tools> agents;
+  const std::uint32_t replicas = store_ ? store_->settings().replicas : 1;
+  bool any = false;
+  for (const policy::compiled_agent& a : snapshot->agents()) {
+    tool_limits::agent_tools at;
+    at.agent = a.name;
+    for (const policy::compiled_rule* r : a.rules) {
+      if (r == nullptr) continue;
+      for (std::size_t i = 0; i < r->mcp.tools.size(); ++i) {
+        const policy::compiled_mcp_tool& t = r->mcp.tools[i];
+        if (!t.rate.any()) continue;
+        if (at.rules.size() <= r->index) at.rules.resize(r->index + 1);
+        auto& rt = at.rules[r->index];
+        rt.rule = r->name;
+        if (rt.tools.size() <= i) rt.tools.resize(r->mcp.tools.size());
+        tool_limits::tool_entry& e = rt.tools[i];
+        e.name = t.name;
+        e.limits = rate_limits::compile_share(t.rate, replicas);
+        tool_key key{a.name, r->name, t.name};
+        std::shared_ptr<bucket_state>& state = next[key];
+        if (!state) {
+          const auto it = tools_.find(key);
+          state = it != tools_.end() ? it->second : std::make_shared<bucket_state>();
+        }
+        e.state = state;
+        any = true;
+      }
+    }
+    agents.push_back(std::move(at));
+  }
+  tools_ = std::move(next);
+  if (!any) agents.clear();
+  return std::make_shared<const tool_limits>(std::move(agents), std::move(snapshot));
+}
+
 void registry::use_store(shared_store* store) {
   std::lock_guard lock(mutex_);
   store_ = store;

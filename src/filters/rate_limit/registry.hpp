@@ -13,6 +13,7 @@
 // plans it returns are used without it.
 
 #include "filters/rate_limit/plan.hpp"
+#include "filters/rate_limit/tool_limits.hpp"
 #include "policy/model.hpp"
 
 #include <map>
@@ -21,6 +22,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -71,6 +73,10 @@ class registry {
   void use_store(shared_store* store);
   shared_store* store() const noexcept { return store_; }
 
+  // The per-tool limits of the snapshot's MCP rules (tool_limits.hpp), their buckets kept
+  // across binds like the rules' (by agent, rule and tool name). Never null.
+  std::shared_ptr<const tool_limits> bind_tools(std::shared_ptr<const policy::snapshot> snapshot);
+
   // The last bound plan (null before the first bind).
   std::shared_ptr<const plan> current() const;
 
@@ -93,6 +99,8 @@ class registry {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<agent_state>, std::less<>> agents_;
   std::map<rule_key, std::shared_ptr<bucket_state>> rules_;
+  using tool_key = std::tuple<std::string, std::string, std::string>;  // (agent, rule, tool)
+  std::map<tool_key, std::shared_ptr<bucket_state>> tools_;
   std::set<std::string, std::less<>> stopped_elsewhere_;  // stopped names not in the policy
   std::shared_ptr<const plan> current_;
   shared_store* store_ = nullptr;

@@ -10,4 +10,5 @@ list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/rate_limit_filter.cpp
      ${CMAKE_CURRENT_LIST_DIR}/rate_limits.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry.cpp
-     ${CMAKE_CURRENT_LIST_DIR}/shared_store.cpp)
+     ${CMAKE_CURRENT_LIST_DIR}/shared_store.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/tool_limits.cpp)

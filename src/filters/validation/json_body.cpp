@@ -305,20 +305,17 @@ std::optional<violation> check_field(const policy::compiled_json_field& f,
   return std::nullopt;
 }
 
-std::optional<violation> parse_and_check(const policy::compiled_body& checks,
-                                         std::string_view body) {
-  // Small documents are built in a stack buffer; bigger ones grow from the heap, all released
-  // at once when the check is done.
-  alignas(std::max_align_t) unsigned char arena[4096];
-  json::monotonic_resource resource(arena, sizeof arena);
+}  // namespace
+
+std::optional<violation> parse_json(std::string_view body, boost::json::storage_ptr sp,
+                                    boost::json::value& out) {
   unsigned char temp[512];
   json::parse_options options;
   options.max_depth = policy::max_json_depth;
   options.allow_comments = false;
   options.allow_trailing_commas = false;
   options.allow_invalid_utf8 = false;
-  json::basic_parser<strict_handler> parser(options, json::storage_ptr(&resource), temp,
-                                            sizeof temp);
+  json::basic_parser<strict_handler> parser(options, std::move(sp), temp, sizeof temp);
   json::error_code ec;
   const std::size_t used = parser.write_some(false, body.data(), body.size(), ec);
   if (parser.handler().why() == strict_handler::failure::duplicate_key)
@@ -328,13 +325,30 @@ std::optional<violation> parse_and_check(const policy::compiled_body& checks,
   if (ec == json::error::too_deep)
     return body_violation(core::str_cat("max depth ", policy::max_json_depth));
   if (ec || used != body.size() || !parser.done()) return body_violation("valid JSON");
+  out = parser.handler().release();
+  return std::nullopt;
+}
 
-  const json::value root = parser.handler().release();
+std::optional<violation> check_fields(const std::vector<policy::compiled_json_field>& fields,
+                                      const boost::json::object& root) {
+  for (const auto& f : fields)
+    if (auto v = check_field(f, root)) return v;
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<violation> parse_and_check(const policy::compiled_body& checks,
+                                         std::string_view body) {
+  // Small documents are built in a stack buffer; bigger ones grow from the heap, all released
+  // at once when the check is done.
+  alignas(std::max_align_t) unsigned char arena[4096];
+  json::monotonic_resource resource(arena, sizeof arena);
+  json::value root;
+  if (auto broken = parse_json(body, json::storage_ptr(&resource), root)) return broken;
   if (checks.fields.empty()) return std::nullopt;
   if (!root.is_object()) return body_violation("type object");
-  for (const auto& f : checks.fields)
-    if (auto v = check_field(f, root.get_object())) return v;
-  return std::nullopt;
+  return check_fields(checks.fields, root.get_object());
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 #include "filters/validation/violation.hpp"
 #include "policy/checks.hpp"
 
+#include <boost/json/storage_ptr.hpp>
+#include <boost/json/value.hpp>
+
 #include <optional>
 #include <string_view>
 
@@ -34,5 +37,13 @@ namespace airlock::filters::validation {
 //   enum       strings equal byte for byte, numbers by value (integers exactly), booleans by
 //              value; null, objects and arrays never match ("enum").
 std::optional<violation> check_json(const policy::compiled_body& checks, std::string_view body);
+
+// The two halves of check_json for a caller that reads the document itself (the MCP filter):
+// the strict parse above (its refusals as check_json's, the document built in `sp`), and the
+// fields' checks against an object. Either may throw std::bad_alloc.
+std::optional<violation> parse_json(std::string_view body, boost::json::storage_ptr sp,
+                                    boost::json::value& out);
+std::optional<violation> check_fields(const std::vector<policy::compiled_json_field>& fields,
+                                      const boost::json::object& root);
 
 }  // namespace airlock::filters::validation

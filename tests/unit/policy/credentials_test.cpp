@@ -490,10 +490,10 @@ TEST_F(Credentials, Port443NeedsInspect) {
   for (const char* feature :
        {"inject: {headers: {X-A: b}}", "redact: []", "redact: {max_bytes: 1MiB}"}) {
     // Ports default to [80, 443].
-    expect_one(std::string("  - name: r\n    hosts: [a.example]\n    ") + feature + "\n", 8, 5,
-               "rules[0]",
-               "rule 'r' checks requests (methods, paths, query, headers or body) or injects or "
-               "redacts, which an HTTPS tunnel on port 443 hides: set inspect: true");
+    expect_one(
+        std::string("  - name: r\n    hosts: [a.example]\n    ") + feature + "\n", 8, 5, "rules[0]",
+        "rule 'r' checks requests (methods, paths, query, headers, body or mcp) or injects or "
+        "redacts, which an HTTPS tunnel on port 443 hides: set inspect: true");
     expect_one(std::string("  - name: r\n    hosts: [a.example]\n    ports: [443, 80]\n    ") +
                    feature + "\n",
                10, 12, "rules[0].ports", "an HTTPS tunnel on port 443 hides");

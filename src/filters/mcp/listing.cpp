@@ -1,0 +1,200 @@
+#include "filters/mcp/listing.hpp"
+
+#include "core/str_cat.hpp"
+#include "filters/dlp/injection.hpp"
+#include "filters/validation/json_body.hpp"
+#include "filters/validation/text.hpp"
+#include "policy/token.hpp"
+
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+
+namespace airlock::filters::mcp {
+namespace {
+
+namespace json = boost::json;
+
+std::string_view text_of(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string_view(v->get_string()) : std::string_view{};
+}
+
+// What a tool of a tools/list answer may show the agent: nothing when it must go.
+std::optional<dropped_tool> judge_tool(const json::object& tool, const policy::compiled_mcp& p,
+                                       std::size_t rule, tool_memory& memory, bool& reported_only) {
+  const std::string_view name = text_of(tool, "name");
+  dropped_tool d;
+  d.name = validation::printable(name);
+  const json::value* schema = tool.if_contains("inputSchema");
+  const std::string_view description = text_of(tool, "description");
+  d.pin = tool_pin(description, schema != nullptr ? json::serialize(*schema) : std::string());
+  if (!p.allows_method("tools/call") || (p.tools_listed && p.find_tool(name) == nullptr)) {
+    d.why = "not allowed";
+    return d;
+  }
+  std::string expected;
+  if (const std::string* pinned = p.pin_of(name))
+    expected = *pinned;
+  else if (p.learn_pins)
+    expected = memory.learn(rule, name, d.pin);
+  std::optional<std::string_view> injection;
+  if (p.scan_descriptions) {
+    // The title and every description the model reads: the tool's and its parameters'.
+    injection = dlp::find_injection(description);
+    if (!injection) injection = dlp::find_injection(text_of(tool, "title"));
+    if (!injection && schema != nullptr) injection = dlp::find_injection(json::serialize(*schema));
+  }
+  const bool changed = !expected.empty() && expected != d.pin;
+  if (!changed && !injection) {
+    memory.taint(rule, name, false);
+    return std::nullopt;
+  }
+  d.why = changed ? std::string("description changed from its pin")
+                  : core::str_cat("prompt injection (", *injection, ")");
+  if (changed && injection) d.why += core::str_cat(" and prompt injection (", *injection, ")");
+  d.taints = true;
+  if (p.report_changes) {
+    reported_only = true;
+    d.taints = false;
+  }
+  memory.taint(rule, name, d.taints);
+  return d;
+}
+
+}  // namespace
+
+std::string tool_pin(std::string_view description, std::string_view input_schema_json) {
+  return policy::sha256_hex(core::str_cat(description, "\n", input_schema_json));
+}
+
+bool tool_memory::tainted(std::size_t rule, std::string_view tool) const {
+  std::lock_guard lock(mutex_);
+  return tainted_.contains(key{rule, std::string(tool)});
+}
+
+void tool_memory::taint(std::size_t rule, std::string_view tool, bool on) {
+  std::lock_guard lock(mutex_);
+  if (on)
+    tainted_.insert(key{rule, std::string(tool)});
+  else
+    tainted_.erase(key{rule, std::string(tool)});
+}
+
+std::string tool_memory::learn(std::size_t rule, std::string_view tool, const std::string& pin) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [k, v] : learned_)
+    if (k.first == rule && k.second == tool) return v;
+  // Bounded: a server listing ever new names cannot grow this without limit.
+  if (learned_.size() >= 4096) return pin;
+  learned_.push_back({key{rule, std::string(tool)}, pin});
+  return pin;
+}
+
+listing_result filter_listing(std::string_view message, std::span<const listing_request> requests,
+                              const policy::compiled_mcp& p, std::size_t rule,
+                              tool_memory& memory) {
+  listing_result out;
+  try {
+    json::value root;
+    if (validation::parse_json(message, {}, root) || !root.is_object()) return out;
+    json::object& o = root.get_object();
+    const json::value* id = o.if_contains("id");
+    json::value* result = o.if_contains("result");
+    if (id == nullptr || result == nullptr || !result->is_object()) return out;
+    const std::string id_text = json::serialize(*id);
+    const auto req = std::find_if(requests.begin(), requests.end(),
+                                  [&](const listing_request& r) { return r.id == id_text; });
+    if (req == requests.end()) return out;
+    json::object& r = result->get_object();
+    const std::string_view list = req->kind == list_kind::tools       ? "tools"
+                                  : req->kind == list_kind::resources ? "resources"
+                                                                      : "prompts";
+    json::value* items = r.if_contains(list);
+    if (items == nullptr || !items->is_array()) return out;
+    json::array& a = items->get_array();
+    const std::size_t before = a.size();
+    if (req->kind == list_kind::tools) {
+      json::array kept;
+      for (auto& t : a) {
+        if (!t.is_object()) {
+          out.dropped.push_back({"?", "not an object", {}, false, false});
+          continue;
+        }
+        auto d = judge_tool(t.get_object(), p, rule, memory, out.reported_only);
+        if (!d) {
+          kept.push_back(std::move(t));
+          continue;
+        }
+        // on_change: report keeps a changed or poisoned tool (recorded); never an unlisted one.
+        d->kept = p.report_changes && d->why != "not allowed";
+        if (d->kept) kept.push_back(std::move(t));
+        out.dropped.push_back(std::move(*d));
+      }
+      a = std::move(kept);
+    } else {
+      const bool readable =
+          p.allows_method(req->kind == list_kind::resources ? "resources/read" : "prompts/get");
+      if (!readable) a.clear();
+    }
+    if (a.size() != before) out.rewritten = json::serialize(root);
+  } catch (const std::exception&) {
+    // Out of memory reading the answer: withhold it rather than pass it unread.
+    out.withhold = true;
+  }
+  return out;
+}
+
+bool listing_stream::start(std::string_view content_type) {
+  std::string t(content_type.substr(0, content_type.find(';')));
+  std::transform(t.begin(), t.end(), t.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  while (!t.empty() && t.back() == ' ')
+    t.pop_back();
+  mode_ = t == "application/json" ? mode::json : t == "text/event-stream" ? mode::sse : mode::off;
+  return mode_ != mode::off;
+}
+
+bool listing_stream::filter_into(std::string_view message, std::string& out,
+                                 const sse_event* event) {
+  listing_result r = filter_listing(message, requests_, policy_, rule_, memory_);
+  for (auto& d : r.dropped)
+    if (dropped_.size() < 64) dropped_.push_back(std::move(d));
+  if (r.withhold) return false;
+  if (!r.rewritten) {
+    out.append(event != nullptr ? event->raw : message);
+    return true;
+  }
+  if (event == nullptr) {
+    out.append(*r.rewritten);
+    return true;
+  }
+  // The event again with the filtered data (one line: serialized JSON has no line breaks).
+  if (!event->type.empty()) out.append(core::str_cat("event: ", event->type, "\n"));
+  if (!event->id.empty()) out.append(core::str_cat("id: ", event->id, "\n"));
+  out.append(core::str_cat("data: ", *r.rewritten, "\n\n"));
+  return true;
+}
+
+bool listing_stream::feed(std::string_view piece, bool last, std::string& out) {
+  if (mode_ == mode::json) {
+    held_.append(piece);
+    if (held_.size() > policy_.max_response_bytes) return false;
+    if (!last) return true;
+    const bool ok = filter_into(held_, out, nullptr);
+    held_.clear();
+    return ok;
+  }
+  bool ok = true;
+  const bool read = sse_.feed(piece, [&](const sse_event& ev) {
+    if (!ok) return;
+    ok = ev.data.empty() ? (out.append(ev.raw), true) : filter_into(ev.data, out, &ev);
+  });
+  if (!read || !ok) return false;
+  if (last) out.append(sse_.rest());
+  return true;
+}
+
+}  // namespace airlock::filters::mcp

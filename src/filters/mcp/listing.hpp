@@ -1,0 +1,113 @@
+#pragma once
+// A server's answers to tools/list, resources/list and prompts/list, filtered to what the agent
+// may call (MCP 2025-06-18, server/tools "Listing Tools"): a tool stays when the rule allows
+// tools/call and lists it (or lists no tools), its description and input schema match their
+// pin, and its description holds no prompt injection (dlp/injection.hpp); resources stay when
+// resources/read is allowed, prompts when prompts/get is. A tool whose description changed
+// from its pin (a "rug pull") or carries an injection is remembered as tainted (tool_memory):
+// its calls are refused until a listing shows it as pinned again.
+//
+// @par Thread Safety
+// filter_listing is a pure function but for `memory`, which is shared by every exchange of a
+// snapshot and locks itself.
+
+#include "filters/mcp/sse.hpp"
+#include "policy/mcp_compiler.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace airlock::filters::mcp {
+
+enum class list_kind : std::uint8_t { tools, resources, prompts };
+
+// A listing request of the body, by its id (JSON text).
+struct listing_request {
+  std::string id;
+  list_kind kind = list_kind::tools;
+};
+
+// The pin of a tool: lower-case hex SHA-256 of its description, a newline, and its inputSchema
+// as compact JSON (as the server sent it; "" for a tool without description).
+std::string tool_pin(std::string_view description, std::string_view input_schema_json);
+
+// Tools found changed or poisoned, per rule (by compiled_rule::index) and name, and the pins
+// learned on first sight (`mcp.pins: learn`).
+class tool_memory {
+ public:
+  bool tainted(std::size_t rule, std::string_view tool) const;
+  void taint(std::size_t rule, std::string_view tool, bool on);
+  // The learned pin, or the one given (first sight); returns the pin in force.
+  std::string learn(std::size_t rule, std::string_view tool, const std::string& pin);
+
+ private:
+  using key = std::pair<std::size_t, std::string>;
+  mutable std::mutex mutex_;
+  std::set<key> tainted_;
+  std::vector<std::pair<key, std::string>> learned_;
+};
+
+struct dropped_tool {
+  std::string name;     // printable, bounded
+  std::string why;      // "not allowed", "description changed", "prompt injection (CLASS)"
+  std::string pin;      // the pin the server's tool has now
+  bool taints = false;  // changed or poisoned: its calls are refused too
+  bool kept = false;    // on_change: report: recorded, but still listed
+};
+
+struct listing_result {
+  // The message rewritten (JSON text); nullopt: pass it unchanged.
+  std::optional<std::string> rewritten;
+  std::vector<dropped_tool> dropped;
+  bool reported_only = false;  // on_change: report: changes are recorded, tools kept
+  bool withhold = false;       // the answer could not be read: do not pass it on
+};
+
+// `message`: one JSON-RPC message from the server. Only a result answering one of `requests`
+// is filtered; anything else (notifications, other results, text that is not JSON) is passed.
+listing_result filter_listing(std::string_view message, std::span<const listing_request> requests,
+                              const policy::compiled_mcp& policy, std::size_t rule_index,
+                              tool_memory& memory);
+
+// A response body answering listing requests, as it streams: application/json held whole (up
+// to the policy's max_response_bytes) and filtered at its end; text/event-stream read event by
+// event (each held up to the same limit), listing answers filtered, every other event passed
+// as it completes.
+class listing_stream {
+ public:
+  listing_stream(const policy::compiled_mcp& policy, std::size_t rule, tool_memory& memory,
+                 std::vector<listing_request> requests)
+      : policy_(policy),
+        rule_(rule),
+        memory_(memory),
+        requests_(std::move(requests)),
+        sse_(policy.max_response_bytes) {}
+
+  // From the response's Content-Type: whether this body is read at all.
+  bool start(std::string_view content_type);
+  // One piece of the body; what may go on is appended to `out`. False: over the limit (or an
+  // answer that could not be read), nothing more may be sent.
+  bool feed(std::string_view piece, bool last, std::string& out);
+  const std::vector<dropped_tool>& dropped() const noexcept { return dropped_; }
+
+ private:
+  bool filter_into(std::string_view message, std::string& out, const sse_event* event);
+
+  const policy::compiled_mcp& policy_;
+  std::size_t rule_;
+  tool_memory& memory_;
+  std::vector<listing_request> requests_;
+  enum class mode { off, json, sse } mode_ = mode::off;
+  std::string held_;
+  sse_reader sse_;
+  std::vector<dropped_tool> dropped_;
+};
+
+}  // namespace airlock::filters::mcp
