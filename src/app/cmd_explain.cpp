@@ -4,11 +4,13 @@
 
 #include "core/str_cat.hpp"
 
+#include "filters/dlp/dlp_filter.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/mcp/explain.hpp"
 #include "filters/redaction/policy_redactors.hpp"
 #include "policy/explain.hpp"
 #include "policy/loader.hpp"
+#include "policy/snapshot.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -33,8 +35,9 @@ constexpr const char* usage =
     "The agent defaults to 'default'. No DNS lookup is made. --binary: the program\n"
     "making the request inside an `airlock run` jail (rules' binaries); without it,\n"
     "the request has no program, as a direct client of the proxy.\n"
-    "--body: the request's body (- for standard input); under a rule with `mcp`,\n"
-    "each JSON-RPC message is decided: method, tool, argument rules, DLP.\n"
+    "--body: the request's body (- for standard input): what outbound DLP finds in\n"
+    "it and what its action does; under a rule with `mcp`, each JSON-RPC message is\n"
+    "decided: method, tool, argument rules, DLP.\n"
     "Exit status: 0 allowed, 1 denied, 2 usage or policy error.\n";
 
 // The rule's `mcp` section applied to the body (filters/mcp/explain.hpp). DLP reads the
@@ -62,6 +65,56 @@ filters::mcp::body_explanation explain_mcp_body(const policy::snapshot& s,
   }
   const bool block = cfg == nullptr || cfg->action == policy::model::dlp_action::block;
   return filters::mcp::explain_body(rule.mcp, scan.get(), block, body);
+}
+
+// Outbound DLP on the body (filters/dlp), under the rule's effective `dlp` (its own, else the
+// policy-wide one): the classes found and what the action does with them. As the filter reads
+// a body held whole; the policy's secrets are not read by `explain`, so `secret:NAME` is not
+// looked for. False when the body would be refused.
+bool explain_dlp_body(const policy::snapshot& s, const policy::compiled_rule& rule,
+                      std::string_view body, std::string& out) {
+  using policy::model::dlp_action;
+  auto built = filters::dlp::dlp_plan::build(s);
+  const filters::dlp::dlp_plan::rule_plan* rp = built.plan && rule.index < built.plan->rules.size()
+                                                    ? &built.plan->rules[rule.index]
+                                                    : nullptr;
+  if (rp == nullptr || rp->config == nullptr || !rp->scan) {
+    out += "dlp: off under this rule\n";
+    return true;
+  }
+  filters::dlp::findings found;
+  rp->scan->scan(body, filters::dlp::scanner::kind::body, "body", found);
+  if (found.empty()) {
+    out += core::str_cat("dlp (rule ", rule.name, "): nothing found in the body\n");
+    return true;
+  }
+  for (const auto& f : found)
+    out += core::str_cat("dlp (rule ", rule.name, "): ", f.cls, " in the body\n");
+  switch (rp->config->action) {
+    case dlp_action::report:
+      out += "dlp: action report: the request goes on, the findings are recorded\n";
+      return true;
+    case dlp_action::redact: {
+      // As the filter does: replaced where the classes match; what is still found is blocked.
+      filters::dlp::findings left;
+      rp->scan->scan(rp->scan->engine().redact(body), filters::dlp::scanner::kind::body, "body",
+                     left);
+      if (left.empty()) {
+        out +=
+            "dlp: action redact: the body goes on with each finding replaced by "
+            "[REDACTED:class] (when it is held whole: Content-Length up to max_body_bytes)\n";
+        return true;
+      }
+      out +=
+          "dlp: action redact: a finding cannot be replaced in place (it is only visible "
+          "decoded): refused, 403 dlp_blocked\n";
+      return false;
+    }
+    case dlp_action::block:
+      break;
+  }
+  out += "dlp: action block: refused, 403 dlp_blocked\n";
+  return false;
 }
 
 int usage_error(std::string_view message) {
@@ -164,14 +217,18 @@ int cmd_explain(args a) {
     std::fputs("body: not read (the request is denied)\n", stdout);
     return 1;
   }
-  if (result.rule == nullptr || !result.rule->mcp.active) {
-    std::fputs("body: not read (the rule has no mcp section)\n", stdout);
+  if (result.rule == nullptr) {
+    std::fputs("body: not read (no rule)\n", stdout);
     return 0;
   }
+  std::string dlp_text;
+  const bool dlp_passes = explain_dlp_body(*loaded.policy, *result.rule, body, dlp_text);
+  std::fputs(dlp_text.c_str(), stdout);
+  if (!result.rule->mcp.active) return dlp_passes ? 0 : 1;
   const auto mcp = explain_mcp_body(*loaded.policy, *result.rule, body);
   std::fputs(core::str_cat("mcp (rule ", result.rule->name, "):\n").c_str(), stdout);
   std::fputs(mcp.text.c_str(), stdout);
-  return mcp.allowed ? 0 : 1;
+  return mcp.allowed && dlp_passes ? 0 : 1;
 }
 
 }  // namespace airlock::app

@@ -126,6 +126,56 @@ class CliTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out)
         self.assertIn("allowed by rule origin", out.stdout)
 
+    def _dlp_policy(self, action):
+        policy = {
+            "mode": "enforce", "listen": {"proxy": "127.0.0.1:0", "admin": "off"},
+            "audit": {"path": "off"},
+            "agents": {"default": {"rules": ["api", "quiet"]}},
+            "rules": [{"name": "api", "hosts": ["api.test"], "ports": [80],
+                       "methods": ["POST"], "dlp": {"action": action}},
+                      {"name": "quiet", "hosts": ["quiet.test"], "ports": [80],
+                       "methods": ["POST"], "dlp": "off"}],
+        }
+        path = os.path.join(self.tmp.name, "dlp-%s.yaml" % action)
+        with open(path, "w") as f:
+            yaml.safe_dump(policy, f, sort_keys=False)
+        return path
+
+    def _explain_body(self, policy, url, body):
+        body_path = os.path.join(self.tmp.name, "body.json")
+        with open(body_path, "w") as f:
+            f.write(body)
+        return run_airlock(["explain", "--config", policy, "--body", body_path, "POST", url])
+
+    def test_explain_a_body_shows_what_dlp_finds_and_does(self):
+        key = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key id
+        body = '{"note": "deploy", "key": "%s"}' % key
+        out = self._explain_body(self._dlp_policy("block"), "http://api.test/upload", body)
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("dlp (rule api): aws-access-key in the body", out.stdout)
+        self.assertIn("action block: refused, 403 dlp_blocked", out.stdout)
+        self.assertNotIn(key, out.stdout + out.stderr)
+        out = self._explain_body(self._dlp_policy("report"), "http://api.test/upload", body)
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn("action report", out.stdout)
+        out = self._explain_body(self._dlp_policy("redact"), "http://api.test/upload", body)
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn("action redact: the body goes on", out.stdout)
+        # Encoded, it cannot be replaced in place: refused under redact too.
+        encoded = '{"blob": "%s"}' % __import__("base64").b64encode(
+            ("aws_access_key_id=" + key).encode()).decode()
+        out = self._explain_body(self._dlp_policy("redact"), "http://api.test/upload", encoded)
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("cannot be replaced in place", out.stdout)
+        # Nothing found; a rule with dlp off.
+        out = self._explain_body(self._dlp_policy("block"), "http://api.test/upload",
+                                 '{"note": "deploy"}')
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn("dlp (rule api): nothing found in the body", out.stdout)
+        out = self._explain_body(self._dlp_policy("block"), "http://quiet.test/upload", body)
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn("dlp: off under this rule", out.stdout)
+
     def test_explain_denied_path(self):
         out = run_airlock(["explain", "--config", self.good, "GET",
                            "http://origin.test:8080/secret"])
