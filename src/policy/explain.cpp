@@ -97,6 +97,8 @@ std::string why(const compiled_rule& rule, const rule_outcome& o, const request_
     return core::str_cat(out, "; allows the tunnel (opaque: methods and paths are not seen)");
   }
   if (!t.upgrade.empty()) {
+    if (o.reason == errc::protocol_denied)
+      return core::str_cat(out, "; protocol websocket is not in the rule's protocols");
     if (o.reason == errc::upgrade_denied)
       return core::str_cat(out, "; upgrade '", t.upgrade, "' is not in ", list(rule.upgrades));
     out += core::str_cat(", upgrade ", t.upgrade, " ok");
