@@ -39,6 +39,13 @@ recorder::~recorder() {
                           decision);
       for (const auto& f : r.dlp)
         m->dlp_finding(r.rule, f.cls, f.location, f.action);
+      // WebSocket messages, counted once the connection ends (no lock per message).
+      if (const auto& w = r.websocket) {
+        m->websocket_messages(r.rule, "client", "allow", w->client_messages);
+        m->websocket_messages(r.rule, "origin", "allow", w->origin_messages);
+        if (!w->refused_from.empty())
+          m->websocket_messages(r.rule, w->refused_from, r.reported ? "report" : "deny", 1);
+      }
     }
     if (shared.audit) {
       telemetry::audit_record a;
@@ -72,6 +79,12 @@ recorder::~recorder() {
       for (const auto& f : r.dlp)
         dlp.push_back({f.cls, f.location, f.action});
       a.dlp = dlp;
+      a.protocol = r.protocol;
+      if (r.websocket) {
+        const auto& w = *r.websocket;
+        a.websocket = telemetry::audit_record::websocket_summary{
+            w.client_messages, w.origin_messages, w.close_code, w.closed_by, w.refused_from};
+      }
       shared.audit->write(a);
     }
     if (ex.breaker_tripped) {

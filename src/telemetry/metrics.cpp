@@ -179,6 +179,11 @@ struct metrics::impl {
                 .Help("Outbound DLP findings, by rule, detector class, location in the request "
                       "and action (block, report).")
                 .Register(*registry)),
+        websocket(prometheus::BuildCounter()
+                      .Name("airlock_websocket_messages_total")
+                      .Help("WebSocket messages, by rule, direction (client: sent by the agent; "
+                            "origin) and decision (allow, deny, report).")
+                      .Register(*registry)),
         pool(prometheus::BuildCounter()
                  .Name("airlock_upstream_pool_total")
                  .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
@@ -264,6 +269,7 @@ struct metrics::impl {
   Family<Counter>& binary_requests;
   Family<Counter>& redactions;
   Family<Counter>& dlp;
+  Family<Counter>& websocket;
   Family<Counter>& pool;
   Counter& pool_hit;
   Counter& pool_miss;
@@ -417,6 +423,17 @@ void metrics::dlp_finding(std::string_view rule, std::string_view cls, std::stri
             {"location", std::string(location)},
             {"action", std::string(action)}})
       .Increment();
+}
+
+void metrics::websocket_messages(std::string_view rule, std::string_view direction,
+                                 std::string_view decision, std::uint64_t count) {
+  if (count == 0) return;
+  std::lock_guard lk(impl_->mu);  // once per connection and direction
+  impl_->websocket
+      .Add({{"rule", std::string(rule)},
+            {"direction", std::string(direction)},
+            {"decision", std::string(decision)}})
+      .Increment(static_cast<double>(count));
 }
 
 void metrics::pool_reuse(bool hit) noexcept {
