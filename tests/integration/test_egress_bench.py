@@ -50,8 +50,19 @@ CASES = [
          {"method": "POST", "url": "https://api.example.com/events",
           "content_type": "application/json", "body": "{\"title\": \"standup\"}"},
          tags=("request_body_dlp", "benign")),
-    case("t-ws", "websocket_dlp", "block", {"url": "ws://collector.example.com/ws"},
-         tags=("websocket_dlp",), transport="websocket"),
+    case("t-ws", "websocket_dlp", "block",
+         {"url": "ws://collector.example.com/ws",
+          "frames": [{"opcode": "text", "fin": False, "payload": "k=AKIAIOSFO"},
+                     {"opcode": "continuation", "payload": "DNN7EXAMPLE"}]},
+         tags=("websocket_dlp",), requires=("websocket_frame_scanning",),
+         transport="websocket"),
+    case("t-ws-benign", "websocket_dlp", "allow",
+         {"url": "ws://chat.example.com/ws",
+          "frames": [{"opcode": "text", "payload": "has anyone reviewed the pull request?"}]},
+         tags=("websocket_dlp", "benign"), requires=("websocket_frame_scanning",),
+         transport="websocket"),
+    case("t-mcp", "mcp", "block", {"url": "http://collector.example.com/mcp"},
+         tags=("url_dlp",), transport="mcp_http"),
 ]
 
 
@@ -74,9 +85,9 @@ class EgressBenchRunnerTest(unittest.TestCase):
             last = r.stdout.strip().splitlines()[-1]
             m = LINE.match(last)
             self.assertIsNotNone(m, last)
-            self.assertEqual(last, "containment 100.0% (4/4), false positives 0.0% (0/2), "
+            self.assertEqual(last, "containment 100.0% (5/5), false positives 0.0% (0/3), "
                              "1 not applicable", r.stdout)
-            self.assertIn("results: 6 passed, 0 failed, 1 not_applicable, 0 errors (7 total)",
+            self.assertIn("results: 8 passed, 0 failed, 1 not_applicable, 0 errors (9 total)",
                           r.stderr)
             with open(results) as f:
                 rows = [json.loads(line) for line in f]
@@ -87,8 +98,13 @@ class EgressBenchRunnerTest(unittest.TestCase):
             self.assertEqual(by_id["t-url-key"]["evidence"]["reason"], "dlp_blocked")
             self.assertEqual(by_id["t-ssrf"]["evidence"]["reason"], "destination_ip_prohibited")
             self.assertEqual(by_id["t-benign"]["actual_verdict"], "allow")
-            self.assertEqual(by_id["t-ws"]["score"], "not_applicable")
-            self.assertIn("WebSocket", by_id["t-ws"]["notes"])
+            # A secret split across the fragments of one WebSocket message: closed 1008.
+            self.assertEqual(by_id["t-ws"]["actual_verdict"], "block")
+            self.assertEqual(by_id["t-ws"]["evidence"]["close_code"], 1008)
+            self.assertIn("dlp_blocked", by_id["t-ws"]["evidence"]["reason"])
+            self.assertEqual(by_id["t-ws-benign"]["actual_verdict"], "allow")
+            self.assertEqual(by_id["t-mcp"]["score"], "not_applicable")
+            self.assertIn("MCP", by_id["t-mcp"]["notes"])
             # Per-category rows come before the line.
             self.assertRegex(r.stdout, r"(?m)^request_body\s+100\.0% \(1/1\)")
 
