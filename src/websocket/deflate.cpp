@@ -9,20 +9,14 @@
 namespace airlock::websocket {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
+using core::trim_ows;
 
 // Splits `s` at `sep` (no quoting: RFC 7692's parameters are tokens or small integers).
 template <class F>
 void each_part(std::string_view s, char sep, F&& f) {
   for (;;) {
     const auto at = s.find(sep);
-    f(trim(s.substr(0, at)));
+    f(trim_ows(s.substr(0, at)));
     if (at == std::string_view::npos) return;
     s.remove_prefix(at + 1);
   }
@@ -46,7 +40,7 @@ bool window_bits(std::string_view v, int& out) {
 
 negotiation negotiated(std::string_view header) {
   negotiation out;
-  header = trim(header);
+  header = trim_ows(header);
   if (header.empty()) return out;
   each_part(header, ',', [&](std::string_view ext) {
     if (!out.ok) return;
@@ -55,9 +49,9 @@ negotiation negotiated(std::string_view header) {
     each_part(ext, ';', [&](std::string_view param) {
       if (!out.ok) return;
       const auto eq = param.find('=');
-      const std::string name = core::lower(trim(param.substr(0, eq)));
+      const std::string name = core::lower(trim_ows(param.substr(0, eq)));
       const std::string_view value =
-          eq == std::string_view::npos ? std::string_view{} : trim(param.substr(eq + 1));
+          eq == std::string_view::npos ? std::string_view{} : trim_ows(param.substr(eq + 1));
       if (first) {
         first = false;
         // A second extension, or another one: frames the relay cannot read.
@@ -84,7 +78,7 @@ negotiation negotiated(std::string_view header) {
 std::string deflate_offers(std::string_view header) {
   std::string out;
   each_part(header, ',', [&](std::string_view ext) {
-    const auto name = core::lower(trim(ext.substr(0, ext.find(';'))));
+    const auto name = core::lower(trim_ows(ext.substr(0, ext.find(';'))));
     if (name != "permessage-deflate") return;
     if (!out.empty()) out += ", ";
     out += ext;
