@@ -47,6 +47,16 @@ TEST(Protocols, AWebsocketUpgradeUnderARuleWithoutItIsProtocolDenied) {
   EXPECT_EQ(d.reason, errc::protocol_denied);
   EXPECT_EQ(d.detail, "rule api: protocol websocket not in its protocols");
   EXPECT_EQ(p->decide(*agent, T("api.example", 80, "GET", "/").t).reason, errc::ok);
+  explain_request ok;
+  ok.method = "GET";
+  ok.url = "http://chat.example/";
+  ok.upgrade = "websocket";
+  const auto allowed = explain(*p, ok);
+  EXPECT_TRUE(allowed.allowed);
+  EXPECT_NE(allowed.text.find("upgrade websocket ok (each message checked whole, up to 262144 "
+                              "bytes, 120 per minute)"),
+            std::string::npos)
+      << allowed.text;
   explain_request q;
   q.method = "GET";
   q.url = "http://api.example/";
