@@ -64,6 +64,8 @@ void shutdown_send(Stream& s) {
   auto& lowest = boost::beast::get_lowest_layer(s);
   if constexpr (requires { lowest.socket(); })
     lowest.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  else if constexpr (requires { lowest.shutdown(boost::asio::socket_base::shutdown_send); })
+    lowest.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);  // a bare socket
 }
 
 struct relay_state {
