@@ -49,6 +49,23 @@ verdict chain::apply(verdict v) {
   return v;
 }
 
+verdict chain::message(const filters::message& m) {
+  const auto one = [&](filter* f) {
+    auto v = f->on_message(ex_, m);
+    // A wait has nothing to resume here (messages do not wait): fail closed.
+    if (v.waits()) v = verdict::refuse(core::errc::internal_error, "a message filter waited");
+    return v.passes() ? v : apply(std::move(v));
+  };
+  if (m.from == message_from::client) {
+    for (filter* f : filters_)
+      if (auto v = one(f); !v.passes()) return v;
+  } else {
+    for (auto it = filters_.rbegin(); it != filters_.rend(); ++it)
+      if (auto v = one(*it); !v.passes()) return v;
+  }
+  return verdict::next();
+}
+
 verdict chain::request_head() {
   while (next_head_ < filters_.size()) {
     auto v = filters_[next_head_]->on_request_head(ex_);

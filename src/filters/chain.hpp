@@ -55,6 +55,10 @@ class chain {
   // reaches the client is appended to `out`. `enough` is set when a filter wants no more.
   verdict response_body(std::string_view data, bool last, std::string& out, bool& enough);
 
+  // A WebSocket message through every filter's on_message (client messages in order, origin
+  // messages in reverse); stops at the first that does not pass (recorded, as for a body).
+  verdict message(const filters::message& m);
+
   // Calls every filter's on_end (once; the destructor calls it if nobody did).
   void end();
 

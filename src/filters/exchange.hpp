@@ -88,6 +88,18 @@ struct exchange_record {
   // The refusal's answer in the client's protocol (set by the chain from the verdict); null:
   // the proxy's own text answer.
   std::shared_ptr<const protocol_answer> answer;
+  // "http/1.1", or "websocket" once a 101 switched an exchange to it (h2 next).
+  std::string_view protocol = "http/1.1";
+  // A WebSocket connection's summary (protocol "websocket"): messages each way that were
+  // forwarded, the close code the connection ended with and who closed it, and the message
+  // refused (which side sent it) if one was. Counts, never content.
+  struct websocket_summary {
+    std::uint64_t client_messages = 0;
+    std::uint64_t origin_messages = 0;
+    std::uint16_t close_code = 0;   // 0: the connection ended without a close frame
+    std::string_view closed_by;     // "client", "origin" or "proxy"
+    std::string_view refused_from;  // "client" or "origin" when a message was refused
+  std::optional<websocket_summary> websocket;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
   bool skipped = false;           // nothing to record (the connection closed before a request)
   bool reported = false;          // report mode let a refusal through

@@ -108,6 +108,19 @@ struct body_chunk {
   bool enough = false;    // a filter has seen enough: read no more, end the body with `last`
 };
 
+// One WebSocket message (RFC 6455) on an upgraded exchange, whole: unmasked, inflated, its
+// fragments joined. The proxy holds it until every filter passed it; a refusal closes the
+// connection with 1008 and the message never reaches the other side.
+enum class message_from : std::uint8_t { client, origin };
+struct message {
+  message_from from = message_from::client;
+  std::uint8_t opcode = 1;  // RFC 6455 section 5.2: 1 text, 2 binary, 9 ping, 10 pong
+  std::string_view payload;
+
+  bool text() const noexcept { return opcode == 1; }
+  bool data() const noexcept { return opcode == 1 || opcode == 2; }
+};
+
 class filter {
  public:
   virtual ~filter() = default;
@@ -130,6 +143,10 @@ class filter {
   virtual verdict on_response_head(exchange&) { return verdict::next(); }
   virtual body_use response_body_use(const exchange&) const { return body_use::none; }
   virtual verdict on_response_body(exchange&, body_chunk&) { return verdict::next(); }
+  // After a 101 to a WebSocket upgrade: each message, either way, before it is forwarded
+  // (client messages in chain order, origin messages in reverse order, as the body hooks).
+  // The same verdicts as the body hooks; a refusal ends the connection (close 1008).
+  virtual verdict on_message(exchange&, const message&) { return verdict::next(); }
   // The exchange is over (answered, failed or refused) and about to be recorded.
   virtual void on_end(exchange&) {}
 };

@@ -97,9 +97,19 @@ std::string why(const compiled_rule& rule, const rule_outcome& o, const request_
     return core::str_cat(out, "; allows the tunnel (opaque: methods and paths are not seen)");
   }
   if (!t.upgrade.empty()) {
+    if (o.reason == errc::protocol_denied)
+      return core::str_cat(out, "; protocol websocket is not in the rule's protocols");
     if (o.reason == errc::upgrade_denied)
       return core::str_cat(out, "; upgrade '", t.upgrade, "' is not in ", list(rule.upgrades));
     out += core::str_cat(", upgrade ", t.upgrade, " ok");
+    // WebSocket messages are held and checked one by one (docs/policy.md, WebSocket messages).
+    if (t.upgrade == "websocket") {
+      out += core::str_cat(" (each message checked whole, up to ", src.websocket.max_message_bytes,
+                           " bytes");
+      if (src.websocket.messages_per_minute != 0)
+        out += core::str_cat(", ", src.websocket.messages_per_minute, " per minute");
+      out += ")";
+    }
   }
   if (!src.methods.empty()) {
     if (o.reason == errc::method_denied)

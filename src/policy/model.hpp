@@ -153,6 +153,20 @@ struct binary_ref {
   mark at;
 };
 
+// The protocols a rule carries (`protocols: [http/1.1, h2, websocket]`), as bits of
+// rule::protocols; a rule without the key allows all three.
+inline constexpr std::uint8_t protocol_http1 = 1;
+inline constexpr std::uint8_t protocol_h2 = 2;
+inline constexpr std::uint8_t protocol_websocket = 4;
+
+// WebSocket messages on a rule (`websocket:`): each message is held whole (up to
+// max_message_bytes, after inflating) and checked before it is forwarded.
+struct websocket_limits {
+  std::uint64_t max_message_bytes = 1024 * 1024;  // larger: close 1009
+  std::uint64_t messages_per_minute = 0;          // from the agent, per connection; 0 = no limit
+  std::uint64_t burst = 0;                        // 0 = messages_per_minute
+};
+
 struct rule {
   std::string name;
   std::vector<std::string> hosts;        // exact names / IP literals, or "*.suffix"
@@ -177,6 +191,8 @@ struct rule {
   std::vector<binary_ref> binaries;
   dlp_config dlp;  // unset (present = false): the policy-wide `dlp`
   mcp_config mcp;  // MCP / JSON-RPC tool calls (mcp.hpp)
+  std::uint8_t protocols = 0x7;  // protocol_http1 | protocol_h2 | protocol_websocket
+  websocket_limits websocket;
   mark at;
 };
 

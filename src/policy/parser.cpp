@@ -50,7 +50,8 @@ constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown
 constexpr std::string_view rule_keys[] = {
     "name",      "hosts",       "host_regex", "ports",   "methods",  "paths", "upgrades",
     "addresses", "allow_cidrs", "inspect",    "mode",    "rate",     "query", "headers",
-    "body",      "inject",      "redact",     "schemes", "binaries", "dlp",   "mcp"};
+    "body",      "inject",      "redact",     "schemes", "binaries", "dlp",   "mcp", "protocols", "websocket"};
+constexpr std::string_view websocket_keys[] = {"max_message_bytes", "messages_per_minute", "burst"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
 
@@ -250,6 +251,48 @@ void parser::rate(const YAML::Node& node, const std::string& path, model::rate& 
   if (r.burst != 0 && r.requests == 0 && marks_.has(join(path, "burst")))
     errors_.add(marks_.find(join(path, "burst")), join(path, "burst"),
                 "burst needs requests_per_second or requests_per_minute");
+}
+
+void parser::protocols(const YAML::Node& v, const std::string& key, std::uint8_t& out) {
+  if (!expect(v, key, YAML::NodeType::Sequence, "a list of protocols")) return;
+  out = 0;
+  std::size_t j = 0;
+  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
+    const std::string sk = indexed(key, j);
+    marks_.set(sk, to_mark(p->Mark()));
+    const auto text = string(*p, sk);
+    if (!text) continue;
+    const std::uint8_t bit = *text == "http/1.1"    ? model::protocol_http1
+                             : *text == "h2"        ? model::protocol_h2
+                             : *text == "websocket" ? model::protocol_websocket
+                                                    : 0;
+    if (bit == 0)
+      error(
+          *p, sk,
+          core::str_cat("unknown protocol '", text->substr(0, 40), "' (http/1.1, h2, websocket)"));
+    else if (out & bit)
+      error(*p, sk, core::str_cat("protocol '", *text, "' is listed twice"));
+    out = static_cast<std::uint8_t>(out | bit);
+  }
+  if (out == 0 && v.size() == 0) error(v, key, "must not be empty (omit the key for all)");
+}
+
+void parser::websocket(const YAML::Node& node, const std::string& path,
+                       model::websocket_limits& w) {
+  constexpr std::uint64_t max_count = std::uint64_t{1} << 40;
+  entries(node, path, websocket_keys, {},
+          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
+            if (k == "max_message_bytes") {
+              // Held in memory per message and direction: at most 1 GiB.
+              size_into(v, key, w.max_message_bytes, 1);
+              if (w.max_message_bytes > (std::uint64_t{1} << 30))
+                error(v, key, "must be at most 1GiB");
+            } else if (k == "messages_per_minute") {
+              if (auto i = integer(v, key, 1, max_count)) w.messages_per_minute = *i;
+            } else if (k == "burst") {
+              if (auto i = integer(v, key, 1, max_count)) w.burst = *i;
+            }
+          });
 }
 
 void parser::breaker(const YAML::Node& node, const std::string& path, model::breaker& b) {
@@ -477,6 +520,10 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 parse_dlp(v, child, r.dlp, marks_, errors_);
               else if (k == "mcp")
                 mcp(v, child, r.mcp);
+              else if (k == "protocols")
+                protocols(v, child, r.protocols);
+              else if (k == "websocket")
+                websocket(v, child, r.websocket);
             });
     out.push_back(std::move(r));
   }

@@ -75,6 +75,8 @@ class parser {
 
   void limits(const YAML::Node& n, const std::string& path, model::limits& l);
   void rate(const YAML::Node& n, const std::string& path, model::rate& r);
+  void protocols(const YAML::Node& n, const std::string& key, std::uint8_t& out);
+  void websocket(const YAML::Node& n, const std::string& path, model::websocket_limits& w);
   void breaker(const YAML::Node& n, const std::string& path, model::breaker& b);
   void query(const YAML::Node& n, const std::string& path, model::query_checks& q);
   void headers(const YAML::Node& n, const std::string& path, model::header_checks& h);

@@ -101,6 +101,8 @@ std::string refusal_detail(const compiled_rule& rule, core::errc reason,
       if (is_short_token(target.upgrade))
         return core::str_cat("rule ", rule.name, ": upgrade to ", target.upgrade, " not allowed");
       return core::str_cat("rule ", rule.name, ": upgrade not allowed");
+    case errc::protocol_denied:
+      return core::str_cat("rule ", rule.name, ": protocol websocket not in its protocols");
     case errc::method_denied:
       if (is_short_token(target.method))
         return core::str_cat("rule ", rule.name, ": method ", target.method, " not allowed");
@@ -132,6 +134,7 @@ int refusal_rank(core::errc reason) noexcept {
     case errc::method_denied:
       return 5;
     case errc::upgrade_denied:
+    case errc::protocol_denied:
       return 4;
     case errc::needs_inspection:
       return 3;
@@ -165,6 +168,12 @@ rule_outcome evaluate_rule(const compiled_rule& rule, const request_target& targ
     out.reason = rule.checks_requests && !rule.inspect          ? errc::needs_inspection
                  : binaries_allow(rule.binaries, target.binary) ? errc::ok
                                                                 : errc::binary_denied;
+    return out;
+  }
+  // `protocols` without websocket: the upgrade is refused whatever `upgrades` says.
+  if (target.upgrade == "websocket" && rule.source != nullptr &&
+      (rule.source->protocols & model::protocol_websocket) == 0) {
+    out.reason = errc::protocol_denied;
     return out;
   }
   if (!target.upgrade.empty() && std::find(rule.upgrades.begin(), rule.upgrades.end(),

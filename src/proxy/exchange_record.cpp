@@ -41,6 +41,13 @@ recorder::~recorder() {
         m->dlp_finding(r.rule, f.cls, f.location, f.action);
       for (const auto& c : r.mcp)
         m->mcp_call(r.rule, c.method, c.tool, decision);
+      // WebSocket messages, counted once the connection ends (no lock per message).
+      if (const auto& w = r.websocket) {
+        m->websocket_messages(r.rule, "client", "allow", w->client_messages);
+        m->websocket_messages(r.rule, "origin", "allow", w->origin_messages);
+        if (!w->refused_from.empty())
+          m->websocket_messages(r.rule, w->refused_from, r.reported ? "report" : "deny", 1);
+      }
     }
     if (shared.audit) {
       telemetry::audit_record a;
@@ -79,6 +86,12 @@ recorder::~recorder() {
       for (const auto& c : r.mcp)
         mcp.push_back({c.method, c.tool});
       a.mcp = mcp;
+      a.protocol = r.protocol;
+      if (r.websocket) {
+        const auto& w = *r.websocket;
+        a.websocket = telemetry::audit_record::websocket_summary{
+            w.client_messages, w.origin_messages, w.close_code, w.closed_by, w.refused_from};
+      }
       shared.audit->write(a);
     }
     if (ex.breaker_tripped) {

@@ -4,6 +4,7 @@
 #include "net/http_framing.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/hop_by_hop.hpp"
+#include "websocket/deflate.hpp"
 
 #include <algorithm>
 
@@ -193,6 +194,19 @@ bool expects_continue(const http::request_header<>& req) {
   return iequals(trim_ows(req[http::field::expect]), "100-continue");
 }
 
+// The relay reads every frame, so the origin may agree only to extensions it understands:
+// permessage-deflate (RFC 7692). Any other offer (whose RSV bits would mean something else)
+// is left out.
+static void offer_only_deflate(http::request<http::buffer_body>& req) {
+  std::string offered;
+  const auto [first, last] = req.equal_range(http::field::sec_websocket_extensions);
+  for (auto it = first; it != last; ++it)
+    offered += core::str_cat(offered.empty() ? "" : ", ", std::string_view(it->value()));
+  req.erase(http::field::sec_websocket_extensions);
+  const auto kept = websocket::deflate_offers(offered);
+  if (!kept.empty()) req.set(http::field::sec_websocket_extensions, kept);
+}
+
 std::string rewrite_for_upstream(http::request<http::buffer_body>& req,
                                  const filters::exchange& ex) {
   const bool expect = expects_continue(req);
@@ -205,6 +219,7 @@ std::string rewrite_for_upstream(http::request<http::buffer_body>& req,
     upgrade = ex.upgrade;
     req.set(http::field::connection, "upgrade");
     req.set(http::field::upgrade, upgrade);
+    if (upgrade == "websocket") offer_only_deflate(req);
   }
   if (expect) req.erase(http::field::expect);
   req.target(ex.path_and_query);

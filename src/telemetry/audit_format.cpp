@@ -251,6 +251,29 @@ void append_audit_line(std::string& out, const audit_record& r) {
     }
     out.push_back(']');
   }
+  if (!r.protocol.empty()) {
+    key("protocol");
+    append_json_string(out, r.protocol);
+  }
+  if (r.websocket) {
+    const auto& w = *r.websocket;
+    key("websocket");
+    out.append("{\"client_messages\":");
+    append_int(out, w.client_messages);
+    out.append(",\"origin_messages\":");
+    append_int(out, w.origin_messages);
+    out.append(",\"close_code\":");
+    append_int(out, w.close_code);
+    if (!w.closed_by.empty()) {
+      out.append(",\"closed_by\":");
+      append_json_string(out, w.closed_by);
+    }
+    if (!w.refused_from.empty()) {
+      out.append(",\"refused_from\":");
+      append_json_string(out, w.refused_from);
+    }
+    out.push_back('}');
+  }
   out.append("}\n");
 }
 

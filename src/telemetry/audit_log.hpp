@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +63,16 @@ struct audit_record {
   std::span<const audit_dlp_finding> dlp;
   // MCP / JSON-RPC messages (a batch has several); absent when none.
   std::span<const audit_mcp_call> mcp;
+  std::string_view protocol;  // "http/1.1", "websocket"; absent when empty
+  // A WebSocket connection's summary (one record for the whole connection).
+  struct websocket_summary {
+    std::uint64_t client_messages = 0;
+    std::uint64_t origin_messages = 0;
+    std::uint16_t close_code = 0;
+    std::string_view closed_by;
+    std::string_view refused_from;
+  };
+  std::optional<websocket_summary> websocket;
 };
 
 class audit_log {

@@ -184,6 +184,11 @@ struct metrics::impl {
                 .Help("MCP / JSON-RPC messages, by rule, method, tool (names the policy lists, "
                       "else other) and decision.")
                 .Register(*registry)),
+        websocket(prometheus::BuildCounter()
+                      .Name("airlock_websocket_messages_total")
+                      .Help("WebSocket messages, by rule, direction (client: sent by the agent; "
+                            "origin) and decision (allow, deny, report).")
+                      .Register(*registry)),
         pool(prometheus::BuildCounter()
                  .Name("airlock_upstream_pool_total")
                  .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
@@ -270,6 +275,7 @@ struct metrics::impl {
   Family<Counter>& redactions;
   Family<Counter>& dlp;
   Family<Counter>& mcp;
+  Family<Counter>& websocket;
   Family<Counter>& pool;
   Counter& pool_hit;
   Counter& pool_miss;
@@ -434,6 +440,17 @@ void metrics::mcp_call(std::string_view rule, std::string_view method, std::stri
             {"tool", std::string(tool)},
             {"decision", std::string(decision)}})
       .Increment();
+}
+
+void metrics::websocket_messages(std::string_view rule, std::string_view direction,
+                                 std::string_view decision, std::uint64_t count) {
+  if (count == 0) return;
+  std::lock_guard lk(impl_->mu);  // once per connection and direction
+  impl_->websocket
+      .Add({{"rule", std::string(rule)},
+            {"direction", std::string(direction)},
+            {"decision", std::string(decision)}})
+      .Increment(static_cast<double>(count));
 }
 
 void metrics::pool_reuse(bool hit) noexcept {

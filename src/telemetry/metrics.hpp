@@ -69,6 +69,10 @@ class metrics {
   // come from the policy's class lists, locations and actions are a fixed set.
   void dlp_finding(std::string_view rule, std::string_view cls, std::string_view location,
                    std::string_view action);
+  // WebSocket messages of one connection, counted when it ends
+  // (airlock_websocket_messages_total{rule,direction,decision}).
+  void websocket_messages(std::string_view rule, std::string_view direction,
+                          std::string_view decision, std::uint64_t count);
 
   // An MCP / JSON-RPC message (airlock_mcp_calls_total{rule,method,tool,decision}); the filter
   // bounds method and tool by the policy (names it lists, the MCP spec's methods, "other").

@@ -50,8 +50,17 @@ CASES = [
          {"method": "POST", "url": "https://api.example.com/events",
           "content_type": "application/json", "body": "{\"title\": \"standup\"}"},
          tags=("request_body_dlp", "benign")),
-    case("t-ws", "websocket_dlp", "block", {"url": "ws://collector.example.com/ws"},
-         tags=("websocket_dlp",), transport="websocket"),
+    case("t-ws", "websocket_dlp", "block",
+         {"url": "ws://collector.example.com/ws",
+          "frames": [{"opcode": "text", "fin": False, "payload": "k=AKIAIOSFO"},
+                     {"opcode": "continuation", "payload": "DNN7EXAMPLE"}]},
+         tags=("websocket_dlp",), requires=("websocket_frame_scanning",),
+         transport="websocket"),
+    case("t-ws-benign", "websocket_dlp", "allow",
+         {"url": "ws://chat.example.com/ws",
+          "frames": [{"opcode": "text", "payload": "has anyone reviewed the pull request?"}]},
+         tags=("websocket_dlp", "benign"), requires=("websocket_frame_scanning",),
+         transport="websocket"),
     # MCP over streamable HTTP: a secret split across two arguments, and an ordinary call.
     case("t-mcp-split", "mcp_input", "block", {"jsonrpc_messages": [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
@@ -98,8 +107,11 @@ class EgressBenchRunnerTest(unittest.TestCase):
             self.assertEqual(by_id["t-url-key"]["evidence"]["reason"], "dlp_blocked")
             self.assertEqual(by_id["t-ssrf"]["evidence"]["reason"], "destination_ip_prohibited")
             self.assertEqual(by_id["t-benign"]["actual_verdict"], "allow")
-            self.assertEqual(by_id["t-ws"]["score"], "not_applicable")
-            self.assertIn("WebSocket", by_id["t-ws"]["notes"])
+            # A secret split across the fragments of one WebSocket message: closed 1008.
+            self.assertEqual(by_id["t-ws"]["actual_verdict"], "block")
+            self.assertEqual(by_id["t-ws"]["evidence"]["close_code"], 1008)
+            self.assertIn("dlp_blocked", by_id["t-ws"]["evidence"]["reason"])
+            self.assertEqual(by_id["t-ws-benign"]["actual_verdict"], "allow")
             self.assertEqual(by_id["t-mcp-split"]["evidence"]["reason"], "dlp_blocked")
             self.assertEqual(by_id["t-mcp-split"]["evidence"]["jsonrpc_error"], -32002)
             self.assertEqual(by_id["t-mcp-benign"]["actual_verdict"], "allow")

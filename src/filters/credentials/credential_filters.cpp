@@ -42,6 +42,16 @@ class placeholder_guard final : public filter {
     return hit == placeholder_scanner::none ? verdict::next() : refuse(ex, hit);
   }
 
+  // A WebSocket message from the agent is a body like any other: a placeholder for a host its
+  // secret is not bound to is refused. Each message is whole, so a fresh scanner reads it.
+  verdict on_message(exchange& ex, const message& m) override {
+    if (m.from != message_from::client) return verdict::next();
+    placeholder_scanner scan(secrets_, ex.target.host);
+    if (!scan.active()) return verdict::next();
+    const std::size_t hit = scan.scan(m.payload);
+    return hit == placeholder_scanner::none ? verdict::next() : refuse(ex, hit);
+  }
+
  private:
   // Logged as the exfiltration attempt it is.
   verdict refuse(const exchange& ex, std::size_t secret) const {

@@ -85,8 +85,9 @@ class dlp_filter final : public filter {
       }
       for (const auto& field : *ex.request) {
         const auto name = field.name_string();
+        // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1): high entropy by design.
         if (iequals(name, "host") || iequals(name, "proxy-authorization") ||
-            iequals(name, "proxy-connection"))
+            iequals(name, "proxy-connection") || iequals(name, "sec-websocket-key"))
           continue;
         const bool cookie = iequals(name, "cookie");
         s.scan(field.value(), cookie ? scanner::kind::url : scanner::kind::header,
@@ -117,6 +118,33 @@ class dlp_filter final : public filter {
       if (window_.size() > kCarry) window_.erase(0, window_.size() - kCarry);
     }
     return act(ex, found, outside_whole_body(action));
+  }
+
+  // WebSocket messages: the agent's are scanned as a body is (secrets, sensitive data); the
+  // origin's text messages, with `responses` set, are judged for prompt injection. A message
+  // cannot be withheld behind a marker as a response body can: `block` refuses it (the
+  // connection closes 1008), report and annotate record the finding.
+  verdict on_message(exchange& ex, const message& m) override {
+    if (rule_ == nullptr) return verdict::next();
+    if (m.from == message_from::client) {
+      findings found;
+      rule_->scan->scan(m.payload, scanner::kind::body, "message", found);
+      return act(ex, found);
+    }
+    if (!scans_responses() || !m.text()) return verdict::next();
+    const auto found = find_injection(m.payload);
+    if (!found) return verdict::next();
+    const response_action action = rule_->config->responses;
+    const std::string_view done = action == response_action::block      ? "block"
+                                  : action == response_action::annotate ? "annotate"
+                                                                        : "report";
+    const bool seen = std::any_of(ex.record.dlp.begin(), ex.record.dlp.end(), [&](const auto& r) {
+      return r.cls == *found && r.location == "message";
+    });
+    if (!seen) ex.record.dlp.push_back({*found, "message", done});
+    if (action != response_action::block) return verdict::next();
+    return verdict::violation(core::errc::dlp_blocked,
+                              core::str_cat("dlp: prompt injection (", *found, ") in a message"));
   }
 
  private:

@@ -1,5 +1,6 @@
 #include "filters/rate_limit/rate_limit_filter.hpp"
 
+#include "core/str_cat.hpp"
 #include "filters/rate_limit/lease_wait.hpp"
 #include "policy/snapshot.hpp"
 
@@ -31,6 +32,27 @@ class rate_limit_filter final : public filter {
     return refusal_verdict(admission_);
   }
 
+  // WebSocket messages from the agent, under the rule's `websocket.messages_per_minute`: a
+  // GCRA bucket of this connection's own (the same algorithm as the request buckets; one
+  // upgraded connection is one exchange, so the bucket lives as long as it does).
+  verdict on_message(exchange& ex, const message& m) override {
+    if (m.from != message_from::client || !m.data() || ex.rule == nullptr ||
+        ex.rule->source == nullptr)
+      return verdict::next();
+    const auto& ws = ex.rule->source->websocket;
+    if (ws.messages_per_minute == 0) return verdict::next();
+    if (!messages_.enabled())
+      messages_ = gcra_params::requests(ws.messages_per_minute, 60 * ns_per_second, ws.burst);
+    const auto got = message_bucket_.try_acquire(messages_, ex.clock());
+    if (got.allowed) return verdict::next();
+    auto v = verdict::violation(
+        core::errc::rate_limited,
+        core::str_cat("rule ", ex.rule->name,
+                      " websocket messages_per_minute=", ws.messages_per_minute));
+    v.retry_after = seconds_ceil(got.retry_after_ns);
+    return v;
+  }
+
   void on_end(exchange& ex) override {
     // The circuit breaker counts what the agent got wrong and what failed for it; not its own
     // suspension (which would keep it suspended) nor an operator's stop.
@@ -54,6 +76,8 @@ class rate_limit_filter final : public filter {
   const plan& rates_;
   std::size_t agent_;
   admission admission_;
+  gcra_params messages_;  // set at the first WebSocket message
+  gcra message_bucket_;
 };
 
 }  // namespace

@@ -167,6 +167,27 @@ TEST(AuditFormat, TheProgramWhenKnown) {
   EXPECT_EQ(line.find("binary"), std::string::npos);
 }
 
+TEST(AuditFormat, TheProtocolAndAWebsocketSummary) {
+  audit_record r;
+  r.protocol = "websocket";
+  r.websocket = audit_record::websocket_summary{3, 2, 1008, "proxy", "client"};
+  std::string line;
+  append_audit_line(line, r);
+  auto v = boost::json::parse(line).as_object();
+  EXPECT_EQ(v.at("protocol").as_string(), "websocket");
+  const auto& w = v.at("websocket").as_object();
+  EXPECT_EQ(w.at("client_messages").as_int64(), 3);
+  EXPECT_EQ(w.at("origin_messages").as_int64(), 2);
+  EXPECT_EQ(w.at("close_code").as_int64(), 1008);
+  EXPECT_EQ(w.at("closed_by").as_string(), "proxy");
+  EXPECT_EQ(w.at("refused_from").as_string(), "client");
+  audit_record plain;  // neither key unless set
+  line.clear();
+  append_audit_line(line, plain);
+  EXPECT_EQ(line.find("protocol"), std::string::npos);
+  EXPECT_EQ(line.find("websocket"), std::string::npos);
+}
+
 TEST(AuditFormat, EmptyRuleIsNullAndDefaultsAreValid) {
   audit_record r;  // everything default: empty strings, zero numbers, epoch
   std::string line;

@@ -1,0 +1,98 @@
+#include "proxy/websocket_conversation.hpp"
+
+#include "core/str_cat.hpp"
+
+namespace airlock::proxy {
+namespace ws = websocket;
+using filters::message_from;
+
+namespace {
+
+std::string_view side(message_from from) {
+  return from == message_from::client ? "client" : "origin";
+}
+
+filters::exchange_record::websocket_summary& summary_of(filters::exchange& ex) {
+  ex.record.protocol = "websocket";
+  if (!ex.record.websocket) ex.record.websocket.emplace();
+  return *ex.record.websocket;
+}
+
+}  // namespace
+
+std::string refusal_close_reason(const filters::exchange_record& rec) {
+  std::string why = core::str_cat(core::name(rec.reason), ": ", rec.detail);
+  // close_payload cuts at a character boundary; the detail names no request value.
+  return why;
+}
+
+websocket_conversation::websocket_conversation(filters::chain& chain, std::uint64_t max_message,
+                                               bool deflate)
+    : chain_(chain),
+      summary_(summary_of(chain.ex())),
+      from_client_(ws::sender::client, max_message, deflate),
+      from_origin_(ws::sender::server, max_message, deflate) {}
+
+void websocket_conversation::on_bytes(message_from from, std::string_view bytes, output& out) {
+  if (ended_) return;
+  auto& reader = from == message_from::client ? from_client_ : from_origin_;
+  reader.feed(bytes);
+  // Bounded: each event consumes a frame from what was fed, or ends the loop.
+  while (!ended_) {
+    auto e = reader.next();
+    if (e.what == ws::event::kind::need_more) return;
+    on_event(from, e, out);
+  }
+}
+
+void websocket_conversation::on_event(message_from from, ws::event& e, output& out) {
+  using kind = ws::event::kind;
+  // Frames towards the origin are a client's, so masked (RFC 6455 section 5.1).
+  const bool mask_other = from == message_from::client;
+  if (e.what == kind::error) return protocol_error(from, e, out);
+  if (e.what == kind::control && e.op == ws::opcode::close) {
+    summary_.close_code = e.code == ws::close_code::no_status ? 0 : e.code;
+    summary_.closed_by = side(from);
+    out.to_other += ws::encode_frame(ws::opcode::close, e.payload, mask_other);
+    return;
+  }
+  const filters::message m{from, static_cast<std::uint8_t>(e.op), e.payload};
+  if (!chain_.message(m).passes()) {
+    summary_.refused_from = side(from);
+    return end(from, ws::close_code::policy_violation, ws::close_code::policy_violation,
+               refusal_close_reason(chain_.ex().record), out);
+  }
+  if (e.what == kind::message)
+    ++(from == message_from::client ? summary_.client_messages : summary_.origin_messages);
+  out.to_other += ws::encode_frame(e.op, e.payload, mask_other);
+}
+
+void websocket_conversation::protocol_error(message_from from, const ws::event& e, output& out) {
+  auto& rec = chain_.ex().record;
+  const bool too_big = e.code == ws::close_code::too_big;
+  const std::string detail = core::str_cat("websocket ", side(from), ": ", e.reason);
+  if (from == message_from::client) {
+    rec.refuse(too_big ? core::errc::body_too_large : core::errc::bad_request, detail);
+  } else {
+    rec.failed_upstream(too_big ? core::errc::response_too_large : core::errc::upstream_error);
+    rec.detail = detail;
+  }
+  end(from, e.code, ws::close_code::going_away, e.reason, out);
+}
+
+void websocket_conversation::end(message_from from, std::uint16_t sender_code,
+                                 std::uint16_t other_code, std::string_view reason, output& out) {
+  ended_ = true;
+  summary_.close_code = sender_code;
+  summary_.closed_by = "proxy";
+  const bool to_origin_masked = true;
+  const bool sender_is_client = from == message_from::client;
+  out.to_sender += ws::encode_frame(ws::opcode::close, ws::close_payload(sender_code, reason),
+                                    sender_is_client ? false : to_origin_masked);
+  // The other side learns only that the proxy ended the connection, not why.
+  out.to_other +=
+      ws::encode_frame(ws::opcode::close, ws::close_payload(other_code, "closed by the proxy"),
+                       sender_is_client ? to_origin_masked : false);
+}
+
+}  // namespace airlock::proxy

@@ -1,0 +1,61 @@
+#pragma once
+// The decisions of a WebSocket relay, without sockets: bytes read from either side go in, the
+// bytes to write come out. Each side's frames are read by a websocket::message_reader (RFC 6455
+// checked, permessage-deflate inflated, bounded by the rule's websocket.max_message_bytes);
+// every whole message, and every ping and pong, goes through the chain's message hook
+// (filters::chain::message) before anything of it is forwarded, re-framed (masked towards the
+// origin, unmasked towards the client; never compressed, which RFC 7692 section 6 allows).
+//
+// A refused message never reaches the other side: the sender gets close 1008 with a short
+// reason, the other side close 1008 too, and the relay ends. A frame that breaks the protocol
+// gets its close code (1002, 1007, 1009) to the side that sent it and 1001 to the other.
+// Close frames pass through; the relay (websocket_relay.hpp) ends when the sockets close.
+//
+// The exchange's record carries the summary (one audit line for the whole connection).
+//
+// @par Thread Safety
+// Used by one session on one thread.
+
+#include "filters/chain.hpp"
+#include "websocket/message_reader.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace airlock::proxy {
+
+class websocket_conversation {
+ public:
+  // `deflate`: the two ends agreed permessage-deflate (the 101's Sec-WebSocket-Extensions).
+  websocket_conversation(filters::chain& chain, std::uint64_t max_message, bool deflate);
+
+  struct output {
+    std::string to_other;   // bytes for the other side
+    std::string to_sender;  // bytes back to the side that sent (a close)
+  };
+  // Bytes read from `from`; what to write is appended to `out`.
+  void on_bytes(filters::message_from from, std::string_view bytes, output& out);
+
+  // A message was refused or a side broke the protocol: closes were sent both ways and
+  // nothing more is forwarded.
+  bool ended() const noexcept { return ended_; }
+
+ private:
+  void on_event(filters::message_from from, websocket::event& e, output& out);
+  void end(filters::message_from from, std::uint16_t sender_code, std::uint16_t other_code,
+           std::string_view reason, output& out);
+  void protocol_error(filters::message_from from, const websocket::event& e, output& out);
+
+  filters::chain& chain_;
+  filters::exchange_record::websocket_summary& summary_;
+  websocket::message_reader from_client_;
+  websocket::message_reader from_origin_;
+  bool ended_ = false;
+};
+
+// A short close reason for a refusal: the reason's name and its detail, cut to fit a close
+// frame (RFC 6455 section 5.5: 123 bytes of reason).
+std::string refusal_close_reason(const filters::exchange_record& rec);
+
+}  // namespace airlock::proxy

@@ -1,0 +1,135 @@
+#include "proxy/websocket_conversation.hpp"
+
+#include "websocket/message_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+// The relay's decisions without sockets: frames re-framed for the other side, a refused message
+// never forwarded (1008 to the sender, 1008 to the other side), protocol errors closed with
+// their code, the summary in the record.
+namespace airlock::proxy {
+namespace {
+namespace ws = websocket;
+using filters::message_from;
+
+// Refuses any message that contains "forbidden" (from the client).
+class word_filter final : public filters::filter {
+ public:
+  filters::verdict on_message(filters::exchange&, const filters::message& m) override {
+    if (m.payload.find("forbidden") != std::string_view::npos)
+      return filters::verdict::refuse(core::errc::placeholder_refused, "a forbidden word");
+    return filters::verdict::next();
+  }
+};
+class word_factory final : public filters::filter_factory {
+ public:
+  filters::filter* create(const filters::exchange&, std::pmr::memory_resource& a) const override {
+    return make<word_filter>(a);
+  }
+};
+
+struct fixture {
+  fixture() {
+    factories.push_back(std::make_unique<word_factory>());
+    c.emplace(factories, ex);
+  }
+  std::vector<std::unique_ptr<filters::filter_factory>> factories;
+  filters::exchange ex;
+  std::optional<filters::chain> c;
+};
+
+// The frames in `bytes` as a reader on the receiving side sees them.
+std::vector<ws::event> frames(std::string_view bytes, ws::sender from) {
+  ws::message_reader r(from, 1 << 20, false);
+  r.feed(bytes);
+  std::vector<ws::event> out;
+  for (auto e = r.next(); e.what != ws::event::kind::need_more; e = r.next()) {
+    out.push_back(e);
+    if (e.what == ws::event::kind::error) break;
+  }
+  return out;
+}
+
+TEST(WebsocketConversation, MessagesAreReframedForTheOtherSide) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  // A fragmented client message with a ping between its frames.
+  const auto first = ws::encode_frame(ws::opcode::text, "hel", true);
+  std::string bytes = first;
+  bytes[0] = static_cast<char>(0x01);  // FIN clear
+  auto last = ws::encode_frame(ws::opcode::continuation, "lo", true);
+  bytes += ws::encode_frame(ws::opcode::ping, "p", true) + last;
+  conv.on_bytes(message_from::client, bytes, out);
+  EXPECT_TRUE(out.to_sender.empty());
+  const auto up = frames(out.to_other, ws::sender::client);  // masked towards the origin
+  ASSERT_EQ(up.size(), 2u);
+  EXPECT_EQ(up[0].op, ws::opcode::ping);
+  EXPECT_EQ(up[1].payload, "hello");
+  out = {};
+  conv.on_bytes(message_from::origin, ws::encode_frame(ws::opcode::text, "echo", false), out);
+  const auto down = frames(out.to_other, ws::sender::server);  // unmasked towards the client
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(down[0].payload, "echo");
+  ASSERT_TRUE(f.ex.record.websocket);
+  EXPECT_EQ(f.ex.record.websocket->client_messages, 1u);
+  EXPECT_EQ(f.ex.record.websocket->origin_messages, 1u);
+  EXPECT_EQ(f.ex.record.protocol, "websocket");
+}
+
+TEST(WebsocketConversation, ARefusedMessageIsNeverForwarded) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  conv.on_bytes(message_from::client,
+                ws::encode_frame(ws::opcode::text, "a forbidden thing", true) +
+                    ws::encode_frame(ws::opcode::text, "after", true),
+                out);
+  EXPECT_TRUE(conv.ended());
+  const auto back = frames(out.to_sender, ws::sender::server);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].op, ws::opcode::close);
+  EXPECT_EQ(back[0].code, 1008);
+  EXPECT_NE(back[0].reason.find("placeholder_refused"), std::string::npos);
+  const auto up = frames(out.to_other, ws::sender::client);
+  ASSERT_EQ(up.size(), 1u);  // only the close: neither the message nor the one after it
+  EXPECT_EQ(up[0].op, ws::opcode::close);
+  EXPECT_EQ(up[0].code, 1008);
+  EXPECT_EQ(f.ex.record.reason, core::errc::placeholder_refused);
+  EXPECT_EQ(f.ex.record.websocket->refused_from, "client");
+  EXPECT_EQ(f.ex.record.websocket->closed_by, "proxy");
+  out = {};
+  conv.on_bytes(message_from::origin, ws::encode_frame(ws::opcode::text, "late", false), out);
+  EXPECT_TRUE(out.to_other.empty());
+}
+
+TEST(WebsocketConversation, AProtocolErrorClosesWithItsCode) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  // A client frame without a mask.
+  conv.on_bytes(message_from::client, ws::encode_frame(ws::opcode::text, "x", false), out);
+  EXPECT_TRUE(conv.ended());
+  EXPECT_EQ(frames(out.to_sender, ws::sender::server).at(0).code, 1002);
+  EXPECT_EQ(frames(out.to_other, ws::sender::client).at(0).code, 1001);
+  EXPECT_EQ(f.ex.record.reason, core::errc::bad_request);
+}
+
+TEST(WebsocketConversation, CloseFramesPassAndAreSummarised) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  conv.on_bytes(message_from::client,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true), out);
+  EXPECT_FALSE(conv.ended());
+  const auto up = frames(out.to_other, ws::sender::client);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].code, 1000);
+  EXPECT_EQ(f.ex.record.websocket->close_code, 1000);
+  EXPECT_EQ(f.ex.record.websocket->closed_by, "client");
+}
+
+}  // namespace
+}  // namespace airlock::proxy
