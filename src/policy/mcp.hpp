@@ -45,6 +45,9 @@ struct mcp_config {
   // (filters/mcp/listing.hpp tool_pin); `pins: learn` pins each tool on first sight instead.
   std::vector<std::pair<std::string, std::string>> pins;
   bool learn_pins = false;
+  // `pins_file`: pins learned on first sight are kept in this file (JSON lines {rule, tool,
+  // sha256}), read when the policy loads and appended to as tools are first listed.
+  std::string pins_file;
   bool report_changes = false;    // `on_change: report`: a changed tool is recorded, not dropped
   bool scan_descriptions = true;  // the prompt-injection scanner reads tool descriptions
   std::uint64_t max_response_bytes = 4 * 1024 * 1024;  // a listing answer (or SSE event) held

@@ -22,7 +22,8 @@ compiled_mcp compile_mcp(const model::mcp_config& in, const check_error& error) 
   }
   std::sort(out.methods.begin(), out.methods.end());
   out.filter_lists = in.filter_lists;
-  out.learn_pins = in.learn_pins;
+  out.learn_pins = in.learn_pins || !in.pins_file.empty();
+  out.pins_file = in.pins_file;
   out.report_changes = in.report_changes;
   out.scan_descriptions = in.scan_descriptions;
   out.max_response_bytes = in.max_response_bytes;

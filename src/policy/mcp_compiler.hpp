@@ -32,6 +32,7 @@ struct compiled_mcp {
   bool filter_lists = true;
   std::vector<std::pair<std::string, std::string>> pins;  // tool name -> lower-case hex
   bool learn_pins = false;
+  std::string pins_file;  // learned pins kept here (empty: in memory only)
   bool report_changes = false;
   bool scan_descriptions = true;
   std::uint64_t max_response_bytes = 0;

@@ -8,8 +8,8 @@ namespace airlock::policy::detail {
 namespace {
 
 constexpr std::string_view mcp_keys[] = {
-    "methods",      "tools", "scan_arguments", "max_body_bytes",    "max_batch",
-    "filter_lists", "pins",  "on_change",      "scan_descriptions", "max_response_bytes"};
+    "methods", "tools",     "scan_arguments",    "max_body_bytes",     "max_batch", "filter_lists",
+    "pins",    "on_change", "scan_descriptions", "max_response_bytes", "pins_file"};
 constexpr std::string_view mcp_tool_keys[] = {"arguments", "rate"};
 
 }  // namespace
@@ -49,6 +49,8 @@ void parser::mcp(const YAML::Node& node, const std::string& path, model::mcp_con
                 return;
               }
               error(v, key, "expected learn, or a mapping of tool names to SHA-256 hex");
+            } else if (k == "pins_file") {
+              path_into(v, key, m.pins_file);
             } else if (k == "max_batch") {
               if (auto i = integer(v, key, 1, 1024)) m.max_batch = static_cast<std::uint32_t>(*i);
             } else if (k == "tools") {

@@ -11,6 +11,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 
 from harness import env
@@ -89,6 +90,10 @@ class McpSdkTest(ProxyTestCase):
             # delete_repository allowed, twice an hour.
             tunnel_rule(port, name="limited", hosts=["limited.test"], inspect=True,
                         mcp={"tools": {"delete_repository": {"rate": {"requests_per_hour": 2}}}}),
+            # Pins learned on first sight, kept in a file.
+            tunnel_rule(port, name="pinned", hosts=["pinned.test"], inspect=True,
+                        mcp={"methods": methods, "tools": tools,
+                             "pins_file": os.path.join(cls.tmp.name, "pins.jsonl")}),
             tunnel_rule(cls.json_server.port, name="json", hosts=["json.test"], inspect=True,
                         mcp={"methods": methods, "tools": tools}),
             # No notifications/initialized: the client's handshake cannot finish.
@@ -171,6 +176,24 @@ class McpSdkTest(ProxyTestCase):
                           {"call": "weather", "args": {"city": "Oslo"}})
         self.assertIn("weather", [t["name"] for t in got[0]["ok"]["tools"]])
         self.assertIn("ok", got[1], got)
+
+    def test_learned_pins_are_kept_in_the_pins_file(self):
+        self.assertEqual(self.listed("pinned.test"), ["echo", "read_file", "weather"])
+        path = os.path.join(self.tmp.name, "pins.jsonl")
+        deadline = time.monotonic() + env.t(10)
+        lines = []
+        while time.monotonic() < deadline:
+            if os.path.exists(path):
+                with open(path) as f:
+                    lines = [json.loads(line) for line in f if line.strip()]
+                if {l["tool"] for l in lines} >= {"echo", "read_file", "weather"}:
+                    break
+            time.sleep(0.05)
+        tools = {l["tool"]: l for l in lines}
+        self.assertIn("weather", tools, lines)
+        self.assertEqual(tools["weather"]["rule"], "pinned")
+        self.assertRegex(tools["weather"]["sha256"], "^[0-9a-f]{64}$")
+        self.assertNotIn("delete_repository", tools)  # not allowed: never pinned
 
     def test_per_tool_rate_limit(self):
         step = {"call": "delete_repository", "args": {"repo": "scratch"}}

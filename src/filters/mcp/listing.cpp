@@ -8,9 +8,17 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <boost/json/parse.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <fstream>
 
 namespace airlock::filters::mcp {
 namespace {
@@ -90,7 +98,80 @@ std::string tool_memory::learn(std::size_t rule, std::string_view tool, const st
   // Bounded: a server listing ever new names cannot grow this without limit.
   if (learned_.size() >= 4096) return pin;
   learned_.push_back({key{rule, std::string(tool)}, pin});
+  for (const auto& f : files_) {
+    if (f.rule != rule) continue;
+    json::object line;
+    line["rule"] = f.rule_name;
+    line["tool"] = tool;
+    line["sha256"] = pin;
+    queue_.emplace_back(f.path, json::serialize(line) + "\n");
+    if (!writer_.joinable()) writer_ = std::thread([this] { write_loop(); });
+    wake_.notify_one();
+  }
   return pin;
+}
+
+bool tool_memory::load(std::size_t rule, std::string_view rule_name, const std::string& path,
+                       std::string& error) {
+  std::vector<std::pair<key, std::string>> found;
+  std::ifstream in(path);
+  if (!in) {
+    if (errno != ENOENT) {
+      error = core::str_cat(path, ": ", std::strerror(errno));
+      return false;
+    }
+  }
+  std::string text;
+  for (std::size_t n = 1; in && std::getline(in, text); ++n) {
+    if (text.empty()) continue;
+    json::error_code ec;
+    const json::value v = json::parse(text, ec);
+    const json::object* o = !ec && v.is_object() ? &v.get_object() : nullptr;
+    const auto field = [&](std::string_view k) {
+      return o != nullptr ? text_of(*o, k) : std::string_view{};
+    };
+    const std::string_view pin = field("sha256");
+    if (field("rule").empty() || field("tool").empty() || pin.size() != 64 ||
+        pin.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+      error = core::str_cat(path, ":", n, ": expected {\"rule\", \"tool\", \"sha256\"}");
+      return false;
+    }
+    if (field("rule") == rule_name)
+      found.push_back({key{rule, std::string(field("tool"))}, std::string(pin)});
+  }
+  std::lock_guard lock(mutex_);
+  for (auto& f : found)
+    if (learned_.size() < 4096) learned_.push_back(std::move(f));
+  files_.push_back({rule, std::string(rule_name), path});
+  return true;
+}
+
+void tool_memory::write_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    auto batch = std::move(queue_);
+    queue_.clear();
+    lock.unlock();
+    for (const auto& [path, line] : batch) {
+      // O_APPEND: each line lands whole at the end, whoever else appends.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+      if (fd < 0) continue;  // the pin stays learned in memory
+      (void)!::write(fd, line.data(), line.size());
+      ::close(fd);
+    }
+    lock.lock();
+    if (stopping_ && queue_.empty()) return;
+  }
+}
+
+tool_memory::~tool_memory() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
 }
 
 listing_result filter_listing(std::string_view message, std::span<const listing_request> requests,

@@ -14,6 +14,7 @@
 #include "filters/mcp/sse.hpp"
 #include "policy/mcp_compiler.hpp"
 
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -39,19 +41,44 @@ struct listing_request {
 std::string tool_pin(std::string_view description, std::string_view input_schema_json);
 
 // Tools found changed or poisoned, per rule (by compiled_rule::index) and name, and the pins
-// learned on first sight (`mcp.pins: learn`).
+// learned on first sight (`mcp.pins: learn`), kept in memory and, for a rule with
+// `mcp.pins_file`, in that file: read by load() when the policy loads, appended to by a writer
+// thread of its own (hooks do no I/O) as tools are first listed.
 class tool_memory {
  public:
+  tool_memory() = default;
+  ~tool_memory();  // what is queued is written out first
+  tool_memory(const tool_memory&) = delete;
+  tool_memory& operator=(const tool_memory&) = delete;
+
   bool tainted(std::size_t rule, std::string_view tool) const;
   void taint(std::size_t rule, std::string_view tool, bool on);
   // The learned pin, or the one given (first sight); returns the pin in force.
   std::string learn(std::size_t rule, std::string_view tool, const std::string& pin);
+  // The pins `path` holds for the rule named `rule_name` (JSON lines {"rule", "tool",
+  // "sha256"}; a missing file holds none), learned for rule `rule`, whose new pins are appended
+  // to `path` from now on. False, with `error` set, when the file cannot be read or a line is
+  // malformed.
+  bool load(std::size_t rule, std::string_view rule_name, const std::string& path,
+            std::string& error);
 
  private:
   using key = std::pair<std::size_t, std::string>;
+  struct pins_file {
+    std::size_t rule;
+    std::string rule_name;
+    std::string path;
+  };
+  void write_loop();
+
   mutable std::mutex mutex_;
   std::set<key> tainted_;
   std::vector<std::pair<key, std::string>> learned_;
+  std::vector<pins_file> files_;
+  std::vector<std::pair<std::string, std::string>> queue_;  // (path, line) to append
+  std::condition_variable wake_;
+  std::thread writer_;
+  bool stopping_ = false;
 };
 
 struct dropped_tool {

@@ -202,6 +202,13 @@ mcp_plan::build_result mcp_plan::build(const policy::snapshot& snapshot, const d
   std::shared_ptr<const dlp::scanner> fallback;  // the default classes, built once if needed
   for (const auto& rule : snapshot.rules()) {
     if (!rule.mcp.active) continue;
+    if (!rule.mcp.pins_file.empty()) {
+      std::string error;
+      if (!plan->memory->load(rule.index, rule.name, rule.mcp.pins_file, error)) {
+        out.errors.push_back(core::str_cat("rule ", rule.name, ": mcp.pins_file: ", error));
+        return out;
+      }
+    }
     rule_plan rp;
     rp.active = true;
     const dlp::dlp_plan::rule_plan* own =

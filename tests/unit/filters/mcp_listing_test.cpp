@@ -5,6 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
 // Listings filtered to what the agent may call: the SSE reader (split anywhere), pins, prompt
 // injection in descriptions, and the JSON and SSE shapes of an answer.
 namespace airlock::filters::mcp {
@@ -125,6 +134,57 @@ TEST(mcp_listing, LearnedPins) {
   ASSERT_TRUE(r.rewritten);
   EXPECT_EQ(r.rewritten->find("\"weather\""), std::string::npos);
   EXPECT_TRUE(memory.tainted(0, "weather"));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(mcp_listing, PinsFileLearnedAcrossLoads) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("airlock-mcp-pins-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "pins.jsonl").string();
+  std::filesystem::remove(path);
+  policy::model::mcp_config m;
+  m.present = true;
+  m.pins_file = path;
+  const auto p = policy::compile_mcp(m, [](const std::string&, std::string) {});
+  ASSERT_TRUE(p.learn_pins);
+  const std::vector<listing_request> req = {{"4", list_kind::tools}};
+  {
+    tool_memory memory;
+    std::string error;
+    ASSERT_TRUE(memory.load(0, "mcp", path, error)) << error;  // no file yet: no pins
+    (void)filter_listing(tools_answer("First."), req, p, 0, memory);
+  }  // the writer has written everything out
+  const std::string text = read_file(path);
+  EXPECT_NE(text.find(R"("rule":"mcp","tool":"weather","sha256":")"), std::string::npos) << text;
+  {
+    // A new load (a restart, a reload) knows the pins: a changed description is a rug pull.
+    tool_memory memory;
+    std::string error;
+    ASSERT_TRUE(memory.load(0, "mcp", path, error)) << error;
+    auto r = filter_listing(tools_answer("Second."), req, p, 0, memory);
+    ASSERT_TRUE(r.rewritten);
+    EXPECT_EQ(r.rewritten->find("\"weather\""), std::string::npos);
+    EXPECT_TRUE(memory.tainted(0, "weather"));
+    // Another rule's pins are not this one's.
+    tool_memory other;
+    ASSERT_TRUE(other.load(0, "another", path, error));
+    EXPECT_FALSE(filter_listing(tools_answer("Second."), req, p, 0, other).dropped.size() > 1);
+  }
+  {
+    std::ofstream(path, std::ios::app) << "{\"rule\":\"mcp\"}\n";
+    tool_memory memory;
+    std::string error;
+    EXPECT_FALSE(memory.load(0, "mcp", path, error));
+    EXPECT_NE(error.find("pins.jsonl:"), std::string::npos) << error;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(mcp_listing, StreamsJsonAndSse) {
