@@ -17,6 +17,7 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
     {403, "http_request_denied", "method_denied", "the method is not allowed"},
     {403, "http_request_denied", "path_denied", "the path is not allowed"},
     {403, "http_request_denied", "upgrade_denied", "protocol upgrade not allowed"},
+    {403, "http_request_denied", "protocol_denied", "the rule does not allow this protocol"},
     {403, "http_request_denied", "needs_inspection",
      "the rule checks requests but the tunnel is not inspected"},
     {403, "http_request_denied", "sni_mismatch", "TLS server name does not match CONNECT host"},

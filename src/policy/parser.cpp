@@ -50,7 +50,7 @@ constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown
 constexpr std::string_view rule_keys[] = {
     "name",      "hosts",       "host_regex", "ports",   "methods",  "paths", "upgrades",
     "addresses", "allow_cidrs", "inspect",    "mode",    "rate",     "query", "headers",
-    "body",      "inject",      "redact",     "schemes", "binaries", "dlp"};
+    "body",      "inject",      "redact",     "schemes", "binaries", "dlp",   "protocols"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
 
@@ -420,6 +420,34 @@ void parser::schemes(const YAML::Node& v, const std::string& key, std::vector<mo
   }
 }
 
+void parser::protocols(const YAML::Node& v, const std::string& key, std::uint8_t& out) {
+  if (!expect(v, key, YAML::NodeType::Sequence, "a list")) return;
+  if (v.size() == 0) {
+    error(v, key, "must not be empty (omit the key for all: [http/1.1, h2, websocket])");
+    return;
+  }
+  out = 0;
+  std::size_t j = 0;
+  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
+    const std::string pk = indexed(key, j);
+    marks_.set(pk, to_mark(p->Mark()));
+    const auto text = string(*p, pk);
+    if (!text) continue;
+    const std::uint8_t bit = *text == "http/1.1"    ? model::protocol_http1
+                             : *text == "h2"        ? model::protocol_h2
+                             : *text == "websocket" ? model::protocol_websocket
+                                                    : 0;
+    if (bit == 0)
+      error(*p, pk,
+            core::str_cat("unknown protocol '", text->substr(0, 40),
+                          "' (http/1.1, h2 or websocket)"));
+    else if ((out & bit) != 0)
+      error(*p, pk, core::str_cat("protocol '", *text, "' is listed twice"));
+    else
+      out |= bit;
+  }
+}
+
 void parser::rules(const YAML::Node& node, const std::string& path, std::vector<model::rule>& out) {
   if (!expect(node, path, YAML::NodeType::Sequence, "a list of rules")) return;
   std::size_t i = 0;
@@ -468,6 +496,8 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 ports(v, child, r.ports);
               else if (k == "schemes")
                 schemes(v, child, r.schemes);
+              else if (k == "protocols")
+                protocols(v, child, r.protocols);
               else if (k == "binaries")
                 parse_binaries(v, child, r.binaries,
                                [&](const YAML::Node& at, const std::string& ek, std::string m) {

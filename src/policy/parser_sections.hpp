@@ -95,6 +95,7 @@ class parser {
   void redact(const YAML::Node& n, const std::string& path, model::redact& r);
   void ports(const YAML::Node& n, const std::string& path, std::vector<model::port_range>& out);
   void schemes(const YAML::Node& n, const std::string& path, std::vector<model::scheme>& out);
+  void protocols(const YAML::Node& n, const std::string& path, std::uint8_t& out);
   void secrets(const YAML::Node& n, const std::string& path, std::vector<model::secret>& out);
   void redactors(const YAML::Node& n, const std::string& path, std::vector<model::redactor>& out);
   void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
