@@ -49,6 +49,13 @@ h2_connection::h2_connection(session_context& s, tls_client& client, tunnel_cont
       tick_(s.client.get_executor()) {}
 
 void h2_connection::on_request(const std::shared_ptr<h2::stream>& st) {
+  // Streams the client closed still finish their exchange (an upstream being connected, a
+  // record to write): no more of them than the streams it may have open, or resetting streams
+  // would make work without bound (CVE-2023-44487).
+  if (active_ >= limits_.max_concurrent_streams || closing_) {
+    codec_.reset(*st, NGHTTP2_REFUSED_STREAM);
+    return;
+  }
   auto ss = std::make_shared<h2_stream_state>(s_.client.get_executor());
   ss->stream = st;
   st->user = ss.get();
@@ -178,10 +185,10 @@ asio::awaitable<void> h2_connection::run() {
   }
   while (active_ > 0)
     co_await streams_done_.wait(std::chrono::milliseconds(100));
-  kick();
-  for (int i = 0; i < 20 && !writer_done_; ++i) {
-    if (output_.empty()) break;
-    co_await output_drained_.wait(std::chrono::milliseconds(100));
+  // The writer sends what is left (the GOAWAY among it) and ends, given two seconds.
+  for (int i = 0; i < 40 && !writer_done_; ++i) {
+    kick();
+    co_await output_drained_.wait(std::chrono::milliseconds(50));
   }
   cut();
   // The writer and the watchdog refer to this object: both end before it does.

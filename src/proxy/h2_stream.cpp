@@ -318,6 +318,11 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   }
   if (!chain.forward().passes()) co_return co_await answer(c, ss, rec, limits.idle_timeout);
   h2_rewrite_for_upstream(req, ex, held ? &*held : nullptr);
+  if (ss.stream->closed) {
+    // The client reset the stream while it was decided: nothing goes upstream.
+    rec.refuse(errc::bad_request, "the client reset the stream");
+    co_return;
+  }
   // 5. Upstream and the answer.
   co_await forward_stream(c, ss, chain, req, held);
   // A client still sending a body nobody reads is told to stop (RFC 9113 section 8.1).

@@ -38,6 +38,7 @@ class H2Tunnel:
         self.conn = h2.connection.H2Connection(h2.config.H2Configuration(
             client_side=True, header_encoding="utf-8", validate_outbound_headers=False,
             validate_inbound_headers=False))
+        self.write_failed = False
         self.conn.initiate_connection()
         if settings:
             self.conn.update_settings(settings)
@@ -49,8 +50,15 @@ class H2Tunnel:
 
     def flush(self):
         data = self.conn.data_to_send()
-        if data:
+        if data and not self.write_failed:
+            self.send(data)
+
+    def send(self, data):
+        """Sends raw bytes; a proxy that closed first leaves what it said still to be read."""
+        try:
             self.sock.sendall(data)
+        except (OSError, ssl.SSLError):
+            self.write_failed = True
 
     def headers(self, path, method="GET", extra=(), end_stream=True):
         sid = self.conn.get_next_available_stream_id()
