@@ -133,12 +133,19 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
   co_return true;
 }
 
+// Gives the upstream connection back to the connection's idle ones as soon as its answer has
+// been read whole (before the last bytes reach the client, who may ask again at once).
+void give_back(h2_connection& c, h2_stream_state& ss, std::unique_ptr<tunnel_context>& up) {
+  ss.upstream = nullptr;
+  c.put_upstream(std::move(up));
+}
+
 // The origin's answer: head through the chain, then the body piece by piece through the chain's
-// response filters onto the stream. True when the upstream connection may be used again.
-template <class Upstream>
-asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filters::chain& chain,
-                                     Upstream& upstream, beast::flat_buffer& up_buffer,
-                                     bool head_request) {
+// response filters onto the stream. The upstream is given back when it may be used again.
+asio::awaitable<void> relay_response(h2_connection& c, h2_stream_state& ss, filters::chain& chain,
+                                     std::unique_ptr<tunnel_context>& up, bool head_request) {
+  auto& upstream = *up->upstream;
+  auto& up_buffer = up->upstream_buffer;
   auto& ex = chain.ex();
   auto& rec = ex.record;
   const auto& limits = ex.snapshot->limits();
@@ -154,7 +161,7 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   if (ec) {
     forward_detail::record_response_failure(rec, ec);
     co_await answer(c, ss, rec, limits.idle_timeout);
-    co_return false;
+    co_return;
   }
   auto& res = res_p->get();
   const unsigned status = res.result_int();
@@ -165,15 +172,18 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   strip_hop_by_hop(res);
   if (!chain.response_head().passes()) {
     co_await answer(c, ss, rec, limits.idle_timeout);
-    co_return false;
+    co_return;
   }
   const bool filtered =
       ex.response_has_body && chain.response_body_use() != filters::body_use::none;
   auto fields = h2_response_fields(res);
   if (ex.response_reframed) h2_drop_field(fields, "content-length");
-  if (!c.codec().submit_response(*ss.stream, status, fields, ex.response_has_body)) co_return false;
+  if (!c.codec().submit_response(*ss.stream, status, fields, ex.response_has_body)) co_return;
   c.kick();
-  if (!ex.response_has_body) co_return upstream_keep_alive && res_p->is_done();
+  if (!ex.response_has_body) {
+    if (upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0) give_back(c, ss, up);
+    co_return;
+  }
 
   const byte_throttle download{ex.download};
   std::string buf(h1::relay_buffer_size, '\0');
@@ -192,7 +202,7 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       rec.detail = core::str_cat("response body: ", read_ec.message());
       c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
       c.kick();
-      co_return false;
+      co_return;
     }
     co_await download.pace(n);
     std::string_view piece(buf.data(), n);
@@ -202,15 +212,16 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       if (!chain.response_body(piece, last, filtered_out, enough).passes()) {
         c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
         c.kick();
-        co_return false;
+        co_return;
       }
       if (enough) last = true;
       piece = filtered_out;
     }
     rec.bytes_out += piece.size();
-    if (!co_await push_output(c, ss, piece, last, limits.idle_timeout)) co_return false;
+    if (last && upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0)
+      give_back(c, ss, up);
+    if (!co_await push_output(c, ss, piece, last, limits.idle_timeout)) co_return;
   }
-  co_return upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0;
 }
 
 // Sends the request to the origin over one of the connection's HTTP/1.1 upstreams and relays
@@ -234,12 +245,9 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
   rec.upstream = up->upstream_text;
   ss.upstream = up.get();
   const bool head_request = req.method() == http::verb::head;
-  bool reusable = false;
   if (co_await send_request(c, ss, chain, *up->upstream, req, held))
-    reusable =
-        co_await relay_response(c, ss, chain, *up->upstream, up->upstream_buffer, head_request);
-  ss.upstream = nullptr;
-  if (reusable) c.put_upstream(std::move(up));
+    co_await relay_response(c, ss, chain, up, head_request);
+  ss.upstream = nullptr;  // (an upstream not given back closes here)
 }
 
 // Reads the whole request body (a filter must see all of it before any byte goes on), giving
