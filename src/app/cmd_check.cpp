@@ -62,10 +62,12 @@ int cmd_check(args a) {
               options.read_secrets ? "" : "; secrets not read");
   for (const auto& r : p.rules()) {
     const auto& schemes = r.source->schemes;
+    const auto protocols = r.source->protocols;
     std::printf(
-        "  rule %s: ports %s; schemes %s%s%s\n", r.name.c_str(),
+        "  rule %s: ports %s; schemes %s%s%s%s\n", r.name.c_str(),
         policy::ports_text(r.ports).c_str(), policy::schemes_text(schemes).c_str(),
         r.inspect ? "; inspect" : "",
+        protocols == 0x7 ? "" : ("; protocols " + policy::protocols_text(protocols)).c_str(),
         r.binaries.empty() ? "" : ("; binaries " + policy::binaries_text(r.binaries)).c_str());
   }
   return 0;

@@ -50,6 +50,7 @@ struct h2_stream_state {
   std::shared_ptr<h2::stream> stream;
   signal changed;                      // body bytes, end, close, or room for output
   tunnel_context* upstream = nullptr;  // while one is in use (the connection may cut it)
+  bool grpc = false;                   // a gRPC call: the proxy's answers are gRPC statuses
 };
 
 class h2_connection final : public h2::observer {

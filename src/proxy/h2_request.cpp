@@ -109,4 +109,41 @@ void h2_drop_field(h2::header_list& fields, std::string_view name) {
       fields.end());
 }
 
+bool is_grpc(const http::fields& request) {
+  const auto type = core::lower(request[http::field::content_type]);
+  return type == "application/grpc" || type.starts_with("application/grpc+") ||
+         type.starts_with("application/grpc;");
+}
+
+h2::header_list grpc_answer_fields(const http::fields& answer, unsigned status,
+                                   std::string_view message) {
+  // https://github.com/grpc/grpc/blob/master/doc/statuscodes.md
+  const char* code = status == 403                                     ? "7"
+                     : status == 429 || status == 413 || status == 431 ? "8"
+                     : status == 407                                   ? "16"
+                     : status == 502 || status == 503 || status == 504 ? "14"
+                                                                       : "13";
+  // grpc-message: percent-encoded outside printable ASCII, and '%' itself (PROTOCOL-HTTP2.md).
+  std::string encoded;
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (unsigned char ch : message) {
+    if (ch < 0x20 || ch > 0x7e || ch == '%') {
+      encoded += '%';
+      encoded += hex[ch >> 4];
+      encoded += hex[ch & 15];
+    } else {
+      encoded += static_cast<char>(ch);
+    }
+  }
+  h2::header_list out{{"content-type", "application/grpc"},
+                      {"grpc-status", code},
+                      {"grpc-message", std::move(encoded)}};
+  for (const auto& f : answer) {
+    auto name = core::lower(f.name_string());
+    if (name == "proxy-status" || name == "x-airlock-reason" || name == "retry-after")
+      out.emplace_back(std::move(name), std::string(f.value()));
+  }
+  return out;
+}
+
 }  // namespace airlock::proxy

@@ -38,4 +38,16 @@ h2::header_list h2_response_fields(const http::fields& fields);
 
 void h2_drop_field(h2::header_list& fields, std::string_view name);
 
+// Whether the request is a gRPC call (content-type application/grpc, with or without a
+// subtype: the gRPC over HTTP/2 protocol).
+bool is_grpc(const http::fields& request);
+
+// The proxy's own answer (`status`, its fields, its one-line reason) as a gRPC client reads
+// it: HTTP 200 with a trailers-only response, grpc-status from the HTTP status (403
+// PERMISSION_DENIED, 429/413/431 RESOURCE_EXHAUSTED, 407 UNAUTHENTICATED, 502/503/504
+// UNAVAILABLE, anything else INTERNAL) and grpc-message the reason, percent-encoded; the
+// Proxy-Status and X-Airlock-Reason fields are kept.
+h2::header_list grpc_answer_fields(const http::fields& answer, unsigned status,
+                                   std::string_view message);
+
 }  // namespace airlock::proxy

@@ -152,6 +152,7 @@ asio::awaitable<void> h2_connection::watchdog() {
     }
   }
   watchdog_done_ = true;
+  output_drained_.notify();  // run() may be waiting for this
 }
 
 void h2_connection::cut() {

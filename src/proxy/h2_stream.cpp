@@ -55,9 +55,20 @@ asio::awaitable<bool> push_output(h2_connection& c, h2_stream_state& ss, std::st
 // The proxy's own answer (the refusal or failure in the record) on this stream.
 asio::awaitable<void> answer(h2_connection& c, h2_stream_state& ss, filters::exchange_record& rec,
                              std::chrono::milliseconds idle) {
+  const bool grpc = ss.grpc;
   auto res = make_answer(rec.reason, rec.detail, 11, true);
   if (rec.retry_after > 0) res.set(http::field::retry_after, std::to_string(rec.retry_after));
   rec.status = res.result_int();
+  if (grpc) {
+    // A gRPC client shows a status, not a transport error: trailers-only, HTTP 200.
+    auto line = res.body();
+    while (!line.empty() && line.back() == '\n')
+      line.pop_back();
+    c.codec().submit_response(*ss.stream, 200, grpc_answer_fields(res, rec.status, line), false);
+    rec.status = 200;
+    c.kick();
+    co_return;
+  }
   if (!c.codec().submit_response(*ss.stream, res.result_int(), h2_response_fields(res), true))
     co_return;
   co_await push_output(c, ss, res.body(), true, idle);
@@ -296,7 +307,9 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   http::request<http::buffer_body> req;
   ex.request = &req;
   // 1. The head, as an HTTP/1.1 request inside the tunnel would fill the exchange.
-  if (auto bad = h2_parse_request(*ss.stream, t.target, limits, req, ex)) {
+  auto bad = h2_parse_request(*ss.stream, t.target, limits, req, ex);
+  ss.grpc = is_grpc(req);
+  if (bad) {
     rec.refuse(bad->reason, bad->detail);
     co_return co_await answer(c, ss, rec, limits.idle_timeout);
   }

@@ -37,7 +37,7 @@ class H2Case(ProxyTestCase):
     @classmethod
     def extra_setup(cls):
         cls.ica = AirlockCA()
-        cls.certs = OriginCerts(names=("insp.test", "h1only.test", "origin.test"))
+        cls.certs = OriginCerts(names=("insp.test", "h1only.test", "h2only.test", "origin.test"))
         cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
 
     @classmethod
@@ -53,6 +53,7 @@ class H2Case(ProxyTestCase):
             inspect_rule(cls.good.port, "inspected", ["insp.test"],
                          inject={"headers": {"X-Injected": "injected-value"}}),
             inspect_rule(cls.good.port, "h1-only", ["h1only.test"], protocols=["http/1.1"]),
+            inspect_rule(cls.good.port, "h2-only", ["h2only.test"], protocols=["h2"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                 "upstream_ca": cls.certs.ca_cert})
 
@@ -149,6 +150,15 @@ class H2Case(ProxyTestCase):
         self.assertIn("version=1.1", r.stderr)
         rec = self.proxy.wait_audit(host="h1only.test", path="/echo/allowed")
         self.assertEqual(rec["protocol"], "http/1.1")
+
+    def test_http11_request_under_h2_only_rule_refused(self):
+        r = self.curl(self.url("/echo/allowed", host="h2only.test"),
+                      args=["--http1.1", "--cacert", self.ica.cert])
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(r.header("X-Airlock-Reason"), "protocol_denied")
+        r = self.curl2(self.url("/echo/allowed", host="h2only.test"))
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("version=2", r.stderr)
 
 
 if __name__ == "__main__":
