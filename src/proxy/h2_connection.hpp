@@ -94,6 +94,7 @@ class h2_connection final : public h2::observer {
   signal streams_done_;
   boost::asio::steady_timer tick_;  // the watchdog's
   bool watchdog_done_ = false;
+  bool goaway_ = false;     // the watchdog asked the client to go (idle, or shutting down)
   std::size_t active_ = 0;  // stream coroutines running
   bool closing_ = false;
   bool writer_done_ = false;

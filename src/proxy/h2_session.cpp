@@ -142,11 +142,16 @@ asio::awaitable<void> h2_connection::watchdog() {
     // it taken for idle_timeout (the client's TCP window stays shut).
     const bool idle_out = active_ == 0 && now - last_read_ns_ > idle.count();
     const bool stalled = !output_.empty() && now - last_write_ns_ > idle.count();
-    if ((idle_out || s_.w.shared().draining.load()) && codec_.error().empty()) {
+    const bool draining = s_.w.shared().draining.load();
+    if ((idle_out || draining) && !goaway_ && codec_.error().empty()) {
+      goaway_ = true;  // once: the client finishes its streams and opens no more
       codec_.shutdown(0);
       kick();
+      continue;
     }
-    if ((idle_out && now - last_read_ns_ > 2 * idle.count()) || stalled) {
+    // Shutting down, the GOAWAY sent and no stream left: nothing more will come of it.
+    const bool drained = draining && active_ == 0 && output_.empty() && !codec_.want_write();
+    if ((idle_out && now - last_read_ns_ > 2 * idle.count()) || stalled || drained) {
       cut();
       break;
     }

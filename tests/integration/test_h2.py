@@ -10,12 +10,14 @@ Shown with curl --http2 (one stream, several multiplexed, an upload) and a Pytho
 import hashlib
 import json
 import os
+import re
+import subprocess
 import tempfile
 import unittest
 
-from harness import clients
+from harness import clients, env
 from harness.base import ProxyTestCase, marker, parse_proxy_status
-from harness.h2_client import H2Tunnel
+from harness.h2_client import ConnectForwarder, H2Tunnel
 from harness.origin import pattern_sha256
 from harness.proxy import make_policy, origin_rule
 from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
@@ -54,6 +56,8 @@ class H2Case(ProxyTestCase):
                          inject={"headers": {"X-Injected": "injected-value"}}),
             inspect_rule(cls.good.port, "h1-only", ["h1only.test"], protocols=["http/1.1"]),
             inspect_rule(cls.good.port, "h2-only", ["h2only.test"], protocols=["h2"]),
+            # An IP literal, for nghttp (no proxy support: a local CONNECT forwarder).
+            inspect_rule(cls.good.port, "by-ip", ["127.0.0.1"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                 "upstream_ca": cls.certs.ca_cert})
 
@@ -159,6 +163,26 @@ class H2Case(ProxyTestCase):
         r = self.curl2(self.url("/echo/allowed", host="h2only.test"))
         self.assertEqual(r.status, 200, r)
         self.assertIn("version=2", r.stderr)
+
+    def test_nghttp_refused_stream_while_other_succeeds(self):
+        fwd = ConnectForwarder(self.port, "127.0.0.1:%d" % self.good.port)
+        self.addCleanup(fwd.stop)
+        base = "https://127.0.0.1:%d" % fwd.port
+        # One connection, three streams at once (nghttp sends every URI on one connection).
+        proc = subprocess.run(["nghttp", "-v", "-n", base + "/echo/allowed/ng1",
+                               base + "/not/allowed/ng", base + "/bytes/100000"],
+                              capture_output=True, text=True, timeout=env.t(30))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-2000:])
+        out = proc.stdout
+        self.assertIn("h2", out)
+        self.assertRegex(out, r"recv \(stream_id=\d+\) :status: 403")
+        self.assertEqual(len(re.findall(r"recv \(stream_id=\d+\) :status: 200", out)), 2, out)
+        self.assertRegex(out, r"recv \(stream_id=\d+\) x-airlock-reason: path_denied")
+        recs = [self.proxy.wait_audit(path=p, host="127.0.0.1")
+                for p in ("/echo/allowed/ng1", "/not/allowed/ng", "/bytes/100000")]
+        self.assertEqual([r["protocol"] for r in recs], ["h2"] * 3, recs)
+        self.assertEqual([r["status"] for r in recs], [200, 403, 200], recs)
+        self.assertEqual(len({r["client"] for r in recs}), 1, recs)
 
 
 if __name__ == "__main__":
