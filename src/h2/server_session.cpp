@@ -72,6 +72,11 @@ struct callbacks {
       if (!s.count_reset()) return NGHTTP2_ERR_CALLBACK_FAILURE;
       return 0;
     }
+    if ((frame->hd.type == NGHTTP2_PING || frame->hd.type == NGHTTP2_SETTINGS) &&
+        (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+      if (!s.count_control()) return NGHTTP2_ERR_CALLBACK_FAILURE;
+      return 0;
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     auto* st = find(session, frame->hd.stream_id);
     if (!st) return 0;
@@ -184,8 +189,8 @@ server_session::server_session(const limits& l, observer& o) : limits_(l), obser
   };
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, limits_.connection_window);
-  reset_tokens_ = limits_.reset_burst;
-  reset_clock_ns_ = core::steady_now_ns();
+  resets_ = {static_cast<double>(limits_.reset_burst), core::steady_now_ns()};
+  controls_ = {static_cast<double>(limits_.control_burst), core::steady_now_ns()};
 }
 
 server_session::~server_session() {
@@ -204,16 +209,27 @@ void server_session::fail(std::string why, std::uint32_t code) {
   nghttp2_session_terminate_session(session_, code);
 }
 
-bool server_session::count_reset() {
+bool server_session::bucket::take(std::uint32_t burst, std::uint32_t rate) {
   const auto now = core::steady_now_ns();
-  const double elapsed = static_cast<double>(now - reset_clock_ns_) / 1e9;
-  reset_clock_ns_ = now;
-  reset_tokens_ =
-      std::min<double>(limits_.reset_burst, reset_tokens_ + elapsed * limits_.resets_per_second);
-  if (reset_tokens_ >= 1) {
-    reset_tokens_ -= 1;
-    return true;
-  }
+  const double elapsed = static_cast<double>(now - clock_ns) / 1e9;
+  clock_ns = now;
+  tokens = std::min<double>(burst, tokens + elapsed * rate);
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
+}
+
+bool server_session::count_control() {
+  if (controls_.take(limits_.control_burst, limits_.control_per_second)) return true;
+  // A PING or SETTINGS flood (CVE-2019-9512, CVE-2019-9515): each one costs us an ack.
+  fail(core::str_cat("more than ", limits_.control_burst, " PING/SETTINGS frames in a burst (",
+                     limits_.control_per_second, " per second allowed)"),
+       NGHTTP2_ENHANCE_YOUR_CALM);
+  return false;
+}
+
+bool server_session::count_reset() {
+  if (resets_.take(limits_.reset_burst, limits_.resets_per_second)) return true;
   // CVE-2023-44487 ("rapid reset"): streams opened and reset faster than any client needs.
   fail(core::str_cat("more than ", limits_.reset_burst, " streams reset in a burst (",
                      limits_.resets_per_second, " per second allowed)"),

@@ -48,6 +48,10 @@ struct limits {
   // Streams the client may reset (or have reset) in a burst, and per second after it.
   std::uint32_t reset_burst = 200;
   std::uint32_t resets_per_second = 100;
+  // PING and SETTINGS frames (not acks) the client may send in a burst, and per second after
+  // it: each makes us queue an ack, whether or not the client reads them.
+  std::uint32_t control_burst = 100;
+  std::uint32_t control_per_second = 20;
   // Response bytes buffered per stream before the producer waits for the client's window.
   std::size_t stream_buffer = 64 * 1024;
 };
@@ -123,7 +127,14 @@ class server_session {
  private:
   friend struct callbacks;
   void fail(std::string why, std::uint32_t code);
+  // A token bucket: `burst` at once, `rate` per second after.
+  struct bucket {
+    double tokens = 0;
+    std::int64_t clock_ns = 0;
+    bool take(std::uint32_t burst, std::uint32_t rate);
+  };
   bool count_reset();
+  bool count_control();
 
   nghttp2_session* session_ = nullptr;
   limits limits_;
@@ -132,9 +143,8 @@ class server_session {
   std::string error_;
   std::uint32_t goaway_code_ = 0;
   bool failed_ = false;
-  // Reset accounting (a token bucket in streams, refilled per second).
-  double reset_tokens_ = 0;
-  std::int64_t reset_clock_ns_ = 0;
+  bucket resets_;    // streams reset
+  bucket controls_;  // PING and SETTINGS frames
 };
 
 }  // namespace airlock::h2

@@ -81,6 +81,7 @@ class h2_connection final : public h2::observer {
   boost::asio::awaitable<void> write_loop();
   boost::asio::awaitable<void> watchdog();
   boost::asio::awaitable<void> serve(std::shared_ptr<h2_stream_state> ss);
+  boost::asio::awaitable<void> linger();
   void cut();
 
   session_context& s_;

@@ -9,6 +9,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 
 #include <nghttp2/nghttp2.h>
@@ -101,7 +102,11 @@ asio::awaitable<void> h2_connection::read_loop() {
       co_await output_drained_.wait(std::chrono::seconds(1));
     if (writer_done_) break;
     auto [ec, n] = co_await client_.async_read_some(asio::buffer(buf), use_tuple);
-    if (ec) break;
+    if (ec) {
+      if (ec != asio::error::eof && ec != asio::ssl::error::stream_truncated && !closing_)
+        AIRLOCK_LOG(info, "h2", "HTTP/2 connection of ", s_.client_text, ": ", ec.message());
+      break;
+    }
     last_read_ns_ = core::steady_now_ns();
     const bool ok = codec_.recv({buf.data(), n});
     kick();
@@ -122,7 +127,11 @@ asio::awaitable<void> h2_connection::write_loop() {
       continue;
     }
     auto [ec, n] = co_await asio::async_write(client_, asio::buffer(output_), use_tuple);
-    if (ec) break;
+    if (ec) {
+      if (!closing_)
+        AIRLOCK_LOG(info, "h2", "HTTP/2 connection of ", s_.client_text, ": ", ec.message());
+      break;
+    }
     last_write_ns_ = core::steady_now_ns();
     output_.clear();
   }
@@ -160,6 +169,22 @@ asio::awaitable<void> h2_connection::watchdog() {
   output_drained_.notify();  // run() may be waiting for this
 }
 
+asio::awaitable<void> h2_connection::linger() {
+  // A close with unread bytes in the receive buffer sends a TCP RST, and the client's stack
+  // then drops what it had not read yet: the GOAWAY that says why (a flooding client is still
+  // sending). So: no more sending, then what the client still sends is read and dropped, for a
+  // second at most (nginx's lingering close).
+  boost::system::error_code ec;
+  s_.client.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  s_.client.expires_after(std::chrono::seconds(1));
+  std::array<char, 16 * 1024> sink;
+  for (std::size_t total = 0; total < (1u << 20);) {
+    auto [rec, n] = co_await s_.client.async_read_some(asio::buffer(sink), use_tuple);
+    if (rec) break;
+    total += n;
+  }
+}
+
 void h2_connection::cut() {
   closing_ = true;
   boost::system::error_code ignored;
@@ -169,6 +194,8 @@ void h2_connection::cut() {
 
 asio::awaitable<void> h2_connection::run() {
   last_read_ns_ = last_write_ns_ = core::steady_now_ns();
+  // The handshake's deadline no longer applies: the watchdog keeps time from here.
+  s_.client.expires_never();
   auto ex = s_.client.get_executor();
   asio::co_spawn(ex, write_loop(), asio::detached);
   asio::co_spawn(ex, watchdog(), asio::detached);
@@ -196,6 +223,7 @@ asio::awaitable<void> h2_connection::run() {
     kick();
     co_await output_drained_.wait(std::chrono::milliseconds(50));
   }
+  if (writer_done_ && s_.client.socket().is_open()) co_await linger();
   cut();
   // The writer and the watchdog refer to this object: both end before it does.
   while (!writer_done_ || !watchdog_done_) {

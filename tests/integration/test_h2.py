@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import clients, env
@@ -59,7 +60,10 @@ class H2Case(ProxyTestCase):
             # An IP literal, for nghttp (no proxy support: a local CONNECT forwarder).
             inspect_rule(cls.good.port, "by-ip", ["127.0.0.1"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
-                "upstream_ca": cls.certs.ca_cert})
+                "upstream_ca": cls.certs.ca_cert},
+            # Short: a connection outliving it must still work (the handshake's deadline
+            # must not stay on the HTTP/2 connection).
+            limits={"head_timeout": "2s"})
 
     def url(self, path, host="insp.test"):
         return "https://%s:%d%s" % (host, self.good.port, path)
@@ -111,6 +115,14 @@ class H2Case(ProxyTestCase):
         rec = self.proxy.wait_audit(path="/not/allowed")
         self.assertEqual(rec["reason"], "path_denied")
         self.assertEqual(rec["protocol"], "h2")
+
+    def test_connection_outlives_the_head_timeout(self):
+        t = self.tunnel()
+        (r,) = t.wait(t.request("/echo/allowed/first"))
+        self.assertEqual(r["headers"][":status"], "200")
+        time.sleep(3)  # > head_timeout, < idle_timeout
+        (r,) = t.wait(t.request("/echo/allowed/later"))
+        self.assertEqual(r["headers"][":status"], "200", r)
 
     def test_upload_streams_both_ways(self):
         size = 3 * 1024 * 1024 + 17
