@@ -140,7 +140,9 @@ asio::awaitable<void> h2_connection::write_loop() {
 }
 
 asio::awaitable<void> h2_connection::watchdog() {
-  const auto& limits = s_.w.shared().current_active()->snapshot().limits();
+  // (The policy in force when the connection started; held, as a reload may replace it.)
+  const auto active = s_.w.shared().current_active();
+  const auto& limits = active->snapshot().limits();
   const auto idle = std::chrono::duration_cast<std::chrono::nanoseconds>(limits.idle_timeout);
   while (!closing_) {
     tick_.expires_after(std::min<std::chrono::nanoseconds>(idle / 4, std::chrono::seconds(1)));
@@ -241,7 +243,8 @@ h2::limits h2_limits(const policy::model::limits& l) {
 }
 
 asio::awaitable<void> serve_h2(session_context& s, tls_client& client, tunnel_context& t) {
-  const auto& limits = s.w.shared().current_active()->snapshot().limits();
+  const auto active = s.w.shared().current_active();
+  const auto& limits = active->snapshot().limits();
   auto c = std::make_shared<h2_connection>(s, client, t, h2_limits(limits));
   co_await c->run();
 }
