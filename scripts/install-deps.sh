@@ -13,6 +13,8 @@ packages=(
   libseccomp-dev zlib1g-dev libgtest-dev libgmock-dev
   # the shared state's Redis client, and the server its integration tests start on loopback
   libhiredis-dev redis-server
+  # HTTP/2 on inspected tunnels (src/h2/), and the HTTP/2 clients and servers of its tests
+  libnghttp2-dev nghttp2-client nghttp2-server python3-h2 python3-grpcio
   # test clients and tools
   curl openssl ca-certificates python3 python3-requests python3-yaml prometheus
   iproute2 procps

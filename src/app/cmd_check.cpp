@@ -15,22 +15,6 @@
 namespace airlock::app {
 namespace {
 
-// "; protocols http/1.1, websocket" when a rule narrows them (nothing for the default: all).
-std::string protocols_text(std::uint8_t protocols) {
-  if (protocols == 0x7) return {};
-  std::string out = "; protocols";
-  const char* sep = " ";
-  for (const auto& [bit, name] : {std::pair{policy::model::protocol_http1, "http/1.1"},
-                                  std::pair{policy::model::protocol_h2, "h2"},
-                                  std::pair{policy::model::protocol_websocket, "websocket"}}) {
-    if ((protocols & bit) == 0) continue;
-    out += sep;
-    out += name;
-    sep = ", ";
-  }
-  return out;
-}
-
 constexpr const char* usage =
     "usage: airlock check --config FILE [--no-secrets]\n"
     "\n"
@@ -81,12 +65,13 @@ int cmd_check(args a) {
               options.read_secrets ? "" : "; secrets not read");
   for (const auto& r : p.rules()) {
     const auto& schemes = r.source->schemes;
+    const auto protocols = r.source->protocols;
     std::printf(
         "  rule %s: ports %s; schemes %s%s%s%s\n", r.name.c_str(),
         policy::ports_text(r.ports).c_str(), policy::schemes_text(schemes).c_str(),
         r.inspect ? "; inspect" : "",
-        r.binaries.empty() ? "" : ("; binaries " + policy::binaries_text(r.binaries)).c_str(),
-        protocols_text(r.source->protocols).c_str());
+        protocols == 0x7 ? "" : ("; protocols " + policy::protocols_text(protocols)).c_str(),
+        r.binaries.empty() ? "" : ("; binaries " + policy::binaries_text(r.binaries)).c_str());
   }
   return 0;
 }

@@ -19,7 +19,7 @@ enum class errc {
   method_denied,              // host and port match, the method does not
   path_denied,                // host, port and method match, the path does not
   upgrade_denied,             // protocol upgrade (WebSocket, h2c) the rule does not allow
-  protocol_denied,            // the rule's `protocols` leave out this one (h2, WebSocket)
+  protocol_denied,            // the rule's `protocols` do not list this one (h2, http/1.1, ...)
   needs_inspection,           // rule checks paths/methods but the CONNECT tunnel is opaque
   sni_mismatch,               // TLS ClientHello SNI differs from the CONNECT host (or is missing)
   not_tls,                    // a tunnel to a name-based rule carried something other than TLS

@@ -56,6 +56,8 @@ struct exchange_record {
   std::string host;
   std::uint16_t port = 0;
   std::string path;
+  // The protocol that carried the request: "http/1.1" or "h2" (a constant, never owned).
+  std::string_view protocol = "http/1.1";
   std::string rule;
   core::errc reason = core::errc::ok;
   std::string detail;

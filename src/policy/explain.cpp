@@ -323,8 +323,11 @@ explanation explain(const snapshot& s, const explain_request& r) {
         t.upgrade = r.upgrade;
         t.is_connect = false;
         t.scheme = model::scheme::https;  // inside the TLS tunnel
+        const auto protocols = final.rule->source ? final.rule->source->protocols : 0x7;
         text += core::str_cat("inner request ", r.method, " ", path, " (rule ", final.rule->name,
-                              " inspects the tunnel):\n");
+                              " inspects the tunnel; ALPN offers ",
+                              (protocols & model::protocol_h2) ? "h2 and http/1.1" : "http/1.1",
+                              "; the rule's protocols: ", protocols_text(protocols), "):\n");
         final = step(s, *agent, t, text);
       } else {
         text += core::str_cat("inner request ", r.method, " ", path,

@@ -153,8 +153,8 @@ struct binary_ref {
   mark at;
 };
 
-// The protocols a rule carries (`protocols: [http/1.1, h2, websocket]`), as bits of
-// rule::protocols; a rule without the key allows all three.
+// The protocols a rule carries (`rules[i].protocols`), as bits: HTTP/1.1 requests, HTTP/2
+// streams (an inspected tunnel offers "h2" in ALPN only when the rule has it), WebSocket.
 inline constexpr std::uint8_t protocol_http1 = 1;
 inline constexpr std::uint8_t protocol_h2 = 2;
 inline constexpr std::uint8_t protocol_websocket = 4;
@@ -176,6 +176,7 @@ struct rule {
   std::vector<std::string> methods;      // upper case; empty = any
   std::vector<std::string> paths;        // re2, full match against the path (no query)
   std::vector<std::string> upgrades;     // lower case protocol names allowed in Upgrade
+  std::uint8_t protocols = 0x7;          // protocol_* bits; default all
   std::vector<std::string> addresses;    // pinned upstream addresses (skip DNS; still guarded)
   std::vector<std::string> allow_cidrs;  // per-rule address-guard exceptions
   bool inspect = false;                  // intercept TLS on CONNECT (needs tls.ca_*)

@@ -48,9 +48,10 @@ constexpr std::string_view rate_keys[] = {"requests_per_second",
                                           "bytes_per_hour"};
 constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown"};
 constexpr std::string_view rule_keys[] = {
-    "name",      "hosts",       "host_regex", "ports",   "methods",  "paths", "upgrades",
-    "addresses", "allow_cidrs", "inspect",    "mode",    "rate",     "query", "headers",
-    "body",      "inject",      "redact",     "schemes", "binaries", "dlp",   "mcp", "protocols", "websocket"};
+    "name",     "hosts",     "host_regex",  "ports",     "methods",  "paths",
+    "upgrades", "addresses", "allow_cidrs", "inspect",   "mode",     "rate",
+    "query",    "headers",   "body",        "inject",    "redact",   "schemes",
+    "binaries", "dlp",       "mcp",         "protocols", "websocket"};
 constexpr std::string_view websocket_keys[] = {"max_message_bytes", "messages_per_minute", "burst"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
@@ -511,6 +512,8 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 ports(v, child, r.ports);
               else if (k == "schemes")
                 schemes(v, child, r.schemes);
+              else if (k == "protocols")
+                protocols(v, child, r.protocols);
               else if (k == "binaries")
                 parse_binaries(v, child, r.binaries,
                                [&](const YAML::Node& at, const std::string& ek, std::string m) {
@@ -520,8 +523,6 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 parse_dlp(v, child, r.dlp, marks_, errors_);
               else if (k == "mcp")
                 mcp(v, child, r.mcp);
-              else if (k == "protocols")
-                protocols(v, child, r.protocols);
               else if (k == "websocket")
                 websocket(v, child, r.websocket);
             });

@@ -99,4 +99,13 @@ std::string schemes_text(std::span<const model::scheme> schemes) {
   return out;
 }
 
+std::string protocols_text(std::uint8_t protocols) {
+  std::string out;
+  if (protocols & model::protocol_http1) out += "http/1.1";
+  if (protocols & model::protocol_h2) out += core::str_cat(out.empty() ? "" : ", ", "h2");
+  if (protocols & model::protocol_websocket)
+    out += core::str_cat(out.empty() ? "" : ", ", "websocket");
+  return out;
+}
+
 }  // namespace airlock::policy

@@ -30,5 +30,7 @@ std::optional<model::scheme> parse_scheme(std::string_view text);
 std::string_view scheme_name(model::scheme s) noexcept;
 // "http, https"; "http, https" for an empty list (the default).
 std::string schemes_text(std::span<const model::scheme> schemes);
+// A rule's `protocols` bits as written: "http/1.1, h2, websocket".
+std::string protocols_text(std::uint8_t protocols);
 
 }  // namespace airlock::policy

@@ -67,6 +67,7 @@ recorder::~recorder() {
       a.bytes_out = r.bytes_out;
       a.duration = duration;
       a.upstream = r.upstream;
+      a.protocol = r.protocol;
       a.client = client_;
       a.policy_version = policy_version_;
       a.injected = r.injected;

@@ -5,6 +5,7 @@
 
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
+#include "proxy/h2_session.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/contexts.hpp"
 #include "tls/leaf_cache.hpp"
@@ -38,6 +39,10 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
     ex.record.refuse(errc::internal_error, core::str_cat("cannot mint a certificate: ", error));
     co_return;
   }
+  // HTTP/2 is offered when the CONNECT's rule carries it (`protocols`, default all).
+  const auto* source = ex.rule ? ex.rule->source : nullptr;
+  tls::offer_h2(client_tls.native_handle(),
+                !source || (source->protocols & policy::model::protocol_h2) != 0);
   // The ClientHello we already read for the SNI check is handed to the handshake.
   s.client.expires_after(ex.snapshot->limits().head_timeout);
   auto [ec, used] = co_await client_tls.async_handshake(asio::ssl::stream_base::server,
@@ -51,10 +56,15 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
     co_return;
   }
   const auto before = s.requests;
-  for (;;) {
-    s.entry->idle = true;
-    if (s.w.shared().draining.load()) break;
-    if (!co_await inner.tls(s, client_tls, &t)) break;
+  if (tls::negotiated_alpn(client_tls.native_handle()) == tls::alpn_h2) {
+    s.entry->idle = false;
+    co_await serve_h2(s, client_tls, t);
+  } else {
+    for (;;) {
+      s.entry->idle = true;
+      if (s.w.shared().draining.load()) break;
+      if (!co_await inner.tls(s, client_tls, &t)) break;
+    }
   }
   end_tunnel_record(ex.record, s.requests > before);
   s.client.expires_after(std::chrono::seconds(2));

@@ -170,6 +170,7 @@ void append_audit_line(std::string& out, const audit_record& r) {
   str("host", r.host);
   num("port", r.port);
   str("path", r.path);
+  str("protocol", r.protocol);
   key("rule");
   if (r.rule.empty()) {
     out.append("null");

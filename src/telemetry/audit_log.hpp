@@ -47,8 +47,9 @@ struct audit_record {
   std::uint64_t bytes_in = 0;   // request body bytes from client (tunnel: client->upstream)
   std::uint64_t bytes_out = 0;  // response body bytes to client (tunnel: upstream->client)
   std::chrono::microseconds duration{0};
-  std::string_view upstream;  // "ip:port" connected to; empty if none
-  std::string_view client;    // "ip:port" of the client
+  std::string_view upstream;               // "ip:port" connected to; empty if none
+  std::string_view protocol = "http/1.1";  // what carried the request: "http/1.1" or "h2"
+  std::string_view client;                 // "ip:port" of the client
   std::string_view policy_version;
   // Response redaction: how often each redactor (or "secret:NAME") fired; absent when none.
   std::span<const std::pair<std::string_view, std::uint64_t>> redactions;

@@ -20,23 +20,39 @@ constexpr const char* groups = "X25519:P-256:P-384";
 constexpr unsigned char alpn_wire[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 constexpr unsigned char session_id_context[] = {'a', 'i', 'r', 'l', 'o', 'c', 'k'};
 
-// Picks "http/1.1" from the client's list. RFC 7301 section 3.2 would have us send a fatal
-// no_application_protocol alert when there is no overlap; answering without ALPN instead
-// lets a client that offered only "h2" fall back to HTTP/1.1 or close the connection itself.
-int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                unsigned int inlen, void*) {
+// The ex_data slot where offer_h2() marks a connection whose rule allows HTTP/2.
+int h2_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// Finds `name` in the client's ALPN list (RFC 7301 section 3.1 wire format). False for a
+// malformed list too.
+bool offered(const unsigned char* in, unsigned int inlen, std::string_view name,
+             const unsigned char** out, unsigned char* outlen) {
   unsigned int i = 0;
   while (i < inlen) {
     const unsigned int len = in[i];
-    if (len == 0 || len > inlen - i - 1) return SSL_TLSEXT_ERR_NOACK;  // malformed list
-    if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == alpn_http11) {
+    if (len == 0 || len > inlen - i - 1) return false;  // malformed list
+    if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == name) {
       *out = in + i + 1;
       *outlen = static_cast<unsigned char>(len);
-      return SSL_TLSEXT_ERR_OK;
+      return true;
     }
     i += 1 + len;
   }
-  return SSL_TLSEXT_ERR_NOACK;
+  return false;
+}
+
+// Picks "h2" (our preference, when offer_h2() allowed it on this connection) or "http/1.1" from
+// the client's list. RFC 7301 section 3.2 would have us send a fatal no_application_protocol
+// alert when there is no overlap; answering without ALPN instead lets a client that offered
+// only "h2" on a rule without it fall back to HTTP/1.1 or close the connection itself.
+int select_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                unsigned int inlen, void*) {
+  if (SSL_get_ex_data(ssl, h2_index()) != nullptr && offered(in, inlen, alpn_h2, out, outlen))
+    return SSL_TLSEXT_ERR_OK;
+  return offered(in, inlen, alpn_http11, out, outlen) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK;
 }
 
 // Settings both sides share. Returns false with the OpenSSL reason in error.
@@ -173,6 +189,12 @@ std::string handshake_failure_reason(const SSL* ssl, const boost::system::error_
   }
   if (ec == boost::asio::ssl::error::stream_truncated) return "connection closed during handshake";
   return ec.message();
+}
+
+void offer_h2(SSL* ssl, bool allow) {
+  // Any non-null pointer marks the connection; nothing is owned.
+  static char mark;
+  SSL_set_ex_data(ssl, h2_index(), allow ? &mark : nullptr);
 }
 
 std::string_view negotiated_alpn(const SSL* ssl) {

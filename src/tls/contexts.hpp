@@ -32,14 +32,16 @@
 
 namespace airlock::tls {
 
-// The one application protocol the proxy speaks (RFC 7301 ALPN identifier).
+// The application protocols the proxy speaks to clients (RFC 7301 ALPN identifiers).
 inline constexpr std::string_view alpn_http11 = "http/1.1";
+inline constexpr std::string_view alpn_h2 = "h2";
 
 // Client-facing side: TLS 1.2 minimum; TLS 1.2 suites limited to ECDHE with AES-GCM or
 // ChaCha20-Poly1305 (TLS 1.3 suites: OpenSSL's defaults); no compression (CRIME); no
 // renegotiation; server-side session cache and session tickets for resumption; ALPN selects
-// "http/1.1" when the client offers it and otherwise selects nothing (a client offering only
-// "h2" gets no ALPN rather than a no_application_protocol alert). No certificate: each
+// "h2" on a connection offer_h2() allowed it on, else "http/1.1" when the client offers it,
+// and otherwise nothing (a client offering only "h2" gets no ALPN rather than a
+// no_application_protocol alert). No certificate: each
 // connection gets its leaf from use_leaf. Returns null and sets error on failure.
 std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string& error);
 
@@ -67,6 +69,10 @@ std::string verify_failure_reason(const SSL* ssl);
 // A short reason for a failed handshake: the verification failure when there was one,
 // otherwise the TLS error. "" when ec is not an error.
 std::string handshake_failure_reason(const SSL* ssl, const boost::system::error_code& ec);
+
+// Whether the server handshake of this one connection may pick "h2" (the rule allows HTTP/2).
+// Call before the handshake; off by default.
+void offer_h2(SSL* ssl, bool allow);
 
 // The ALPN protocol agreed on this connection, "" when none. Points into ssl's memory: valid
 // while ssl lives.

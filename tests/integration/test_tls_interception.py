@@ -157,8 +157,9 @@ class InterceptionTest(InterceptionCase):
         # The proxy spoke TLS to the origin with SNI = the CONNECT name, offering http/1.1.
         self.assertIn("insp.test", self.good.tls_server_names[names_before:])
         self.assertIn("http/1.1", self.good.alpn)
-        # curl offers h2 and http/1.1; the proxy must pick http/1.1 (it speaks nothing else).
-        self.assertRegex(r.stderr, r"ALPN.*accepted.*http/1\.1", r.stderr[-3000:])
+        # curl offers h2 and http/1.1; the proxy picks h2 (the rule's protocols allow it; the
+        # origin is still spoken to over HTTP/1.1).
+        self.assertRegex(r.stderr, r"ALPN.*accepted.*h2", r.stderr[-3000:])
         self.assertRegex(r.stderr, r"issuer: [^\n]*%s" % re.escape(self.ica.subject.split(
             ",")[0]), "curl did not see a leaf issued by the airlock CA")
         rec = self.assert_audit(scheme="https", path="/echo/allowed-%s" % m)
@@ -479,7 +480,7 @@ class InterceptionTest(InterceptionCase):
             out = s_client(self.proxy.port, "insp.test:%d" % self.good.port,
                            ["-servername", "insp.test", version, "-CAfile", self.ica.cert,
                             "-verify_return_error", "-verify_hostname", "insp.test",
-                            "-alpn", "h2,http/1.1", "-ign_eof"],
+                            "-alpn", "http/1.1", "-ign_eof"],
                            send=http_get("/echo/allowed-v-%s" % m, "insp.test"))
             self.assertIn(b"HTTP/1.1 200", out.stdout, (version, out.stderr[-2000:]))
             self.assertIn(b"Verify return code: 0 (ok)", out.stdout)

@@ -1,5 +1,6 @@
 #include "filters/decision/decision_filter.hpp"
 
+#include "core/str_cat.hpp"
 #include "policy/snapshot.hpp"
 
 namespace airlock::filters::decision {
@@ -39,6 +40,13 @@ class decision_filter final : public filter {
     ex.rule = d.rule ? d.rule : &unlisted_rule();
     ex.report_mode = d.report_only || ex.rule->mode == policy::model::mode::report;
     if (d.report_only) return verdict::violation(d.reason, std::move(d.detail));
+    // The rule's `protocols`: a request (not the CONNECT itself) in a protocol it does not list.
+    const auto bit =
+        ex.record.protocol == "h2" ? policy::model::protocol_h2 : policy::model::protocol_http1;
+    if (!ex.connect && ex.rule->source && (ex.rule->source->protocols & bit) == 0)
+      return verdict::violation(
+          core::errc::protocol_denied,
+          core::str_cat("rule ", ex.rule->name, " does not allow ", ex.record.protocol));
     return verdict::next();
   }
 };

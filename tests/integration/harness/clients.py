@@ -67,7 +67,8 @@ class Response:
 def parse_head(block):
     """Parses a response head (bytes, without the final empty line)."""
     lines = block.decode("latin-1").split("\r\n")
-    m = re.match(r"^(HTTP/\d\.\d) (\d{3})(?: (.*))?$", lines[0])
+    # (curl writes an HTTP/2 answer's head as "HTTP/2 200 ", without a minor version.)
+    m = re.match(r"^(HTTP/\d(?:\.\d)?) (\d{3})(?: (.*))?$", lines[0])
     if not m:
         raise ValueError("not an HTTP status line: %r" % lines[0])
     headers = []

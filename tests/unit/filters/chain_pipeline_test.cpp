@@ -147,6 +147,23 @@ TEST_F(pipeline_test, EachControlRefusesWithItsOwnReason) {
   }
 }
 
+TEST_F(pipeline_test, ARequestInAProtocolTheRuleDoesNotListIsRefused) {
+  load(std::string(kRules) + "    protocols: [h2]\n");  // the rule `other`
+  {
+    auto& ex = request(http::verb::get, "other.example.com", "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::protocol_denied);
+    EXPECT_EQ(ex.record.detail, "rule other does not allow http/1.1");
+  }
+  {
+    auto& ex = request(http::verb::get, "other.example.com", "/");
+    ex.record.protocol = "h2";
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes()) << ex.record.detail;
+  }
+}
+
 TEST_F(pipeline_test, RateLimitsRefuseWithRetryAfterOnceTheBurstIsSpent) {
   load(kRules);
   for (int i = 0; i < 2; ++i) {

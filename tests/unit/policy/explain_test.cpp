@@ -93,7 +93,9 @@ TEST_F(Explain, InspectedTunnelChecksTheInnerRequest) {
   auto e = run("GET", "https://api.github.com/repos/a/b", "coder");
   EXPECT_TRUE(e.allowed) << e.text;
   EXPECT_TRUE(has(e.text, "allows the tunnel and inspects it")) << e.text;
-  EXPECT_TRUE(has(e.text, "inner request GET /repos/a/b (rule gh-api inspects the tunnel)"))
+  EXPECT_TRUE(has(e.text,
+                  "inner request GET /repos/a/b (rule gh-api inspects the tunnel; ALPN offers h2 "
+                  "and http/1.1; the rule's protocols: http/1.1, h2, websocket)"))
       << e.text;
   EXPECT_TRUE(has(e.text, "decision: allowed (rule gh-api)")) << e.text;
 

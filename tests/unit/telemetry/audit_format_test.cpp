@@ -113,13 +113,14 @@ TEST(AuditFormat, LineHasAllKeysInOrderAndTypes) {
   EXPECT_EQ(line.find('\n'), line.size() - 1);
   EXPECT_EQ(line, R"({"time":"2024-05-01T12:34:56.789Z","agent":"coder","method":"GET",)"
                   R"("scheme":"https","host":"api.github.com","port":443,"path":"/repos/a/b",)"
+                  R"("protocol":"http/1.1",)"
                   R"("rule":"github","decision":"allow","reason":"ok","detail":"","status":200,)"
                   R"("bytes_in":12,"bytes_out":18446744073709551615,"duration_ms":12.345,)"
                   R"("upstream":"140.82.112.6:443","client":"127.0.0.1:50000",)"
                   R"("policy_version":"sha256:abc"})"
                   "\n");
   auto v = boost::json::parse(line).as_object();
-  EXPECT_EQ(v.size(), 18u);
+  EXPECT_EQ(v.size(), 19u);
   EXPECT_TRUE(v.at("port").is_int64() || v.at("port").is_uint64());
   EXPECT_DOUBLE_EQ(v.at("duration_ms").to_number<double>(), 12.345);
   EXPECT_EQ(v.at("bytes_out").as_uint64(), 18446744073709551615ull);

@@ -27,9 +27,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr const char* all_keys[] = {
-    "time",     "agent",     "method",      "scheme",   "host",   "port",
-    "path",     "rule",      "decision",    "reason",   "detail", "status",
-    "bytes_in", "bytes_out", "duration_ms", "upstream", "client", "policy_version"};
+    "time",      "agent",       "method",   "scheme", "host",          "port",   "path",
+    "protocol",  "rule",        "decision", "reason", "detail",        "status", "bytes_in",
+    "bytes_out", "duration_ms", "upstream", "client", "policy_version"};
 
 class AuditLogTest : public ::testing::Test {
  protected:

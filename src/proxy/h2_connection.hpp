@@ -1,0 +1,111 @@
+#pragma once
+// One HTTP/2 connection inside an intercepted tunnel (the client picked "h2" in ALPN): the
+// nghttp2 codec (h2/server_session.hpp) driven over the client's TLS stream, and each request
+// stream served as an exchange of its own (h2_stream.cpp) through the same filter chain as an
+// HTTP/1.1 request in a tunnel.
+//
+// Coroutines on the session's one-thread executor: the reader feeds the codec what the client
+// sends (and stops reading while too much output waits, so a client that does not read cannot
+// make the proxy queue frames for it); the writer sends what the codec has; a watchdog ends a
+// connection that is idle or whose output does not move; one coroutine per stream. They wake
+// each other with `signal` (a timer used as a condition: single thread, no locks).
+//
+// @par Thread Safety
+// Everything here runs on the session's executor.
+
+#include "h2/server_session.hpp"
+#include "proxy/exchange_upstream.hpp"
+#include "proxy/session_context.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace airlock::proxy {
+
+// A timer used as a condition variable on one thread: notify() wakes the waiter (or the next
+// wait, if nobody waits yet).
+class signal {
+ public:
+  explicit signal(const boost::asio::any_io_executor& ex) : timer_(ex) {}
+  void notify() {
+    raised_ = true;
+    timer_.cancel();
+  }
+  // True when notified, false when `limit` passed first.
+  boost::asio::awaitable<bool> wait(std::chrono::steady_clock::duration limit);
+
+ private:
+  boost::asio::steady_timer timer_;
+  bool raised_ = false;
+};
+
+// The driver's state of one request stream.
+struct h2_stream_state {
+  explicit h2_stream_state(const boost::asio::any_io_executor& ex) : changed(ex) {}
+  std::shared_ptr<h2::stream> stream;
+  signal changed;                      // body bytes, end, close, or room for output
+  tunnel_context* upstream = nullptr;  // while one is in use (the connection may cut it)
+  bool grpc = false;                   // a gRPC call: the proxy's answers are gRPC statuses
+};
+
+class h2_connection final : public h2::observer {
+ public:
+  h2_connection(session_context& s, tls_client& client, tunnel_context& t,
+                const h2::limits& limits);
+
+  // Serves the connection until it ends, then waits for its streams.
+  boost::asio::awaitable<void> run();
+
+  // For the streams (h2_stream.cpp).
+  session_context& session() noexcept { return s_; }
+  tunnel_context& tunnel() noexcept { return t_; }
+  h2::server_session& codec() noexcept { return codec_; }
+  std::size_t stream_buffer() const noexcept { return limits_.stream_buffer; }
+  void kick() { write_wanted_.notify(); }
+  bool closing() const noexcept { return closing_; }
+  // An idle upstream of this connection, or a fresh context to connect (h2 streams to an
+  // HTTP/1.1 origin: one upstream connection per stream in flight, kept for the next).
+  std::unique_ptr<tunnel_context> take_upstream();
+  void put_upstream(std::unique_ptr<tunnel_context> u);
+
+  void on_request(const std::shared_ptr<h2::stream>& st) override;
+  void on_activity(h2::stream& st) override;
+
+ private:
+  boost::asio::awaitable<void> read_loop();
+  boost::asio::awaitable<void> write_loop();
+  boost::asio::awaitable<void> watchdog();
+  boost::asio::awaitable<void> serve(std::shared_ptr<h2_stream_state> ss);
+  boost::asio::awaitable<void> linger();
+  void cut();
+
+  session_context& s_;
+  tls_client& client_;
+  tunnel_context& t_;
+  h2::limits limits_;
+  h2::server_session codec_;
+  std::string output_;
+  signal write_wanted_;
+  signal output_drained_;
+  signal streams_done_;
+  boost::asio::steady_timer tick_;  // the watchdog's
+  bool watchdog_done_ = false;
+  bool goaway_ = false;     // the watchdog asked the client to go (idle, or shutting down)
+  std::size_t active_ = 0;  // stream coroutines running
+  bool closing_ = false;
+  bool writer_done_ = false;
+  std::int64_t last_read_ns_ = 0;
+  std::int64_t last_write_ns_ = 0;
+  std::vector<std::unique_ptr<tunnel_context>> idle_upstreams_;
+  std::vector<std::weak_ptr<h2_stream_state>> streams_;
+};
+
+// Serves one stream's exchange (h2_stream.cpp).
+boost::asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss);
+
+}  // namespace airlock::proxy

@@ -1,0 +1,201 @@
+"""HTTP/2 on inspected tunnels: a client that picks "h2" in ALPN has each stream served as an
+exchange through the same checks as an HTTP/1.1 request in the tunnel (decision, limits,
+injection, audit), bridged to an HTTP/1.1 origin.
+
+Shown with curl --http2 (one stream, several multiplexed, an upload) and a Python h2 client
+(Debian python3-h2) that puts an allowed and a refused stream on one connection; a rule whose
+`protocols` leave out h2 gets HTTP/1.1.
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import clients, env
+from harness.base import ProxyTestCase, marker, parse_proxy_status
+from harness.h2_client import ConnectForwarder, H2Tunnel
+from harness.origin import pattern_sha256
+from harness.proxy import make_policy, origin_rule
+from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
+
+PATHS = [r"^/echo/allowed.*", r"^/bytes/[0-9]+$", r"^/chunked/[0-9]+$"]
+
+
+def inspect_rule(port, name, hosts, **extra):
+    rule = {"name": name, "hosts": list(hosts), "addresses": ["127.0.0.1"],
+            "allow_cidrs": ["127.0.0.1/32"], "ports": [port], "inspect": True,
+            "methods": ["GET", "POST"], "paths": list(PATHS)}
+    rule.update(extra)
+    return rule
+
+
+class H2Case(ProxyTestCase):
+    admin = False
+
+    @classmethod
+    def extra_setup(cls):
+        cls.ica = AirlockCA()
+        cls.certs = OriginCerts(names=("insp.test", "h1only.test", "h2only.test", "origin.test"))
+        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.good.stop()
+        cls.certs.cleanup()
+        cls.ica.cleanup()
+
+    @classmethod
+    def policy(cls):
+        return make_policy([
+            origin_rule(cls.origin.port),
+            inspect_rule(cls.good.port, "inspected", ["insp.test"],
+                         inject={"headers": {"X-Injected": "injected-value"}}),
+            inspect_rule(cls.good.port, "h1-only", ["h1only.test"], protocols=["http/1.1"]),
+            inspect_rule(cls.good.port, "h2-only", ["h2only.test"], protocols=["h2"]),
+            # An IP literal, for nghttp (no proxy support: a local CONNECT forwarder).
+            inspect_rule(cls.good.port, "by-ip", ["127.0.0.1"]),
+        ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
+                "upstream_ca": cls.certs.ca_cert},
+            # Short: a connection outliving it must still work (the handshake's deadline
+            # must not stay on the HTTP/2 connection).
+            limits={"head_timeout": "2s"})
+
+    def url(self, path, host="insp.test"):
+        return "https://%s:%d%s" % (host, self.good.port, path)
+
+    def curl2(self, *urls, args=()):
+        return self.curl(*urls, args=["--http2", "--cacert", self.ica.cert,
+                                      "-w", "%{stderr}version=%{http_version}\n", *args])
+
+    def tunnel(self, host="insp.test", **kw):
+        t = H2Tunnel(self.port, "%s:%d" % (host, self.good.port), self.ica.cert, **kw)
+        self.addCleanup(t.close)
+        return t
+
+    def test_curl_http2_allowed(self):
+        m = marker()
+        r = self.curl2(self.url("/echo/allowed?m=" + m))
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn("version=2", r.stderr)
+        seen = json.loads(r.body)
+        self.assertEqual(seen["path"], "/echo/allowed")
+        self.assertEqual(seen["http_version"], "HTTP/1.1")  # bridged to the HTTP/1.1 origin
+        rec = self.proxy.wait_audit(path="/echo/allowed", protocol="h2")
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+        self.assertEqual(rec["decision"], "allow")
+        self.assertEqual(rec["status"], 200)
+        self.assertEqual(rec["scheme"], "https")
+
+    def test_refused_stream_while_other_succeeds(self):
+        t = self.tunnel()
+        self.assertEqual(t.alpn, "h2")
+        ok = t.request("/echo/allowed/one")
+        denied = t.request("/not/allowed")
+        big = t.request("/bytes/300000")
+        r_ok, r_denied, r_big = t.wait(ok, denied, big)
+        self.assertEqual(r_ok["headers"][":status"], "200", r_ok)
+        self.assertEqual(r_denied["headers"][":status"], "403", r_denied)
+        status = parse_proxy_status(r_denied["headers"].get("proxy-status"))
+        self.assertEqual(status.get("error"), "http_request_denied", r_denied)
+        self.assertEqual(r_denied["headers"].get("x-airlock-reason"), "path_denied")
+        self.assertEqual(r_big["headers"][":status"], "200")
+        self.assertEqual(hashlib.sha256(r_big["body"]).hexdigest(), pattern_sha256(300000))
+        # The connection carries on after the refusal.
+        again = t.request("/echo/allowed/again")
+        (r_again,) = t.wait(again)
+        self.assertEqual(r_again["headers"][":status"], "200")
+        seen = json.loads(r_again["body"])
+        headers = {k.lower(): v for k, v in seen["headers"]}
+        self.assertEqual(headers.get("x-injected"), "injected-value")
+        rec = self.proxy.wait_audit(path="/not/allowed")
+        self.assertEqual(rec["reason"], "path_denied")
+        self.assertEqual(rec["protocol"], "h2")
+
+    def test_connection_outlives_the_head_timeout(self):
+        t = self.tunnel()
+        (r,) = t.wait(t.request("/echo/allowed/first"))
+        self.assertEqual(r["headers"][":status"], "200")
+        time.sleep(3)  # > head_timeout, < idle_timeout
+        (r,) = t.wait(t.request("/echo/allowed/later"))
+        self.assertEqual(r["headers"][":status"], "200", r)
+
+    def test_upload_streams_both_ways(self):
+        size = 3 * 1024 * 1024 + 17
+        with tempfile.NamedTemporaryFile(prefix="airlock-h2-") as f:
+            f.write(os.urandom(size))
+            f.flush()
+            f.seek(0)
+            digest = hashlib.sha256(f.read()).hexdigest()
+            r = self.curl2(self.url("/echo/allowed/upload"),
+                           args=["--data-binary", "@" + f.name,
+                                 "-H", "Content-Type: application/octet-stream"])
+        self.assertEqual(r.returncode, 0, r)
+        seen = json.loads(r.body)
+        self.assertEqual(seen["body_length"], size)
+        self.assertEqual(seen["body_sha256"], digest)
+        r = self.curl2(self.url("/chunked/2000000"))
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(hashlib.sha256(r.body).hexdigest(), pattern_sha256(2000000))
+
+    def test_h2_client_body_without_length(self):
+        t = self.tunnel()
+        body = os.urandom(200000)
+        sid = t.request("/echo/allowed/nolength", method="POST", body=body)
+        (r,) = t.wait(sid)
+        self.assertEqual(r["headers"][":status"], "200", r)
+        seen = json.loads(r["body"])
+        self.assertEqual(seen["body_length"], len(body))
+        self.assertTrue(seen["chunked"])
+
+    def test_multiplexed_curl(self):
+        urls = [self.url("/echo/allowed/%d" % i) for i in range(6)]
+        r = self.curl2(*urls, args=["-Z", "--parallel-max", "6", "-o", "/dev/null"] * 1)
+        self.assertEqual(r.returncode, 0, r)
+        recs = [self.proxy.wait_audit(path="/echo/allowed/%d" % i) for i in range(6)]
+        self.assertTrue(all(rec and rec["protocol"] == "h2" for rec in recs), recs)
+        self.assertEqual(len({rec["client"] for rec in recs}), 1, recs)
+
+    def test_rule_without_h2_gets_http11(self):
+        r = self.curl2(self.url("/echo/allowed", host="h1only.test"))
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn("version=1.1", r.stderr)
+        rec = self.proxy.wait_audit(host="h1only.test", path="/echo/allowed")
+        self.assertEqual(rec["protocol"], "http/1.1")
+
+    def test_http11_request_under_h2_only_rule_refused(self):
+        r = self.curl(self.url("/echo/allowed", host="h2only.test"),
+                      args=["--http1.1", "--cacert", self.ica.cert])
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(r.header("X-Airlock-Reason"), "protocol_denied")
+        r = self.curl2(self.url("/echo/allowed", host="h2only.test"))
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("version=2", r.stderr)
+
+    def test_nghttp_refused_stream_while_other_succeeds(self):
+        fwd = ConnectForwarder(self.port, "127.0.0.1:%d" % self.good.port)
+        self.addCleanup(fwd.stop)
+        base = "https://127.0.0.1:%d" % fwd.port
+        # One connection, three streams at once (nghttp sends every URI on one connection).
+        proc = subprocess.run(["nghttp", "-v", "-n", base + "/echo/allowed/ng1",
+                               base + "/not/allowed/ng", base + "/bytes/100000"],
+                              capture_output=True, text=True, timeout=env.t(30))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-2000:])
+        out = proc.stdout
+        self.assertIn("h2", out)
+        self.assertRegex(out, r"recv \(stream_id=\d+\) :status: 403")
+        self.assertEqual(len(re.findall(r"recv \(stream_id=\d+\) :status: 200", out)), 2, out)
+        self.assertRegex(out, r"recv \(stream_id=\d+\) x-airlock-reason: path_denied")
+        recs = [self.proxy.wait_audit(path=p, host="127.0.0.1")
+                for p in ("/echo/allowed/ng1", "/not/allowed/ng", "/bytes/100000")]
+        self.assertEqual([r["protocol"] for r in recs], ["h2"] * 3, recs)
+        self.assertEqual([r["status"] for r in recs], [200, 403, 200], recs)
+        self.assertEqual(len({r["client"] for r in recs}), 1, recs)
+
+
+if __name__ == "__main__":
+    unittest.main()
