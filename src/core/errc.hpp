@@ -42,6 +42,11 @@ enum class errc {
   dlp_blocked,            // 403: the request carries a secret or sensitive data (DLP finding)
   hostname_exfiltration,  // 403: a host name with data-like labels (encoded, high-entropy)
   host_blocklisted,       // 403: the host is on the policy's blocklist
+  // held requests (issue 20: filters/approval)
+  approval_refused,  // 403: an operator refused the held request
+  approval_timeout,  // 403: no operator decided within the hold's timeout
+  approval_limit,    // 429: too many requests of the agent (or of the proxy) held already
+  proxy_endpoint,    // the proxy's own endpoint (airlock.internal) answered: never forwarded
   // malformed or oversized input
   bad_request,           // 400: unparsable request, smuggling attempt, bad target
   unsupported_scheme,    // 400: not http:// and not CONNECT

@@ -2,6 +2,7 @@
 // The policy as plain data, exactly as the YAML file says it (after defaults are applied).
 // Built by the loader, turned into an immutable snapshot by the compiler. No behaviour here.
 
+#include "policy/approvals.hpp"
 #include "policy/dlp.hpp"
 #include "policy/state.hpp"
 
@@ -216,6 +217,7 @@ struct rule {
   // connections with no known program too.
   std::vector<binary_ref> binaries;
   dlp_config dlp;  // unset (present = false): the policy-wide `dlp`
+  model::ask ask;  // hold the requests it allows for an operator (policy/approvals.hpp)
   mark at;
 };
 
@@ -258,6 +260,10 @@ struct policy {
   std::vector<rule> rules;
   dlp_config dlp;                       // policy-wide default for rules without `dlp`
   std::vector<blocked_host> blocklist;  // hosts no rule reaches (open-web mode)
+  model::approvals approvals;           // held requests (policy/approvals.hpp)
+  // Other files whose `rules` and agents' rule lists are added to this policy (`include:`),
+  // resolved against the policy file's folder; read by the loader (include_parser.hpp).
+  std::vector<std::string> includes;
 };
 
 }  // namespace airlock::policy::model

@@ -3,6 +3,7 @@
 #include "core/log.hpp"
 #include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
+#include "filters/approval/overlay.hpp"
 #include "net/host.hpp"
 #include "proxy/policy_diff.hpp"
 #include "proxy/relay_listener.hpp"
@@ -24,8 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <future>
 #include <thread>
@@ -178,6 +181,16 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
       std::make_unique<const net::address_guard>(false, std::vector<net::cidr>{}, own_endpoints_);
 
   rates_.use_store(options_.store);
+  approvals_.set_event_sink([](std::string_view event, const filters::approval::request_info& r,
+                               std::string_view outcome, std::string_view by) {
+    // Names and the target only; an access request's reason stays in GET /approvals.
+    AIRLOCK_LOG(info, "approvals", event, ": agent ", r.agent, " ", r.method, " ", r.host, ":",
+                r.port, " -> ", outcome, by.empty() ? "" : " by ", by);
+  });
+  approvals_.set_permanent_writer(
+      [this](const filters::approval::request_info& r, bool same_method, std::string& message) {
+        return write_permanent(r, same_method, message);
+      });
   std::string error;
   auto active = build_active(initial, error);
   if (!active) {
@@ -291,7 +304,7 @@ std::shared_ptr<const active_policy> server::build_active(
     }
   }
   // The filters, bound to the rate-limit state that outlives snapshots.
-  filters::lasting_state lasting{&rates_};
+  filters::lasting_state lasting{&rates_, &approvals_};
   auto built = filters::pipeline::build(std::move(snapshot), lasting);
   if (!built.built) {
     error.clear();
@@ -351,7 +364,46 @@ reload_status server::status() const {
   return status_;
 }
 
+bool server::write_permanent(const filters::approval::request_info& r, bool same_method,
+                             std::string& message) {
+  namespace approval = filters::approval;
+  const auto current = shared_.current();
+  const auto& model = current->model();
+  const std::string& file = model.approvals.overlay;
+  if (file.empty()) {
+    message = "the policy names no approvals.overlay file: permanent approvals are off";
+    return false;
+  }
+  if (std::find(model.includes.begin(), model.includes.end(), file) == model.includes.end()) {
+    message = core::str_cat("the policy does not include its approvals.overlay (", file, ")");
+    return false;
+  }
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(file, ec);
+  const std::string before = approval::read_file_or_empty(file);
+  auto change = approval::add_to_overlay(*current, r, same_method, before);
+  if (!approval::replace_file(file, change.text, message)) return false;
+  std::string loaded;
+  if (!reload("approval", loaded)) {
+    // The overlay as it was: the next reload must not trip on what this one refused.
+    std::string ignored;
+    if (existed)
+      approval::replace_file(file, before, ignored);
+    else
+      std::filesystem::remove(file, ec);
+    message = core::str_cat("the overlay with ", change.rule_name,
+                            " did not load; it is as it was:\n", loaded);
+    return false;
+  }
+  approvals_.note_overlay_change(change.diff);
+  message = core::str_cat("approved for good: ", change.rule_name, " written to ", file, "; ",
+                          loaded, "\n", change.diff);
+  return true;
+}
+
 void server::shutdown() {
+  // Held requests are refused at once: their sessions end instead of waiting out the drain.
+  approvals_.shutdown();
   if (stopped_ || workers_.empty()) return;
   stopped_ = true;
   shared_.draining.store(true);
