@@ -24,6 +24,8 @@ packages=(
   # the BIP-39 English word list (mnemonic/wordlist/english.txt), compiled into the DLP
   # seed-phrase detector (src/filters/dlp/sources.cmake)
   python3-mnemonic
+  # the console's browser test: headless Chromium driven by Selenium (test_console.py)
+  chromium chromium-driver python3-selenium
 )
 # Node.js and npm (local installs with the jail's writable home): Debian's, unless the machine
 # already has a Node.js with its own npm (the build machines' image ships Node 20 from another

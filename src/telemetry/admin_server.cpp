@@ -1,6 +1,7 @@
 #include "telemetry/admin_server.hpp"
 
 #include "core/log.hpp"
+#include "telemetry/console_page.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -424,6 +425,15 @@ response admin_server::impl::handle(const request& req) {
       return make_response(req, ok ? http::status::ok : http::status::not_found,
                            std::move(message));
     });
+  }
+  if (path == "/console") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    auto res = make_response(req, http::status::ok, std::string(console_html()),
+                             "text/html; charset=utf-8");
+    res.set("Content-Security-Policy", console_csp);
+    res.set("X-Frame-Options", "DENY");  // older browsers without frame-ancestors
+    res.set("X-Content-Type-Options", "nosniff");
+    return res;
   }
   if (path == "/approvals") {
     if (!get) return method_not_allowed("GET, HEAD");
