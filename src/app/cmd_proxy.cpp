@@ -198,6 +198,9 @@ int cmd_proxy(args a) {
             st.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(st.last_error);
         o["restart_needed"] = st.restart_needed.empty() ? boost::json::value(nullptr)
                                                         : boost::json::value(st.restart_needed);
+        o["last_changes"] = st.last_changes;
+        o["ca_fingerprint"] = st.ca_fingerprint.empty() ? boost::json::value(nullptr)
+                                                        : boost::json::value(st.ca_fingerprint);
       }
       return boost::json::serialize(o);
     };

@@ -9,6 +9,7 @@
 #include "proxy/relay_listener.hpp"
 #include "proxy/session.hpp"
 #include "telemetry/metrics.hpp"
+#include "tls/leaf_cache.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -267,6 +268,7 @@ bool server::reload(std::string_view trigger, std::string& message) {
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
+  status_.last_changes = changes;
   if (shared_.metrics) shared_.metrics->policy_loaded(true, result.policy->version(), trigger);
   message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (", trigger,
                           ")", changes.empty() ? "" : "; ", changes);
@@ -360,8 +362,14 @@ std::string server::agents_json() const {
 }
 
 reload_status server::status() const {
-  std::lock_guard lock(reload_mutex_);
-  return status_;
+  reload_status out;
+  {
+    std::lock_guard lock(reload_mutex_);
+    out = status_;
+  }
+  if (const auto active = shared_.active.load(); active && active->tls && active->tls->leaves)
+    out.ca_fingerprint = active->tls->leaves->minter().ca().fingerprint();
+  return out;
 }
 
 bool server::write_permanent(const filters::approval::request_info& r, bool same_method,

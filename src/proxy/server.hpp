@@ -46,6 +46,11 @@ struct reload_status {
   // listen.* addresses the policy in force changed since start (policy_diff.hpp
   // listen_changes): they need a restart. Empty when none.
   std::string restart_needed;
+  // What the last successful reload changed (policy_diff.hpp describe_changes); empty before
+  // the first reload or when it changed nothing.
+  std::string last_changes;
+  // The interception CA in force (SHA-256 of its certificate, colon hex); empty without one.
+  std::string ca_fingerprint;
 };
 
 class server {

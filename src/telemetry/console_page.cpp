@@ -26,6 +26,15 @@ button{margin-right:4px}.stopped{color:#b3261e;font-weight:600}.empty{color:#777
 <section><h2>Pending approvals</h2>
 <table id="pending"><thead><tr><th>id</th><th>kind</th><th>agent</th><th>request</th>
 <th>rule</th><th>reason</th><th>left</th><th>decide</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Policy</h2>
+<table id="policy"><tbody>
+<tr><th>version</th><td id="p-version"></td></tr>
+<tr><th>source</th><td id="p-source"></td></tr>
+<tr><th>loaded at</th><td id="p-loaded"></td></tr>
+<tr><th>last reload's changes</th><td id="p-changes"></td></tr>
+<tr><th>last reload's errors</th><td id="p-error" class="reason"></td></tr>
+<tr><th>interception CA (SHA-256)</th><td id="p-ca" class="reason"></td></tr>
+</tbody></table></section>
 <section><h2>Agents</h2>
 <table id="agents"><thead><tr><th>agent</th><th>state</th><th>in flight</th><th>concurrent</th>
 <th>kill switch</th></tr></thead><tbody></tbody></table></section>
@@ -92,6 +101,16 @@ async function refresh() {
         ["/policy", "/agents", "/approvals"].map(p => fetch(p).then(r => r.json())));
     document.getElementById("version").textContent =
         "policy " + String(policy.version || "").slice(0, 12);
+    const text = (id, v, none) => {
+      document.getElementById(id).textContent = v === null || v === undefined || v === "" ? none
+                                                                                           : v;
+    };
+    text("p-version", policy.version, "");
+    text("p-source", policy.source, "");
+    text("p-loaded", policy.loaded_at, "");
+    text("p-changes", policy.last_changes, "none");
+    text("p-error", policy.last_error, "none");
+    text("p-ca", policy.ca_fingerprint, "no interception CA");
     fill("pending", approvals.pending, p => {
       const tr = document.createElement("tr");
       tr.dataset.id = p.id;

@@ -169,6 +169,11 @@ class HeldPlainRequestTest(ApprovalCase):
 
 
 class HeldTunnelTest(ApprovalCase):
+    def test_policy_names_the_interception_ca(self):
+        # What the console shows as the CA's fingerprint.
+        p = admin_call(self.proxy.admin, "GET", "/policy").json()
+        self.assertRegex(p["ca_fingerprint"], r"^([0-9A-F]{2}:){31}[0-9A-F]{2}$")
+
     def test_connect_held_before_the_200(self):
         names_before = len(self.good.tls_server_names)
         f = self.held_connect("origin.test:%d" % self.good.port)

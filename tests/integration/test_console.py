@@ -75,6 +75,14 @@ class ConsoleTest(ProxyTestCase):
         self.assertEqual(r.header("X-Frame-Options"), "DENY")
         self.assertNotIn(b"http://", r.body.replace(b"http://www.w3.org", b""))  # no CDN
 
+    def test_policy_section(self):
+        version = admin_call(self.proxy.admin, "GET", "/policy").json()["version"]
+        self.wait_for("the policy's version", lambda d: d.find_element(
+            By.ID, "p-version").text == version)
+        self.assertEqual(self.browser.find_element(By.ID, "p-ca").text, "no interception CA")
+        self.assertEqual(self.browser.find_element(By.ID, "p-error").text, "none")
+        self.shot("policy.png")
+
     def test_approve_held_request_and_stop_agent_by_clicking(self):
         m = marker()
         path = "/echo/console-%s" % m
