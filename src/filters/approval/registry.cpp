@@ -2,8 +2,6 @@
 
 #include "core/str_cat.hpp"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
 
 namespace airlock::filters::approval {
@@ -17,10 +15,6 @@ constexpr auto keep_outcome = std::chrono::minutes(10);
 // Grants kept at once (oldest expiring first are dropped beyond this): a bound on what the
 // admin port can make the proxy hold, whatever operators click.
 constexpr std::size_t max_grants = 4096;
-
-std::int64_t unix_seconds(sys_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
-}
 
 // The wait one session awaits: the registry's entry `id`.
 class held_wait final : public pending {
@@ -350,58 +344,6 @@ std::size_t registry::held_count() {
   std::lock_guard lk(mu_);
   return static_cast<std::size_t>(std::count_if(
       held_.begin(), held_.end(), [](const auto& kv) { return kv.second.outcome == "pending"; }));
-}
-
-std::string registry::json() {
-  namespace json = boost::json;
-  std::lock_guard lk(mu_);
-  expire();
-  json::array pending_list, decided, grants;
-  const auto snow = steady::now();
-  for (const auto& [id, e] : held_) {
-    json::object o;
-    o["id"] = id;
-    o["kind"] = e.request.access_request ? "access_request" : "request";
-    o["agent"] = e.request.agent;
-    o["host"] = e.request.host;
-    o["port"] = e.request.port;
-    o["method"] = e.request.method;
-    o["path"] = e.request.path;
-    o["in_tunnel"] = e.request.in_tunnel;
-    o["rule"] = e.request.rule;
-    // The agent's own words: untrusted text, stored raw; whoever shows it escapes it.
-    o["reason"] = e.request.reason;
-    o["since"] = unix_seconds(e.since);
-    o["outcome"] = e.outcome;
-    if (e.outcome == "pending") {
-      o["seconds_left"] = std::max<std::int64_t>(
-          0, std::chrono::duration_cast<std::chrono::seconds>(e.deadline - snow).count());
-      pending_list.push_back(std::move(o));
-    } else {
-      decided.push_back(std::move(o));
-    }
-  }
-  for (const auto& g : grants_) {
-    json::object o;
-    o["id"] = g.id;
-    o["agent"] = g.agent;
-    o["host"] = g.host;
-    o["port"] = g.port;
-    o["method"] = g.method;
-    o["path_prefix"] = g.path_prefix;
-    o["by"] = g.by;
-    if (g.expires == sys_clock::time_point::max())
-      o["expires"] = nullptr;
-    else
-      o["expires"] = unix_seconds(g.expires);
-    grants.push_back(std::move(o));
-  }
-  json::object root;
-  root["pending"] = std::move(pending_list);
-  root["decided"] = std::move(decided);
-  root["grants"] = std::move(grants);
-  root["overlay_diff"] = overlay_diff_;
-  return json::serialize(root);
 }
 
 void registry::shutdown() {
