@@ -28,6 +28,8 @@ packages=(
   python3-mnemonic
   # WebSocket client and echo server of the WebSocket integration tests (test_websocket.py)
   python3-websockets
+  # the console's browser test: headless Chromium driven by Selenium (test_console.py)
+  chromium chromium-driver python3-selenium
 )
 # Node.js and npm (local installs with the jail's writable home): Debian's, unless the machine
 # already has a Node.js with its own npm (the build machines' image ships Node 20 from another

@@ -5,6 +5,7 @@
 #include "app/proxy_state.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "filters/approval/admin_api.hpp"
 #include "net/host.hpp"
 #include "policy/loader.hpp"
 #include "proxy/file_watches.hpp"
@@ -197,6 +198,9 @@ int cmd_proxy(args a) {
             st.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(st.last_error);
         o["restart_needed"] = st.restart_needed.empty() ? boost::json::value(nullptr)
                                                         : boost::json::value(st.restart_needed);
+        o["last_changes"] = st.last_changes;
+        o["ca_fingerprint"] = st.ca_fingerprint.empty() ? boost::json::value(nullptr)
+                                                        : boost::json::value(st.ca_fingerprint);
       }
       return boost::json::serialize(o);
     };
@@ -219,6 +223,21 @@ int cmd_proxy(args a) {
         return false;
       }
       return server_ptr->agent_control(agent, stop, message);
+    };
+    handlers.approvals_json = [&server_ptr] {
+      return server_ptr ? server_ptr->approvals().json() : std::string("{\"pending\":[]}");
+    };
+    handlers.approval_decide = [&server_ptr, &after_reload](std::string_view id, bool approve,
+                                                            std::string_view body,
+                                                            std::string& message) -> unsigned {
+      if (!server_ptr) {
+        message = "not started";
+        return 503;
+      }
+      const unsigned status = filters::approval::decide_from_admin(server_ptr->approvals(), id,
+                                                                   approve, body, "admin", message);
+      if (after_reload) after_reload();  // a permanent approval reloaded the policy
+      return status;
     };
     try {
       admin = std::make_unique<telemetry::admin_server>(main_ioc, *ep, std::move(handlers));

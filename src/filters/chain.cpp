@@ -1,9 +1,16 @@
 #include "filters/chain.hpp"
 
+#include "core/str_cat.hpp"
+
 #include <algorithm>
 #include <utility>
 
 namespace airlock::filters {
+
+verdict pending::timed_out(std::chrono::milliseconds waited) const {
+  return verdict::refuse(core::errc::decision_timeout,
+                         core::str_cat("no decision within ", waited.count(), " ms"));
+}
 
 chain::chain(std::span<const std::unique_ptr<filter_factory>> factories, exchange& ex)
     : ex_(ex), arena_(inline_.data(), inline_.size()), filters_(&arena_) {

@@ -103,9 +103,13 @@ struct exchange_record {
     std::string_view refused_from;  // "client" or "origin" when a message was refused
   std::optional<websocket_summary> websocket;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
-  bool skipped = false;           // nothing to record (the connection closed before a request)
-  bool reported = false;          // report mode let a refusal through
-  bool upstream_failed = false;   // the upstream (DNS, connect, TLS, response) failed
+  // The proxy's own endpoint (http://airlock.internal/, filters/approval/access_filter.hpp)
+  // answered with this status and JSON body instead of an error page (0: not answered so).
+  unsigned answer_status = 0;
+  std::string answer_body;
+  bool skipped = false;          // nothing to record (the connection closed before a request)
+  bool reported = false;         // report mode let a refusal through
+  bool upstream_failed = false;  // the upstream (DNS, connect, TLS, response) failed
 
   // The proxy answers this exchange itself, for this reason.
   void refuse(core::errc why, std::string why_detail) {
@@ -166,6 +170,13 @@ struct exchange {
   const policy::compiled_rule* rule = nullptr;  // the rule that allowed (or came closest)
   // Report mode applies: a reportable refusal is recorded and the request goes on.
   bool report_mode = false;
+  // Not zero: the request is to be held for an operator's approval for at most this long (a
+  // rule's `ask`, or approvals.ask_unmatched; set by the decision filter, held by the approval
+  // filter unless a grant covers it).
+  std::chrono::milliseconds hold_for{0};
+  // A request to the proxy's own endpoint (airlock.internal): the access filter answers it and
+  // the decision filter leaves it alone (it is never resolved or forwarded).
+  bool proxy_endpoint = false;
   // Secrets whose placeholder the request carries (to hosts they are bound to).
   std::vector<std::size_t> placeholders;
   // The most request body allowed (the codec enforces it while the body streams).

@@ -21,6 +21,7 @@
 #include "core/errc.hpp"
 #include "filters/exchange.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -90,6 +91,13 @@ class pending {
   // The session stopped waiting (timeout, client gone, shutdown): release what is held. `done`
   // may still be called afterwards and must then be harmless.
   virtual void cancel() noexcept {}
+  // How long the session waits at most, given its own bound (`session_limit`): a person's
+  // approval has a timeout of its own, longer than a store's answer needs.
+  virtual std::chrono::milliseconds wait_limit(std::chrono::milliseconds session_limit) const {
+    return session_limit;
+  }
+  // The verdict when no outcome came within wait_limit (fail closed).
+  virtual verdict timed_out(std::chrono::milliseconds waited) const;
 };
 
 // What a filter does with a body, decided per exchange once the head is known.

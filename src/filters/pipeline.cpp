@@ -1,6 +1,8 @@
 #include "filters/pipeline.hpp"
 
 #include "core/str_cat.hpp"
+#include "filters/approval/access_filter.hpp"
+#include "filters/approval/approval_filter.hpp"
 #include "filters/credentials/credential_filters.hpp"
 #include "filters/decision/decision_filter.hpp"
 #include "filters/dlp/dlp_filter.hpp"
@@ -41,8 +43,13 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
   const auto secrets = snapshot->secrets();
   auto& f = p->factories_;
   f.push_back(std::make_unique<credentials::placeholder_guard_factory>(secrets));
+  // The proxy's own endpoint (airlock.internal) before the rules: it is answered, never decided.
+  f.push_back(std::make_unique<approval::access_factory>(*snapshot, state.approvals));
   f.push_back(std::make_unique<decision::decision_factory>());
   f.push_back(std::make_unique<rate_limit::rate_limit_factory>(state.rates->bind(snapshot)));
+  // After the kill switch and the limits (a stopped or limited agent is not held), before the
+  // checks of what the request carries.
+  f.push_back(std::make_unique<approval::approval_factory>(*snapshot, state.approvals));
   f.push_back(std::make_unique<credentials::placeholder_require_factory>());
   f.push_back(std::make_unique<validation::validation_factory>());
   // Before DLP: a tool call refused (a secret in its arguments included) is answered as

@@ -8,6 +8,7 @@
 //   placeholders  a secret's placeholder sent to a host the secret is not bound to (any rule)
 //   decision      the policy's rules: host, port, method, path, upgrade, inspection
 //   rate_limit    kill switch, breaker, concurrency, quotas, token buckets; byte paces
+//   approval      a request marked `ask` held for an operator (a wait), unless granted
 //   require       placeholders a rule insists on
 //   validation    query, headers, body size, JSON body
 //   mcp           JSON-RPC methods, MCP tools and their arguments (answered as JSON-RPC)
@@ -35,11 +36,15 @@ namespace rate_limit {
 class registry;
 class plan;
 }  // namespace rate_limit
+namespace approval {
+class registry;
+}
 
 // State that outlives snapshots (bucket levels, breakers, the kill switch): kept by the server
 // and bound to each new snapshot.
 struct lasting_state {
   rate_limit::registry* rates = nullptr;
+  approval::registry* approvals = nullptr;  // held requests and grants; null: nothing is held
 };
 
 class pipeline {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 namespace airlock::policy {
 namespace {
@@ -29,38 +30,18 @@ std::vector<load_error> sorted(std::vector<load_error> errors) {
   return errors;
 }
 
-}  // namespace
-
-load_result load_string(std::string_view yaml, const std::string& source_name,
-                        const load_options& options) {
-  load_result result;
-  error_sink errors(source_name);
-  model::policy policy;
-  policy.source = source_name;
-  policy.version = sha256_hex(yaml);
-  mark_table marks;
-  const std::string base_dir = std::filesystem::path(source_name).parent_path().string();
-  parse_policy(yaml, base_dir, policy, marks, errors);
-  if (!errors.full()) {
-    auto snapshot = compiler::compile(std::move(policy), marks, options, errors);
-    if (errors.empty()) result.policy = std::move(snapshot);
-  }
-  result.errors = sorted(errors.take());
-  result.warnings = sorted(errors.take_warnings());
-  if (!result.errors.empty()) result.policy.reset();
-  return result;
-}
-
-load_result load_file(const std::string& path, const load_options& options) {
-  load_result result;
-  auto fail = [&](std::string message) {
-    result.errors.push_back({path, 0, 0, "", std::move(message)});
-    return result;
-  };
+// Reads a whole file of at most max_file_bytes; an error message when it cannot.
+std::optional<std::string> read_text(const std::string& path, std::string& error) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return fail("is a directory, not a policy file");
+  if (std::filesystem::is_directory(path, ec)) {
+    error = "is a directory, not a policy file";
+    return std::nullopt;
+  }
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return fail(core::str_cat("cannot read: ", std::strerror(errno)));
+  if (f == nullptr) {
+    error = core::str_cat("cannot read: ", std::strerror(errno));
+    return std::nullopt;
+  }
   std::string text;
   char buf[65536];
   bool too_large = false;
@@ -78,9 +59,86 @@ load_result load_file(const std::string& path, const load_options& options) {
     }
   }
   std::fclose(f);
-  if (read_errno != 0) return fail(core::str_cat("cannot read: ", std::strerror(read_errno)));
-  if (too_large) return fail(core::str_cat("larger than ", max_file_bytes, " bytes"));
-  return load_string(text, path, options);
+  if (read_errno != 0) {
+    error = core::str_cat("cannot read: ", std::strerror(read_errno));
+    return std::nullopt;
+  }
+  if (too_large) {
+    error = core::str_cat("larger than ", max_file_bytes, " bytes");
+    return std::nullopt;
+  }
+  return text;
+}
+
+// `include:`: each file's rules and agents' rule lists are added to `policy` (errors name the
+// included file). The approvals overlay may not exist yet: the proxy writes it at the first
+// permanent approval. Returns the files' bytes, for the policy's version.
+std::string read_includes(model::policy& policy, mark_table& marks,
+                          std::vector<load_error>& errors) {
+  constexpr std::size_t max_includes = 16;
+  std::string texts;
+  for (std::size_t i = 0; i < policy.includes.size(); ++i) {
+    const std::string file = policy.includes[i];
+    const std::string key = core::str_cat("include[", i, "]");
+    if (i == max_includes) {
+      errors.push_back({policy.source, 0, 0, "include", "at most 16 files may be included"});
+      break;
+    }
+    std::string why;
+    std::error_code ec;
+    if (file == policy.approvals.overlay && !std::filesystem::exists(file, ec)) continue;
+    auto text = read_text(file, why);
+    if (!text) {
+      errors.push_back({file, 0, 0, key, std::move(why)});
+      continue;
+    }
+    error_sink sink(file);
+    const std::string base_dir = std::filesystem::path(file).parent_path().string();
+    parse_included(*text, base_dir, key, policy, marks, sink);
+    for (auto& e : sink.take())
+      errors.push_back(std::move(e));
+    texts += core::str_cat("\n# include ", file, "\n", *text);
+  }
+  return texts;
+}
+
+}  // namespace
+
+load_result load_string(std::string_view yaml, const std::string& source_name,
+                        const load_options& options) {
+  load_result result;
+  error_sink errors(source_name);
+  model::policy policy;
+  policy.source = source_name;
+  mark_table marks;
+  const std::string base_dir = std::filesystem::path(source_name).parent_path().string();
+  parse_policy(yaml, base_dir, policy, marks, errors);
+  std::vector<load_error> included_errors;
+  // The version covers the included files too: an approval written there is a new policy.
+  const std::string included = read_includes(policy, marks, included_errors);
+  policy.version = sha256_hex(included.empty() ? yaml : core::str_cat(yaml, included));
+  if (!errors.full()) {
+    auto snapshot = compiler::compile(std::move(policy), marks, options, errors);
+    if (errors.empty() && included_errors.empty()) result.policy = std::move(snapshot);
+  }
+  result.errors = errors.take();
+  for (auto& e : included_errors)
+    result.errors.push_back(std::move(e));
+  result.errors = sorted(std::move(result.errors));
+  result.warnings = sorted(errors.take_warnings());
+  if (!result.errors.empty()) result.policy.reset();
+  return result;
+}
+
+load_result load_file(const std::string& path, const load_options& options) {
+  std::string why;
+  auto text = read_text(path, why);
+  if (!text) {
+    load_result result;
+    result.errors.push_back({path, 0, 0, "", std::move(why)});
+    return result;
+  }
+  return load_string(*text, path, options);
 }
 
 }  // namespace airlock::policy

@@ -2,6 +2,7 @@
 // The policy as plain data, exactly as the YAML file says it (after defaults are applied).
 // Built by the loader, turned into an immutable snapshot by the compiler. No behaviour here.
 
+#include "policy/approvals.hpp"
 #include "policy/dlp.hpp"
 #include "policy/mcp.hpp"
 #include "policy/model_basics.hpp"
@@ -194,6 +195,7 @@ struct rule {
   mcp_config mcp;  // MCP / JSON-RPC tool calls (mcp.hpp)
   std::uint8_t protocols = 0x7;  // protocol_http1 | protocol_h2 | protocol_websocket
   websocket_limits websocket;
+  model::ask ask;  // hold the requests it allows for an operator (policy/approvals.hpp)
   mark at;
 };
 
@@ -236,6 +238,10 @@ struct policy {
   std::vector<rule> rules;
   dlp_config dlp;                       // policy-wide default for rules without `dlp`
   std::vector<blocked_host> blocklist;  // hosts no rule reaches (open-web mode)
+  model::approvals approvals;           // held requests (policy/approvals.hpp)
+  // Other files whose `rules` and agents' rule lists are added to this policy (`include:`),
+  // resolved against the policy file's folder; read by the loader (include_parser.hpp).
+  std::vector<std::string> includes;
 };
 
 }  // namespace airlock::policy::model

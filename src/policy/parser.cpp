@@ -26,9 +26,9 @@ namespace {
 
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
-constexpr std::string_view top_keys[] = {"mode",  "listen", "tls",      "limits",    "network",
-                                         "audit", "state",  "secrets",  "redactors", "agents",
-                                         "rules", "dlp",    "blocklist"};
+constexpr std::string_view top_keys[] = {"mode",  "listen", "tls",       "limits",    "network",
+                                         "audit", "state",  "secrets",   "redactors", "agents",
+                                         "rules", "dlp",    "blocklist", "approvals", "include"};
 constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
 constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
 constexpr std::string_view limits_keys[] = {
@@ -51,7 +51,7 @@ constexpr std::string_view rule_keys[] = {
     "name",     "hosts",     "host_regex",  "ports",     "methods",  "paths",
     "upgrades", "addresses", "allow_cidrs", "inspect",   "mode",     "rate",
     "query",    "headers",   "body",        "inject",    "redact",   "schemes",
-    "binaries", "dlp",       "mcp",         "protocols", "websocket"};
+    "binaries", "dlp",       "mcp",         "protocols", "websocket", "ask"};
 constexpr std::string_view websocket_keys[] = {"max_message_bytes", "messages_per_minute", "burst"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
@@ -83,14 +83,18 @@ std::string_view describe(const YAML::Node& n) {
   }
 }
 
+std::string parser::resolve(std::string file) const {
+  if (!file.empty() && !base_dir_.empty()) {
+    std::filesystem::path p(file);
+    if (p.is_relative()) return (std::filesystem::path(base_dir_) / p).lexically_normal().string();
+  }
+  return file;
+}
+
 void parser::path_into(const YAML::Node& n, const std::string& key, std::string& out) {
   auto s = string(n, key);
   if (!s) return;
-  out = std::move(*s);
-  if (!out.empty() && !base_dir_.empty()) {
-    std::filesystem::path p(out);
-    if (p.is_relative()) out = (std::filesystem::path(base_dir_) / p).lexically_normal().string();
-  }
+  out = resolve(std::move(*s));
 }
 
 void parser::strings_into(const YAML::Node& n, const std::string& key,
@@ -464,9 +468,10 @@ void parser::schemes(const YAML::Node& v, const std::string& key, std::vector<mo
   }
 }
 
-void parser::rules(const YAML::Node& node, const std::string& path, std::vector<model::rule>& out) {
+void parser::rules(const YAML::Node& node, const std::string& path, std::vector<model::rule>& out,
+                   std::size_t first) {
   if (!expect(node, path, YAML::NodeType::Sequence, "a list of rules")) return;
-  std::size_t i = 0;
+  std::size_t i = first;
   for (auto it = node.begin(); it != node.end(); ++it, ++i) {
     if (errors_.full()) return;
     model::rule r;
@@ -525,6 +530,8 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
                 mcp(v, child, r.mcp);
               else if (k == "websocket")
                 websocket(v, child, r.websocket);
+              else if (k == "ask")
+                ask(v, child, r.ask);
             });
     out.push_back(std::move(r));
   }
@@ -610,6 +617,12 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
               parse_dlp(v, key, p.dlp, marks_, errors_);
             } else if (k == "blocklist") {
               parse_blocklist(v, key, p.blocklist, errors_);
+            } else if (k == "approvals") {
+              approvals(v, key, p.approvals);
+            } else if (k == "include") {
+              strings_into(v, key, p.includes);
+              for (auto& file : p.includes)
+                file = resolve(file);
             }
           });
 }

@@ -17,6 +17,12 @@ namespace airlock::policy {
 void parse_policy(std::string_view yaml, const std::string& base_dir, model::policy& out,
                   mark_table& marks, error_sink& errors);
 
+// An included file (`include:`, parser_approvals.cpp): its rules and agents' rule lists added
+// to `out`; `key` ("include[0]") names its entries in errors, which `errors` (made for that
+// file) collects.
+void parse_included(std::string_view yaml, const std::string& base_dir, const std::string& key,
+                    model::policy& out, mark_table& marks, error_sink& errors);
+
 // Levenshtein distance with adjacent transpositions (optimal string alignment), for "did you
 // mean" suggestions.
 std::size_t edit_distance(std::string_view a, std::string_view b);

@@ -36,6 +36,10 @@ class parser {
       : base_dir_(std::move(base_dir)), marks_(marks), errors_(errors) {}
 
   void policy(const YAML::Node& root, model::policy& p);
+  // An included file (`include:`): its `rules` are appended to the policy's, and its `agents`
+  // (each with `rules` only) add rule names to agents the policy already has. `path` names the
+  // file's entries in errors ("include[0]"). parser_approvals.cpp.
+  void included(const YAML::Node& root, const std::string& path, model::policy& p);
 
  private:
   void error(const YAML::Node& at, const std::string& key, std::string message) {
@@ -105,7 +109,15 @@ class parser {
   void secrets(const YAML::Node& n, const std::string& path, std::vector<model::secret>& out);
   void redactors(const YAML::Node& n, const std::string& path, std::vector<model::redactor>& out);
   void agents(const YAML::Node& n, const std::string& path, std::vector<model::agent>& out);
-  void rules(const YAML::Node& n, const std::string& path, std::vector<model::rule>& out);
+  // `first` numbers the entries (rules[first], ...): an included file's rules follow the
+  // policy's own, and the compiler finds their marks under those keys.
+  void rules(const YAML::Node& n, const std::string& path, std::vector<model::rule>& out,
+             std::size_t first = 0);
+  // `approvals:` and a rule's `ask` (parser_approvals.cpp).
+  void approvals(const YAML::Node& n, const std::string& path, model::approvals& a);
+  void ask(const YAML::Node& n, const std::string& path, model::ask& a);
+  // A file name relative to the policy's folder made absolute (as written when base_dir is "").
+  std::string resolve(std::string file) const;
 
   std::string base_dir_;
   mark_table& marks_;

@@ -43,4 +43,16 @@ http::response<http::string_body> make_answer(core::errc why, std::string_view d
   return res;
 }
 
+http::response<http::string_body> make_endpoint_answer(unsigned status, std::string_view json,
+                                                       unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(status),
+                                        version == 10 ? 10u : 11u};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::cache_control, "no-store");
+  res.body() = json;
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
 }  // namespace airlock::proxy

@@ -19,6 +19,10 @@ namespace http = boost::beast::http;
 http::response<http::string_body> make_answer(core::errc why, std::string_view detail,
                                               unsigned version, bool keep_alive);
 
+// The proxy's own endpoint's answer (airlock.internal): `status` with a JSON body.
+http::response<http::string_body> make_endpoint_answer(unsigned status, std::string_view json,
+                                                       unsigned version, bool keep_alive);
+
 // RFC 9110 quoted-string content: backslash-escape '"' and '\', drop control characters.
 std::string quote_for_header(std::string_view text);
 

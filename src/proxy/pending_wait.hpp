@@ -4,7 +4,6 @@
 // delivered from any thread, before or after the wait ends; the shared state holds no I/O
 // object, so a late answer after the session (or its io_context) is gone is harmless.
 
-#include "core/str_cat.hpp"
 #include "filters/filter.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -20,9 +19,11 @@
 
 namespace airlock::proxy {
 
-inline boost::asio::awaitable<filters::verdict> await_pending(filters::pending& p,
-                                                              std::chrono::milliseconds timeout) {
+inline boost::asio::awaitable<filters::verdict> await_pending(
+    filters::pending& p, std::chrono::milliseconds session_limit) {
   namespace asio = boost::asio;
+  // A held request waits for a person (its own timeout); anything else for the session's.
+  const std::chrono::milliseconds timeout = p.wait_limit(session_limit);
   struct state {
     std::optional<filters::verdict> outcome;
     asio::steady_timer* timer = nullptr;  // null once the session stopped waiting
@@ -49,8 +50,7 @@ inline boost::asio::awaitable<filters::verdict> await_pending(filters::pending& 
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   if (st->outcome) co_return std::move(*st->outcome);
   p.cancel();
-  co_return filters::verdict::refuse(core::errc::decision_timeout,
-                                     core::str_cat("no decision within ", timeout.count(), " ms"));
+  co_return p.timed_out(timeout);
 }
 
 }  // namespace airlock::proxy

@@ -3,11 +3,13 @@
 #include "core/log.hpp"
 #include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
+#include "filters/approval/overlay.hpp"
 #include "net/host.hpp"
 #include "proxy/policy_diff.hpp"
 #include "proxy/relay_listener.hpp"
 #include "proxy/session.hpp"
 #include "telemetry/metrics.hpp"
+#include "tls/leaf_cache.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -24,8 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <future>
 #include <thread>
@@ -178,6 +182,16 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
       std::make_unique<const net::address_guard>(false, std::vector<net::cidr>{}, own_endpoints_);
 
   rates_.use_store(options_.store);
+  approvals_.set_event_sink([](std::string_view event, const filters::approval::request_info& r,
+                               std::string_view outcome, std::string_view by) {
+    // Names and the target only; an access request's reason stays in GET /approvals.
+    AIRLOCK_LOG(info, "approvals", event, ": agent ", r.agent, " ", r.method, " ", r.host, ":",
+                r.port, " -> ", outcome, by.empty() ? "" : " by ", by);
+  });
+  approvals_.set_permanent_writer(
+      [this](const filters::approval::request_info& r, bool same_method, std::string& message) {
+        return write_permanent(r, same_method, message);
+      });
   std::string error;
   auto active = build_active(initial, error);
   if (!active) {
@@ -254,6 +268,7 @@ bool server::reload(std::string_view trigger, std::string& message) {
   status_.version = result.policy->version();
   status_.loaded_at = status_.last_attempt;
   status_.last_error.clear();
+  status_.last_changes = changes;
   if (shared_.metrics) shared_.metrics->policy_loaded(true, result.policy->version(), trigger);
   message = core::str_cat("policy ", result.policy->version().substr(0, 12), " loaded (", trigger,
                           ")", changes.empty() ? "" : "; ", changes);
@@ -291,7 +306,7 @@ std::shared_ptr<const active_policy> server::build_active(
     }
   }
   // The filters, bound to the rate-limit state that outlives snapshots.
-  filters::lasting_state lasting{&rates_};
+  filters::lasting_state lasting{&rates_, &approvals_};
   auto built = filters::pipeline::build(std::move(snapshot), lasting);
   if (!built.built) {
     error.clear();
@@ -347,11 +362,56 @@ std::string server::agents_json() const {
 }
 
 reload_status server::status() const {
-  std::lock_guard lock(reload_mutex_);
-  return status_;
+  reload_status out;
+  {
+    std::lock_guard lock(reload_mutex_);
+    out = status_;
+  }
+  if (const auto active = shared_.active.load(); active && active->tls && active->tls->leaves)
+    out.ca_fingerprint = active->tls->leaves->minter().ca().fingerprint();
+  return out;
+}
+
+bool server::write_permanent(const filters::approval::request_info& r, bool same_method,
+                             std::string& message) {
+  namespace approval = filters::approval;
+  const auto current = shared_.current();
+  const auto& model = current->model();
+  const std::string& file = model.approvals.overlay;
+  if (file.empty()) {
+    message = "the policy names no approvals.overlay file: permanent approvals are off";
+    return false;
+  }
+  if (std::find(model.includes.begin(), model.includes.end(), file) == model.includes.end()) {
+    message = core::str_cat("the policy does not include its approvals.overlay (", file, ")");
+    return false;
+  }
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(file, ec);
+  const std::string before = approval::read_file_or_empty(file);
+  auto change = approval::add_to_overlay(*current, r, same_method, before);
+  if (!approval::replace_file(file, change.text, message)) return false;
+  std::string loaded;
+  if (!reload("approval", loaded)) {
+    // The overlay as it was: the next reload must not trip on what this one refused.
+    std::string ignored;
+    if (existed)
+      approval::replace_file(file, before, ignored);
+    else
+      std::filesystem::remove(file, ec);
+    message = core::str_cat("the overlay with ", change.rule_name,
+                            " did not load; it is as it was:\n", loaded);
+    return false;
+  }
+  approvals_.note_overlay_change(change.diff);
+  message = core::str_cat("approved for good: ", change.rule_name, " written to ", file, "; ",
+                          loaded, "\n", change.diff);
+  return true;
 }
 
 void server::shutdown() {
+  // Held requests are refused at once: their sessions end instead of waiting out the drain.
+  approvals_.shutdown();
   if (stopped_ || workers_.empty()) return;
   stopped_ = true;
   shared_.draining.store(true);

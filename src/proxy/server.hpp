@@ -6,6 +6,7 @@
 // Thread safety: start() and shutdown() from one controlling thread; reload() from any
 // thread (it serialises itself).
 
+#include "filters/approval/registry.hpp"
 #include "filters/rate_limit/fleet_control.hpp"
 #include "filters/rate_limit/registry.hpp"
 #include "policy/loader.hpp"
@@ -45,6 +46,11 @@ struct reload_status {
   // listen.* addresses the policy in force changed since start (policy_diff.hpp
   // listen_changes): they need a restart. Empty when none.
   std::string restart_needed;
+  // What the last successful reload changed (policy_diff.hpp describe_changes); empty before
+  // the first reload or when it changed nothing.
+  std::string last_changes;
+  // The interception CA in force (SHA-256 of its certificate, colon hex); empty without one.
+  std::string ca_fingerprint;
 };
 
 class server {
@@ -69,6 +75,10 @@ class server {
   bool agent_control(std::string_view agent, bool stop, std::string& message);
   std::string agents_json() const;
 
+  // Held requests, access requests and grants (filters/approval/registry.hpp), for the admin
+  // port and the reserved request-access endpoint.
+  filters::approval::registry& approvals() noexcept { return approvals_; }
+
   // Stops accepting, lets in-flight exchanges finish for up to drain_timeout, then closes
   // what is left and joins the workers.
   void shutdown();
@@ -81,6 +91,11 @@ class server {
   // Binds listen.relay (a Unix socket or host:port) when the policy names one.
   bool start_relay_listener(const std::string& where, const std::string& group, std::string& error);
 
+  // approvals.overlay: writes a permanent approval as a rule of the overlay file, then reloads
+  // (and puts the file back as it was when the policy with it does not load).
+  bool write_permanent(const filters::approval::request_info& r, bool same_method,
+                       std::string& message);
+
   // The one builder of the policy in force: the snapshot's filters (bound to the lasting
   // rate-limit state) and its TLS interception. Null, with `error` set, when either cannot be
   // built: the policy is then refused like one that fails to load.
@@ -90,6 +105,8 @@ class server {
   server_options options_;
   shared_state shared_;
   filters::rate_limit::registry rates_;
+  // Held requests outlive snapshots too; before workers_, so destroyed after their sessions.
+  filters::approval::registry approvals_;
   // state: redis: stops, resumes and breaker trips shared with the other replicas. After
   // rates_, so destroyed before it.
   std::unique_ptr<filters::rate_limit::fleet_control> fleet_;

@@ -41,7 +41,9 @@ void clear_timeout(Stream& s) {
 template <class Client>
 boost::asio::awaitable<bool> send_answer(Client& client, filters::exchange_record& rec,
                                          unsigned version, bool keep_alive) {
-  auto res = make_answer(rec.reason, rec.detail, version, keep_alive);
+  auto res = rec.answer_status != 0
+                 ? make_endpoint_answer(rec.answer_status, rec.answer_body, version, keep_alive)
+                 : make_answer(rec.reason, rec.detail, version, keep_alive);
   if (rec.retry_after > 0)
     res.set(boost::beast::http::field::retry_after, std::to_string(rec.retry_after));
   if (rec.answer) {  // the refusal in the client's protocol (a JSON-RPC error), same headers

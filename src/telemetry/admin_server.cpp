@@ -1,6 +1,7 @@
 #include "telemetry/admin_server.hpp"
 
 #include "core/log.hpp"
+#include "telemetry/console_page.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -314,6 +315,29 @@ response admin_server::impl::call_handler(const request& req, Fn&& fn) {
   return make_response(req, http::status::internal_server_error, "internal error");
 }
 
+namespace {
+
+// A browser on another site may send a simple POST here (a form, fetch with mode no-cors):
+// it cannot read the answer, but the action would happen. Browsers say where a request comes
+// from (Fetch Metadata's Sec-Fetch-Site, W3C; RFC 6454 Origin): a mutating request from any
+// other origin is refused. curl and other clients send neither header.
+bool cross_site(const request& req) {
+  if (auto site = req.find("Sec-Fetch-Site"); site != req.end()) {
+    const std::string_view v = site->value();
+    if (v != "same-origin" && v != "none") return true;
+  }
+  if (auto origin = req.find(http::field::origin); origin != req.end()) {
+    const auto host = req.find(http::field::host);
+    if (host == req.end()) return true;
+    const std::string_view o = origin->value();
+    // RFC 6454 section 6.1: scheme "://" host [":" port]; the admin port speaks plain http.
+    if (!o.starts_with("http://") || o.substr(7) != host->value()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 response admin_server::impl::handle(const request& req) {
   std::string_view target = req.target();
   // Only origin-form targets name admin resources. Absolute-form ("http://host/metrics"),
@@ -324,6 +348,8 @@ response admin_server::impl::handle(const request& req) {
   }
   std::string_view path = target.substr(0, target.find('?'));
   bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+  if (!get && cross_site(req))
+    return make_response(req, http::status::forbidden, "cross-site request refused\n");
 
   auto not_configured = [&] {
     return make_response(req, http::status::not_implemented, "not configured");
@@ -398,6 +424,41 @@ response admin_server::impl::handle(const request& req) {
       bool ok = handlers_.agent_control(name, action == "stop", message);
       return make_response(req, ok ? http::status::ok : http::status::not_found,
                            std::move(message));
+    });
+  }
+  if (path == "/console") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    auto res = make_response(req, http::status::ok, std::string(console_html()),
+                             "text/html; charset=utf-8");
+    res.set("Content-Security-Policy", console_csp);
+    res.set("X-Frame-Options", "DENY");  // older browsers without frame-ancestors
+    res.set("X-Content-Type-Options", "nosniff");
+    return res;
+  }
+  if (path == "/approvals") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.approvals_json) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.approvals_json(), "application/json");
+    });
+  }
+  if (path.starts_with("/approvals/")) {
+    // /approvals/<id>/approve or /approvals/<id>/refuse
+    std::string_view rest = path.substr(11);
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0)
+      return make_response(req, http::status::not_found, "not found");
+    const std::string_view id = rest.substr(0, slash);
+    const std::string_view action = rest.substr(slash + 1);
+    if (action != "approve" && action != "refuse")
+      return make_response(req, http::status::not_found, "not found");
+    if (req.method() != http::verb::post) return method_not_allowed("POST");
+    if (!handlers_.approval_decide) return not_configured();
+    return call_handler(req, [&] {
+      std::string message;
+      const unsigned status =
+          handlers_.approval_decide(id, action == "approve", req.body(), message);
+      return make_response(req, static_cast<http::status>(status), std::move(message));
     });
   }
   return make_response(req, http::status::not_found, "not found");

@@ -1,6 +1,7 @@
 #pragma once
 // The admin listener (default 127.0.0.1:9464): GET /metrics, /healthz, /readyz, /policy,
-// /agents and POST /reload, /agents/<name>/stop, /agents/<name>/resume. It is a separate listener
+// /agents, /approvals and POST /reload, /agents/<name>/stop, /agents/<name>/resume,
+// /approvals/<id>/approve, /approvals/<id>/refuse. It is a separate listener
 // from the proxy port, so nothing an agent sends through the proxy can reach it (the proxy refuses
 // its own addresses as upstreams).
 //
@@ -11,6 +12,9 @@
 // called again, so the objects the handlers refer to may be destroyed. Coroutines still pending
 // keep the internal state alive until they finish or the io_context is destroyed; the
 // io_context must outlive the admin_server.
+//
+// A request other than GET or HEAD from a browser on another origin (Sec-Fetch-Site other than
+// same-origin or none, or an Origin that is not this listener's) is refused with 403 (CSRF).
 //
 // Limits: 64 concurrent connections (more are answered 503 and closed), 8 KiB request head,
 // 8 KiB body, 10 s per read or write (keep-alive idle included).
@@ -37,6 +41,14 @@ struct admin_handlers {
   // POST /agents/<name>/stop and /agents/<name>/resume: the kill switch. Returns false (404)
   // when the policy has no such agent; the message is the answer's body.
   std::function<bool(std::string_view agent, bool stop, std::string& message)> agent_control;
+  // GET /approvals: the requests held for a decision, the access requests and the grants (JSON).
+  std::function<std::string()> approvals_json;
+  // POST /approvals/<id>/approve or /approvals/<id>/refuse, with an optional JSON body
+  // ({"scope": "once" | "agent_host" | "permanent", "duration": "1h", "method": true,
+  // "path_prefix": "/v1/"}). Returns the answer's status; `message` is its body.
+  std::function<unsigned(std::string_view id, bool approve, std::string_view body,
+                         std::string& message)>
+      approval_decide;
 };
 
 class admin_server {

@@ -91,7 +91,7 @@ def parser_key_lists():
     policy parser: the schema, as the code has it."""
     source = "".join(read(os.path.join(ROOT, "src", "policy", name))
                      for name in ("parser.cpp", "parser_checks.cpp", "parser_mcp.cpp",
-                                  "state_parser.cpp"))
+                                  "state_parser.cpp", "parser_approvals.cpp"))
     lists = {}
     for name, body in re.findall(r"constexpr\s+std::string_view\s+(\w+)\[\]\s*=\s*\{(.*?)\};",
                                  source, re.S):
@@ -242,6 +242,9 @@ class ReferenceTest(unittest.TestCase):
         if 'starts_with("/agents/")' in source:
             for action in ("stop", "resume"):
                 self.assertIn("| `POST /agents/NAME/%s`" % action, page)
+        if 'starts_with("/approvals/")' in source:
+            for action in ("approve", "refuse"):
+                self.assertIn("| `POST /approvals/ID/%s`" % action, page)
 
     def test_readme_lists_every_command(self):
         source = read(os.path.join(ROOT, "src", "app", "main.cpp"))

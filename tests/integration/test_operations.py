@@ -134,13 +134,15 @@ class AdminEndpointsTest(OpsTestCase):
         self.assertEqual(r.content_type, "application/json", r)
         p = r.json()
         self.assertEqual(set(p), {"version", "source", "loaded_at", "last_attempt",
-                                  "last_error", "restart_needed"}, p)
+                                  "last_error", "restart_needed", "last_changes",
+                                  "ca_fingerprint"}, p)
         self.assertEqual(p["version"], self.proxy.policy_version())
         self.assertEqual(p["source"], self.proxy.config_path)
         self.assertRegex(p["loaded_at"], RFC3339)
         self.assertRegex(p["last_attempt"], RFC3339)
         self.assertIsNone(p["last_error"])
         self.assertIsNone(p["restart_needed"])
+        self.assertIsNone(p["ca_fingerprint"])  # no tls section in this policy
 
     def test_post_reload(self):
         before = self.proxy.reload_count("success", "api")

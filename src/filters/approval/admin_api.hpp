@@ -1,0 +1,19 @@
+#pragma once
+// The admin port's POST /approvals/<id>/approve|refuse, read into a registry decision: the id,
+// and a JSON body {"scope": "once" | "agent_host" | "permanent", "duration": "1h", "method":
+// true, "path_prefix": "/v1/"} (every key optional: once; 1h; any method; any path).
+
+#include "filters/approval/registry.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace airlock::filters::approval {
+
+// Applies the decision; returns the HTTP status of the answer (200; 400 for a bad body; 404
+// for no such pending approval; 409 when a permanent approval could not be written or loaded)
+// with `message` its body.
+unsigned decide_from_admin(registry& approvals, std::string_view id, bool approve,
+                           std::string_view body, std::string by, std::string& message);
+
+}  // namespace airlock::filters::approval

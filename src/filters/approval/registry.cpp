@@ -1,0 +1,363 @@
+#include "filters/approval/registry.hpp"
+
+#include "core/str_cat.hpp"
+
+#include <algorithm>
+
+namespace airlock::filters::approval {
+namespace {
+
+using sys_clock = std::chrono::system_clock;
+using steady = std::chrono::steady_clock;
+
+// A decided access request is kept this long for the agent to poll its outcome.
+constexpr auto keep_outcome = std::chrono::minutes(10);
+// Grants kept at once (oldest expiring first are dropped beyond this): a bound on what the
+// admin port can make the proxy hold, whatever operators click.
+constexpr std::size_t max_grants = 4096;
+
+// The wait one session awaits: the registry's entry `id`.
+class held_wait final : public pending {
+ public:
+  held_wait(registry& r, std::uint64_t id, std::chrono::milliseconds timeout)
+      : registry_(r), id_(id), timeout_(timeout) {}
+  void start(std::function<void(verdict)> done) override;
+  void cancel() noexcept override;
+  std::chrono::milliseconds wait_limit(std::chrono::milliseconds) const override {
+    return timeout_;
+  }
+  verdict timed_out(std::chrono::milliseconds waited) const override {
+    return verdict::refuse(
+        core::errc::approval_timeout,
+        core::str_cat("approval ", id_, ": no decision within ", waited.count() / 1000, " s"));
+  }
+
+ private:
+  registry& registry_;
+  std::uint64_t id_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+// Declared a friend of the registry under this name.
+class held_wait_access {
+ public:
+  static void start(registry& r, std::uint64_t id, std::function<void(verdict)> done);
+  static void cancel(registry& r, std::uint64_t id);
+};
+
+namespace {
+void held_wait::start(std::function<void(verdict)> done) {
+  held_wait_access::start(registry_, id_, std::move(done));
+}
+void held_wait::cancel() noexcept {
+  try {
+    held_wait_access::cancel(registry_, id_);
+  } catch (...) {  // emit() may allocate; a lost audit line must not end the process
+  }
+}
+}  // namespace
+
+void held_wait_access::start(registry& r, std::uint64_t id, std::function<void(verdict)> done) {
+  r.start(id, std::move(done));
+}
+void held_wait_access::cancel(registry& r, std::uint64_t id) {
+  r.cancel(id);
+}
+
+std::optional<scope> parse_scope(std::string_view text) {
+  if (text == "once") return scope::once;
+  if (text == "agent_host") return scope::agent_host;
+  if (text == "permanent") return scope::permanent;
+  return std::nullopt;
+}
+
+std::string_view scope_name(scope s) {
+  switch (s) {
+    case scope::once:
+      return "once";
+    case scope::agent_host:
+      return "agent_host";
+    case scope::permanent:
+      return "permanent";
+  }
+  return "once";
+}
+
+bool grant::covers(const request_info& r, sys_clock::time_point now) const {
+  if (now >= expires || r.agent != agent || r.host != host || r.port != port) return false;
+  // A method or path the grant names is only visible in a request, not in a CONNECT: a tunnel
+  // is covered by a host grant only (its requests, when inspected, are checked one by one).
+  if (!method.empty() && (r.connect || r.method != method)) return false;
+  if (!path_prefix.empty() && (r.connect || !r.path.starts_with(path_prefix))) return false;
+  return true;
+}
+
+void registry::set_permanent_writer(permanent_writer w) {
+  std::lock_guard lk(mu_);
+  permanent_ = std::move(w);
+}
+
+void registry::set_event_sink(event_sink s) {
+  std::lock_guard lk(mu_);
+  events_ = std::move(s);
+}
+
+void registry::emit(std::string_view event, const request_info& r, std::string_view outcome,
+                    std::string_view by) {
+  event_sink sink;
+  {
+    std::lock_guard lk(mu_);
+    sink = events_;
+  }
+  if (sink) sink(event, r, outcome, by);
+}
+
+void registry::expire() {
+  const auto now = sys_clock::now();
+  std::erase_if(grants_, [&](const grant& g) { return g.expires <= now; });
+  const auto snow = steady::now();
+  std::erase_if(held_, [&](const auto& kv) {
+    const entry& e = kv.second;
+    // Decided access requests once polled long enough; decided holds whose session never came
+    // to wait (it always does at once: a safety net only).
+    return e.outcome != "pending" && e.forget_at <= snow && (e.request.access_request || e.early);
+  });
+  for (auto& [id, e] : held_)
+    if (e.request.access_request && e.outcome == "pending" && e.deadline <= snow) {
+      e.outcome = "timed_out";
+      e.forget_at = snow + keep_outcome;
+    }
+}
+
+bool registry::granted(const request_info& r) {
+  std::lock_guard lk(mu_);
+  expire();
+  const auto now = sys_clock::now();
+  return std::any_of(grants_.begin(), grants_.end(),
+                     [&](const grant& g) { return g.covers(r, now); });
+}
+
+bool registry::admit(const request_info& r, const bounds& b, std::string& why) {
+  if (stopped_) {
+    why = "the proxy is stopping";
+    return false;
+  }
+  std::size_t total = 0, mine = 0;
+  for (const auto& [id, e] : held_) {
+    if (e.outcome != "pending") continue;
+    ++total;
+    if (e.request.agent == r.agent) ++mine;
+  }
+  if (mine >= b.per_agent) {
+    why = core::str_cat("agent ", r.agent, " has ", mine, " requests awaiting approval (max ",
+                        b.per_agent, ")");
+    return false;
+  }
+  if (total >= b.total) {
+    why = core::str_cat(total, " requests await approval (max ", b.total, ")");
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
+                                        std::chrono::milliseconds timeout, std::string& why) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lk(mu_);
+    expire();
+    if (!admit(r, b, why)) return nullptr;
+    id = next_id_++;
+    entry& e = held_[id];
+    e.request = r;
+    e.since = sys_clock::now();
+    e.deadline = steady::now() + timeout;
+  }
+  emit("held", r, "pending", "");
+  return std::make_shared<held_wait>(*this, id, timeout);
+}
+
+std::uint64_t registry::ask(request_info r, const bounds& b, std::chrono::milliseconds timeout,
+                            std::string& why) {
+  r.access_request = true;
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lk(mu_);
+    expire();
+    if (!admit(r, b, why)) return 0;
+    id = next_id_++;
+    entry& e = held_[id];
+    e.request = r;
+    e.since = sys_clock::now();
+    e.deadline = steady::now() + timeout;
+  }
+  emit("access_requested", r, "pending", "");
+  return id;
+}
+
+std::string registry::access_outcome(std::uint64_t id, std::string_view agent) {
+  std::lock_guard lk(mu_);
+  expire();
+  auto it = held_.find(id);
+  if (it == held_.end() || !it->second.request.access_request || it->second.request.agent != agent)
+    return {};
+  return it->second.outcome;
+}
+
+void registry::start(std::uint64_t id, std::function<void(verdict)> done) {
+  std::optional<verdict> now;
+  {
+    std::lock_guard lk(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end()) {
+      now = verdict::refuse(core::errc::approval_timeout, "the hold ended before it began");
+    } else if (it->second.early) {
+      now = std::move(*it->second.early);
+      held_.erase(it);
+    } else {
+      it->second.done = std::move(done);
+      it->second.started = true;
+    }
+  }
+  if (now) done(std::move(*now));
+}
+
+void registry::cancel(std::uint64_t id) {
+  request_info r;
+  {
+    std::lock_guard lk(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end()) return;
+    r = std::move(it->second.request);
+    held_.erase(it);
+  }
+  emit("timed_out", r, "approval_timeout", "");
+}
+
+void registry::release_covered(const grant& g, std::vector<std::function<void()>>& calls) {
+  const auto now = sys_clock::now();
+  for (auto it = held_.begin(); it != held_.end();) {
+    entry& e = it->second;
+    if (e.request.access_request || e.outcome != "pending" || !g.covers(e.request, now)) {
+      ++it;
+      continue;
+    }
+    if (!e.started) {  // its session has not begun to wait: start() lets it go
+      e.outcome = "approved";
+      e.early = verdict::next();
+      e.forget_at = steady::now() + keep_outcome;
+      ++it;
+      continue;
+    }
+    calls.push_back([done = std::move(e.done)] { done(verdict::next()); });
+    it = held_.erase(it);
+  }
+}
+
+bool registry::decide(std::uint64_t id, const decision& d, std::string& message) {
+  request_info r;
+  permanent_writer writer;
+  {
+    std::lock_guard lk(mu_);
+    expire();
+    auto it = held_.find(id);
+    if (it == held_.end() || it->second.outcome != "pending") {
+      message = core::str_cat("no pending approval ", id);
+      return false;
+    }
+    r = it->second.request;
+    writer = permanent_;
+  }
+  // The file is written and the policy reloaded outside the lock (a reload takes a while and
+  // new requests still ask for grants meanwhile).
+  if (d.approve && d.scope == scope::permanent) {
+    if (!writer) {
+      message = "no approvals.overlay file in the policy: permanent approvals are off";
+      return false;
+    }
+    if (!writer(r, d.same_method, message)) return false;
+  }
+  std::vector<std::function<void()>> calls;
+  {
+    std::lock_guard lk(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end() || it->second.outcome != "pending") {
+      message = core::str_cat("approval ", id, " ended while it was being decided");
+      return false;
+    }
+    entry& e = it->second;
+    e.outcome = d.approve ? "approved" : "refused";
+    e.forget_at = steady::now() + keep_outcome;
+    auto outcome = d.approve
+                       ? verdict::next()
+                       : verdict::refuse(core::errc::approval_refused,
+                                         core::str_cat("approval ", id, " refused by ", d.by));
+    if (e.request.access_request) {
+      // Kept for its agent to poll.
+    } else if (!e.started) {
+      e.early = std::move(outcome);  // start() delivers it
+    } else {
+      calls.push_back(
+          [done = std::move(e.done), v = std::move(outcome)]() mutable { done(std::move(v)); });
+      held_.erase(it);
+    }
+    // An access request names a host, not one request: approving it grants it, for
+    // `duration` when scoped once or agent_host.
+    if (d.approve && (d.scope != scope::once || r.access_request)) {
+      grant g;
+      g.id = id;
+      g.agent = r.agent;
+      g.host = r.host;
+      g.port = r.port;
+      if (d.same_method && !r.connect && !r.access_request) g.method = r.method;
+      if (!r.connect && !r.access_request) g.path_prefix = d.path_prefix;
+      g.expires = d.scope == scope::permanent ? sys_clock::time_point::max()
+                                              : sys_clock::now() + d.duration;
+      g.by = d.by;
+      release_covered(g, calls);
+      if (grants_.size() >= max_grants)
+        grants_.erase(
+            std::min_element(grants_.begin(), grants_.end(),
+                             [](const grant& a, const grant& b) { return a.expires < b.expires; }));
+      grants_.push_back(std::move(g));
+    }
+  }
+  for (auto& c : calls)
+    c();
+  const std::string outcome =
+      d.approve ? core::str_cat("approved:", scope_name(d.scope)) : std::string("refused");
+  emit("decided", r, outcome, d.by);
+  if (message.empty())
+    message = core::str_cat("approval ", id, d.approve ? " approved (" : " refused",
+                            d.approve ? scope_name(d.scope) : "", d.approve ? ")" : "");
+  return true;
+}
+
+void registry::note_overlay_change(std::string diff) {
+  std::lock_guard lk(mu_);
+  overlay_diff_ = std::move(diff);
+}
+
+std::size_t registry::held_count() {
+  std::lock_guard lk(mu_);
+  return static_cast<std::size_t>(std::count_if(
+      held_.begin(), held_.end(), [](const auto& kv) { return kv.second.outcome == "pending"; }));
+}
+
+void registry::shutdown() {
+  std::vector<std::function<void(verdict)>> waiting;
+  {
+    std::lock_guard lk(mu_);
+    stopped_ = true;
+    for (auto& [id, e] : held_)
+      if (e.done) waiting.push_back(std::move(e.done));
+    held_.clear();
+    events_ = nullptr;
+  }
+  for (auto& done : waiting)
+    done(verdict::refuse(core::errc::shutting_down, "the proxy is stopping"));
+}
+
+}  // namespace airlock::filters::approval

@@ -1,0 +1,161 @@
+#pragma once
+// The approvals of one proxy: the requests held for an operator's decision (filters::pending
+// waits the sessions await), the agents' own access requests (request-access), and the grants
+// operators gave (`agent_host` for a while). One per proxy, owned by the server; it outlives
+// policy snapshots, so a reload neither drops a held request nor forgets a grant.
+//
+// Decisions come from the admin port (GET /approvals, POST /approvals/ID/approve|refuse). A
+// `permanent` approval is written as a rule to the policy's overlay file (approvals.overlay)
+// by the writer the server installs, which then reloads the policy.
+//
+// Bounds: a hold is refused at once (approval_limit) past max_held_per_agent for its agent or
+// max_held_total for the proxy, so an agent cannot exhaust the proxy by asking.
+//
+// @par Thread Safety
+// Every member may be called from any thread (one mutex). The sessions' callbacks are called
+// outside the lock.
+
+#include "filters/filter.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::filters::approval {
+
+// What is asked for: names and the target, never a header or body value.
+struct request_info {
+  std::string agent;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string method;  // "CONNECT" for a tunnel
+  std::string path;    // empty for a CONNECT
+  bool connect = false;
+  bool in_tunnel = false;
+  std::string rule;    // the rule that asked (`ask`), or empty (approvals.ask_unmatched)
+  std::string reason;  // an agent's access request: its own words (untrusted, bounded)
+  bool access_request = false;
+};
+
+enum class scope : std::uint8_t { once, agent_host, permanent };
+std::optional<scope> parse_scope(std::string_view text);
+std::string_view scope_name(scope s);
+
+struct bounds {
+  std::uint32_t per_agent = 8;
+  std::uint32_t total = 256;
+};
+
+// A grant for one agent to one host and port, optionally one method and a path prefix.
+struct grant {
+  std::uint64_t id = 0;
+  std::string agent;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string method;       // empty: any
+  std::string path_prefix;  // empty: any
+  std::chrono::system_clock::time_point expires;
+  std::string by;  // who approved
+  bool covers(const request_info& r, std::chrono::system_clock::time_point now) const;
+};
+
+// An operator's decision.
+struct decision {
+  bool approve = false;
+  approval::scope scope = approval::scope::once;
+  std::chrono::milliseconds duration{3'600'000};  // agent_host
+  bool same_method = false;                       // agent_host: only the held method
+  std::string path_prefix;                        // agent_host: only under this path
+  std::string by;                                 // who decided (the audit's `by`)
+};
+
+class registry {
+ public:
+  // Writes a rule allowing `r` to the overlay file and reloads; false with the reason when it
+  // cannot. Installed by the server (it knows the files and how to reload).
+  using permanent_writer =
+      std::function<bool(const request_info& r, bool same_method, std::string& message)>;
+  // Called for every operator decision and every hold's end, for the audit trail.
+  using event_sink = std::function<void(std::string_view event, const request_info& r,
+                                        std::string_view outcome, std::string_view by)>;
+
+  registry() = default;
+  registry(const registry&) = delete;
+  registry& operator=(const registry&) = delete;
+
+  void set_permanent_writer(permanent_writer w);
+  void set_event_sink(event_sink s);
+
+  // Whether a grant covers the request (expired grants are dropped here).
+  bool granted(const request_info& r);
+
+  // Holds a request: the pending its session awaits, or null with `why` set (approval_limit)
+  // when over `b`. The hold ends with the operator's decision, or with approval_timeout after
+  // `timeout` (the session's wait, see pending::wait_limit).
+  std::shared_ptr<pending> hold(request_info r, const bounds& b, std::chrono::milliseconds timeout,
+                                std::string& why);
+
+  // An agent's own access request: no session waits; the outcome is kept for polling (for
+  // `keep` after it is decided or times out). 0 with `why` set when over `b`.
+  std::uint64_t ask(request_info r, const bounds& b, std::chrono::milliseconds timeout,
+                    std::string& why);
+  // "pending", "approved", "refused", "timed_out", or empty when there is no such request of
+  // this agent (another agent's id reads as unknown).
+  std::string access_outcome(std::uint64_t id, std::string_view agent);
+
+  // Applies an operator's decision to a held request or access request. False when there is
+  // no such pending id (already decided, timed out, or never held), or the decision cannot be
+  // applied (a permanent approval whose file cannot be written); `message` says what happened.
+  bool decide(std::uint64_t id, const decision& d, std::string& message);
+
+  // Pending holds and access requests, active grants, and the last overlay change (JSON).
+  std::string json();
+  // The last permanent approval's change to the overlay file (a unified-diff-like text).
+  void note_overlay_change(std::string diff);
+
+  // Refuses every held request (the proxy is stopping); no callback runs afterwards.
+  void shutdown();
+
+  std::size_t held_count();
+
+ private:
+  struct entry {
+    request_info request;
+    std::chrono::system_clock::time_point since;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(verdict)> done;  // the session waiting, if any (and not yet answered)
+    bool started = false;
+    // Decided before its session began to wait (the listing shows a hold as soon as it is
+    // made): start() delivers this.
+    std::optional<verdict> early;
+    std::string outcome = "pending";  // access requests: kept after the decision
+    std::chrono::steady_clock::time_point forget_at;
+  };
+  friend class held_wait_access;
+  void start(std::uint64_t id, std::function<void(verdict)> done);
+  void cancel(std::uint64_t id);  // the session stopped waiting: the hold timed out
+  bool admit(const request_info& r, const bounds& b, std::string& why);  // under mu_
+  void expire();                                                         // under mu_
+  // Releases every held request a new grant covers (outside the lock: the callbacks).
+  void release_covered(const grant& g, std::vector<std::function<void()>>& calls);
+  void emit(std::string_view event, const request_info& r, std::string_view outcome,
+            std::string_view by);
+
+  std::mutex mu_;
+  std::map<std::uint64_t, entry> held_;
+  std::vector<grant> grants_;
+  std::uint64_t next_id_ = 1;
+  std::string overlay_diff_;
+  bool stopped_ = false;
+  permanent_writer permanent_;
+  event_sink events_;
+};
+
+}  // namespace airlock::filters::approval

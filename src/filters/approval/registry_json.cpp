@@ -1,0 +1,72 @@
+// GET /approvals: the registry as JSON (registry.hpp).
+#include "filters/approval/registry.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+namespace airlock::filters::approval {
+namespace {
+
+using sys_clock = std::chrono::system_clock;
+using steady = std::chrono::steady_clock;
+
+std::int64_t unix_seconds(sys_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string registry::json() {
+  namespace json = boost::json;
+  std::lock_guard lk(mu_);
+  expire();
+  json::array pending_list, decided, grants;
+  const auto snow = steady::now();
+  for (const auto& [id, e] : held_) {
+    json::object o;
+    o["id"] = id;
+    o["kind"] = e.request.access_request ? "access_request" : "request";
+    o["agent"] = e.request.agent;
+    o["host"] = e.request.host;
+    o["port"] = e.request.port;
+    o["method"] = e.request.method;
+    o["path"] = e.request.path;
+    o["in_tunnel"] = e.request.in_tunnel;
+    o["rule"] = e.request.rule;
+    // The agent's own words: untrusted text, stored raw; whoever shows it escapes it.
+    o["reason"] = e.request.reason;
+    o["since"] = unix_seconds(e.since);
+    o["outcome"] = e.outcome;
+    if (e.outcome == "pending") {
+      o["seconds_left"] = std::max<std::int64_t>(
+          0, std::chrono::duration_cast<std::chrono::seconds>(e.deadline - snow).count());
+      pending_list.push_back(std::move(o));
+    } else {
+      decided.push_back(std::move(o));
+    }
+  }
+  for (const auto& g : grants_) {
+    json::object o;
+    o["id"] = g.id;
+    o["agent"] = g.agent;
+    o["host"] = g.host;
+    o["port"] = g.port;
+    o["method"] = g.method;
+    o["path_prefix"] = g.path_prefix;
+    o["by"] = g.by;
+    if (g.expires == sys_clock::time_point::max())
+      o["expires"] = nullptr;
+    else
+      o["expires"] = unix_seconds(g.expires);
+    grants.push_back(std::move(o));
+  }
+  json::object root;
+  root["pending"] = std::move(pending_list);
+  root["decided"] = std::move(decided);
+  root["grants"] = std::move(grants);
+  root["overlay_diff"] = overlay_diff_;
+  return json::serialize(root);
+}
+
+}  // namespace airlock::filters::approval

@@ -1,0 +1,183 @@
+#include "telemetry/console_page.hpp"
+
+namespace airlock::telemetry {
+namespace {
+
+// Kept in one raw string so the binary carries the whole console. The script builds every
+// element with createElement and sets text with textContent: no innerHTML anywhere.
+constexpr std::string_view page = R"html(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Airlock console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:14px system-ui,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
+header{background:#1d2330;color:#fff;padding:10px 16px;display:flex;gap:24px;align-items:baseline}
+header h1{font-size:18px;margin:0}header span{opacity:.8;font-family:monospace}
+main{padding:12px 16px;display:grid;gap:16px}
+section{background:#fff;border:1px solid #d8dce3;border-radius:6px;padding:8px 12px}
+h2{font-size:15px;margin:4px 0 8px}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eceef2;vertical-align:top}
+td.reason{font-family:monospace;white-space:pre-wrap;max-width:30em;overflow-wrap:anywhere}
+button{margin-right:4px}.stopped{color:#b3261e;font-weight:600}.empty{color:#777}
+#status{color:#777}
+</style></head>
+<body>
+<header><h1>Airlock console</h1><span id="version">policy …</span><span id="status"></span></header>
+<main>
+<section><h2>Pending approvals</h2>
+<table id="pending"><thead><tr><th>id</th><th>kind</th><th>agent</th><th>request</th>
+<th>rule</th><th>reason</th><th>left</th><th>decide</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Policy</h2>
+<table id="policy"><tbody>
+<tr><th>version</th><td id="p-version"></td></tr>
+<tr><th>source</th><td id="p-source"></td></tr>
+<tr><th>loaded at</th><td id="p-loaded"></td></tr>
+<tr><th>last reload's changes</th><td id="p-changes"></td></tr>
+<tr><th>last reload's errors</th><td id="p-error" class="reason"></td></tr>
+<tr><th>interception CA (SHA-256)</th><td id="p-ca" class="reason"></td></tr>
+</tbody></table></section>
+<section><h2>Agents</h2>
+<table id="agents"><thead><tr><th>agent</th><th>state</th><th>in flight</th><th>concurrent</th>
+<th>kill switch</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Grants</h2>
+<table id="grants"><thead><tr><th>id</th><th>agent</th><th>host:port</th><th>method</th>
+<th>path prefix</th><th>expires</th><th>by</th></tr></thead><tbody></tbody></table>
+<h2>Last permanent approval</h2><pre id="overlay"></pre></section>
+</main>
+<script>
+"use strict";
+function cell(row, text, cls) {
+  const td = document.createElement("td");
+  td.textContent = text === undefined || text === null ? "" : String(text);
+  if (cls) td.className = cls;
+  row.appendChild(td);
+  return td;
+}
+function button(parent, label, name, onclick) {
+  const b = document.createElement("button");
+  b.textContent = label;
+  b.name = name;
+  b.addEventListener("click", onclick);
+  parent.appendChild(b);
+  return b;
+}
+// Rows whose data did not change are kept as they are (a scope the operator picked, a button
+// about to be clicked); `update` refreshes the parts that change on their own (time left).
+function fill(id, rows, make, update) {
+  const body = document.querySelector("#" + id + " tbody");
+  const old = new Map();
+  for (const tr of body.children) if (tr.dataset.sig) old.set(tr.dataset.sig, tr);
+  const keep = [];
+  for (const r of rows) {
+    const shown = Object.assign({}, r);
+    delete shown.seconds_left;
+    const sig = JSON.stringify(shown);
+    let tr = old.get(sig);
+    if (!tr) {
+      tr = make(r);
+      tr.dataset.sig = sig;
+    }
+    if (update) update(tr, r);
+    keep.push(tr);
+  }
+  body.replaceChildren(...keep);
+  if (!rows.length) {
+    const tr = document.createElement("tr");
+    cell(tr, "none", "empty");
+    body.appendChild(tr);
+  }
+}
+async function post(path, body) {
+  const r = await fetch(path, {method: "POST", body: body ? JSON.stringify(body) : "",
+                               headers: {"Content-Type": "application/json"}});
+  document.getElementById("status").textContent = path + ": " + r.status;
+  refresh();
+}
+let busy = false;
+async function refresh() {
+  if (busy) return;
+  busy = true;
+  try {
+    const [policy, agents, approvals] = await Promise.all(
+        ["/policy", "/agents", "/approvals"].map(p => fetch(p).then(r => r.json())));
+    document.getElementById("version").textContent =
+        "policy " + String(policy.version || "").slice(0, 12);
+    const text = (id, v, none) => {
+      document.getElementById(id).textContent = v === null || v === undefined || v === "" ? none
+                                                                                           : v;
+    };
+    text("p-version", policy.version, "");
+    text("p-source", policy.source, "");
+    text("p-loaded", policy.loaded_at, "");
+    text("p-changes", policy.last_changes, "none");
+    text("p-error", policy.last_error, "none");
+    text("p-ca", policy.ca_fingerprint, "no interception CA");
+    fill("pending", approvals.pending, p => {
+      const tr = document.createElement("tr");
+      tr.dataset.id = p.id;
+      cell(tr, p.id);
+      cell(tr, p.kind);
+      cell(tr, p.agent);
+      cell(tr, p.method + " " + p.host + ":" + p.port + (p.path || ""));
+      cell(tr, p.rule || "(no rule)");
+      cell(tr, p.reason, "reason");
+      cell(tr, "", "left");
+      const td = cell(tr, "");
+      const scope = document.createElement("select");
+      scope.name = "scope";
+      for (const s of ["once", "agent_host", "permanent"]) {
+        const o = document.createElement("option");
+        o.value = s;
+        o.textContent = s;
+        scope.appendChild(o);
+      }
+      td.appendChild(scope);
+      button(td, "Approve", "approve",
+             () => post("/approvals/" + p.id + "/approve", {scope: scope.value}));
+      button(td, "Refuse", "refuse", () => post("/approvals/" + p.id + "/refuse"));
+      return tr;
+    }, (tr, p) => { tr.querySelector("td.left").textContent = p.seconds_left + " s"; });
+    fill("agents", agents.agents, a => {
+      const tr = document.createElement("tr");
+      tr.dataset.agent = a.name;
+      cell(tr, a.name);
+      cell(tr, a.stopped ? "stopped" : a.suspended_seconds_left ? "suspended" : "running",
+           a.stopped ? "stopped" : "");
+      cell(tr, a.in_flight);
+      cell(tr, a.concurrent);
+      const td = cell(tr, "");
+      const path = "/agents/" + encodeURIComponent(a.name);
+      if (a.stopped) button(td, "Resume", "resume", () => post(path + "/resume"));
+      else button(td, "Stop", "stop", () => post(path + "/stop"));
+      return tr;
+    });
+    fill("grants", approvals.grants, g => {
+      const tr = document.createElement("tr");
+      cell(tr, g.id);
+      cell(tr, g.agent);
+      cell(tr, g.host + ":" + g.port);
+      cell(tr, g.method || "any");
+      cell(tr, g.path_prefix || "any");
+      cell(tr, g.expires === null ? "never" : new Date(g.expires * 1000).toISOString());
+      cell(tr, g.by);
+      return tr;
+    });
+    document.getElementById("overlay").textContent = approvals.overlay_diff || "none yet";
+  } catch (e) {
+    document.getElementById("status").textContent = "admin API unreachable";
+  } finally {
+    busy = false;
+  }
+}
+refresh();
+setInterval(refresh, 1000);
+</script>
+</body></html>
+)html";
+
+}  // namespace
+
+std::string_view console_html() noexcept {
+  return page;
+}
+
+}  // namespace airlock::telemetry

@@ -1,0 +1,138 @@
+"""The operator's console (GET /console on the admin port) in a real browser: headless
+Chromium driven by Selenium (Debian's chromium, chromium-driver, python3-selenium) loads the
+page, sees a held request appear, approves it by clicking (the request then goes through),
+and stops an agent by clicking. Screenshots of the views go to docs/console/*.png (linked from
+the README). Also: the page's headers (CSP, no framing) and that an agent's reason is shown
+as text, never as HTML."""
+
+import concurrent.futures
+import os
+import shutil
+import time
+import unittest
+
+from harness import env
+from harness.base import ProxyTestCase, marker
+from harness.ops_admin import admin_call
+from harness.proxy import make_policy, origin_rule
+
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "console")
+XSS = '<img src=x onerror="document.title=\'pwned\'">'
+
+
+class ConsoleTest(ProxyTestCase):
+    @classmethod
+    def policy(cls):
+        p = make_policy([origin_rule(cls.origin.port, name="asked", ask={"timeout": "60s"})],
+                        agents={"default": {"rules": ["asked"]}, "builder": {"rules": []}})
+        p["listen"]["admin"] = "127.0.0.1:0"
+        p["approvals"] = {"access_requests": True}
+        return p
+
+    @classmethod
+    def extra_setup(cls):
+        options = Options()
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,900", "--no-proxy-server"):
+            options.add_argument(arg)
+        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+        service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+        cls.browser = webdriver.Chrome(service=service, options=options)
+        cls.browser.set_page_load_timeout(env.t(30))
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.browser.quit()
+
+    def setUp(self):
+        super().setUp()
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
+        self.addCleanup(self.pool.shutdown, wait=True)
+        self.browser.get("http://%s/console" % self.proxy.admin)
+
+    def wait_for(self, what, condition):
+        # The page redraws rows whose data changed: a row read as it goes is tried again.
+        return WebDriverWait(self.browser, env.t(20), poll_frequency=0.1,
+                             ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: condition(d), "console: " + what)
+
+    def shot(self, name):
+        os.makedirs(SHOTS, exist_ok=True)
+        self.browser.save_screenshot(os.path.join(SHOTS, name))
+
+    def test_headers(self):
+        r = admin_call(self.proxy.admin, "GET", "/console")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.header("Content-Type").startswith("text/html"))
+        self.assertIn("frame-ancestors 'none'", r.header("Content-Security-Policy"))
+        self.assertEqual(r.header("X-Frame-Options"), "DENY")
+        self.assertNotIn(b"http://", r.body.replace(b"http://www.w3.org", b""))  # no CDN
+
+    def test_policy_section(self):
+        version = admin_call(self.proxy.admin, "GET", "/policy").json()["version"]
+        self.wait_for("the policy's version", lambda d: d.find_element(
+            By.ID, "p-version").text == version)
+        self.assertEqual(self.browser.find_element(By.ID, "p-ca").text, "no interception CA")
+        self.assertEqual(self.browser.find_element(By.ID, "p-error").text, "none")
+        self.shot("policy.png")
+
+    def test_approve_held_request_and_stop_agent_by_clicking(self):
+        m = marker()
+        path = "/echo/console-%s" % m
+
+        def held():
+            return self.curl(self.url(path), max_time=env.t(50))
+        f = self.pool.submit(held)
+        # An access request whose reason is markup: shown as text.
+        self.pool.submit(self.curl, "http://airlock.internal/request-access",
+                         args=["--data", '{"host":"pypi.org","port":443,"reason":%s}'
+                               % __import__("json").dumps(XSS)]).result(env.t(20))
+        row = self.wait_for("the held request's row", lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
+            if path in r.text])[0]
+        reason = self.wait_for("the access request's row", lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
+            if "access_request" in r.text])[0]
+        self.assertIn(XSS, reason.text)  # the markup as text
+        self.assertEqual(self.browser.find_elements(By.CSS_SELECTOR, "#pending img"), [])
+        self.assertNotEqual(self.browser.title, "pwned")
+        self.shot("approvals.png")
+        self.assertEqual(self.origin.seen(m), [])
+        Select(row.find_element(By.NAME, "scope")).select_by_value("once")
+        row.find_element(By.NAME, "approve").click()
+        self.assertEqual(f.result(env.t(30)).status, 200)
+        self.assertEqual(len(self.origin.seen(m)), 1)
+        self.wait_for("the row gone", lambda d: not [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr") if path in r.text])
+
+        agent = self.wait_for("the builder agent", lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"]'))[0]
+        agent.find_element(By.NAME, "stop").click()
+        self.wait_for("builder stopped", lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]'))
+        agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
+        self.assertTrue([a for a in agents if a["name"] == "builder" and a["stopped"]], agents)
+        self.shot("agents.png")
+        self.browser.find_element(
+            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]').click()
+        self.wait_for("builder resumed", lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="stop"]'))
+        # The access request is refused from the console too.
+        reason = self.wait_for("the access request's row", lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
+            if "access_request" in r.text])[0]
+        reason.find_element(By.NAME, "refuse").click()
+        self.wait_for("nothing pending", lambda d: not [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
+            if "access_request" in r.text])
+
+
+if __name__ == "__main__":
+    unittest.main()

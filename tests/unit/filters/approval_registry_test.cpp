@@ -1,0 +1,214 @@
+// The approvals registry (filters/approval/registry.hpp): holds and their outcomes, the bounds,
+// grants and what they cover, access requests, the admin port's decision bodies, shutdown.
+#include "filters/approval/admin_api.hpp"
+#include "filters/approval/registry.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include <optional>
+
+namespace airlock::filters::approval {
+namespace {
+
+using namespace std::chrono_literals;
+
+request_info get(std::string agent, std::string host, std::string path = "/x") {
+  request_info r;
+  r.agent = std::move(agent);
+  r.host = std::move(host);
+  r.port = 443;
+  r.method = "GET";
+  r.path = std::move(path);
+  return r;
+}
+
+// The outcome a session would get.
+struct waiter {
+  std::optional<verdict> outcome;
+  std::shared_ptr<pending> p;
+  void start() {
+    p->start([this](verdict v) { outcome = std::move(v); });
+  }
+};
+
+std::uint64_t first_pending_id(registry& r) {
+  auto j = boost::json::parse(r.json());
+  return j.at("pending").as_array().at(0).at("id").to_number<std::uint64_t>();
+}
+
+decision approve(scope s = scope::once) {
+  decision d;
+  d.approve = true;
+  d.scope = s;
+  d.by = "test";
+  return d;
+}
+
+TEST(ApprovalRegistry, ApproveOnceLetsThatRequestGo) {
+  registry reg;
+  std::string why;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  ASSERT_TRUE(w.p) << why;
+  w.start();
+  EXPECT_FALSE(w.outcome);
+  std::string message;
+  ASSERT_TRUE(reg.decide(first_pending_id(reg), approve(), message)) << message;
+  ASSERT_TRUE(w.outcome);
+  EXPECT_TRUE(w.outcome->passes());
+  EXPECT_FALSE(reg.granted(get("a", "x.test")));  // once: no grant
+  EXPECT_EQ(reg.held_count(), 0u);
+}
+
+TEST(ApprovalRegistry, RefuseAndTimeout) {
+  registry reg;
+  std::string why, message;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  w.start();
+  decision no;
+  no.by = "op";
+  ASSERT_TRUE(reg.decide(first_pending_id(reg), no, message));
+  ASSERT_TRUE(w.outcome);
+  EXPECT_EQ(w.outcome->reason, core::errc::approval_refused);
+  EXPECT_FALSE(reg.decide(1, no, message));  // decided already
+
+  waiter t{std::nullopt, reg.hold(get("a", "x.test"), {}, 3s, why)};
+  t.start();
+  EXPECT_EQ(t.p->wait_limit(60s), 3s);  // the hold's own timeout, not the session's
+  const auto id = first_pending_id(reg);
+  t.p->cancel();  // the session's wait timed out
+  EXPECT_EQ(t.p->timed_out(3s).reason, core::errc::approval_timeout);
+  EXPECT_EQ(reg.held_count(), 0u);
+  EXPECT_FALSE(reg.decide(id, approve(), message));
+}
+
+TEST(ApprovalRegistry, BoundsPerAgentAndTotal) {
+  registry reg;
+  bounds b{2, 3};
+  std::string why;
+  std::vector<std::shared_ptr<pending>> held;
+  held.push_back(reg.hold(get("a", "x.test"), b, 10s, why));
+  held.push_back(reg.hold(get("a", "y.test"), b, 10s, why));
+  EXPECT_FALSE(reg.hold(get("a", "z.test"), b, 10s, why));
+  EXPECT_NE(why.find("max 2"), std::string::npos) << why;
+  held.push_back(reg.hold(get("b", "x.test"), b, 10s, why));
+  EXPECT_FALSE(reg.hold(get("c", "x.test"), b, 10s, why));
+  EXPECT_NE(why.find("max 3"), std::string::npos) << why;
+  EXPECT_EQ(reg.ask(get("c", "x.test"), b, 10s, why), 0u);  // access requests count too
+  held[0]->cancel();
+  EXPECT_TRUE(reg.hold(get("c", "x.test"), b, 10s, why));
+}
+
+TEST(ApprovalRegistry, AgentHostGrantCoversAndReleasesOthers) {
+  registry reg;
+  std::string why, message;
+  waiter first{std::nullopt, reg.hold(get("a", "x.test", "/v1/a"), {}, 10s, why)};
+  first.start();
+  waiter second{std::nullopt, reg.hold(get("a", "x.test", "/v1/b"), {}, 10s, why)};
+  second.start();
+  waiter other{std::nullopt, reg.hold(get("a", "x.test", "/v2/c"), {}, 10s, why)};
+  other.start();
+  auto d = approve(scope::agent_host);
+  d.duration = 1h;
+  d.path_prefix = "/v1/";
+  d.same_method = true;
+  ASSERT_TRUE(reg.decide(first_pending_id(reg), d, message)) << message;
+  EXPECT_TRUE(first.outcome && first.outcome->passes());
+  EXPECT_TRUE(second.outcome && second.outcome->passes());  // covered by the new grant
+  EXPECT_FALSE(other.outcome);                              // another path: still held
+  EXPECT_TRUE(reg.granted(get("a", "x.test", "/v1/z")));
+  EXPECT_FALSE(reg.granted(get("a", "x.test", "/v2/z")));
+  EXPECT_FALSE(reg.granted(get("b", "x.test", "/v1/z")));  // another agent
+  auto post = get("a", "x.test", "/v1/z");
+  post.method = "POST";
+  EXPECT_FALSE(reg.granted(post));
+  auto tunnel = get("a", "x.test", "");
+  tunnel.connect = true;
+  tunnel.method = "CONNECT";
+  EXPECT_FALSE(reg.granted(tunnel));  // a method and path are not visible in a CONNECT
+}
+
+TEST(ApprovalRegistry, ExpiredGrantCoversNothing) {
+  grant g;
+  g.agent = "a";
+  g.host = "x.test";
+  g.port = 443;
+  const auto now = std::chrono::system_clock::now();
+  g.expires = now + 1s;
+  EXPECT_TRUE(g.covers(get("a", "x.test"), now));
+  EXPECT_FALSE(g.covers(get("a", "x.test"), now + 2s));
+}
+
+TEST(ApprovalRegistry, PermanentNeedsTheWriter) {
+  registry reg;
+  std::string why, message;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  w.start();
+  const auto id = first_pending_id(reg);
+  EXPECT_FALSE(reg.decide(id, approve(scope::permanent), message));
+  EXPECT_FALSE(w.outcome);  // still held
+  int written = 0;
+  reg.set_permanent_writer([&](const request_info& r, bool, std::string& m) {
+    ++written;
+    m = "wrote " + r.host;
+    return r.host == "x.test";
+  });
+  ASSERT_TRUE(reg.decide(id, approve(scope::permanent), message)) << message;
+  EXPECT_EQ(written, 1);
+  EXPECT_TRUE(w.outcome && w.outcome->passes());
+  EXPECT_TRUE(reg.granted(get("a", "x.test")));
+}
+
+TEST(ApprovalRegistry, AccessRequestsArePolledByTheirAgentOnly) {
+  registry reg;
+  std::string why, message;
+  auto r = get("a", "api.test", "");
+  r.reason = "<b>need it</b>";
+  const auto id = reg.ask(r, {}, 10s, why);
+  ASSERT_NE(id, 0u) << why;
+  EXPECT_EQ(reg.access_outcome(id, "a"), "pending");
+  EXPECT_EQ(reg.access_outcome(id, "b"), "");
+  // Stored raw; the JSON escapes it as JSON, whoever shows it escapes it for HTML.
+  auto j = boost::json::parse(reg.json());
+  EXPECT_EQ(j.at("pending").as_array().at(0).at("reason").as_string(), "<b>need it</b>");
+  ASSERT_TRUE(reg.decide(id, approve(), message));
+  EXPECT_EQ(reg.access_outcome(id, "a"), "approved");
+  EXPECT_TRUE(reg.granted(get("a", "api.test", "/anything")));
+}
+
+TEST(ApprovalRegistry, ShutdownRefusesWhatIsHeld) {
+  registry reg;
+  std::string why;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  w.start();
+  reg.shutdown();
+  ASSERT_TRUE(w.outcome);
+  EXPECT_EQ(w.outcome->reason, core::errc::shutting_down);
+  EXPECT_FALSE(reg.hold(get("a", "x.test"), {}, 10s, why));
+}
+
+TEST(ApprovalAdminApi, BodiesAndIds) {
+  registry reg;
+  std::string why, message;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  w.start();
+  const auto id = std::to_string(first_pending_id(reg));
+  EXPECT_EQ(decide_from_admin(reg, "abc", true, "", "op", message), 404u);
+  EXPECT_EQ(decide_from_admin(reg, "0", true, "", "op", message), 404u);
+  for (const char* body :
+       {"[]", "{\"scope\":\"forever\"}", "{\"duration\":\"0s\"}", "{\"duration\":\"400d\"}",
+        "{\"method\":1}", "{\"path_prefix\":\"v1\"}", "{\"who\":\"me\"}", "{"}) {
+    EXPECT_EQ(decide_from_admin(reg, id, true, body, "op", message), 400u) << body;
+  }
+  EXPECT_FALSE(w.outcome);
+  EXPECT_EQ(
+      decide_from_admin(reg, id, true, R"({"scope":"agent_host","duration":"10m","method":true})",
+                        "op", message),
+      200u)
+      << message;
+  EXPECT_TRUE(w.outcome && w.outcome->passes());
+  EXPECT_EQ(decide_from_admin(reg, id, false, "", "op", message), 404u);
+}
+
+}  // namespace
+}  // namespace airlock::filters::approval
