@@ -56,7 +56,8 @@ struct exchange_record {
   std::string host;
   std::uint16_t port = 0;
   std::string path;
-  // The protocol that carried the request: "http/1.1" or "h2" (a constant, never owned).
+  // The protocol that carried the request: "http/1.1", "h2" or "websocket" (after a 101); a
+  // constant, never owned.
   std::string_view protocol = "http/1.1";
   std::string rule;
   core::errc reason = core::errc::ok;
@@ -90,8 +91,6 @@ struct exchange_record {
   // The refusal's answer in the client's protocol (set by the chain from the verdict); null:
   // the proxy's own text answer.
   std::shared_ptr<const protocol_answer> answer;
-  // "http/1.1", or "websocket" once a 101 switched an exchange to it (h2 next).
-  std::string_view protocol = "http/1.1";
   // A WebSocket connection's summary (protocol "websocket"): messages each way that were
   // forwarded, the close code the connection ended with and who closed it, and the message
   // refused (which side sent it) if one was. Counts, never content.
@@ -101,6 +100,7 @@ struct exchange_record {
     std::uint16_t close_code = 0;   // 0: the connection ended without a close frame
     std::string_view closed_by;     // "client", "origin" or "proxy"
     std::string_view refused_from;  // "client" or "origin" when a message was refused
+  };
   std::optional<websocket_summary> websocket;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)
   // The proxy's own endpoint (http://airlock.internal/, filters/approval/access_filter.hpp)

@@ -193,7 +193,6 @@ struct rule {
   std::vector<binary_ref> binaries;
   dlp_config dlp;  // unset (present = false): the policy-wide `dlp`
   mcp_config mcp;  // MCP / JSON-RPC tool calls (mcp.hpp)
-  std::uint8_t protocols = 0x7;  // protocol_http1 | protocol_h2 | protocol_websocket
   websocket_limits websocket;
   model::ask ask;  // hold the requests it allows for an operator (policy/approvals.hpp)
   mark at;

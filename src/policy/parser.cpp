@@ -48,9 +48,9 @@ constexpr std::string_view rate_keys[] = {"requests_per_second",
                                           "bytes_per_hour"};
 constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown"};
 constexpr std::string_view rule_keys[] = {
-    "name",     "hosts",     "host_regex",  "ports",     "methods",  "paths",
-    "upgrades", "addresses", "allow_cidrs", "inspect",   "mode",     "rate",
-    "query",    "headers",   "body",        "inject",    "redact",   "schemes",
+    "name",     "hosts",     "host_regex",  "ports",     "methods",   "paths",
+    "upgrades", "addresses", "allow_cidrs", "inspect",   "mode",      "rate",
+    "query",    "headers",   "body",        "inject",    "redact",    "schemes",
     "binaries", "dlp",       "mcp",         "protocols", "websocket", "ask"};
 constexpr std::string_view websocket_keys[] = {"max_message_bytes", "messages_per_minute", "burst"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};

@@ -87,7 +87,6 @@ recorder::~recorder() {
       for (const auto& c : r.mcp)
         mcp.push_back({c.method, c.tool});
       a.mcp = mcp;
-      a.protocol = r.protocol;
       if (r.websocket) {
         const auto& w = *r.websocket;
         a.websocket = telemetry::audit_record::websocket_summary{

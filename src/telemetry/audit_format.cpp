@@ -252,10 +252,6 @@ void append_audit_line(std::string& out, const audit_record& r) {
     }
     out.push_back(']');
   }
-  if (!r.protocol.empty()) {
-    key("protocol");
-    append_json_string(out, r.protocol);
-  }
   if (r.websocket) {
     const auto& w = *r.websocket;
     key("websocket");

@@ -48,7 +48,7 @@ struct audit_record {
   std::uint64_t bytes_out = 0;  // response body bytes to client (tunnel: upstream->client)
   std::chrono::microseconds duration{0};
   std::string_view upstream;               // "ip:port" connected to; empty if none
-  std::string_view protocol = "http/1.1";  // what carried the request: "http/1.1" or "h2"
+  std::string_view protocol = "http/1.1";  // what carried it: "http/1.1", "h2", "websocket"
   std::string_view client;                 // "ip:port" of the client
   std::string_view policy_version;
   // Response redaction: how often each redactor (or "secret:NAME") fired; absent when none.
@@ -64,7 +64,6 @@ struct audit_record {
   std::span<const audit_dlp_finding> dlp;
   // MCP / JSON-RPC messages (a batch has several); absent when none.
   std::span<const audit_mcp_call> mcp;
-  std::string_view protocol;  // "http/1.1", "websocket"; absent when empty
   // A WebSocket connection's summary (one record for the whole connection).
   struct websocket_summary {
     std::uint64_t client_messages = 0;

@@ -1,6 +1,7 @@
 #include "filters/dlp/dlp_filter.hpp"
 
 #include "core/str_cat.hpp"
+#include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/redaction/policy_redactors.hpp"
@@ -129,7 +130,7 @@ class dlp_filter final : public filter {
     if (m.from == message_from::client) {
       findings found;
       rule_->scan->scan(m.payload, scanner::kind::body, "message", found);
-      return act(ex, found);
+      return act(ex, found, outside_whole_body(rule_->config->action));  // never rewritten
     }
     if (!scans_responses() || !m.text()) return verdict::next();
     const auto found = find_injection(m.payload);

@@ -182,10 +182,10 @@ TEST(AuditFormat, TheProtocolAndAWebsocketSummary) {
   EXPECT_EQ(w.at("close_code").as_int64(), 1008);
   EXPECT_EQ(w.at("closed_by").as_string(), "proxy");
   EXPECT_EQ(w.at("refused_from").as_string(), "client");
-  audit_record plain;  // neither key unless set
+  audit_record plain;  // the protocol always (HTTP/1.1 unless set); no summary unless set
   line.clear();
   append_audit_line(line, plain);
-  EXPECT_EQ(line.find("protocol"), std::string::npos);
+  EXPECT_EQ(boost::json::parse(line).as_object().at("protocol").as_string(), "http/1.1");
   EXPECT_EQ(line.find("websocket"), std::string::npos);
 }
 
