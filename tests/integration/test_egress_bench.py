@@ -94,9 +94,9 @@ class EgressBenchRunnerTest(unittest.TestCase):
             last = r.stdout.strip().splitlines()[-1]
             m = LINE.match(last)
             self.assertIsNotNone(m, last)
-            self.assertEqual(last, "containment 100.0% (5/5), false positives 0.0% (0/3), "
-                             "1 not applicable", r.stdout)
-            self.assertIn("results: 8 passed, 0 failed, 1 not_applicable, 0 errors (9 total)",
+            self.assertEqual(last, "containment 100.0% (6/6), false positives 0.0% (0/4), "
+                             "0 not applicable", r.stdout)
+            self.assertIn("results: 10 passed, 0 failed, 0 not_applicable, 0 errors (10 total)",
                           r.stderr)
             with open(results) as f:
                 rows = [json.loads(line) for line in f]
