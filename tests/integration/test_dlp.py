@@ -11,10 +11,10 @@ import base64
 import binascii
 import gzip
 import json
-import subprocess
 import urllib.parse
 
 from harness.base import ProxyTestCase, marker
+from harness.certs import fresh_private_key_pem
 from harness.clients import header_value
 from harness.echo_origin import EchoOrigin
 from harness.proxy import make_policy, origin_rule, tunnel_rule
@@ -43,13 +43,6 @@ SAMPLES = [
     ("seed-phrase", "abandon abandon abandon abandon abandon abandon abandon abandon abandon "
                     "abandon abandon about"),
 ]
-
-
-def fresh_private_key_pem():
-    """A private key made now (never a key kept in the repository): PKCS#8 PEM from openssl."""
-    out = subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519"], capture_output=True,
-                         text=True, check=True, timeout=60)
-    return out.stdout
 
 
 def pct(text):

@@ -22,6 +22,7 @@ import websockets
 
 from harness import env
 from harness.base import ProxyTestCase, marker
+from harness.certs import fresh_private_key_pem
 from harness.proxy import Airlock, make_policy, origin_rule
 from harness.tls_support import AirlockCA, OriginCerts, fetch_metrics
 
@@ -409,9 +410,9 @@ class WebSocketTest(ProxyTestCase):
 
     def test_dlp_finding_in_a_message_is_refused(self):
         sock, uri = self.plain("dlp.test")
-        key = "-----BEGIN RSA PRIVATE KEY-----"
+        key = fresh_private_key_pem()
         m = marker()
-        echoes, closed = run(exchange(sock, uri, ["ok " + m, "%s\nMIIEow %s" % (key, m)]))
+        echoes, closed = run(exchange(sock, uri, ["ok " + m, "%s\n%s" % (key, m)]))
         self.assertEqual(echoes, ["ok " + m])
         self.assertEqual(closed[0], 1008)
         self.assertIn("dlp_blocked", closed[1])

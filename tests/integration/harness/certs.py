@@ -64,3 +64,10 @@ class TestCA:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def fresh_private_key_pem():
+    """A private key made now (never a key kept in the repository): PKCS#8 PEM from openssl."""
+    out = subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519"], capture_output=True,
+                         text=True, check=True, timeout=60)
+    return out.stdout

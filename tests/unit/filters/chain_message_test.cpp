@@ -8,6 +8,8 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
 
+#include "fresh_key.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -144,8 +146,7 @@ TEST_F(message_test, DlpScansClientMessagesAndOriginMessagesForInjection) {
     chain c(pipeline_->factories(), ex);
     ASSERT_TRUE(c.request_head().passes()) << ex.record.detail;
     EXPECT_TRUE(c.message(client("nothing to see")).passes());
-    EXPECT_TRUE(
-        c.message(client("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA")).refused());
+    EXPECT_TRUE(c.message(client(test::fresh_private_key_pem())).refused());
     EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
     ASSERT_FALSE(ex.record.dlp.empty());
     EXPECT_EQ(ex.record.dlp[0].location, "message");

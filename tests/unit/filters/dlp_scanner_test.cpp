@@ -3,9 +3,9 @@
 #include "filters/dlp/scanner.hpp"
 #include "filters/dlp/seed_phrase.hpp"
 
+#include "fresh_key.hpp"
+
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include <algorithm>
 #include <string>
@@ -16,20 +16,7 @@
 namespace airlock::filters::dlp {
 namespace {
 
-// A private key made now (never a key kept in the repository), as PKCS#8 PEM.
-std::string fresh_private_key_pem() {
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-  BIO* bio = BIO_new(BIO_s_mem());
-  std::string pem;
-  if (key && bio && PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr)) {
-    char* data = nullptr;
-    const long n = BIO_get_mem_data(bio, &data);
-    pem.assign(data, static_cast<std::size_t>(n));
-  }
-  BIO_free(bio);
-  EVP_PKEY_free(key);
-  return pem;
-}
+using test::fresh_private_key_pem;
 
 // Fake values shaped like the real thing (AWS's documented example key id, a GitHub-shaped
 // token, the BIP-39 test vector of all-zero entropy).

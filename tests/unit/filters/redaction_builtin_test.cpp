@@ -4,6 +4,8 @@
 #include "filters/redaction/stream.hpp"
 #include "filters/redaction/validators.hpp"
 
+#include "fresh_key.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -319,7 +321,7 @@ TEST(RedactionBuiltin, MayMatchNeverMissesWhatRedactFinds) {
       "{\"k\":\"s3cr3t-Literal-Value-42\"}",
       "postgres://app:hunter2@db.internal:5432/app",
       "sk_live_0123456789abcdefABCDEF",
-      "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"};
+      test::fresh_private_key_pem()};
   for (const auto& t : texts) {
     // The stream itself, not redact() (which now asks may_match first).
     stream s(e);
