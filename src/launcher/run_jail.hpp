@@ -9,6 +9,8 @@
 
 #include <signal.h>
 
+#include <chrono>
+#include <string>
 #include <string_view>
 
 namespace airlock::launcher::run_detail {
@@ -26,6 +28,10 @@ void say(std::string_view message);
 sigset_t jail_signal_set();
 // A wait status as an exit code: the command's, or 128+N for signal N.
 int status_to_code(int status);
+// --verbose (run_report.cpp): where the jail's writes go, which mounts apply, what was dropped.
+void say_plan(const plan& p);
+// "5s" or "1500ms".
+std::string format_ms(std::chrono::milliseconds ms);
 
 // The jail's init: everything inside the new namespaces up to the command's exec, then the
 // init's wait loop. `sock` is its end of the channel to the launcher (channel.hpp).
