@@ -75,14 +75,16 @@ class dlp_filter final : public filter {
     }
     findings found;
     const scanner& s = *rule_->scan;
-    if (!host.is_ip()) s.scan(host.text, scanner::kind::url, "host", found);
+    // Every place of the head at once (scan_all): one first look for all of them.
+    std::vector<scanner::piece> pieces;
+    std::string_view query;
+    if (!host.is_ip()) pieces.push_back({host.text, scanner::kind::url, "host"});
     if (!ex.connect) {
-      s.scan(ex.path, scanner::kind::url, "path", found);
+      pieces.push_back({ex.path, scanner::kind::url, "path"});
       const auto mark = ex.path_and_query.find('?');
       if (mark != std::string::npos) {
-        const std::string_view query = std::string_view(ex.path_and_query).substr(mark + 1);
-        s.scan(query, scanner::kind::url, "query", found);
-        s.scan_query(query, found);
+        query = std::string_view(ex.path_and_query).substr(mark + 1);
+        pieces.push_back({query, scanner::kind::url, "query"});
       }
       for (const auto& field : *ex.request) {
         const auto name = field.name_string();
@@ -91,10 +93,12 @@ class dlp_filter final : public filter {
             iequals(name, "proxy-connection") || iequals(name, "sec-websocket-key"))
           continue;
         const bool cookie = iequals(name, "cookie");
-        s.scan(field.value(), cookie ? scanner::kind::url : scanner::kind::header,
-               cookie ? "cookie" : "header", found);
+        pieces.push_back({field.value(), cookie ? scanner::kind::url : scanner::kind::header,
+                          cookie ? "cookie" : "header"});
       }
     }
+    s.scan_all(pieces, found);
+    if (!query.empty()) s.scan_query(query, found);
     redact_record(ex, found);
     return act(ex, found, outside_whole_body(rule_->config->action));
   }

@@ -102,6 +102,33 @@ scanner::build_result scanner::build(const scanner_config& config) {
 
 void scanner::scan(std::string_view text, kind how, std::string_view location,
                    findings& out) const {
+  scan(text, how, location, out, false);
+}
+
+bool scanner::holds_placeholder(std::string_view text) const {
+  return std::any_of(placeholders_.begin(), placeholders_.end(),
+                     [&](const std::string& p) { return text.find(p) != std::string_view::npos; });
+}
+
+void scanner::scan_all(const std::vector<piece>& pieces, findings& out) const {
+  // A piece with a placeholder is read with the placeholder blanked out, which the joined
+  // look would not see: such a piece takes its own.
+  bool quiet = false;
+  if (pieces.size() > 1 && engine_->joinable()) {
+    std::string joined;
+    for (const piece& p : pieces) {
+      if (holds_placeholder(p.text)) continue;
+      joined.append(p.text);
+      joined.push_back('\n');
+    }
+    quiet = !engine_->may_match(joined);
+  }
+  for (const piece& p : pieces)
+    scan(p.text, p.how, p.location, out, quiet && !holds_placeholder(p.text));
+}
+
+void scanner::scan(std::string_view text, kind how, std::string_view location, findings& out,
+                   bool engine_quiet) const {
   std::string cleaned;
   for (const auto& p : placeholders_) {
     if (text.find(p) == std::string_view::npos) continue;
@@ -110,7 +137,7 @@ void scanner::scan(std::string_view text, kind how, std::string_view location,
       cleaned.replace(at, p.size(), " ");
     text = cleaned;
   }
-  read(text, 0, location, out);
+  read(text, 0, location, out, engine_quiet && cleaned.empty());
   // Nothing to decode: no '%', and no '+' where a query spells a space so.
   if (text.find('%') == std::string_view::npos &&
       (how != kind::url || text.find('+') == std::string_view::npos))
@@ -151,12 +178,15 @@ void scanner::scan_query(std::string_view query, findings& out) const {
     if (hits[i] != 0) add_finding(out, engine_->label_name(i), "query");
 }
 
-void scanner::read(std::string_view text, int depth, std::string_view location,
-                   findings& out) const {
-  redaction::hit_counts hits;
-  (void)engine_->redact(text, &hits);
-  for (std::size_t i = 0; i < hits.size(); ++i)
-    if (hits[i] != 0) add_finding(out, engine_->label_name(i), location);
+void scanner::read(std::string_view text, int depth, std::string_view location, findings& out,
+                   bool engine_quiet) const {
+  // redact() would look first too, but then copy the text it did not change.
+  if (!engine_quiet && engine_->may_match(text)) {
+    redaction::hit_counts hits;
+    (void)engine_->redact(text, &hits);
+    for (std::size_t i = 0; i < hits.size(); ++i)
+      if (hits[i] != 0) add_finding(out, engine_->label_name(i), location);
+  }
   if (seed_ && has_seed_phrase(text)) add_finding(out, kSeedPhrase, location);
   if (auto folded = fold_confusables(text)) read(*folded, depth, location, out);
   if (depth < kMaxDepth) read_tokens(text, depth, location, out);

@@ -64,16 +64,31 @@ class scanner {
   };
   // Adds what `text` holds, under `location`, to `out` (each class once per location).
   void scan(std::string_view text, kind how, std::string_view location, findings& out) const;
+  struct piece {
+    std::string_view text;
+    kind how;
+    std::string_view location;
+  };
+  // The same as scan() on each piece, for less: the engine takes one first look at the pieces
+  // joined (most requests hold no class at all) instead of one per piece, then reads each
+  // piece as scan() does, without its own first look when the joined one found nothing.
+  void scan_all(const std::vector<piece>& pieces, findings& out) const;
   // The query's values joined: a secret split across parameters ("a=AKIA&b=IOSF...").
   void scan_query(std::string_view query, findings& out) const;
 
   const redaction::engine& engine() const noexcept { return *engine_; }
 
  private:
-  void read(std::string_view text, int depth, std::string_view location, findings& out) const;
+  void scan(std::string_view text, kind how, std::string_view location, findings& out,
+            bool engine_quiet) const;
+  // engine_quiet: the engine is known to find nothing in `text` itself (not in what decodes
+  // from it).
+  void read(std::string_view text, int depth, std::string_view location, findings& out,
+            bool engine_quiet = false) const;
   void read_tokens(std::string_view text, int depth, std::string_view location,
                    findings& out) const;
   bool entropic(std::string_view token) const;
+  bool holds_placeholder(std::string_view text) const;
 
   std::shared_ptr<const redaction::engine> engine_;
   bool seed_ = false;

@@ -32,6 +32,30 @@ RE2::Options byte_options() {
   return o;
 }
 
+// Whether an RE2 pattern can hold only at the start or end of the text: `^`, `$`, `\A` or
+// `\z` outside a character class (`[^...]` is a negated class, not an anchor). Errs towards
+// yes: an escaped character is skipped, a class runs to its first unescaped `]` after the
+// first member (re2/syntax.h: `[]a]` holds `]`).
+bool has_anchor(const std::string& re) {
+  bool in_class = false;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    const char c = re[i];
+    if (c == '\\') {
+      if (!in_class && i + 1 < re.size() && (re[i + 1] == 'A' || re[i + 1] == 'z')) return true;
+      ++i;
+    } else if (in_class) {
+      if (c == ']') in_class = false;
+    } else if (c == '[') {
+      in_class = true;
+      if (i + 1 < re.size() && re[i + 1] == '^') ++i;
+      if (i + 1 < re.size() && re[i + 1] == ']') ++i;
+    } else if (c == '^' || c == '$') {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 engine::engine(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
@@ -148,6 +172,7 @@ build_result engine::build(std::vector<redactor_spec> redactors,
 
   if (!errors.empty()) return {nullptr, std::move(errors)};
   im->overlap = overlap;
+  im->anchored = std::any_of(patterns.begin(), patterns.end(), has_anchor);
   return {std::shared_ptr<const engine>(new engine(std::move(im))), {}};
 }
 
@@ -172,6 +197,10 @@ std::size_t engine::overlap() const noexcept {
 
 std::size_t engine::pattern_count() const noexcept {
   return impl_->redactors.size();
+}
+
+bool engine::joinable() const noexcept {
+  return !impl_->anchored;
 }
 
 bool engine::may_match(std::string_view text) const {

@@ -85,6 +85,11 @@ class engine {
   // RE2::Set finds a candidate (the same two passes a stream starts from, so never a false
   // "no"). A cheap first look for the many short texts where nothing is (header values).
   bool may_match(std::string_view text) const;
+  // Whether may_match on texts joined with line feeds between them answers for each text: a
+  // match inside one text is a match in the whole, and a line feed is a word boundary as the
+  // end of a text is. Not so when a pattern is anchored (`^`, `$`, `\A`, `\z` outside a
+  // character class): the join would move where the anchor holds.
+  bool joinable() const noexcept;
 
   // One-shot redaction of a complete text (header values, tests). Adds to *hits if given
   // (resized to label_count()).

@@ -38,6 +38,7 @@ struct engine::impl {
   std::unique_ptr<RE2::Set> set;            // finds the others, in one pass
   std::vector<std::uint32_t> set_patterns;  // set index -> redactors index
   std::size_t overlap = 0;
+  bool anchored = false;  // some pattern has ^, $, \A or \z outside a character class
 };
 
 }  // namespace airlock::filters::redaction

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 // The DLP scanner's parts: decoders, the BIP-39 check, host-name judgement, and the classes the
@@ -181,6 +182,45 @@ TEST(DlpScanner, BenignLookAlikesPass) {
   for (const auto& text : benign) {
     EXPECT_EQ(classes(text, scanner::kind::url, true), std::vector<std::string>{}) << text;
     EXPECT_EQ(classes(text, scanner::kind::body, true), std::vector<std::string>{}) << text;
+  }
+}
+
+// scan_all is scan() on each piece with one first look for all: the same findings, in the same
+// order, whether the pieces hold nothing, a class in one of them, a class only visible decoded,
+// or a placeholder (read with the placeholder blanked out).
+TEST(DlpScanner, ScanAllFindsWhatScanFindsPieceByPiece) {
+  using k = scanner::kind;
+  const std::string key = kAws, b64 = "QUtJQUlPU0ZPRE5ON0VYQU1QTEU=";  // base64 of kAws
+  // (text, kind, location) per piece; the strings outlive the pieces that view them.
+  using spec = std::tuple<std::string, k, std::string_view>;
+  const std::vector<std::vector<spec>> requests = {
+      {{"/api/v1/items", k::url, "path"},
+       {"page=2&sort=name", k::url, "query"},
+       {"gzip, deflate", k::header, "header"}},
+      {{"/api/v1/items", k::url, "path"},
+       {"id=" + key, k::url, "query"},
+       {"weekly report", k::header, "header"}},
+      {{"/upload", k::url, "path"},
+       {"note " + b64, k::header, "header"},
+       {std::string("token ") + kGithub, k::header, "header"}},
+      {{"/x", k::url, "path"},
+       {"ghp_PLACEHOLDER000000000000000000000000", k::header, "header"},
+       {"curl/8.4.0", k::header, "header"}},
+  };
+  for (bool entropy : {false, true}) {
+    for (const auto& specs : requests) {
+      std::vector<scanner::piece> pieces;
+      for (const auto& [text, how, location] : specs)
+        pieces.push_back({text, how, location});
+      findings each, all;
+      for (const auto& p : pieces)
+        default_scanner(entropy).scan(p.text, p.how, p.location, each);
+      default_scanner(entropy).scan_all(pieces, all);
+      EXPECT_EQ(all, each) << pieces[1].text;
+      // The second and third hold a key; the first and fourth nothing (a placeholder is none).
+      const bool holds = &specs == &requests[1] || &specs == &requests[2];
+      EXPECT_EQ(!all.empty(), holds) << pieces[1].text;
+    }
   }
 }
 

@@ -339,5 +339,25 @@ TEST(RedactionBuiltin, MayMatchNeverMissesWhatRedactFinds) {
   }
 }
 
+// joinable: whether one first look at texts joined by line feeds answers for each. The
+// built-in library has no anchors (its `[^...]` classes are not anchors); a custom pattern
+// with `^`, `$`, `\A` or `\z` makes the engine say no.
+TEST(RedactionBuiltin, JoinableUnlessAPatternIsAnchored) {
+  auto builtins = engine::build(all_builtin_redactors(), {{"s1", "s3cr3t-Literal-Value-42"}});
+  ASSERT_TRUE(builtins.errors.empty());
+  EXPECT_TRUE(builtins.compiled->joinable());
+  for (std::string_view re : {"^tok-[0-9]{8}", "tok-[0-9]{8}$", "\\Atok-[0-9]{8}",
+                              "tok-[0-9]{8}\\z", "(?:x|^)tok-[0-9]{8}"}) {
+    auto built = engine::build({custom_redactor("custom", std::string(re), "")}, {});
+    ASSERT_TRUE(built.errors.empty()) << re;
+    EXPECT_FALSE(built.compiled->joinable()) << re;
+  }
+  for (std::string_view re : {"tok-[^ ]{8}", "tok-[]^]{8}", "tok-\\^[0-9]{8}", "tok-\\$[0-9]{8}"}) {
+    auto built = engine::build({custom_redactor("custom", std::string(re), "")}, {});
+    ASSERT_TRUE(built.errors.empty()) << re;
+    EXPECT_TRUE(built.compiled->joinable()) << re;
+  }
+}
+
 }  // namespace
 }  // namespace airlock::filters::redaction
