@@ -2,8 +2,9 @@
 """Airlock benchmark: direct-to-origin vs Squid vs Airlock on loopback, in one run; the cost
 of request controls (a rule with rate limits and validation vs a rule with neither); the cost
 of credential injection and response redaction (a rule with inject and redact vs one without);
-the cost of shared state (a rate-limited rule with `state: redis` vs `state: local`); the
-throughput of the redaction engine itself (MB/s per core on a 100 MiB JSON body); and HTTPS
+the cost of shared state (a rate-limited rule with `state: redis` vs `state: local`); the cost
+of content inspection (a rule with DLP and response scanning vs one without) and the scanners'
+own throughput; the throughput of the redaction engine itself (MB/s per core on a 100 MiB JSON body); and HTTPS
 inspection: direct vs Squid ssl-bump vs mitmproxy vs Airlock.
 
 Usually started by bench/run.sh, which installs the tools and builds airlock, the redaction
@@ -29,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import controls, credentials, procfs, redaction, report, scenarios  # noqa: E402
+from lib import controls, credentials, dlp, procfs, redaction, report, scenarios  # noqa: E402
 from lib import shared_state  # noqa: E402
 from lib import tls_report  # noqa: E402
 from lib import tls_scenarios  # noqa: E402
@@ -46,6 +47,7 @@ CONTROLS_SCENARIOS = ("controls",)
 CREDENTIALS_SCENARIOS = ("credentials",)
 SHARED_STATE_SCENARIOS = ("shared_state",)
 REDACTION_SCENARIOS = ("redaction",)
+DLP_SCENARIOS = ("dlp", "dlp_throughput")
 TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
 TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
@@ -84,6 +86,11 @@ def settings_for(args):
         # (s) shared state: the same, `state: local` vs `state: redis`.
         "shared_state_rounds": 10,
         "shared_state_seconds": 3,
+        # (h) content inspection: the same as (f); (h') the scanners alone, like (r).
+        "dlp_rounds": 10,
+        "dlp_seconds": 3,
+        "dlp_mib": 32,
+        "dlp_repeat": 3,
         # (r) redaction throughput: one body of this size, timed passes over it.
         "redaction_mib": 100,
         "redaction_repeat": 3,
@@ -100,7 +107,8 @@ def settings_for(args):
         s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
                  connect_seconds=2, idle_connections=200, controls_rounds=6,
                  controls_seconds=2, credentials_rounds=4, credentials_seconds=2,
-                 shared_state_rounds=4, shared_state_seconds=2,
+                 shared_state_rounds=4, shared_state_seconds=2, dlp_rounds=6, dlp_seconds=2,
+                 dlp_mib=8, dlp_repeat=2,
                  redaction_mib=16, redaction_repeat=2, tls_seconds=2,
                  tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
@@ -356,52 +364,102 @@ class Run:
         for t in targets:
             self.results.setdefault(t.name, {})["verify"] = "ok"
         self.results.setdefault(ctrl.name, {})["controls_checks"] = checks
+        self.run_pair("controls", "(f) request controls", proxy, (("bare", bare), ("ctrl", ctrl)),
+                      controls.PATH, len(SMALL_BODY), s["controls_rounds"],
+                      s["controls_seconds"])
+
+    def run_pair(self, key, title, proxy, agents, path, size, rounds, seconds):
+        """The same small-request load through two agents' rules of one Airlock, alternating
+        round by round; `agents` is ((agent name, target), (agent name, target)). Afterwards
+        the proxy's own count says that every response was an allowed one of that agent."""
+        s = self.s
+        targets = [t for _, t in agents]
         c = s["small_connections"]
         for t in targets:
             try:
-                scenarios.wrk(t, controls.PATH, s["wrk_threads"], c, s["warmup_seconds"],
-                              self.raw(t, "warmup"), len(SMALL_BODY))
+                scenarios.wrk(t, path, s["wrk_threads"], c, s["warmup_seconds"],
+                              self.raw(t, f"warmup-{key}"), size)
             except BenchError as e:
-                self.fail(t, "controls", f"warm-up: {e}")
-        broken = [t.name for t in targets if not self.ok(t, "controls")]
+                self.fail(t, key, f"warm-up: {e}")
+        broken = [t.name for t in targets if not self.ok(t, key)]
         if broken:
             # One rule alone compares with nothing.
             for t in targets:
-                if self.ok(t, "controls"):
-                    self.fail(t, "controls", f"not measured: {', '.join(broken)} is broken")
+                if self.ok(t, key):
+                    self.fail(t, key, f"not measured: {', '.join(broken)} is broken")
             return
         before = controls.request_counts(proxy)
         self.scenario(
-            f"(f) request controls: wrk -t{s['wrk_threads']} -c{c} -d{s['controls_seconds']}s "
-            f"GET {controls.PATH}, {s['controls_rounds']} rounds, the two rules alternating",
-            "controls", targets,
-            lambda t, rnd: scenarios.wrk(t, controls.PATH, s["wrk_threads"], c,
-                                         s["controls_seconds"], self.raw(t, "controls", rnd),
-                                         len(SMALL_BODY)),
+            f"{title}: wrk -t{s['wrk_threads']} -c{c} -d{seconds}s GET {path}, {rounds} rounds, "
+            "the two rules alternating", key, targets,
+            lambda t, rnd: scenarios.wrk(t, path, s["wrk_threads"], c, seconds,
+                                         self.raw(t, key, rnd), size),
             aggregate_wrk,
             lambda r: f"{r['requests_per_second']:>9,.0f} req/s, p50 "
                       f"{r['latency_us']['p50']:,} us, p99 {r['latency_us']['p99']:,} us, "
                       f"{r['cpu_us_per_request']} us CPU/req",
-            rounds=s["controls_rounds"])
+            rounds=rounds)
         # wrk counts a status >= 400 as an error, which already breaks a run; the proxy's own
         # count says the same from the other side, and that every response was an allowed one.
         try:
             allowed, refused = controls.growth(before, controls.request_counts(proxy))
         except BenchError as e:
             allowed, refused = {}, {("?", "?", str(e)): 1}
-        for t, agent in ((bare, "bare"), (ctrl, "ctrl")):
-            r = self.results.get(t.name, {}).get("controls")
-            if not self.ok(t, "controls") or not r:
+        for agent, t in agents:
+            r = self.results.get(t.name, {}).get(key)
+            if not self.ok(t, key) or not r:
                 continue
             mine = {k: n for k, n in refused.items() if k[0] in (agent, "?")}
             if mine:
                 what = ", ".join(f"{d}/{why}: {n:.0f}" for (_, d, why), n in mine.items())
-                self.fail(t, "controls", f"not allowed while measuring: {what}")
+                self.fail(t, key, f"not allowed while measuring: {what}")
             elif allowed.get(agent, 0) < r["requests"]:
-                self.fail(t, "controls", f"airlock counted {allowed.get(agent, 0):.0f} allowed "
+                self.fail(t, key, f"airlock counted {allowed.get(agent, 0):.0f} allowed "
                           f"requests for {r['requests']} responses")
             else:
                 r["airlock_allowed"] = int(allowed[agent])
+
+    def run_dlp(self, proxy, origin):
+        """(h) the same small-request load through a rule without and a rule with outbound DLP
+        on one Airlock, alternating round by round."""
+        s = self.s
+        bare, scanned = targets = dlp.targets(origin, proxy)
+        self.log("== (h) verify: the DLP rule refuses a key and a token, the bare rule lets "
+                 "them through")
+        try:
+            checks = dlp.verify(proxy, origin)
+        except BenchError as e:
+            for t in targets:
+                self.fail(t, "verify", e)
+            return
+        for c in checks:
+            self.log(f"  {c['check']:<40} bare {c['bare']}, dlp {c['dlp']}"
+                     + (f" {c['reason']} ({c['details']})" if "reason" in c else ""))
+        for t in targets:
+            self.results.setdefault(t.name, {})["verify"] = "ok"
+        self.results.setdefault(scanned.name, {})["dlp_checks"] = checks
+        self.run_pair("dlp", "(h) content inspection", proxy,
+                      (("bare", bare), ("dlp", scanned)), dlp.PATH, len(dlp.article()),
+                      s["dlp_rounds"], s["dlp_seconds"])
+
+    def run_dlp_throughput(self, binary):
+        """(h') the scanners alone: MB/s per core of response and request scanning."""
+        s = self.s
+        name, key = "airlock_dlp_scanners", "dlp_throughput"
+        self.log(f"== (h') scanner throughput: {s['dlp_mib']} MiB of generated text, one "
+                 f"thread, {s['dlp_repeat']} passes")
+        try:
+            r = dlp.run_tool(binary, s["dlp_mib"], s["dlp_repeat"],
+                             os.path.join(self.raw_dir, f"{name}.txt"))
+        except BenchError as e:
+            self.log(f"  BROKEN {name}/{key}: {e}")
+            self.broken.append({"target": name, "scenario": key, "error": str(e)})
+            self.results.setdefault(name, {})[key] = {"broken": str(e)}
+            return
+        self.results.setdefault(name, {})[key] = r
+        self.log(f"  responses {r['response_mb_per_s_per_core']:>7,.0f} MB/s per core, requests "
+                 f"{r['request_mb_per_s_per_core']:>7,.0f} MB/s per core, others used "
+                 f"{r['other_processes_machine_share']:.0%} of the machine")
 
     def run_credentials(self, proxy, origin):
         """(g) the same small-request load through a rule that neither injects nor redacts and
@@ -632,25 +690,25 @@ def _interrupt(signum, frame):
 
 def parse_scenarios(p, text):
     """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `shared_state`,
-    `redaction`,
+    `redaction`, `dlp`, `dlp_throughput`,
     `tls` (its three parts), tls_keepalive, tls_newconn, tls_handshake, or `all`."""
     out = []
     for name in (n.strip() for n in text.split(",") if n.strip()):
         if name == "all":
             out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + \
                 list(CREDENTIALS_SCENARIOS) + list(SHARED_STATE_SCENARIOS) + \
-                list(REDACTION_SCENARIOS) + list(TLS_SCENARIOS)
+                list(REDACTION_SCENARIOS) + list(DLP_SCENARIOS) + list(TLS_SCENARIOS)
         elif name == "plain":
             out += list(PLAIN_SCENARIOS)
         elif name == "tls":
             out += list(TLS_SCENARIOS)
         elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + CREDENTIALS_SCENARIOS + \
-                SHARED_STATE_SCENARIOS + REDACTION_SCENARIOS + TLS_SCENARIOS:
+                SHARED_STATE_SCENARIOS + REDACTION_SCENARIOS + DLP_SCENARIOS + TLS_SCENARIOS:
             out.append(name)
         else:
             p.error(f"unknown scenario {name!r} (known: all, plain, "
                     f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, shared_state, "
-                    f"redaction, tls, "
+                    f"redaction, dlp, dlp_throughput, tls, "
                     f"{', '.join(TLS_SCENARIOS)})")
     if not out:
         p.error("--scenarios names no scenario")
@@ -667,7 +725,8 @@ def main():
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
                    help="comma-separated: small,small_c1,large,connect,idle (or plain), "
-                        "controls, credentials, shared_state and redaction (airlock only), tls (or "
+                        "controls, credentials, shared_state, dlp, dlp_throughput and "
+                        "redaction (airlock only), tls (or "
                         "tls_keepalive,"
                         "tls_newconn,"
                         "tls_handshake); default all")
@@ -675,6 +734,11 @@ def main():
                                         "scenarios; bench/run.sh builds it)")
     p.add_argument("--redaction-bench", help="airlock_redaction_bench binary (for the "
                                              "redaction scenario; bench/run.sh builds it)")
+    p.add_argument("--dlp-bench", help="airlock_dlp_bench binary (for the dlp_throughput "
+                                       "scenario; bench/run.sh builds it)")
+    p.add_argument("--no-dlp-bench", action="store_true",
+                   help="leave the dlp_throughput scenario out of `all` (bench/run.sh passes it "
+                        "when it has no tool)")
     p.add_argument("--no-redaction", action="store_true",
                    help="leave the redaction scenario out of `all` (bench/run.sh passes it when "
                         "it has no tool)")
@@ -696,6 +760,11 @@ def main():
             p.error("--scenarios names redaction, but there is no redaction tool "
                     "(--redaction-bench, or REDACTION_BENCH_BIN for bench/run.sh)")
         args.scenarios = [n for n in args.scenarios if n != "redaction"]
+    if args.no_dlp_bench and "airlock" in targets:
+        if "dlp_throughput" in named:
+            p.error("--scenarios names dlp_throughput, but there is no DLP tool "
+                    "(--dlp-bench, or DLP_BENCH_BIN for bench/run.sh)")
+        args.scenarios = [n for n in args.scenarios if n != "dlp_throughput"]
     plain_wanted = [n for n in args.scenarios if n in PLAIN_SCENARIOS]
     tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
     # Airlock against itself: only when airlock is a target.
@@ -703,17 +772,22 @@ def main():
     credentials_wanted = "credentials" in args.scenarios and "airlock" in targets
     shared_state_wanted = "shared_state" in args.scenarios and "airlock" in targets
     redaction_wanted = "redaction" in args.scenarios and "airlock" in targets
+    dlp_wanted = "dlp" in args.scenarios and "airlock" in targets
+    dlp_tool_wanted = "dlp_throughput" in args.scenarios and "airlock" in targets
+    if dlp_tool_wanted and (not args.dlp_bench or not os.access(args.dlp_bench, os.X_OK)):
+        p.error("--dlp-bench BIN is required for the dlp_throughput scenario (bench/run.sh "
+                "builds it)")
     if redaction_wanted and (not args.redaction_bench or
                              not os.access(args.redaction_bench, os.X_OK)):
         p.error("--redaction-bench BIN is required for the redaction scenario (bench/run.sh "
                 "builds it)")
     # The redaction scenario needs no server: with it alone, none is started.
     servers_wanted = bool(plain_wanted or tls_wanted or controls_wanted or credentials_wanted
-                          or shared_state_wanted)
+                          or shared_state_wanted or dlp_wanted)
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
     tools = ["curl", "nginx"] if servers_wanted else []
-    if plain_wanted or controls_wanted or credentials_wanted or shared_state_wanted:
+    if plain_wanted or controls_wanted or credentials_wanted or shared_state_wanted or dlp_wanted:
         tools.append("wrk")
     if shared_state_wanted:
         tools.append("redis-server")
@@ -746,6 +820,7 @@ def main():
     audit_target = None
     controls_proxy = None
     credentials_proxy = None
+    dlp_proxy = None
     state_proxies = []
     # (g)'s secret: made afresh, handed to that airlock's environment only.
     secret = credentials.new_secret() if credentials_wanted else None
@@ -754,6 +829,8 @@ def main():
         # First, while no server of ours runs: it needs a core to itself more than anything.
         if redaction_wanted:
             run.run_redaction(args.redaction_bench)
+        if dlp_tool_wanted:
+            run.run_dlp_throughput(args.dlp_bench)
         files = {"small": write_small}
         if plain_wanted or controls_wanted:
             files["1m"] = write_random(MIB)
@@ -761,6 +838,8 @@ def main():
             files["big"] = write_random(BIG_SIZE)
         if credentials_wanted:
             files.update(credentials.origin_files(secret))
+        if dlp_wanted:
+            files.update(dlp.origin_files())
         tls = None
         if tls_wanted:
             tls = TlsFiles(workdir, args.airlock if "airlock" in targets else None)
@@ -789,6 +868,8 @@ def main():
             wanted.append("airlock_controls")
         if credentials_wanted:
             wanted.append("airlock_credentials")
+        if dlp_wanted:
+            wanted.append("airlock_inspection")
         if shared_state_wanted:
             wanted += ["redis", "airlock_state_local", "airlock_state_redis"]
         redis = None
@@ -816,6 +897,8 @@ def main():
                 elif name == "airlock_credentials":
                     proxy = credentials.AirlockCredentials(workdir, args.airlock, origin.port,
                                                            args.threads, secret)
+                elif name == "airlock_inspection":
+                    proxy = dlp.AirlockDlp(workdir, args.airlock, origin.port, args.threads)
                 elif name == "redis":
                     proxy = redis = shared_state.Redis(workdir)
                 elif name.startswith("airlock_state_") and redis:
@@ -839,6 +922,9 @@ def main():
             if name == "airlock_credentials":
                 credentials_proxy = proxy
                 continue
+            if name == "airlock_inspection":
+                dlp_proxy = proxy
+                continue
             if name == "redis":
                 continue
             if name.startswith("airlock_state_"):
@@ -855,6 +941,8 @@ def main():
             run.log("(g) credentials: skipped, airlock is not among --targets")
         if "shared_state" in args.scenarios and not shared_state_wanted:
             run.log("(s) shared state: skipped, airlock is not among --targets")
+        if "dlp" in args.scenarios and not dlp_wanted:
+            run.log("(h) content inspection: skipped, airlock is not among --targets")
         if "redaction" in args.scenarios and not redaction_wanted:
             run.log("(r) redaction throughput: skipped, airlock is not among --targets")
         if live:
@@ -863,6 +951,8 @@ def main():
             run.run_controls(controls_proxy, origin)
         if credentials_proxy:
             run.run_credentials(credentials_proxy, origin)
+        if dlp_proxy:
+            run.run_dlp(dlp_proxy, origin)
         if len(state_proxies) == 2:
             run.run_shared_state(state_proxies, redis, origin)
         if tls_live:
@@ -871,7 +961,7 @@ def main():
             audit_target.proxy.stop()  # flushes the audit log
             run.check_audit(audit_target)
         for t in live + tls_live + state_proxies + \
-                [p for p in (controls_proxy, credentials_proxy) if p]:
+                [p for p in (controls_proxy, credentials_proxy, dlp_proxy) if p]:
             proxy = t if isinstance(t, Airlock) else t.proxy
             if isinstance(proxy, Airlock):
                 proxy.stop()
@@ -918,6 +1008,7 @@ def main():
     credentials_summary = credentials.summary(run.results, run.s)
     shared_state_summary = shared_state.summary(run.results, run.s)
     redaction_summary = redaction.summary(run.results, run.s)
+    dlp_summary = dlp.summary(run.results, run.s)
     extra = []
     audit = run.results.get("airlock_audit", {}).get("small")
     plain = run.results.get("airlock", {}).get("small")
@@ -963,6 +1054,15 @@ def main():
               f"-c{ss['connections']}, {ss['rounds']} rounds x {ss['seconds_per_run']} s each, "
               f"alternating")
         print(shared_state.table(ss))
+    if dlp_summary:
+        print()
+        print(f"Content inspection (issue 16), one airlock --threads {s['airlock_threads']}: agent "
+              f"bare (a rule without scanning) vs agent dlp (the same rule with dlp: "
+              f"{{action: block, entropy: true}}); GET {dlp.PATH}, "
+              f"{len(dlp.article())} B text/plain; wrk -t{s['wrk_threads']} "
+              f"-c{s['small_connections']}, {s['dlp_rounds']} rounds x {s['dlp_seconds']} s "
+              f"each, alternating")
+        print(dlp.table(dlp_summary))
     if redaction_summary:
         rs = redaction_summary
         m = rs.get("redaction") or rs.get("redaction_dense")
@@ -998,6 +1098,7 @@ def main():
         "credentials_summary": credentials_summary,
         "shared_state_summary": shared_state_summary,
         "redaction_summary": redaction_summary,
+        "dlp_summary": dlp_summary,
         "tls_summary": tls_rows,
         "results": run.results,
         "broken": run.broken,

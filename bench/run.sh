@@ -9,9 +9,10 @@
 # 1. installs what it needs from Debian when missing (squid-openssl, mitmproxy, wrk, nginx,
 #    curl, redis-server, openssl, python3), without letting the packages start their system
 #    services;
-# 2. builds airlock and the redaction benchmark tool (bench/redaction) in Release into
-#    build-bench-release (or uses AIRLOCK_BIN: an airlock binary is used as is, a directory is
-#    used as the build directory; REDACTION_BENCH_BIN names a built tool), and the HTTPS load
+# 2. builds airlock and the redaction and DLP benchmark tools (bench/redaction, bench/dlp) in
+#    Release into build-bench-release (or uses AIRLOCK_BIN: an airlock binary is used as is, a
+#    directory is used as the build directory; REDACTION_BENCH_BIN and DLP_BENCH_BIN name built
+#    tools), and the HTTPS load
 #    client (bench/tls_client) into build-bench-release/tls_client (or uses TLS_CLIENT_BIN);
 # 3. runs bench/bench.py: prints the tables and writes bench/results/latest.json.
 #
@@ -68,12 +69,15 @@ export PATH="$PATH:/usr/sbin:/sbin"  # squid and nginx live in /usr/sbin
 build_dir="$repo/build-bench-release"
 airlock_bin=""
 redaction_bin=${REDACTION_BENCH_BIN:-}
+dlp_bin=${DLP_BENCH_BIN:-}
 if [ -n "${AIRLOCK_BIN:-}" ]; then
   if [ -f "$AIRLOCK_BIN" ] && [ -x "$AIRLOCK_BIN" ]; then
     airlock_bin=$AIRLOCK_BIN
     # A binary of a build tree (<build>/src/app/airlock): its tool, when that tree has one.
     sibling="$(dirname "$AIRLOCK_BIN")/../../bench/redaction/airlock_redaction_bench"
     if [ -z "$redaction_bin" ] && [ -x "$sibling" ]; then redaction_bin=$sibling; fi
+    sibling="$(dirname "$AIRLOCK_BIN")/../../bench/dlp/airlock_dlp_bench"
+    if [ -z "$dlp_bin" ] && [ -x "$sibling" ]; then dlp_bin=$sibling; fi
   else
     build_dir=$AIRLOCK_BIN
   fi
@@ -94,12 +98,14 @@ if [ -z "$airlock_bin" ]; then
     -DAIRLOCK_BUILD_TESTS=OFF -DAIRLOCK_BUILD_BENCH=ON >/dev/null
   targets=(airlock)
   if [ -z "$redaction_bin" ]; then targets+=(airlock_redaction_bench); fi
+  if [ -z "$dlp_bin" ]; then targets+=(airlock_dlp_bench); fi
   echo "bench: building ${targets[*]} (Release) in $build_dir"
   cmake --build "$build_dir" --target "${targets[@]}" -j "$(nproc)"
   airlock_bin="$build_dir/src/app/airlock"
   if [ -z "$redaction_bin" ]; then
     redaction_bin="$build_dir/bench/redaction/airlock_redaction_bench"
   fi
+  if [ -z "$dlp_bin" ]; then dlp_bin="$build_dir/bench/dlp/airlock_dlp_bench"; fi
 fi
 if [ ! -x "$airlock_bin" ]; then
   echo "bench: no airlock binary at $airlock_bin" >&2
@@ -113,6 +119,12 @@ else
   # of the default run (naming it in --scenarios still asks for the tool, and fails).
   echo "bench: no redaction tool (set REDACTION_BENCH_BIN): the redaction scenario is skipped" >&2
   redaction_args=(--no-redaction)
+fi
+if [ -n "$dlp_bin" ]; then
+  redaction_args+=(--dlp-bench "$dlp_bin")
+else
+  echo "bench: no DLP tool (set DLP_BENCH_BIN): the dlp_throughput scenario is skipped" >&2
+  redaction_args+=(--no-dlp-bench)
 fi
 
 # The HTTPS load client: its own small CMake project (Boost.Asio + OpenSSL), a few seconds.

@@ -117,20 +117,25 @@ class Origin(Process):
     def _echo_locations(self):
         """For the credentials scenario: /__echo answers with the Authorization field it
         received and also logs it (with the Host) to echo.log, which the benchmark reads: the
-        response goes back through redaction, the log line does not. The .json files are served
-        as application/json (everything else stays application/octet-stream). Exact-match
-        locations only, so no other request pays for a regex."""
+        response goes back through redaction, the log line does not."""
         if not self.echo:
             return ""
-        json_types = "".join(
-            f"\n    location = /{n} {{ default_type application/json; }}"
-            for n in sorted(os.listdir(self.www)) if n.endswith(".json"))
         return f"""
     location = /__echo {{
       default_type text/plain;
       access_log {self.echo_log} airlock_echo;
       return 200 "authorization: $http_authorization\\n";
-    }}{json_types}"""
+    }}"""
+
+    def _typed_locations(self):
+        """The .json files are served as application/json and the .txt files as text/plain
+        (for the credentials and content-inspection scenarios, whose filters read only such
+        bodies); everything else stays application/octet-stream. Exact-match locations only,
+        so no other request pays for a regex."""
+        types = {".json": "application/json", ".txt": "text/plain"}
+        return "".join(
+            f"\n    location = /{n} {{ default_type {types[os.path.splitext(n)[1]]}; }}"
+            for n in sorted(os.listdir(self.www)) if os.path.splitext(n)[1] in types)
 
     def echo_lines(self):
         """echo.log as a list of (host, authorization) ("-" when the field was absent)."""
@@ -181,7 +186,7 @@ http {{
   server {{
     listen {LOOPBACK}:{self.port} backlog=4096;
     root {self.www};
-    location = /__status {{ stub_status; }}{self._echo_locations()}
+    location = /__status {{ stub_status; }}{self._echo_locations()}{self._typed_locations()}
   }}{self._tls_server()}
 }}
 """)
