@@ -143,6 +143,7 @@ struct agent {
   std::vector<std::string> sources;  // client source CIDRs that identify this agent
   model::rate rate;
   model::breaker breaker;
+  std::string source;  // as for rule::source (it holds the token's hash: never logged)
   mark at;
 };
 
@@ -195,6 +196,9 @@ struct rule {
   mcp_config mcp;  // MCP / JSON-RPC tool calls (mcp.hpp)
   websocket_limits websocket;
   model::ask ask;  // hold the requests it allows for an operator (policy/approvals.hpp)
+  // The rule as written, emitted again (comments and layout gone): what a reload compares to
+  // say which rules it modified, whatever key changed. Never logged: it may name secrets.
+  std::string source;
   mark at;
 };
 

@@ -24,6 +24,18 @@
 namespace airlock::policy {
 namespace {
 
+// A node as YAML again, for model::rule::source: equal texts mean equal rules. Layout and
+// comments are gone; a change of style (flow to block) still counts as a change.
+std::string emitted(const YAML::Node& node) {
+  try {
+    YAML::Emitter out;
+    out << node;
+    return out.good() ? std::string(out.c_str()) : std::string();
+  } catch (const YAML::Exception&) {
+    return {};  // then policy_diff falls back to the fields it knows
+  }
+}
+
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
 constexpr std::string_view top_keys[] = {"mode",  "listen", "tls",       "limits",    "network",
@@ -397,6 +409,7 @@ void parser::agents(const YAML::Node& node, const std::string& path,
     model::agent a;
     a.name = name_node.Scalar();
     a.at = to_mark(name_node.Mark());
+    a.source = emitted(value);
     const std::string key = join(path, a.name);
     if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.name == a.name; })) {
       error(name_node, key, core::str_cat("duplicate agent '", a.name, "'"));
@@ -477,6 +490,7 @@ void parser::rules(const YAML::Node& node, const std::string& path, std::vector<
     model::rule r;
     r.ports = {{80, 80}, {443, 443}};
     r.at = to_mark(it->Mark());
+    r.source = emitted(*it);
     const std::string key = indexed(path, i);
     marks_.set(key, r.at);
     entries(*it, key, rule_keys, {},

@@ -14,8 +14,11 @@ void append_list(std::string& out, const std::vector<std::string>& items) {
   out += ']';
 }
 
-// Everything a rule says, in one string: equal strings mean equal rules.
+// Everything a rule says, in one string: equal strings mean equal rules. The rule as written
+// (every key, those added since included); the fields below only when it could not be
+// emitted.
 std::string fingerprint(const policy::model::rule& r) {
+  if (!r.source.empty()) return r.source;
   std::string f;
   for (const auto* list :
        {&r.hosts, &r.host_regex, &r.methods, &r.paths, &r.upgrades, &r.addresses, &r.allow_cidrs})
@@ -34,6 +37,7 @@ std::string fingerprint(const policy::model::rule& r) {
 }
 
 std::string fingerprint(const policy::model::agent& a) {
+  if (!a.source.empty()) return a.source;
   std::string f;
   append_list(f, a.rules);
   append_list(f, a.sources);

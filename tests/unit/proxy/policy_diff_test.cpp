@@ -4,6 +4,8 @@
 #include "proxy/policy_diff.hpp"
 #include "proxy/file_watches.hpp"
 
+#include "policy/loader.hpp"
+
 #include <gtest/gtest.h>
 
 namespace airlock::proxy {
@@ -29,6 +31,36 @@ TEST(ListenChanges, OverriddenAddressesLeftOut) {
   next.admin = "";
   EXPECT_EQ(listen_changes(bound, next, true, true), "");
   EXPECT_EQ(listen_changes(bound, next, true, false), "listen.admin 127.0.0.1:9464 -> (none)");
+}
+
+// A reload names a rule or agent modified whatever key of it changed: checks, inject, redact,
+// rate, dlp, mcp, ask, as well as hosts. Comments and layout alone change nothing.
+TEST(DescribeChanges, AnyKeyOfARuleOrAgent) {
+  auto load = [](const std::string& rule_tail, const std::string& agent_tail) {
+    const std::string text =
+        "agents:\n  default:\n    rules: [api]\n" + agent_tail +
+        "rules:\n  - name: api\n    hosts: [api.example.com]\n    ports: [80]\n" + rule_tail;
+    auto r = policy::load_string(text, "policy.yaml");
+    EXPECT_TRUE(r.ok()) << (r.errors.empty() ? "" : r.errors[0].to_string());
+    return r.policy;
+  };
+  const auto base = load("", "");
+  ASSERT_TRUE(base);
+  for (const std::string tail :
+       {"    rate: {requests_per_minute: 60}\n", "    methods: [GET]\n",
+        "    query: {params: {q: '^[a-z]+$'}}\n", "    headers: {forbidden: [Cookie]}\n",
+        "    redact: [email]\n", "    dlp: {action: report}\n",
+        "    mcp: {methods: [tools/list]}\n", "    ask: {timeout: 30s}\n"}) {
+    const auto next = load(tail, "");
+    ASSERT_TRUE(next) << tail;
+    EXPECT_EQ(describe_changes(*base, *next), "rules modified: api") << tail;
+  }
+  const auto limited = load("", "    rate: {requests_per_minute: 60}\n");
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(describe_changes(*base, *limited), "agents modified: default");
+  const auto commented = load("    # the API the agent uses\n", "");
+  ASSERT_TRUE(commented);
+  EXPECT_EQ(describe_changes(*base, *commented), "");
 }
 
 TEST(FileWatches, FilesOfThePolicy) {
