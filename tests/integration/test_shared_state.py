@@ -11,6 +11,7 @@ import unittest
 
 from harness import env
 from harness.base import marker
+from harness.certs import TestCA
 from harness.clients import exchange
 from harness.ops_admin import admin_call, parse_metrics
 from harness.origin import OriginServer
@@ -26,11 +27,13 @@ class FleetCase(unittest.TestCase):
     rate = {"requests_per_minute": 30}
     on_unavailable = "local"
     timeout_ms = 200
+    redis_tls = False  # a TLS-only redis-server (state.tls), its CA made at run time
 
     @classmethod
     def setUpClass(cls):
         cls.origin = OriginServer().start()
-        cls.redis = RedisServer().start()
+        cls.ca = TestCA() if cls.redis_tls else None
+        cls.redis = RedisServer(tls=cls.ca).start()
         cls.key_prefix = "t%s:" % marker()  # the same for a replica that restarts
         cls.proxies = []
         try:
@@ -48,6 +51,8 @@ class FleetCase(unittest.TestCase):
         p["state"] = {"backend": "redis", "address": cls.redis.address,
                       "key_prefix": cls.key_prefix, "timeout_ms": cls.timeout_ms,
                       "on_unavailable": cls.on_unavailable, "replicas": REPLICAS}
+        if cls.ca is not None:
+            p["state"]["tls"] = {"ca": cls.ca.ca_cert}  # the name: the address's 127.0.0.1
         return p
 
     @classmethod
@@ -70,6 +75,8 @@ class FleetCase(unittest.TestCase):
                 problems.append("sanitizer reports:\n" + "\n".join(reports[:20]))
             p.cleanup()
         cls.redis.cleanup()
+        if cls.ca is not None:
+            cls.ca.cleanup()
         cls.origin.stop()
         if problems:
             raise AssertionError("; ".join(problems))
@@ -223,6 +230,45 @@ class SharedByteQuotaTest(FleetCase):
         self.assertGreaterEqual(together, 10, answers)
         self.assertLessEqual(together, 11 + 2 * REPLICAS, answers)
         self.assertLess(time.monotonic() - started, env.t(120))
+
+
+class StoreOverTlsTest(FleetCase):
+    """state.tls: the replicas share a limit through a redis-server that speaks TLS only, its
+    certificate verified against the test's CA; a replica given another CA refuses the server,
+    and says so (on_unavailable: deny makes it visible in /readyz)."""
+
+    redis_tls = True
+    on_unavailable = "deny"
+    timeout_ms = 1000  # TLS handshakes under the sanitizers
+    rate = {"requests_per_minute": 12}
+
+    def test_limit_shared_over_tls(self):
+        started = time.monotonic()
+        answers = self.load(8)  # 24 requests; one replica alone would admit 12
+        elapsed = time.monotonic() - started
+        admitted = sum(1 for s, _, _ in answers if s == 200)
+        # Lease batch 1 (12 / (4 x 3)): the burst plus what refills meanwhile.
+        self.assertLessEqual(admitted, 12 + elapsed * 12 / 60 + 1, answers)
+        self.assertGreaterEqual(admitted, 8, answers)
+        self.assertEqual({r for s, r, _ in answers if s != 200}, {"rate_limited"}, answers)
+
+    def test_wrong_ca_is_refused_visibly(self):
+        stranger = TestCA()
+        policy = self.policy()
+        policy["state"]["tls"] = {"ca": stranger.ca_cert}
+        proxy = Airlock(policy, threads=1, name="stranger-ca")
+        try:
+            proxy.start()
+            self.wait_for(lambda: "certificate verify failed" in proxy.stderr(),
+                          "the refusal logged")
+            self.assertEqual(self.store_up(proxy), 0)
+            self.assertEqual(admin_call(proxy.admin, "GET", "/readyz").status, 503)
+            self.assertEqual(self.get(proxy)[:2], (503, "store_unavailable"))
+            self.assertEqual(proxy.stop(), 0)
+            self.assertEqual(proxy.sanitizer_reports(), [])
+        finally:
+            proxy.cleanup()
+            stranger.cleanup()
 
 
 class StoreDownLocalTest(FleetCase):
