@@ -4,6 +4,7 @@
 // with generous deadlines.
 #include "state/client.hpp"
 
+#include "client_test_util.hpp"
 #include "redis_server.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,8 @@ namespace airlock::state {
 namespace {
 
 using namespace std::chrono_literals;
+using test::call;
+using test::eventually;
 using test::redis_server;
 
 client_options options_for(std::uint16_t port) {
@@ -31,25 +34,6 @@ client_options options_for(std::uint16_t port) {
   o.min_backoff = 20ms;
   o.max_backoff = 200ms;
   return o;
-}
-
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds within = 10s) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return f();
-}
-
-// One command, awaited (bounded: the client answers every command within its timeout).
-reply call(client& c, std::vector<std::string> args) {
-  auto p = std::make_shared<std::promise<reply>>();
-  auto f = p->get_future();
-  c.command(std::move(args), [p](reply r) { p->set_value(std::move(r)); });
-  if (f.wait_for(10s) != std::future_status::ready) return reply::unavailable("test: no answer");
-  return f.get();
 }
 
 TEST(StateClient, CommandsRoundTripBinarySafe) {

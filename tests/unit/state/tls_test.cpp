@@ -4,6 +4,7 @@
 // one, and a CA file that cannot be read.
 #include "state/client.hpp"
 
+#include "client_test_util.hpp"
 #include "redis_server.hpp"
 #include "test_certs.hpp"
 
@@ -18,6 +19,8 @@ namespace airlock::state {
 namespace {
 
 using namespace std::chrono_literals;
+using test::call;
+using test::eventually;
 using test::redis_server;
 using test::test_certs;
 
@@ -30,24 +33,6 @@ client_options tls_options_for(std::uint16_t port, const std::string& ca) {
   o.max_backoff = 200ms;
   o.tls = tls_options{ca, "", "", ""};
   return o;
-}
-
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds within = 10s) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return f();
-}
-
-reply call(client& c, std::vector<std::string> args) {
-  auto p = std::make_shared<std::promise<reply>>();
-  auto f = p->get_future();
-  c.command(std::move(args), [p](reply r) { p->set_value(std::move(r)); });
-  if (f.wait_for(10s) != std::future_status::ready) return reply::unavailable("test: no answer");
-  return f.get();
 }
 
 // A client expected never to come up: true once it has reported itself down.
