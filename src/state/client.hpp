@@ -22,8 +22,9 @@
 // Pub/sub needs a connection of its own (a subscribed connection takes no other commands): the
 // first subscribe() opens it; its channels are subscribed again after every reconnect.
 //
-// Mode: `up` when the command connection is connected (and authenticated). Each change is
-// logged once and reported to on_mode_change (for the metric and /readyz).
+// Mode: `up` when the command connection is connected and Redis has answered its first command
+// (AUTH, or PING without a password). Each change is logged once and reported to
+// on_mode_change (for the metric and /readyz).
 //
 // Asio sends with MSG_NOSIGNAL (a TLS stream too: Asio's OpenSSL engine writes through the
 // socket), so a server that goes away mid-write is an error, not SIGPIPE. A host name in `host` is
