@@ -20,6 +20,7 @@ std::unique_ptr<filters::rate_limit::shared_store> make_shared_store(const polic
     if (const auto* secret = policy.find_secret(s.password_secret))
       o.password = std::string(secret->value.reveal());
   o.timeout = s.timeout;
+  if (s.tls.enabled) o.tls = state::tls_options{s.tls.ca, s.tls.server_name, s.tls.cert, s.tls.key};
   bool first = true;
   o.on_mode_change = [&metrics, first](bool is_up) mutable {
     metrics.state_store(is_up, !first);

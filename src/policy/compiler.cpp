@@ -279,6 +279,10 @@ void check_settings(checker& c, const model::policy& p, bool read_secrets) {
   // The CA key is a secret like the others: not read where secrets are not (the launcher).
   if (read_secrets) c.readable_file(p.tls.ca_key, "tls.ca_key");
   c.readable_file(p.tls.upstream_ca, "tls.upstream_ca");
+  // The store's TLS files (state.tls): read at connect time, so checked here.
+  c.readable_file(p.state.tls.ca, "state.tls.ca");
+  c.readable_file(p.state.tls.cert, "state.tls.cert");
+  if (read_secrets) c.readable_file(p.state.tls.key, "state.tls.key");
 }
 
 void compile_agent(checker& c, const std::vector<compiled_rule>& rules, model::agent& a,

@@ -18,6 +18,15 @@ enum class state_fallback : std::uint8_t {
   deny,   // every request of a limited agent is refused (store_unavailable)
 };
 
+// `state.tls`: TLS to the store (RFC 8446), the server's certificate verified.
+struct state_tls {
+  bool enabled = false;
+  std::string ca;           // PEM bundle the server's certificate must chain to; empty: system
+  std::string server_name;  // the name (or IP) the certificate must carry; empty: the host
+  std::string cert;         // client certificate chain (PEM), for Redis's tls-auth-clients
+  std::string key;          // its private key (PEM); cert and key go together
+};
+
 struct state_store {
   state_backend backend = state_backend::local;
   // `address`: host:port (an IP literal or a name resolved at connect time) or a Unix socket
@@ -26,7 +35,7 @@ struct state_store {
   std::string host;  // from address, when TCP
   std::uint16_t port = 0;
   std::string unix_path;        // from address, when a Unix socket
-  bool tls = false;             // refused at load: the Debian 12 hiredis (0.14) has no TLS
+  state_tls tls;                // TCP only
   std::string username;         // Redis 6 ACL user (AUTH username password); empty = default user
   std::string password_secret;  // the name of a `secrets:` entry holding the password
   std::string key_prefix = "airlock:";

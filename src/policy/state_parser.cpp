@@ -102,11 +102,7 @@ class state_parser {
     } else if (k == "address") {
       address(v, key, s);
     } else if (k == "tls") {
-      auto b = scalar(v, key);
-      if (b && (*b == "true" || *b == "false"))
-        s.tls = *b == "true";
-      else if (b)
-        error(v, key, "expected true or false");
+      tls(v, key, s.tls);
     } else if (k == "username") {
       if (auto u = scalar(v, key)) s.username = *u;
     } else if (k == "password_secret") {
@@ -136,6 +132,48 @@ class state_parser {
     }
   }
 
+  // `tls: true|false`, or `tls: {ca, server_name, cert, key}` (on, with those settings).
+  void tls(const YAML::Node& v, const std::string& key, model::state_tls& t) {
+    if (v.IsScalar()) {
+      if (v.Scalar() == "true" || v.Scalar() == "false")
+        t.enabled = v.Scalar() == "true";
+      else
+        error(v, key, "expected true, false or a mapping {ca, server_name, cert, key}");
+      return;
+    }
+    if (!v.IsMap()) {
+      error(v, key, "expected true, false or a mapping {ca, server_name, cert, key}");
+      return;
+    }
+    t.enabled = true;
+    static constexpr std::string_view state_tls_keys[] = {"ca", "server_name", "cert", "key"};
+    each_entry(
+        v, key, errors_,
+        [&](const std::string& name, const YAML::Node& k, const YAML::Node& tv,
+            const std::string& child) {
+          if (std::find(std::begin(state_tls_keys), std::end(state_tls_keys), name) ==
+              std::end(state_tls_keys)) {
+            error(k, child, core::str_cat("unknown key '", name, "' (ca, server_name, cert, key)"));
+            return;
+          }
+          marks_.set(child, to_mark(tv.Mark()).line > 0 ? to_mark(tv.Mark()) : to_mark(k.Mark()));
+          auto text = scalar(tv, child);
+          if (!text) return;
+          if (name == "server_name")
+            t.server_name = *text;
+          else
+            (name == "ca" ? t.ca : name == "cert" ? t.cert : t.key) = file(*text);
+        });
+  }
+
+  // A file named in the policy: relative to the policy file's folder.
+  std::string file(const std::string& text) const {
+    std::filesystem::path p(text);
+    if (p.is_relative() && !base_dir_.empty())
+      p = (std::filesystem::path(base_dir_) / p).lexically_normal();
+    return p.string();
+  }
+
   void address(const YAML::Node& v, const std::string& key, model::state_store& s) {
     auto a = scalar(v, key);
     if (!a) return;
@@ -160,10 +198,10 @@ class state_parser {
     if (!s.shared()) return;
     if (s.address.empty() && !errors_.reported(path + ".address"))
       error(node, path, "state: redis needs an address (host:port or a Unix socket path)");
-    if (s.tls)
-      error(node, path + ".tls",
-            "tls is not available: the Redis client of this build (Debian 12's hiredis 0.14) has "
-            "no TLS; use a Unix socket or a local TLS tunnel");
+    if (s.tls.enabled && !s.unix_path.empty())
+      error(node, path + ".tls", "tls needs a TCP address (host:port), not a Unix socket");
+    if (s.tls.cert.empty() != s.tls.key.empty())
+      error(node, path + ".tls", "tls.cert and tls.key go together: set both or neither");
   }
 
   const std::string& base_dir_;

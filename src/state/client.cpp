@@ -3,6 +3,7 @@
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
 #include "state/connection.hpp"
+#include "state/transport.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -21,6 +22,8 @@ struct client::impl {
   client_options options;
   asio::io_context ioc{1};
   asio::executor_work_guard<asio::io_context::executor_type> work;
+  std::shared_ptr<asio::ssl::context> tls;  // null: no TLS
+  std::string tls_error;                    // TLS asked for, and its context failed
   std::unique_ptr<connection> commands;
   std::unique_ptr<connection> subscriber;  // opened by the first subscribe()
   std::vector<std::pair<std::string, message_callback>> handlers;
@@ -30,6 +33,10 @@ struct client::impl {
 
 client::client(client_options options) : impl_(std::make_shared<impl>(std::move(options))) {
   impl& m = *impl_;
+  if (m.options.tls) {
+    m.tls = make_tls_context(*m.options.tls, m.tls_error);
+    if (!m.tls && m.tls_error.empty()) m.tls_error = "TLS context unavailable";
+  }
   connection::hooks h;
   h.on_ready = [&m] {
     if (m.options.on_connected) m.options.on_connected();
@@ -47,7 +54,8 @@ client::client(client_options options) : impl_(std::make_shared<impl>(std::move(
                   "): on_unavailable applies until it is back");
     if (m.options.on_mode_change) m.options.on_mode_change(up);
   };
-  m.commands = std::make_unique<connection>(m.ioc, m.options, "commands", std::move(h));
+  m.commands =
+      std::make_unique<connection>(m.ioc, m.options, m.tls, m.tls_error, "commands", std::move(h));
   asio::post(m.ioc, [&m] { m.commands->start(); });
   m.thread = std::thread([&m] { m.ioc.run(); });
 }
@@ -87,7 +95,8 @@ void client::subscribe(std::string channel, message_callback on_message) {
         if (!up)
           AIRLOCK_LOG(debug, "state", "pub/sub connection to ", m.options.host, " down: ", why);
       };
-      m.subscriber = std::make_unique<connection>(m.ioc, m.options, "pubsub", std::move(h));
+      m.subscriber = std::make_unique<connection>(m.ioc, m.options, m.tls, m.tls_error, "pubsub",
+                                                  std::move(h));
       m.subscriber->start();
     }
     m.subscriber->subscribe(channel);
@@ -97,7 +106,7 @@ void client::subscribe(std::string channel, message_callback on_message) {
 std::string client::where() const {
   const client_options& o = impl_->options;
   if (!o.unix_path.empty()) return core::str_cat("unix:", o.unix_path);
-  return core::str_cat(o.host, ":", o.port);
+  return core::str_cat(o.tls ? "tls:" : "", o.host, ":", o.port);
 }
 
 }  // namespace airlock::state

@@ -1,6 +1,9 @@
 #pragma once
-// A Redis client for the state the replicas share (policy `state: redis`), on hiredis's async
-// API (Debian's libhiredis-dev) driven by Asio.
+// A Redis client for the state the replicas share (policy `state: redis`): its own Asio
+// connections (TCP, a Unix socket, or TLS over TCP: transport.hpp) speaking RESP through
+// hiredis's command encoder and reply parser (Debian's libhiredis-dev). Not hiredis's async
+// API: Debian 12's hiredis (0.14) has no TLS, and owning the socket keeps every wait on one
+// Asio timer.
 //
 // Why a thread of its own (one io_context, one thread) rather than the workers': a
 // redisAsyncContext is not thread-safe and the proxy has one io_context per worker thread, so
@@ -19,12 +22,13 @@
 // Pub/sub needs a connection of its own (a subscribed connection takes no other commands): the
 // first subscribe() opens it; its channels are subscribed again after every reconnect.
 //
-// Mode: `up` when the command connection is connected (and authenticated). Each change is
-// logged once and reported to on_mode_change (for the metric and /readyz).
+// Mode: `up` when the command connection is connected and Redis has answered its first command
+// (AUTH, or PING without a password). Each change is logged once and reported to
+// on_mode_change (for the metric and /readyz).
 //
-// hiredis writes with write(2): the process must ignore SIGPIPE (airlock's main() does), or a
-// server that goes away mid-write kills it. A host name in `host` is resolved (blocking) on
-// the client's own thread at each connect, never on a worker.
+// Asio sends with MSG_NOSIGNAL (a TLS stream too: Asio's OpenSSL engine writes through the
+// socket), so a server that goes away mid-write is an error, not SIGPIPE. A host name in `host` is
+// resolved (blocking) on the client's own thread at each connect, never on a worker.
 //
 // @par Thread Safety
 // command(), subscribe(), up() and mode_changes() may be called from any thread. Callbacks run
@@ -38,11 +42,20 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace airlock::state {
+
+// TLS to the server (TCP only): transport.hpp says what is verified.
+struct tls_options {
+  std::string ca_file;      // PEM bundle; empty: the system trust store
+  std::string server_name;  // the name the certificate must carry; empty: `host`
+  std::string cert_file;    // client certificate chain (PEM); empty: none
+  std::string key_file;     // its private key (PEM)
+};
 
 struct client_options {
   std::string host;  // TCP: an IP address or a name (resolved at each connect)
@@ -50,6 +63,7 @@ struct client_options {
   std::string unix_path;  // a Unix socket instead, when not empty
   std::string username;   // ACL user (Redis 6+); empty: AUTH password alone
   std::string password;   // empty: no AUTH
+  std::optional<tls_options> tls;
   std::chrono::milliseconds timeout{250};
   std::chrono::milliseconds min_backoff{100};
   std::chrono::milliseconds max_backoff{2'000};
@@ -83,7 +97,8 @@ class client {
   std::uint64_t mode_changes() const noexcept {
     return mode_changes_.load(std::memory_order_relaxed);
   }
-  // For tests: where this client connects ("127.0.0.1:6379", "unix:/run/redis.sock").
+  // For tests and logs: where this client connects ("127.0.0.1:6379", "tls:127.0.0.1:6380",
+  // "unix:/run/redis.sock").
   std::string where() const;
 
   struct impl;

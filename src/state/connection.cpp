@@ -1,12 +1,12 @@
 #include "state/connection.hpp"
 
 #include "core/str_cat.hpp"
-#include "state/adapter.hpp"
+#include "state/transport.hpp"
 
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <new>
 
 namespace airlock::state {
 namespace {
@@ -16,7 +16,6 @@ using clock = std::chrono::steady_clock;
 
 reply convert(const redisReply* r) {
   reply out;
-  if (r == nullptr) return reply::unavailable("connection dropped");
   switch (r->type) {
     case REDIS_REPLY_STRING:
       out.what = reply::kind::string;
@@ -47,18 +46,22 @@ reply convert(const redisReply* r) {
   return out;
 }
 
-connection* owner(const redisAsyncContext* ac) {
-  return static_cast<connection*>(ac->data);
+bool is_string(const redisReply* r) {
+  return r != nullptr && r->type == REDIS_REPLY_STRING;
 }
 
 }  // namespace
 
-connection::connection(asio::io_context& ioc, const client_options& options, std::string role,
-                       hooks h)
+connection::connection(asio::io_context& ioc, const client_options& options,
+                       std::shared_ptr<asio::ssl::context> tls, std::string tls_error,
+                       std::string role, hooks h)
     : ioc_(ioc),
       options_(options),
       role_(std::move(role)),
       hooks_(std::move(h)),
+      tls_(std::move(tls)),
+      tls_error_(std::move(tls_error)),
+      reader_(nullptr, &redisReaderFree),
       deadline_timer_(ioc),
       retry_timer_(ioc) {}
 
@@ -75,73 +78,59 @@ void connection::close() {
   phase_ = phase::closed;
   retry_timer_.cancel();
   deadline_timer_.cancel();
-  if (ac_ != nullptr) {
-    redisAsyncContext* ac = ac_;
-    ac_ = nullptr;
-    redisAsyncFree(ac);  // answers every call in flight (reply_cb with a null reply)
-  }
-  // Nothing can be in flight without a context; this is belt and braces.
-  while (!calls_.empty())
-    finish(calls_.front().get(), reply::unavailable("client closed"));
+  if (io_) io_->close();
+  io_.reset();
+  fail_calls("client closed");
 }
 
 void connection::connect() {
   phase_ = phase::connecting;
-  redisAsyncContext* ac = options_.unix_path.empty()
-                              ? redisAsyncConnect(options_.host.c_str(), options_.port)
-                              : redisAsyncConnectUnix(options_.unix_path.c_str());
-  if (ac == nullptr || ac->err != 0 || !attach_asio(ac, ioc_)) {
-    const std::string why = ac != nullptr && ac->err != 0 ? ac->errstr : "cannot connect";
-    if (ac != nullptr) redisAsyncFree(ac);
-    lost(why);
+  if (!tls_error_.empty()) {
+    lost(tls_error_);
     return;
   }
-  ac->data = this;
-  // A peer that vanished without a FIN (a node gone) is noticed by the command connection's
-  // deadlines, but the pub/sub connection sends nothing: TCP keepalive (hiredis: 15 s idle)
-  // ends it, and it reconnects and resubscribes. TCP only (TCP_KEEPIDLE fails on a Unix
-  // socket, and hiredis would then mark the context as failed).
-  if (options_.unix_path.empty()) redisEnableKeepAlive(&ac->c);
-  redisAsyncSetConnectCallback(ac, &connection::connected_cb);
-  redisAsyncSetDisconnectCallback(ac, &connection::disconnected_cb);
-  ac_ = ac;
+  ++generation_;
+  io_ = std::make_shared<transport>(ioc_, options_, tls_);
+  // A fresh parser: a partial reply of the last connection must not prefix this one's.
+  reader_.reset(redisReaderCreate());
+  out_.clear();
+  write_busy_ = false;
   connect_deadline_ = clock::now() + options_.timeout;
   arm_deadline();
+  io_->connect([this, gen = generation_](const std::string& error) {
+    if (gen == generation_ && phase_ == phase::connecting) connected(error);
+  });
 }
 
-void connection::connected_cb(const redisAsyncContext* ac, int status) {
-  connection* self = owner(ac);
-  if (self == nullptr || self->ac_ != ac) return;
-  if (status != REDIS_OK) {
-    // hiredis frees the context after this callback.
-    self->ac_ = nullptr;
-    self->lost(ac->errstr[0] != '\0' ? ac->errstr : "cannot connect");
+void connection::connected(const std::string& error) {
+  if (!error.empty() || reader_ == nullptr) {
+    drop(error.empty() ? "out of memory" : error);
     return;
   }
-  if (self->options_.password.empty())
-    self->ready();
-  else
-    self->authenticate();
-}
-
-void connection::disconnected_cb(const redisAsyncContext* ac, int /*status*/) {
-  connection* self = owner(ac);
-  if (self == nullptr || self->ac_ != ac) return;  // our own drop: already handled
-  self->ac_ = nullptr;                             // hiredis frees it after this callback
-  self->lost(ac->errstr[0] != '\0' ? ac->errstr : "connection closed by the server");
+  read();
+  authenticate();
 }
 
 void connection::authenticate() {
+  // Up only once the server has answered: AUTH, or PING without a password. A connection the
+  // server drops at once (a TLS server refusing our certificate after a TLS 1.3 handshake,
+  // plain text to a TLS port, maxclients) is then never reported up.
   phase_ = phase::authenticating;
-  std::vector<std::string> args{"AUTH"};
-  if (!options_.username.empty()) args.push_back(options_.username);
-  args.push_back(options_.password);
+  std::vector<std::string> args{"PING"};
+  if (!options_.password.empty()) {
+    args = {"AUTH"};
+    if (!options_.username.empty()) args.push_back(options_.username);
+    args.push_back(options_.password);
+  }
   issue(args, [this](reply r) {
     if (phase_ != phase::authenticating) return;
     if (r.what == reply::kind::status)
       ready();
+    else if (r.what == reply::kind::unavailable)
+      drop(r.text);
     else  // never the password: Redis's own message names the user at most
-      drop(core::str_cat("AUTH refused: ", r.ok() ? "unexpected reply" : r.text));
+      drop(core::str_cat(options_.password.empty() ? "PING" : "AUTH",
+                         " refused: ", r.ok() ? "unexpected reply" : r.text));
   });
 }
 
@@ -163,14 +152,22 @@ void connection::lost(const std::string& why) {
 }
 
 void connection::drop(const std::string& why) {
-  if (ac_ != nullptr) {
-    redisAsyncContext* ac = ac_;
-    ac_ = nullptr;
-    // Inside a hiredis callback this is deferred until the callback returns; either way every
-    // call in flight is answered through reply_cb.
-    redisAsyncFree(ac);
-  }
+  if (phase_ == phase::closed || phase_ == phase::down) return;
+  ++generation_;  // whatever the old transport still completes is ignored
+  if (io_) io_->close();
+  io_.reset();
+  phase_ = phase::down;  // so that a callback below cannot send on the old connection
+  fail_calls(why);
+  phase_ = phase::connecting;  // lost() reports the change
   lost(why);
+}
+
+void connection::fail_calls(const std::string& why) {
+  // Taken out first: a callback may issue a new command (answered at once: not up).
+  std::deque<call> failed;
+  failed.swap(calls_);
+  for (call& c : failed)
+    c.done(reply::unavailable(why));
 }
 
 void connection::schedule_reconnect() {
@@ -189,7 +186,7 @@ void connection::schedule_reconnect() {
 }
 
 void connection::send(const std::vector<std::string>& args, client::callback done) {
-  if (phase_ != phase::up || ac_ == nullptr) {
+  if (phase_ != phase::up || !io_) {
     done(reply::unavailable("not connected"));
     return;
   }
@@ -197,6 +194,12 @@ void connection::send(const std::vector<std::string>& args, client::callback don
 }
 
 void connection::issue(const std::vector<std::string>& args, client::callback done) {
+  calls_.push_back(call{std::move(done), clock::now() + options_.timeout});
+  queue(args);
+  arm_deadline();
+}
+
+void connection::queue(const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   argv.reserve(args.size());
@@ -205,30 +208,79 @@ void connection::issue(const std::vector<std::string>& args, client::callback do
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  auto c = std::make_unique<call>(call{std::move(done), clock::now() + options_.timeout});
-  call* raw = c.get();
-  calls_.push_back(std::move(c));
-  if (redisAsyncCommandArgv(ac_, &connection::reply_cb, raw, static_cast<int>(argv.size()),
-                            argv.data(), lens.data()) != REDIS_OK) {
-    finish(raw, reply::unavailable("not connected"));
+  char* cmd = nullptr;
+  const int n =
+      redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), argv.data(), lens.data());
+  if (n < 0 || cmd == nullptr) throw std::bad_alloc();
+  out_.append(cmd, static_cast<std::size_t>(n));
+  redisFreeCommand(cmd);
+  flush();
+}
+
+void connection::flush() {
+  if (write_busy_ || out_.empty() || !io_) return;
+  write_busy_ = true;
+  // Owned by the write (a dropped connection's write may complete after a new one started).
+  auto bytes = std::make_shared<std::string>(std::move(out_));
+  out_.clear();
+  io_->write(*bytes,
+             [this, bytes, gen = generation_](const boost::system::error_code& ec, std::size_t) {
+               if (gen != generation_) return;
+               write_busy_ = false;
+               if (ec) {
+                 drop(core::str_cat("write: ", ec.message()));
+                 return;
+               }
+               flush();
+             });
+}
+
+void connection::read() {
+  io_->read([this, gen = generation_](const boost::system::error_code& ec, std::size_t n) {
+    if (gen != generation_ || phase_ == phase::closed) return;
+    if (ec) {
+      drop(ec == asio::error::eof ? "connection closed by the server"
+                                  : core::str_cat("read: ", ec.message()));
+      return;
+    }
+    if (redisReaderFeed(reader_.get(), io_->buffer(), n) != REDIS_OK) {
+      drop("out of memory");
+      return;
+    }
+    for (;;) {
+      void* r = nullptr;
+      if (redisReaderGetReply(reader_.get(), &r) != REDIS_OK) {
+        drop(core::str_cat("protocol error: ", reader_->errstr));
+        return;
+      }
+      if (r == nullptr) break;
+      std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(r),
+                                                         &freeReplyObject);
+      dispatch(owned.get());
+      if (gen != generation_ || phase_ == phase::closed) return;  // a callback dropped it
+    }
+    read();
+  });
+}
+
+void connection::dispatch(const redisReply* r) {
+  if (!calls_.empty()) {
+    // RESP answers a connection's commands in order: this is the oldest call's.
+    call c = std::move(calls_.front());
+    calls_.pop_front();
+    c.done(convert(r));
+    arm_deadline();
     return;
   }
-  arm_deadline();
-}
-
-void connection::reply_cb(redisAsyncContext* ac, void* r, void* privdata) {
-  connection* self = owner(ac);
-  if (self == nullptr) return;
-  self->finish(static_cast<call*>(privdata), convert(static_cast<redisReply*>(r)));
-}
-
-void connection::finish(call* c, reply r) {
-  const auto it = std::find_if(calls_.begin(), calls_.end(),
-                               [c](const std::unique_ptr<call>& x) { return x.get() == c; });
-  if (it == calls_.end()) return;
-  std::unique_ptr<call> mine = std::move(*it);
-  calls_.erase(it);
-  mine->done(std::move(r));
+  // Nothing asked: a pub/sub push (["message", channel, text]; subscribe confirmations are
+  // ["subscribe", channel, count]).
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || !hooks_.on_message) return;
+  const redisReply* type = r->element[0];
+  if (!is_string(type) || std::string_view(type->str, type->len) != "message") return;
+  const redisReply* ch = r->element[1];
+  const redisReply* text = r->element[2];
+  if (!is_string(ch) || !is_string(text)) return;
+  hooks_.on_message(std::string_view(ch->str, ch->len), std::string_view(text->str, text->len));
 }
 
 void connection::subscribe(const std::string& channel) {
@@ -238,24 +290,7 @@ void connection::subscribe(const std::string& channel) {
 }
 
 void connection::subscribe_now(const std::string& channel) {
-  const char* argv[] = {"SUBSCRIBE", channel.data()};
-  const std::size_t lens[] = {9, channel.size()};
-  redisAsyncCommandArgv(ac_, &connection::message_cb, nullptr, 2, argv, lens);
-}
-
-void connection::message_cb(redisAsyncContext* ac, void* r, void* /*privdata*/) {
-  connection* self = owner(ac);
-  const auto* m = static_cast<const redisReply*>(r);
-  if (self == nullptr || m == nullptr || m->type != REDIS_REPLY_ARRAY || m->elements != 3) return;
-  const redisReply* type = m->element[0];
-  if (type->type != REDIS_REPLY_STRING || std::string_view(type->str, type->len) != "message")
-    return;
-  const redisReply* ch = m->element[1];
-  const redisReply* text = m->element[2];
-  if (ch->type != REDIS_REPLY_STRING || text->type != REDIS_REPLY_STRING) return;
-  if (self->hooks_.on_message)
-    self->hooks_.on_message(std::string_view(ch->str, ch->len),
-                            std::string_view(text->str, text->len));
+  queue({"SUBSCRIBE", channel});
 }
 
 void connection::arm_deadline() {
@@ -264,7 +299,7 @@ void connection::arm_deadline() {
   if (phase_ == phase::connecting)
     when = connect_deadline_;
   else if (!calls_.empty())
-    when = calls_.front()->deadline;
+    when = calls_.front().deadline;
   else
     return;
   deadline_armed_ = true;
@@ -283,7 +318,7 @@ void connection::check_deadlines() {
   }
   // Answers come in order: when the oldest is late, the connection is stuck (a dead peer, a
   // blocked server); the others would be later still.
-  if (!calls_.empty() && now >= calls_.front()->deadline) {
+  if (!calls_.empty() && now >= calls_.front().deadline) {
     drop(core::str_cat("no answer within ", options_.timeout.count(), " ms"));
     return;
   }

@@ -1,7 +1,9 @@
 #pragma once
-// Private to the state component: one hiredis async connection on the client's io_context,
-// with its connect/AUTH sequence, the deadline of the oldest command in flight, and reconnects
-// with back-off (client.hpp says why and how). A command connection or a pub/sub one.
+// Private to the state component: one connection to Redis on the client's io_context (its
+// bytes through a transport: TCP, Unix socket or TLS), with its connect/AUTH sequence, the
+// deadline of the oldest command in flight, and reconnects with back-off (client.hpp says why
+// and how). A command connection or a pub/sub one. Commands are encoded with hiredis's
+// redisFormatCommandArgv and replies parsed with its redisReader (RESP2, binary-safe).
 //
 // @par Thread Safety
 // Everything on the io_context's one thread.
@@ -9,6 +11,7 @@
 #include "state/client.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -19,9 +22,12 @@
 #include <string>
 #include <vector>
 
-struct redisAsyncContext;
+struct redisReader;
+struct redisReply;
 
 namespace airlock::state {
+
+class transport;
 
 class connection {
  public:
@@ -30,8 +36,11 @@ class connection {
     std::function<void()> on_ready;       // up (after on_state(true))
     client::message_callback on_message;  // pub/sub connections
   };
-  connection(boost::asio::io_context& ioc, const client_options& options, std::string role,
-             hooks h);
+  // `tls` non-null: TLS over TCP. `tls_error` non-empty: TLS was asked for but its context
+  // could not be made; every attempt fails with it (the store stays unavailable, visibly).
+  connection(boost::asio::io_context& ioc, const client_options& options,
+             std::shared_ptr<boost::asio::ssl::context> tls, std::string tls_error,
+             std::string role, hooks h);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -53,20 +62,21 @@ class connection {
     std::chrono::steady_clock::time_point deadline;
   };
 
-  static void connected_cb(const redisAsyncContext* ac, int status);
-  static void disconnected_cb(const redisAsyncContext* ac, int status);
-  static void reply_cb(redisAsyncContext* ac, void* r, void* privdata);
-  static void message_cb(redisAsyncContext* ac, void* r, void* privdata);
-
   void connect();
-  void authenticate();
+  void connected(const std::string& error);
+  void authenticate();  // AUTH, or PING: the server's first answer
   void ready();
   // The connection is gone (or never came): report it, retry later.
   void lost(const std::string& why);
-  // Drops the connection on our side (a deadline passed, AUTH refused).
+  // Closes the connection on our side (an error, a deadline passed, AUTH refused): every call
+  // in flight is answered unavailable; then lost().
   void drop(const std::string& why);
-  void finish(call* c, reply r);
+  void fail_calls(const std::string& why);
   void issue(const std::vector<std::string>& args, client::callback done);
+  void queue(const std::vector<std::string>& args);
+  void flush();
+  void read();
+  void dispatch(const redisReply* r);
   void subscribe_now(const std::string& channel);
   void arm_deadline();
   void check_deadlines();
@@ -76,9 +86,15 @@ class connection {
   const client_options& options_;
   std::string role_;
   hooks hooks_;
-  redisAsyncContext* ac_ = nullptr;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  std::string tls_error_;
+  std::shared_ptr<transport> io_;  // null while down
+  std::uint64_t generation_ = 0;   // of io_: completions of an older one are ignored
+  std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
+  std::string out_;          // encoded commands not yet handed to a write
+  bool write_busy_ = false;  // a write of io_ in flight
   phase phase_ = phase::down;
-  std::deque<std::unique_ptr<call>> calls_;  // in the order Redis answers them
+  std::deque<call> calls_;  // in the order Redis answers them
   std::vector<std::string> channels_;
   std::chrono::steady_clock::time_point connect_deadline_{};
   boost::asio::steady_timer deadline_timer_;

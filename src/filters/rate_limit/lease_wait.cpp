@@ -14,42 +14,50 @@ verdict refusal_verdict(const admission& a) {
 
 lease_wait::lease_wait(std::shared_ptr<const plan> rates, std::size_t agent, std::size_t rule,
                        const admission& first)
-    : rates_(std::move(rates)),
-      agent_(agent),
-      rule_(rule),
-      lease_(first.refill),
-      params_(first.refill_params),
-      want_(first.refill_want) {}
+    : rates_(std::move(rates)), agent_(agent), rule_(rule) {
+  first_.refill = first.refill;
+  first_.refill_params = first.refill_params;
+  first_.refill_want = first.refill_want;
+  first_.sync = first.sync;
+  first_.sync_params = first.sync_params;
+}
 
 void lease_wait::start(std::function<void(verdict)> done) {
   done_ = std::move(done);
-  round(lease_, params_, want_);
+  admission a = std::move(first_);
+  round(a);
 }
 
-void lease_wait::round(std::shared_ptr<lease> l, gcra_params p, std::uint32_t want) {
+void lease_wait::round(const admission& a) {
   shared_store* store = rates_->store();
   if (store == nullptr) {
     done_(verdict::refuse(core::errc::internal_error, "no shared store"));
     return;
   }
   ++rounds_;
-  store->acquire(std::move(l), p, want, core::steady_now_ns(),
-                 [self = shared_from_this()](std::int64_t granted, std::int64_t) {
-                   // Whatever came back is in the lease (or noted as empty): take again.
-                   admission a = self->rates_->take_tokens(self->agent_, self->rule_,
-                                                           core::steady_now_ns(), granted >= 0);
-                   if (a.must_wait()) {
-                     // Another exchange took the units first, or a second bucket is empty.
-                     if (self->rounds_ < 4) {
-                       self->round(a.refill, a.refill_params, a.refill_want);
-                       return;
-                     }
-                     self->done_(verdict::refuse(core::errc::decision_timeout,
-                                                 "shared limits: no lease after 4 rounds"));
-                     return;
-                   }
-                   self->done_(a.admitted() ? verdict::next() : refusal_verdict(a));
-                 });
+  auto self = shared_from_this();
+  if (a.sync) {
+    store->sync_bytes(a.sync, a.sync_params, core::steady_now_ns(),
+                      [self](bool ok) { self->answered(ok); });
+    return;
+  }
+  store->acquire(a.refill, a.refill_params, a.refill_want, core::steady_now_ns(),
+                 [self](std::int64_t granted, std::int64_t) { self->answered(granted >= 0); });
+}
+
+void lease_wait::answered(bool store_answered) {
+  // Whatever came back is in the lease or the tally (or noted as empty): take again.
+  admission a = rates_->take_tokens(agent_, rule_, core::steady_now_ns(), store_answered);
+  if (a.must_wait()) {
+    // Another exchange took the units first, or a second bucket is empty.
+    if (rounds_ < 4) {
+      round(a);
+      return;
+    }
+    done_(verdict::refuse(core::errc::decision_timeout, "shared limits: no lease after 4 rounds"));
+    return;
+  }
+  done_(a.admitted() ? verdict::next() : refusal_verdict(a));
 }
 
 }  // namespace airlock::filters::rate_limit

@@ -1,7 +1,8 @@
 #pragma once
 // The rate-limit filter's `wait` (filter.hpp: pending) under state: redis: this replica's lease
-// on a shared bucket is empty, so a small batch is leased from the store, then the quotas and
-// buckets are taken again (plan::take_tokens). At most a few rounds (one per bucket of the
+// on a shared bucket is empty, so a small batch is leased from the store (or what it knows of a
+// shared byte quota is stale, so the store is asked), then the quotas and buckets are taken
+// again (plan::take_tokens). At most a few rounds (one per bucket of the
 // admission); a store that does not answer applies on_unavailable rather than hanging (the
 // client bounds every command by state.timeout_ms).
 //
@@ -22,14 +23,13 @@ class lease_wait final : public pending, public std::enable_shared_from_this<lea
   void start(std::function<void(verdict)> done) override;
 
  private:
-  void round(std::shared_ptr<lease> l, gcra_params p, std::uint32_t want);
+  void round(const admission& a);
+  void answered(bool store_answered);
 
   std::shared_ptr<const plan> rates_;
   std::size_t agent_;
   std::size_t rule_;
-  std::shared_ptr<lease> lease_;
-  gcra_params params_;
-  std::uint32_t want_;
+  admission first_;  // only its refill and sync (the caller keeps the slots)
   int rounds_ = 0;
   std::function<void(verdict)> done_;
 };

@@ -60,6 +60,7 @@ void fill_refusal(admission& a, taken& t, errc why, std::int64_t retry_ns, std::
   a.agent_slot.reset();
   a.rule_slot.reset();
   a.refill.reset();
+  a.sync.reset();
   a.error = why;
   a.retry_after_ns = std::max<std::int64_t>(retry_ns, 0);
   a.retry_after_seconds = seconds_ceil(a.retry_after_ns);
@@ -81,7 +82,8 @@ bool take_units(const plan::agent_entry& ag, const plan::rule_entry* re, std::in
   const rate_limits* rl = re == nullptr ? nullptr : share ? &re->share : &re->limits;
   bucket_state& ab = ag.state->buckets;
   const auto shared_limit = [](const rate_limits* l) {
-    return l != nullptr && (l->requests.enabled() || l->requests_per_hour.enabled());
+    return l != nullptr &&
+           (l->requests.enabled() || l->requests_per_hour.enabled() || l->bytes_per_hour.enabled());
   };
   if (src == source::deny && (shared_limit(&al) || shared_limit(rl))) {
     fill_refusal(a, t, errc::store_unavailable, 0,
@@ -132,26 +134,44 @@ bool take_units(const plan::agent_entry& ag, const plan::rule_entry* re, std::in
                              }))
     return false;
   // Hourly byte quotas: bytes are charged after the fact (throttle), so here a quota in debt
-  // refuses until the debt is paid off. Per replica (limits / replicas) under state: redis.
-  const gcra_params& abh = store != nullptr ? ag.share.bytes_per_hour : al.bytes_per_hour;
-  if (abh.enabled()) {
-    if (const std::int64_t w = ab.bytes_per_hour.exhausted(abh, now_ns); w > 0) {
-      fill_refusal(
-          a, t, errc::quota_exceeded, w,
-          core::str_cat(subject(ag, nullptr), " bytes_per_hour=", al.source.bytes_per_hour));
-      return false;
-    }
-  }
-  if (rl != nullptr) {
-    const gcra_params& rbh = store != nullptr ? re->share.bytes_per_hour : rl->bytes_per_hour;
-    if (rbh.enabled()) {
-      if (const std::int64_t w = re->state->bytes_per_hour.exhausted(rbh, now_ns); w > 0) {
-        fill_refusal(a, t, errc::quota_exceeded, w,
-                     core::str_cat(subject(ag, re), " bytes_per_hour=", rl->source.bytes_per_hour));
+  // refuses until the debt is paid off. The fleet's under state: redis (as the store last said;
+  // asked again first when that is stale), limits / replicas while it is unavailable.
+  const auto bytes_quota = [&](bucket_state& b, const gcra_params& full, const gcra_params& part,
+                               auto&& limit) -> bool {
+    const std::shared_ptr<byte_tally>& tally = b.shared_bytes_per_hour;
+    if (src == source::shared && tally && full.enabled()) {
+      const std::int64_t synced = tally->synced_at_ns.load(std::memory_order_relaxed);
+      if (time_between(synced, now_ns) >= store->stale_ns()) {
+        t.give_back();
+        a.sync = tally;
+        a.sync_params = full;
         return false;
       }
+      store->note_bytes(tally, full, 0, now_ns);  // refreshed in the background when due
+      if (const std::int64_t until = tally->exhausted_until_ns.load(std::memory_order_relaxed);
+          now_ns < until) {
+        fill_refusal(a, t, errc::quota_exceeded, until - now_ns, limit());
+        return false;
+      }
+      return true;
     }
-  }
+    const gcra_params& p = store != nullptr ? part : full;
+    if (!p.enabled()) return true;
+    if (const std::int64_t w = b.bytes_per_hour.exhausted(p, now_ns); w > 0) {
+      fill_refusal(a, t, errc::quota_exceeded, w, limit());
+      return false;
+    }
+    return true;
+  };
+  if (!bytes_quota(ab, ag.limits.bytes_per_hour, ag.share.bytes_per_hour, [&] {
+        return core::str_cat(subject(ag, nullptr), " bytes_per_hour=", al.source.bytes_per_hour);
+      }))
+    return false;
+  if (rl != nullptr &&
+      !bytes_quota(*re->state, re->limits.bytes_per_hour, re->share.bytes_per_hour, [&] {
+        return core::str_cat(subject(ag, re), " bytes_per_hour=", rl->source.bytes_per_hour);
+      }))
+    return false;
   // Request buckets.
   if (!take(ab.requests, ab.shared_requests, al.requests, errc::rate_limited,
             [&] { return core::str_cat(subject(ag, nullptr), " ", al.requests_label()); }))
@@ -254,15 +274,20 @@ std::int64_t plan::throttle(std::size_t agent_index, std::size_t rule_position, 
   if (agent_index >= agents_.size() || bytes == 0) return 0;
   const agent_entry& ag = agents_[agent_index];
   std::int64_t delay = 0;
+  const bool shared = store_ != nullptr && store_->available();
   const auto apply = [&](const rate_limits& l, const rate_limits& share, bucket_state& b) noexcept {
     if (!l.bytes) return;
     const bool up = dir == direction::upload;
     const gcra_params& p = up ? l.upload : l.download;
     if (p.enabled())
       delay = std::max(delay, (up ? b.upload : b.download).reserve(p, now_ns, bytes));
-    // Per replica under state: redis (the share), like the admission's check.
-    const gcra_params& hour = store_ != nullptr ? share.bytes_per_hour : l.bytes_per_hour;
-    if (hour.enabled()) b.bytes_per_hour.charge(hour, now_ns, bytes);
+    if (!l.bytes_per_hour.enabled()) return;
+    // The fleet's quota under state: redis; this replica's share while the store is away.
+    if (shared && b.shared_bytes_per_hour)
+      store_->note_bytes(b.shared_bytes_per_hour, l.bytes_per_hour, bytes, now_ns);
+    else
+      b.bytes_per_hour.charge(store_ != nullptr ? share.bytes_per_hour : l.bytes_per_hour, now_ns,
+                              bytes);
   };
   apply(ag.limits, ag.share, ag.state->buckets);
   if (rule_position < ag.rules.size()) {

@@ -56,9 +56,14 @@ struct admission {
   std::shared_ptr<lease> refill;
   gcra_params refill_params;
   std::uint32_t refill_want = 0;
+  // state: redis: what this replica knows of a shared byte quota is older than
+  // shared_store::stale_ns(). Nothing was taken: refresh it (shared_store::sync_bytes), then
+  // call take_tokens().
+  std::shared_ptr<byte_tally> sync;
+  gcra_params sync_params;
 
-  bool must_wait() const noexcept { return refill != nullptr; }
-  bool admitted() const noexcept { return error == core::errc::ok && refill == nullptr; }
+  bool must_wait() const noexcept { return refill != nullptr || sync != nullptr; }
+  bool admitted() const noexcept { return error == core::errc::ok && !must_wait(); }
   explicit operator bool() const noexcept { return admitted(); }
 };
 
@@ -79,7 +84,9 @@ class plan {
   enum class slots { take, skip, only };
   // With a shared store (state: redis) the hourly request quotas and the request buckets are
   // the fleet's, taken from this replica's leases; an empty lease makes the admission
-  // must_wait() instead (concurrency slots held, nothing else taken).
+  // must_wait() instead (concurrency slots held, nothing else taken). The hourly byte quotas
+  // are the fleet's too: refused while the store last said they are in debt, must_wait() when
+  // that was said too long ago.
   admission admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
                   slots concurrency = slots::take) const;
 
@@ -91,7 +98,8 @@ class plan {
 
   // How long to wait before sending `bytes` of body in `dir`: the longer of the agent's and the
   // rule's byte buckets (0 when neither is set). Always charges them, and the bytes_per_hour
-  // quotas of both, so call it once per chunk, before sending it.
+  // quotas of both (the fleet's under state: redis, told in batches), so call it once per
+  // chunk, before sending it.
   std::int64_t throttle(std::size_t agent_index, std::size_t rule_position, direction dir,
                         std::uint64_t bytes, std::int64_t now_ns) const noexcept;
 

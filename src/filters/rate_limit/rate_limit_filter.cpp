@@ -27,6 +27,7 @@ class rate_limit_filter final : public filter {
     if (admission_.must_wait()) {
       auto wait = std::make_shared<lease_wait>(rates_ptr_, agent_, rule, admission_);
       admission_.refill.reset();
+      admission_.sync.reset();
       return verdict::wait(std::move(wait));
     }
     return refusal_verdict(admission_);

@@ -49,12 +49,14 @@ struct rate_limits {
 // What one rate_limits acts on. Shared (through the registry) by every plan whose policy has
 // the same agent, or the same agent and rule, by name.
 struct lease;
+struct byte_tally;
 
 struct bucket_state {
   // state: redis: this replica's leases on the fleet's request buckets (shared_store.hpp); null
   // when the limit is not set or the state is local. Made by the registry at bind.
   std::shared_ptr<lease> shared_requests;
   std::shared_ptr<lease> shared_requests_per_hour;
+  std::shared_ptr<byte_tally> shared_bytes_per_hour;  // what this replica counted, unreported
   gcra requests;
   gcra requests_per_hour;
   gcra bytes_per_hour;

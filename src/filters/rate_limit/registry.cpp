@@ -69,6 +69,7 @@ std::shared_ptr<const plan> registry::bind(std::vector<agent_spec> agents,
           auto b = new_buckets(spec.name, {});
           state->buckets.shared_requests = std::move(b->shared_requests);
           state->buckets.shared_requests_per_hour = std::move(b->shared_requests_per_hour);
+          state->buckets.shared_bytes_per_hour = std::move(b->shared_bytes_per_hour);
         }
         // Stopped before it left the policy: it comes back stopped.
         if (auto s = stopped_elsewhere_.find(spec.name); s != stopped_elsewhere_.end()) {
@@ -171,6 +172,8 @@ std::shared_ptr<bucket_state> registry::new_buckets(std::string_view agent,
     b->shared_requests = std::make_shared<lease>(store_->bucket_key(agent, rule, "requests"));
     b->shared_requests_per_hour =
         std::make_shared<lease>(store_->bucket_key(agent, rule, "requests_per_hour"));
+    b->shared_bytes_per_hour =
+        std::make_shared<byte_tally>(store_->bucket_key(agent, rule, "bytes_per_hour"));
   }
   return b;
 }

@@ -10,6 +10,10 @@
 //   refund  KEYS[1] ARGV = interval_us, count
 //     -> 1: gives back units leased and not used, as if they had never been taken (the
 //        bucket never goes above full: a TAT before now is the same as now).
+//   charge  KEYS[1] ARGV = cost_us, capacity_us
+//     -> wait_us: adds `cost` to a byte quota after the fact, going into debt if need be (as
+//        gcra::charge does locally; cost 0 only reads), and answers how long until the quota
+//        has room again (0: it has now).
 
 #include <string_view>
 
@@ -44,6 +48,22 @@ else
   redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1000)
 end
 return 1
+)lua";
+
+inline constexpr std::string_view charge = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local cost = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+if cost > 0 then
+  tat = tat + cost
+  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1000)
+end
+local wait = tat - capacity - now
+if wait < 0 then wait = 0 end
+return math.ceil(wait)
 )lua";
 
 }  // namespace airlock::filters::rate_limit::scripts

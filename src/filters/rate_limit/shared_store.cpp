@@ -1,6 +1,7 @@
 #include "filters/rate_limit/shared_store.hpp"
 
 #include "core/str_cat.hpp"
+#include "filters/rate_limit/rate_limits.hpp"
 #include "filters/rate_limit/shared_scripts.hpp"
 
 #include <openssl/sha.h>
@@ -47,7 +48,9 @@ bool lease::take() noexcept {
 shared_store::shared_store(state::client_options options, store_settings settings)
     : settings_(std::move(settings)),
       acquire_sha_(sha1_hex(scripts::acquire)),
-      refund_sha_(sha1_hex(scripts::refund)) {
+      refund_sha_(sha1_hex(scripts::refund)),
+      charge_sha_(sha1_hex(scripts::charge)),
+      stale_ns_(std::max<std::int64_t>(1'000'000'000, 2 * options.timeout.count() * 1'000'000)) {
   if (settings_.replicas == 0) settings_.replicas = 1;
   options.on_connected = [this] {
     // The client's thread may connect before the constructor has stored client_: the mutex
@@ -63,7 +66,7 @@ shared_store::shared_store(state::client_options options, store_settings setting
     // First on every new connection, so that EVALSHA finds the scripts and a fire-and-forget
     // refund is not overtaken by the EVAL of a NOSCRIPT fallback (that fallback is left for a
     // command posted in the instant between "up" and this).
-    for (std::string_view script : {scripts::acquire, scripts::refund})
+    for (std::string_view script : {scripts::acquire, scripts::refund, scripts::charge})
       c->command({"SCRIPT", "LOAD", std::string(script)}, [](state::reply) {});
     if (f) f();
   };
@@ -161,6 +164,48 @@ void shared_store::expire(lease& l, const gcra_params& p, std::int64_t now_ns) {
   std::vector<std::string> args{"1", l.key, micros(interval_ns(p)), std::to_string(n)};
   // Fire and forget: a refund lost with the connection only makes the fleet stricter.
   eval(scripts::refund, refund_sha_, std::move(args), [](state::reply) {});
+}
+
+std::int64_t shared_store::flush_bytes(const gcra_params& p) const noexcept {
+  if (!p.enabled()) return 1;
+  const double quota = static_cast<double>(p.capacity_ns) / interval_ns(p);
+  return static_cast<std::int64_t>(std::clamp(quota / (64.0 * settings_.replicas), 1.0, 65536.0));
+}
+
+void shared_store::note_bytes(const std::shared_ptr<byte_tally>& t, const gcra_params& p,
+                              std::uint64_t bytes, std::int64_t now_ns) noexcept {
+  const std::int64_t n =
+      t->pending.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed) +
+      static_cast<std::int64_t>(bytes);
+  const std::int64_t at = t->synced_at_ns.load(std::memory_order_relaxed);
+  if (n < flush_bytes(p) && time_between(at, now_ns) < sync_interval_ns) return;
+  if (t->syncing.exchange(true, std::memory_order_relaxed)) return;  // one at a time
+  try {
+    sync_bytes(t, p, now_ns, [t](bool) { t->syncing.store(false, std::memory_order_relaxed); });
+  } catch (...) {  // out of memory: the bytes stay pending for the next try
+    t->syncing.store(false, std::memory_order_relaxed);
+  }
+}
+
+void shared_store::sync_bytes(std::shared_ptr<byte_tally> t, const gcra_params& p,
+                              std::int64_t now_ns, std::function<void(bool answered)> done) {
+  const std::int64_t n = t->pending.exchange(0, std::memory_order_relaxed);
+  const double cost_ns = static_cast<double>(n) * interval_ns(p);
+  std::vector<std::string> args{"1", t->key, micros(cost_ns),
+                                micros(static_cast<double>(p.capacity_ns))};
+  eval(scripts::charge, charge_sha_, std::move(args),
+       [t, n, now_ns, done = std::move(done)](state::reply r) {
+         const bool answered = r.what == state::reply::kind::integer;
+         if (answered) {
+           const std::int64_t wait_ns = r.integer * 1000;
+           t->exhausted_until_ns.store(wait_ns > 0 ? now_ns + wait_ns : 0,
+                                       std::memory_order_relaxed);
+           t->synced_at_ns.store(now_ns, std::memory_order_relaxed);
+         } else {
+           t->pending.fetch_add(n, std::memory_order_relaxed);  // charged at the next try
+         }
+         if (done) done(answered);
+       });
 }
 
 std::string shared_store::suspended_key(std::string_view agent) const {

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,21 @@ struct lease {
   // Takes one unit; false when none is left.
   bool take() noexcept;
   void give_back() noexcept { units.fetch_add(1, std::memory_order_relaxed); }
+};
+
+// Bytes this replica has counted against one shared byte quota (bytes_per_hour) and not yet
+// charged to the store, and what the store last said of that quota. Bytes are charged after the
+// fact, as the local quota does (gcra::charge): the relay counts them here (lock-free) and the
+// store is told in batches (flush_bytes) or at the next admission, whichever comes first.
+struct byte_tally {
+  explicit byte_tally(std::string k) : key(std::move(k)) {}
+  const std::string key;  // the Redis key of the quota
+  std::atomic<std::int64_t> pending{0};
+  // Steady clock: the fleet's quota has no room until then (0: it had room).
+  std::atomic<std::int64_t> exhausted_until_ns{0};
+  // Steady clock: when the store's answer was asked for; never yet: the oldest time.
+  std::atomic<std::int64_t> synced_at_ns{std::numeric_limits<std::int64_t>::min()};
+  std::atomic<bool> syncing{false};  // a background charge is on its way
 };
 
 struct store_settings {
@@ -81,6 +97,24 @@ class shared_store {
   // Gives back a lease older than lease_ttl (its units, to the shared bucket). Cheap when not.
   void expire(lease& l, const gcra_params& p, std::int64_t now_ns);
 
+  // Shared byte quotas. An admission trusts what the store said of a quota for stale_ns (the
+  // longer of 1 s and twice the timeout, so that an answer that came in time is never stale);
+  // older knowledge is refreshed first (the filter's wait: sync_bytes), newer knowledge in the
+  // background every sync_interval_ns while requests come.
+  static constexpr std::int64_t sync_interval_ns = 200'000'000;
+  std::int64_t stale_ns() const noexcept { return stale_ns_; }
+  // Bytes counted before the store is told without waiting for an admission: 1/64 of the quota
+  // shared by the replicas, between 1 and 64 KiB.
+  std::int64_t flush_bytes(const gcra_params& p) const noexcept;
+  // Counts `bytes` against the quota (from the relay, once per chunk) and tells the store in the
+  // background when flush_bytes have gathered or sync_interval_ns has passed. Never throws.
+  void note_bytes(const std::shared_ptr<byte_tally>& t, const gcra_params& p, std::uint64_t bytes,
+                  std::int64_t now_ns) noexcept;
+  // Charges what is pending and reads the quota's state into `t`. `done(answered)` (may be
+  // empty); unanswered, the pending bytes are kept for the next try.
+  void sync_bytes(std::shared_ptr<byte_tally> t, const gcra_params& p, std::int64_t now_ns,
+                  std::function<void(bool answered)> done);
+
   // The fleet's kill switch and breaker (fleet_control.hpp applies them on every replica):
   // stored (so that a restarted replica reads them), then published on control_channel().
   // Fire and forget: the local effect is the caller's and immediate.
@@ -96,7 +130,8 @@ class shared_store {
             state::client::callback done);
 
   store_settings settings_;
-  std::string acquire_sha_, refund_sha_;
+  std::string acquire_sha_, refund_sha_, charge_sha_;
+  std::int64_t stale_ns_ = 1'000'000'000;
   std::mutex hook_mutex_;
   std::function<void()> on_connected_;     // guarded by hook_mutex_
   std::unique_ptr<state::client> client_;  // last: destroyed (joined) first

@@ -2,11 +2,14 @@
 told "any free port", so the port is picked by binding a socket to port 0 first and closing it
 (the same port is reused by restart()). Persistence is off unless `appendonly` is asked for.
 `call()` is a minimal RESP2 client (https://redis.io/docs/reference/protocol-spec/), so the
-tests need no Python Redis package."""
+tests need no Python Redis package. With `tls` (a harness.certs.TestCA), the port speaks TLS
+only (`--port 0 --tls-port`, Debian's redis-server is built with TLS) with the CA's server
+certificate (DNS:origin.test, IP:127.0.0.1), and call() speaks TLS to it."""
 
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -23,7 +26,8 @@ def free_port():
 
 
 class RedisServer:
-    def __init__(self):
+    def __init__(self, tls=None):
+        self.tls = tls
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="airlock-redis-")
         self.proc = None
@@ -35,8 +39,14 @@ class RedisServer:
     def start(self):
         exe = shutil.which("redis-server") or "/usr/bin/redis-server"
         log = open(os.path.join(self.dir, "redis.log"), "ab")
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:
+            ports = ["--port", "0", "--tls-port", str(self.port),
+                     "--tls-cert-file", self.tls.server_cert, "--tls-key-file",
+                     self.tls.server_key, "--tls-ca-cert-file", self.tls.ca_cert,
+                     "--tls-auth-clients", "no"]
         self.proc = subprocess.Popen(
-            [exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+            [exe, "--bind", "127.0.0.1", *ports, "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
@@ -45,7 +55,7 @@ class RedisServer:
             try:
                 if self.call("PING") == "PONG":
                     return self
-            except OSError:
+            except (OSError, ssl.SSLError):
                 pass
             if self.proc.poll() is not None:
                 break
@@ -64,14 +74,19 @@ class RedisServer:
 
     def call(self, *args, timeout=5):
         """One command on a fresh connection; the decoded reply (errors raise)."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        try:
+            if self.tls is not None:  # the TLS socket takes over the descriptor
+                s = self.tls.client_context().wrap_socket(s, server_hostname="127.0.0.1")
             out = b"*%d\r\n" % len(args)
             for a in args:
                 a = a if isinstance(a, bytes) else str(a).encode()
                 out += b"$%d\r\n%s\r\n" % (len(a), a)
             s.sendall(out)
-            f = s.makefile("rb")
-            return _read(f)
+            with s.makefile("rb") as f:
+                return _read(f)
+        finally:
+            s.close()
 
 
 def _read(f):

@@ -40,6 +40,13 @@ bool eventually_up(const shared_store& s) {
   return s.available();
 }
 
+template <class F>
+bool eventually(F&& f) {
+  for (int i = 0; i < 1000 && !f(); ++i)
+    std::this_thread::sleep_for(10ms);
+  return f();
+}
+
 // acquire(), awaited: {granted, retry_after_ns}.
 std::pair<std::int64_t, std::int64_t> acquire(shared_store& s, std::shared_ptr<lease> l,
                                               const gcra_params& p, std::uint32_t want) {
@@ -138,6 +145,60 @@ TEST(SharedPlan, TwoReplicasShareOneBucket) {
   EXPECT_LE(admitted, 11);
 }
 
+// sync_bytes(), awaited: whether the store answered.
+bool sync(shared_store& s, const std::shared_ptr<byte_tally>& t, const gcra_params& p) {
+  auto done = std::make_shared<std::promise<bool>>();
+  auto f = done->get_future();
+  s.sync_bytes(t, p, t0, [done](bool ok) { done->set_value(ok); });
+  return f.wait_for(10s) == std::future_status::ready && f.get();
+}
+
+policy::model::rate bytes_per_hour(std::uint64_t n) {
+  policy::model::rate r;
+  r.bytes_per_hour = n;
+  return r;
+}
+
+TEST(SharedPlan, ByteQuotaIsTheFleetsChargedAfterTheFact) {
+  state::test::redis_server server;
+  auto store_a = store_on(server.port(), 2);
+  auto store_b = store_on(server.port(), 2);
+  ASSERT_TRUE(eventually_up(*store_a));
+  ASSERT_TRUE(eventually_up(*store_b));
+  registry a, b;
+  a.use_store(store_a.get());
+  b.use_store(store_b.get());
+  const auto pa = a.bind({agent("coder", bytes_per_hour(1'000))});
+  const auto pb = b.bind({agent("coder", bytes_per_hour(1'000))});
+  const auto& tally = pa->agents()[0].state->buckets.shared_bytes_per_hour;
+  ASSERT_TRUE(tally);
+  EXPECT_EQ(store_a->flush_bytes(pa->agents()[0].limits.bytes_per_hour), 7);  // 1000 / 128
+
+  // Nothing known yet: the admission asks the store first.
+  admission first = pa->admit(0, plan::no_rule, t0);
+  ASSERT_TRUE(first.must_wait());
+  ASSERT_EQ(first.sync, tally);
+  ASSERT_TRUE(sync(*store_a, first.sync, first.sync_params));
+  EXPECT_TRUE(pa->take_tokens(0, plan::no_rule, t0).admitted());
+
+  // 700 bytes, then 600: more than the replica's share (500) and, together, than the quota.
+  // Each is told to the store in the background (past flush_bytes).
+  for (std::uint64_t n : {700u, 600u}) {
+    EXPECT_EQ(pa->throttle(0, plan::no_rule, direction::download, n, t0), 0);
+    ASSERT_TRUE(eventually([&] { return !tally->syncing.load() && tally->pending.load() == 0; }));
+  }
+  // Replica a learnt from its last charge; replica b asks and is refused too.
+  const admission refused = pa->admit(0, plan::no_rule, t0);
+  EXPECT_EQ(refused.error, core::errc::quota_exceeded);
+  EXPECT_GT(refused.retry_after_seconds, 0u);
+  admission other = pb->admit(0, plan::no_rule, t0);
+  ASSERT_TRUE(other.must_wait());
+  ASSERT_TRUE(sync(*store_b, other.sync, other.sync_params));
+  const admission also = pb->take_tokens(0, plan::no_rule, t0);
+  EXPECT_EQ(also.error, core::errc::quota_exceeded);
+  EXPECT_EQ(also.limit, "agent coder bytes_per_hour=1000");
+}
+
 TEST(SharedPlan, StoreUnavailableDenyRefuses) {
   auto store = store_on(state::test::free_port(), 3, true);
   registry reg;
@@ -161,13 +222,6 @@ TEST(SharedPlan, StoreUnavailableLocalTakesTheReplicasShare) {
   const admission refused = p->admit(0, plan::no_rule, t0);
   EXPECT_EQ(refused.error, core::errc::rate_limited);
   EXPECT_EQ(refused.limit, "agent a requests_per_second=9");  // the limit as written
-}
-
-template <class F>
-bool eventually(F&& f) {
-  for (int i = 0; i < 1000 && !f(); ++i)
-    std::this_thread::sleep_for(10ms);
-  return f();
 }
 
 bool is_stopped(const registry& r, const std::string& name) {

@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace airlock::policy {
 namespace {
@@ -93,11 +97,48 @@ TEST(PolicyState, BadValuesPointAtTheirKey) {
   EXPECT_NE(typo.message.find("did you mean 'replicas'"), std::string::npos) << typo.message;
 }
 
-TEST(PolicyState, TlsIsRefusedNotIgnored) {
-  // Fail closed: an operator who asks for TLS must not get plain text.
-  const auto e = only_error("state: {backend: redis, address: 'h:1', tls: true}\n");
-  EXPECT_EQ(e.key, "state.tls");
-  EXPECT_NE(e.message.find("no TLS"), std::string::npos) << e.message;
+TEST(PolicyState, TlsWithItsFilesRelativeToThePolicy) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("airlock-state-tls-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "tls");
+  for (const char* f : {"ca.pem", "client.pem", "client.key"})
+    std::ofstream(dir / "tls" / f) << "x\n";
+  auto r = load_string(
+      "state:\n  backend: redis\n  address: 10.0.0.5:6380\n"
+      "  tls: {ca: tls/ca.pem, server_name: redis.internal, cert: tls/client.pem, "
+      "key: tls/client.key}\n",
+      (dir / "p.yaml").string());
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  const auto& t = r.policy->model().state.tls;
+  EXPECT_TRUE(t.enabled);
+  EXPECT_EQ(t.ca, (dir / "tls/ca.pem").string());
+  EXPECT_EQ(t.server_name, "redis.internal");
+  EXPECT_EQ(t.cert, (dir / "tls/client.pem").string());
+  EXPECT_EQ(t.key, (dir / "tls/client.key").string());
+  // A CA file that cannot be read is the policy's error, at its key.
+  const auto missing =
+      load_string("state: {backend: redis, address: 'h:1', tls: {ca: tls/none.pem}}\n",
+                  (dir / "p.yaml").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.errors.at(0).key, "state.tls.ca") << all_errors(missing);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PolicyState, TlsTrueUsesTheSystemTrustStore) {
+  auto p = test::must_load("state: {backend: redis, address: 'redis.internal:6380', tls: true}\n");
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(p->model().state.tls.enabled);
+  EXPECT_TRUE(p->model().state.tls.ca.empty());
+}
+
+TEST(PolicyState, TlsMistakesPointAtTheirKey) {
+  EXPECT_EQ(only_error("state: {backend: redis, address: 'h:1', tls: yes}\n").key, "state.tls");
+  EXPECT_EQ(only_error("state: {backend: redis, address: 'h:1', tls: {cafile: x}}\n").key,
+            "state.tls.cafile");
+  EXPECT_EQ(only_error("state: {backend: redis, address: 'h:1', tls: {cert: /dev/null}}\n").key,
+            "state.tls");  // cert without key
+  EXPECT_EQ(only_error("state: {backend: redis, address: /run/r.sock, tls: true}\n").key,
+            "state.tls");
 }
 
 TEST(PolicyState, PasswordSecretMustExist) {

@@ -4,6 +4,7 @@
 // with generous deadlines.
 #include "state/client.hpp"
 
+#include "client_test_util.hpp"
 #include "redis_server.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,8 @@ namespace airlock::state {
 namespace {
 
 using namespace std::chrono_literals;
+using test::call;
+using test::eventually;
 using test::redis_server;
 
 client_options options_for(std::uint16_t port) {
@@ -31,25 +34,6 @@ client_options options_for(std::uint16_t port) {
   o.min_backoff = 20ms;
   o.max_backoff = 200ms;
   return o;
-}
-
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds within = 10s) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return f();
-}
-
-// One command, awaited (bounded: the client answers every command within its timeout).
-reply call(client& c, std::vector<std::string> args) {
-  auto p = std::make_shared<std::promise<reply>>();
-  auto f = p->get_future();
-  c.command(std::move(args), [p](reply r) { p->set_value(std::move(r)); });
-  if (f.wait_for(10s) != std::future_status::ready) return reply::unavailable("test: no answer");
-  return f.get();
 }
 
 TEST(StateClient, CommandsRoundTripBinarySafe) {
@@ -90,7 +74,23 @@ TEST(StateClient, StoreDownAtStartAnswersAtOnceAndReportsIt) {
 }
 
 TEST(StateClient, PeerThatNeverAnswersTimesOutAndDrops) {
-  // A TCP listener that accepts (the kernel's backlog) and never answers: a stuck server.
+  // A stuck server: CLIENT PAUSE holds every client's commands for 2 s (Redis 6.2+).
+  redis_server server;
+  client c(options_for(server.port()));
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  EXPECT_EQ(call(c, {"CLIENT", "PAUSE", "2000", "ALL"}).text, "OK");
+  const auto started = std::chrono::steady_clock::now();
+  const reply r = call(c, {"PING"});
+  EXPECT_EQ(r.what, reply::kind::unavailable);
+  // Bounded by the client's timeout (200 ms), far below the test's own 10 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_TRUE(eventually([&] { return c.mode_changes() >= 1; }));
+  // Up again by itself once the server answers (a reconnect answers PING first).
+  EXPECT_TRUE(eventually([&] { return c.up(); }));
+}
+
+TEST(StateClient, ListenerThatNeverAnswersIsNeverUp) {
+  // Accepts (the kernel's backlog) and never answers: the first PING times out.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -99,14 +99,15 @@ TEST(StateClient, PeerThatNeverAnswersTimesOutAndDrops) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ASSERT_EQ(::listen(fd, 16), 0);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  client c(options_for(ntohs(a.sin_port)));
-  ASSERT_TRUE(eventually([&] { return c.up(); }));
-  const auto started = std::chrono::steady_clock::now();
-  const reply r = call(c, {"PING"});
-  EXPECT_EQ(r.what, reply::kind::unavailable);
-  // Bounded by the client's timeout (200 ms), far below the test's own 10 s.
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
-  EXPECT_TRUE(eventually([&] { return c.mode_changes() >= 1; }));
+  std::atomic<int> downs{0};
+  client_options o = options_for(ntohs(a.sin_port));
+  o.on_mode_change = [&](bool up) {
+    if (!up) ++downs;
+  };
+  client c(o);
+  ASSERT_TRUE(eventually([&] { return downs.load() >= 1; }));
+  EXPECT_FALSE(c.up());
+  EXPECT_EQ(c.mode_changes(), 0u);
   ::close(fd);
 }
 

@@ -45,7 +45,9 @@ inline bool can_connect(std::uint16_t port) {
 
 class redis_server {
  public:
-  explicit redis_server(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+  // `tls_port`: the port serves TLS only (--port 0 --tls-port); `extra` then names the files.
+  explicit redis_server(std::vector<std::string> extra = {}, bool tls_port = false)
+      : extra_(std::move(extra)), tls_port_(tls_port) {
     // hiredis writes with write(2): a server gone mid-write is EPIPE, not a signal, only when
     // SIGPIPE is ignored (airlock's main() ignores it too).
     ::signal(SIGPIPE, SIG_IGN);
@@ -57,9 +59,12 @@ class redis_server {
   std::uint16_t port() const { return port_; }
 
   void start() {
-    std::vector<std::string> args{
-        "redis-server", "--bind", "127.0.0.1",  "--port", std::to_string(port_), "--save", "",
-        "--appendonly", "no",     "--loglevel", "warning"};
+    std::vector<std::string> args{"redis-server", "--bind", "127.0.0.1",  "--save", "",
+                                  "--appendonly", "no",     "--loglevel", "warning"};
+    if (tls_port_)
+      args.insert(args.end(), {"--port", "0", "--tls-port", std::to_string(port_)});
+    else
+      args.insert(args.end(), {"--port", std::to_string(port_)});
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -86,6 +91,7 @@ class redis_server {
 
  private:
   std::vector<std::string> extra_;
+  bool tls_port_ = false;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
 };
