@@ -15,6 +15,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <ctime>
 #include <map>
 
@@ -113,6 +114,42 @@ std::string rules_json(proxy::server* server, telemetry::metrics& m) {
   return boost::json::serialize(root);
 }
 
+// GET /agents: the server's live state of each agent (stopped, suspended, in flight), with the
+// limits the policy in force gives it (`limits`: its rate and quotas, 0 = none; `breaker`).
+std::string agents_json(proxy::server* server) {
+  if (!server) return "{\"agents\":[]}";
+  auto root = boost::json::parse(server->agents_json());
+  const auto snap = server->current_policy();
+  if (!snap || !root.is_object()) return boost::json::serialize(root);
+  auto* agents = root.as_object().if_contains("agents");
+  if (agents == nullptr || !agents->is_array()) return boost::json::serialize(root);
+  for (auto& entry : agents->as_array()) {
+    auto* o = entry.if_object();
+    const auto* name = o ? o->if_contains("name") : nullptr;
+    if (name == nullptr || !name->is_string()) continue;
+    const auto& list = snap->model().agents;
+    const auto a = std::find_if(list.begin(), list.end(),
+                                [&](const auto& x) { return x.name == name->as_string(); });
+    if (a == list.end()) continue;
+    const auto& r = a->rate;
+    (*o)["limits"] = {
+        {"requests", r.requests},
+        {"per_seconds", std::chrono::duration_cast<std::chrono::seconds>(r.per).count()},
+        {"burst", r.burst},
+        {"concurrent", r.concurrent},
+        {"requests_per_hour", r.requests_per_hour},
+        {"bytes_per_hour", r.bytes_per_hour},
+        {"upload_bytes_per_second", r.upload_bytes_per_second},
+        {"download_bytes_per_second", r.download_bytes_per_second}};
+    const auto& b = a->breaker;
+    (*o)["breaker"] = {
+        {"max_failures", b.max_failures},
+        {"window_seconds", std::chrono::duration_cast<std::chrono::seconds>(b.window).count()},
+        {"cooldown_seconds", std::chrono::duration_cast<std::chrono::seconds>(b.cooldown).count()}};
+  }
+  return boost::json::serialize(root);
+}
+
 std::string_view decide_outcome(unsigned status) {
   switch (status) {
     case 200:
@@ -176,9 +213,7 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
     audit.write(operator_event(by, "reload", ok ? "ok" : "failed", message));
     return ok;
   };
-  h.agents_json = [&server] {
-    return server ? server->agents_json() : std::string("{\"agents\":[]}");
-  };
+  h.agents_json = [&server] { return agents_json(server); };
   h.agent_control = [&server, &audit](const telemetry::admin_actor& by, std::string_view agent,
                                       bool stop, std::string& message) {
     if (!server) {

@@ -45,7 +45,7 @@ button{margin-right:4px}.stopped{color:#b3261e;font-weight:600}.empty{color:#777
 <th>report</th><th>error</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Agents</h2>
 <table id="agents"><thead><tr><th>agent</th><th>state</th><th>in flight</th><th>concurrent</th>
-<th>kill switch</th></tr></thead><tbody></tbody></table></section>
+<th>limits</th><th>breaker</th><th>kill switch</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Grants</h2>
 <table id="grants"><thead><tr><th>id</th><th>agent</th><th>host:port</th><th>method</th>
 <th>path prefix</th><th>expires</th><th>by</th></tr></thead><tbody></tbody></table>
@@ -110,6 +110,19 @@ document.getElementById("token-clear").addEventListener("click", () => {
   tokenInput.placeholder = "";
 });
 if (operatorToken()) tokenInput.placeholder = "token set";
+// An agent's rate and quotas (GET /agents `limits`), 0 meaning none.
+function limitsText(l) {
+  if (!l) return "";
+  const parts = [];
+  if (l.requests) parts.push(l.requests + (l.per_seconds === 60 ? "/min" : "/s") +
+                             (l.burst ? " burst " + l.burst : ""));
+  if (l.concurrent) parts.push(l.concurrent + " at once");
+  if (l.requests_per_hour) parts.push(l.requests_per_hour + " requests/h");
+  if (l.bytes_per_hour) parts.push(l.bytes_per_hour + " bytes/h");
+  if (l.upload_bytes_per_second) parts.push("up " + l.upload_bytes_per_second + " B/s");
+  if (l.download_bytes_per_second) parts.push("down " + l.download_bytes_per_second + " B/s");
+  return parts.length ? parts.join(", ") : "none";
+}
 async function post(path, body) {
   const headers = {"Content-Type": "application/json"};
   if (operatorToken()) headers["Authorization"] = "Bearer " + operatorToken();
@@ -175,6 +188,11 @@ async function refresh() {
            a.stopped ? "stopped" : "");
       cell(tr, a.in_flight);
       cell(tr, a.concurrent);
+      cell(tr, limitsText(a.limits), "limits");
+      const b = a.breaker;
+      cell(tr, b && b.max_failures ? b.max_failures + " failures in " + b.window_seconds +
+                                         " s: " + b.cooldown_seconds + " s off"
+                                   : "off");
       const td = cell(tr, "");
       const path = "/agents/" + encodeURIComponent(a.name);
       if (a.stopped) button(td, "Resume", "resume", () => post(path + "/resume"));

@@ -34,7 +34,10 @@ class ConsoleTest(ProxyTestCase):
     @classmethod
     def policy(cls):
         p = make_policy([origin_rule(cls.origin.port, name="asked", ask={"timeout": "60s"})],
-                        agents={"default": {"rules": ["asked"]}, "builder": {"rules": []}})
+                        agents={"default": {"rules": ["asked"]},
+                                "builder": {"rules": [], "rate": {"requests_per_second": 5,
+                                                                   "concurrent": 2},
+                                            "breaker": {"max_failures": 20}}})
         p["listen"]["admin"] = "127.0.0.1:0"
         p["approvals"] = {"access_requests": True}
         p["operators"] = {"carol": {"token_sha256": hashlib.sha256(TOKEN.encode()).hexdigest()}}
@@ -69,7 +72,11 @@ class ConsoleTest(ProxyTestCase):
                              ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: condition(d), "console: " + what)
 
-    def shot(self, name):
+    def shot(self, name, section=None):
+        if section:  # the view's section at the top of the window
+            self.browser.execute_script(
+                "document.getElementById(arguments[0]).closest('section').scrollIntoView()",
+                section)
         os.makedirs(SHOTS, exist_ok=True)
         self.browser.save_screenshot(os.path.join(SHOTS, name))
 
@@ -107,7 +114,7 @@ class ConsoleTest(ProxyTestCase):
             By.ID, "p-version").text == version)
         self.assertEqual(self.browser.find_element(By.ID, "p-ca").text, "no interception CA")
         self.assertEqual(self.browser.find_element(By.ID, "p-error").text, "none")
-        self.shot("policy.png")
+        self.shot("policy.png", "policy")
 
     def test_approve_held_request_and_stop_agent_by_clicking(self):
         m = marker()
@@ -156,7 +163,7 @@ class ConsoleTest(ProxyTestCase):
         # The audit names the operator whose token the console sent.
         self.assertIsNotNone(self.proxy.wait_audit(type="operator", action="stop",
                                                    agent="builder", by="carol", outcome="ok"))
-        self.shot("agents.png")
+        self.shot("agents.png", "agents")
         self.browser.find_element(
             By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]').click()
         self.wait_for("builder resumed", lambda d: d.find_elements(

@@ -28,7 +28,11 @@ class OperatorCase(ProxyTestCase):
     def policy(cls):
         p = make_policy([origin_rule(cls.origin.port, name="asked", ask={"timeout": "30s"}),
                          origin_rule(cls.origin.port, name="open", hosts=["open.test"])],
-                        agents={"default": {"rules": ["asked", "open"]}})
+                        agents={"default": {
+                            "rules": ["asked", "open"],
+                            "rate": {"requests_per_minute": 600, "burst": 50, "concurrent": 8},
+                            "breaker": {"max_failures": 50, "window": "60s",
+                                        "cooldown": "30s"}}})
         p["listen"]["admin"] = "127.0.0.1:0"
         p["operators"] = {"alice": {"token_sha256": hashlib.sha256(TOKEN.encode()).hexdigest()}}
         return p
@@ -133,6 +137,20 @@ class OperatorTokenTest(OperatorCase):
         # One record for the decision: the registry's own "decided" is not written again.
         self.assertEqual([r for r in self.proxy.audit() if r.get("approval_id") == pid
                           and r.get("action") not in ("held", "approve")], [])
+
+
+class AgentsTest(OperatorCase):
+    def test_agents_carry_their_limits(self):
+        agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
+        a = [a for a in agents if a["name"] == "default"][0]
+        self.assertEqual((a["limits"]["requests"], a["limits"]["per_seconds"],
+                          a["limits"]["burst"], a["limits"]["concurrent"],
+                          a["limits"]["requests_per_hour"]), (600, 60, 50, 8, 0))
+        self.assertEqual(a["breaker"], {"max_failures": 50, "window_seconds": 60,
+                                        "cooldown_seconds": 30})
+        rules = admin_call(self.proxy.admin, "GET", "/rules").json()["rules"]
+        self.assertEqual([(r["name"], r["in_policy"]) for r in rules if r["in_policy"]],
+                         [("asked", True), ("open", True)])
 
 
 class AbandonedHoldTest(OperatorCase):
