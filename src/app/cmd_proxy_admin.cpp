@@ -163,6 +163,57 @@ std::string_view decide_outcome(unsigned status) {
   }
 }
 
+// The operator behind a mutating request: the policy's operators' tokens, or without any, a
+// loopback peer ("local"). A refusal is audited (never with the credential).
+std::optional<std::string> authorize(proxy::server* server, telemetry::audit_log& audit,
+                                     const telemetry::admin_caller& caller, std::string& reason) {
+  const auto snap = server ? server->current_policy() : nullptr;
+  std::optional<std::string> who;
+  if (!snap || snap->model().operators.empty()) {
+    who = telemetry::loopback_only(caller, reason);
+  } else if (auto token = telemetry::bearer_token(caller.authorization); !token) {
+    reason = caller.authorization.empty() ? "operator token required (Authorization: Bearer)"
+                                          : "not a Bearer credential";
+  } else if (const auto* op = policy::find_operator(snap->model(), *token)) {
+    who = op->name;
+  } else {
+    reason = "unknown operator token";
+  }
+  if (!who) {
+    const telemetry::admin_actor nobody{"", telemetry::endpoint_string(caller.peer)};
+    // The action is the path's last segment: reload, stop, resume, approve, refuse.
+    const auto action = caller.path.substr(caller.path.rfind('/') + 1);
+    auto e = operator_event(nobody, action, "unauthorized", reason);
+    e.path = caller.path;
+    audit.write(e);
+  }
+  return who;
+}
+
+// POST /approvals/ID/approve|refuse, and its one audit record: the target, scope, duration.
+unsigned decide(proxy::server& server, telemetry::audit_log& audit,
+                const telemetry::admin_actor& by, std::string_view id, bool approve,
+                std::string_view body, std::string& message) {
+  filters::approval::admin_decision decided;
+  const unsigned status = filters::approval::decide_from_admin(server.approvals(), id, approve,
+                                                               body, by.by, message, &decided);
+  auto e = operator_event(by, approve ? "approve" : "refuse", decide_outcome(status), message);
+  const auto& t = decided.target;
+  e.agent = t.agent;
+  e.method = t.method;
+  e.host = t.host;
+  e.port = t.port;
+  e.path = t.path;
+  e.approval_id = decided.id;
+  if (approve) {
+    e.scope = filters::approval::scope_name(decided.d.scope);
+    if (decided.d.scope == filters::approval::scope::agent_host)
+      e.duration = std::chrono::duration_cast<std::chrono::seconds>(decided.d.duration);
+  }
+  audit.write(e);
+  return status;
+}
+
 }  // namespace
 
 telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
@@ -178,29 +229,8 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
   };
   h.policy_json = [&server] { return policy_json(server); };
   h.rules_json = [&server, &m = ctx.metrics] { return rules_json(server, m); };
-  h.authorize = [&server, &audit](const telemetry::admin_caller& caller,
-                                  std::string& reason) -> std::optional<std::string> {
-    const auto snap = server ? server->current_policy() : nullptr;
-    std::optional<std::string> who;
-    if (!snap || snap->model().operators.empty()) {
-      who = telemetry::loopback_only(caller, reason);
-    } else if (auto token = telemetry::bearer_token(caller.authorization); !token) {
-      reason = caller.authorization.empty() ? "operator token required (Authorization: Bearer)"
-                                            : "not a Bearer credential";
-    } else if (const auto* op = policy::find_operator(snap->model(), *token)) {
-      who = op->name;
-    } else {
-      reason = "unknown operator token";
-    }
-    if (!who) {
-      const telemetry::admin_actor nobody{"", telemetry::endpoint_string(caller.peer)};
-      // The action is the path's last segment: reload, stop, resume, approve, refuse.
-      const auto action = caller.path.substr(caller.path.rfind('/') + 1);
-      auto e = operator_event(nobody, action, "unauthorized", reason);
-      e.path = caller.path;
-      audit.write(e);
-    }
-    return who;
+  h.authorize = [&server, &audit](const telemetry::admin_caller& caller, std::string& reason) {
+    return authorize(server, audit, caller, reason);
   };
   h.reload = [&server, &after_reload = ctx.after_reload, &audit](const telemetry::admin_actor& by,
                                                                  std::string& message) {
@@ -236,24 +266,8 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
       message = "not started";
       return 503;
     }
-    filters::approval::admin_decision decided;
-    const unsigned status = filters::approval::decide_from_admin(server->approvals(), id, approve,
-                                                                 body, by.by, message, &decided);
+    const unsigned status = decide(*server, audit, by, id, approve, body, message);
     if (after_reload) after_reload();  // a permanent approval reloaded the policy
-    auto e = operator_event(by, approve ? "approve" : "refuse", decide_outcome(status), message);
-    const auto& t = decided.target;
-    e.agent = t.agent;
-    e.method = t.method;
-    e.host = t.host;
-    e.port = t.port;
-    e.path = t.path;
-    e.approval_id = decided.id;
-    if (approve) {
-      e.scope = filters::approval::scope_name(decided.d.scope);
-      if (decided.d.scope == filters::approval::scope::agent_host)
-        e.duration = std::chrono::duration_cast<std::chrono::seconds>(decided.d.duration);
-    }
-    audit.write(e);
     return status;
   };
   return h;
