@@ -1,6 +1,7 @@
 // The live events of GET /events: the hub's bounded queues and subscriber count, and the
 // stream as a client reads it (head, data lines, the lost count, the heartbeat).
 #include "telemetry/event_hub.hpp"
+#include "telemetry/admin_events.hpp"
 #include "telemetry/admin_server.hpp"
 #include "telemetry/audit_event.hpp"
 #include "telemetry/audit_log.hpp"
@@ -8,6 +9,8 @@
 #include "admin_test_client.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/json.hpp>
 
@@ -176,6 +179,40 @@ TEST_F(EventStreamTest, PostIsNotAllowed) {
   auto res = c.request("POST", "/events", "Content-Length: 0\r\n");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), boost::beast::http::status::method_not_allowed);
+}
+
+TEST(EventStream, HeartbeatWhenIdleAndStopEndsIt) {
+  // serve_events itself, with short timings: an idle stream sends a comment line now and then
+  // (proxies and load balancers close connections that stay silent), and ends when told to.
+  net::io_context ioc;
+  tcp::acceptor acceptor(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  tcp::socket reader(ioc);
+  reader.connect(acceptor.local_endpoint());
+  boost::beast::tcp_stream writer(acceptor.accept());
+  event_hub hub;
+  std::atomic<bool> stop{false};
+  event_stream_timing timing;
+  timing.poll = 20ms;
+  timing.heartbeat = 100ms;
+  net::co_spawn(ioc,
+                serve_events(
+                    writer, hub.subscribe(), [&] { return stop.load(); }, timing),
+                net::detached);
+  std::thread runner([&] { ioc.run(); });
+  timeval tv{10, 0};
+  ::setsockopt(reader.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string seen;
+  for (int i = 0; i < 200 && seen.find(": heartbeat\n\n") == std::string::npos; ++i) {
+    char buf[1024];
+    boost::system::error_code ec;
+    const std::size_t n = reader.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    seen.append(buf, n);
+  }
+  EXPECT_NE(seen.find("retry: 2000\n"), std::string::npos) << seen;
+  EXPECT_NE(seen.find(": heartbeat\n\n"), std::string::npos) << seen;
+  stop = true;
+  runner.join();  // serve_events returned: nothing else keeps the context busy
 }
 
 }  // namespace
