@@ -2,10 +2,10 @@
 // workers, then serve until SIGTERM/SIGINT. SIGHUP (and POST /reload) reloads the policy.
 
 #include "app/commands.hpp"
+#include "app/proxy_admin.hpp"
 #include "app/proxy_state.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
-#include "filters/approval/admin_api.hpp"
 #include "net/host.hpp"
 #include "policy/loader.hpp"
 #include "proxy/file_watches.hpp"
@@ -13,17 +13,16 @@
 #include "proxy/server.hpp"
 #include "telemetry/admin_server.hpp"
 #include "telemetry/audit_log.hpp"
+#include "telemetry/event_hub.hpp"
 #include "telemetry/metrics.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/json.hpp>
 
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -47,15 +46,6 @@ constexpr std::string_view usage =
     "  listening proxy=ADDR:PORT admin=ADDR:PORT\n"
     "on stdout once it accepts connections. SIGHUP or POST /reload on the admin port reloads\n"
     "the policy; SIGTERM or SIGINT stops accepting, lets requests in flight finish, and exits.\n";
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::optional<tcp::endpoint> parse_admin(std::string_view text) {
   auto a = net::parse_authority(text, 0, true);
@@ -150,12 +140,16 @@ int cmd_proxy(args a) {
     AIRLOCK_LOG(warn, "policy", w.to_string());
   const auto& model = initial.policy->model();
 
+  // GET /events: each audit line as it is written. Declared before the audit log and the
+  // server, so that it outlives every writer.
+  telemetry::event_hub live_events;
   std::string audit_error;
-  auto audit = telemetry::audit_log::open(model.audit.path, audit_error);
+  auto audit = telemetry::audit_log::open(model.audit.path, audit_error, model.audit.ocsf);
   if (!audit) {
     std::fprintf(stderr, "airlock proxy: audit log: %s\n", audit_error.c_str());
     return 1;
   }
+  audit->set_live_events(&live_events);
   telemetry::metrics metrics(AIRLOCK_VERSION);
   // state: redis: connects in the background (on_unavailable applies until it is up). Before
   // the server, which binds its plans to it, so that it outlives them.
@@ -178,67 +172,9 @@ int cmd_proxy(args a) {
                    admin_text.c_str());
       return 1;
     }
-    telemetry::admin_handlers handlers;
-    handlers.metrics_text = [&metrics] { return metrics.serialize(); };
-    // Not ready while the shared store is down and on_unavailable is deny: this replica would
-    // refuse every limited request.
-    handlers.ready = [&ready, &store] {
-      return ready.load() &&
-             (!store || store->available() || !store->settings().deny_when_unavailable);
-    };
-    handlers.policy_json = [&server_ptr] {
-      boost::json::object o;
-      if (server_ptr) {
-        auto st = server_ptr->status();
-        o["version"] = st.version;
-        o["source"] = st.source;
-        o["loaded_at"] = rfc3339(st.loaded_at);
-        o["last_attempt"] = rfc3339(st.last_attempt);
-        o["last_error"] =
-            st.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(st.last_error);
-        o["restart_needed"] = st.restart_needed.empty() ? boost::json::value(nullptr)
-                                                        : boost::json::value(st.restart_needed);
-        o["last_changes"] = st.last_changes;
-        o["ca_fingerprint"] = st.ca_fingerprint.empty() ? boost::json::value(nullptr)
-                                                        : boost::json::value(st.ca_fingerprint);
-      }
-      return boost::json::serialize(o);
-    };
-    handlers.reload = [&server_ptr, &after_reload](std::string& message) {
-      if (!server_ptr) {
-        message = "not started";
-        return false;
-      }
-      const bool ok = server_ptr->reload("api", message);
-      if (after_reload) after_reload();
-      return ok;
-    };
-    handlers.agents_json = [&server_ptr] {
-      return server_ptr ? server_ptr->agents_json() : std::string("{\"agents\":[]}");
-    };
-    handlers.agent_control = [&server_ptr](std::string_view agent, bool stop,
-                                           std::string& message) {
-      if (!server_ptr) {
-        message = "not started";
-        return false;
-      }
-      return server_ptr->agent_control(agent, stop, message);
-    };
-    handlers.approvals_json = [&server_ptr] {
-      return server_ptr ? server_ptr->approvals().json() : std::string("{\"pending\":[]}");
-    };
-    handlers.approval_decide = [&server_ptr, &after_reload](std::string_view id, bool approve,
-                                                            std::string_view body,
-                                                            std::string& message) -> unsigned {
-      if (!server_ptr) {
-        message = "not started";
-        return 503;
-      }
-      const unsigned status = filters::approval::decide_from_admin(server_ptr->approvals(), id,
-                                                                   approve, body, "admin", message);
-      if (after_reload) after_reload();  // a permanent approval reloaded the policy
-      return status;
-    };
+    const admin_context context{metrics, ready, store, server_ptr, after_reload, *audit};
+    telemetry::admin_handlers handlers = make_admin_handlers(context);
+    handlers.events = &live_events;
     try {
       admin = std::make_unique<telemetry::admin_server>(main_ioc, *ep, std::move(handlers));
     } catch (const boost::system::system_error& e) {
@@ -247,6 +183,7 @@ int cmd_proxy(args a) {
       return 1;
     }
     options.extra_own_endpoints.push_back(admin->local_endpoint());
+    warn_if_admin_exposed(admin->local_endpoint(), !model.operators.empty());
   }
 
   // Signals are caught from here on, before anyone can learn our port and send one.

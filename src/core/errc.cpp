@@ -52,6 +52,8 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
     {403, "http_request_denied", "approval_refused", "an operator refused the request"},
     {403, "http_request_denied", "approval_timeout", "no operator approved the request in time"},
     {429, "http_request_denied", "approval_limit", "too many requests awaiting approval"},
+    {403, "http_request_denied", "approval_abandoned",
+     "the client closed its connection while the request was held"},
     {400, "http_request_error", "proxy_endpoint",
      "answered by the proxy itself (airlock.internal), never forwarded"},
     {400, "http_request_error", "bad_request", "malformed request"},

@@ -49,10 +49,11 @@ enum class errc {
   mcp_params_denied,  // 403: a tool's arguments break their constraints
   mcp_invalid,        // 400: the body is not JSON-RPC 2.0 (or too many messages in a batch)
   // held requests (issue 20: filters/approval)
-  approval_refused,  // 403: an operator refused the held request
-  approval_timeout,  // 403: no operator decided within the hold's timeout
-  approval_limit,    // 429: too many requests of the agent (or of the proxy) held already
-  proxy_endpoint,    // the proxy's own endpoint (airlock.internal) answered: never forwarded
+  approval_refused,    // 403: an operator refused the held request
+  approval_timeout,    // 403: no operator decided within the hold's timeout
+  approval_limit,      // 429: too many requests of the agent (or of the proxy) held already
+  approval_abandoned,  // 403: the client closed its connection while its request was held
+  proxy_endpoint,      // the proxy's own endpoint (airlock.internal) answered: never forwarded
   // malformed or oversized input
   bad_request,           // 400: unparsable request, smuggling attempt, bad target
   unsupported_scheme,    // 400: not http:// and not CONNECT

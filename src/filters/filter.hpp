@@ -91,6 +91,12 @@ class pending {
   // The session stopped waiting (timeout, client gone, shutdown): release what is held. `done`
   // may still be called afterwards and must then be harmless.
   virtual void cancel() noexcept {}
+  // The client closed its connection while the session waited: release what is held, as
+  // cancel() does (a held request is dropped from the pending approvals and audited so).
+  virtual void abandon() noexcept { cancel(); }
+  // Whether the session should watch its client while it waits (a person's decision can take
+  // minutes; a store's answer cannot), and abandon() the wait when the client goes.
+  virtual bool watches_client() const noexcept { return false; }
   // How long the session waits at most, given its own bound (`session_limit`): a person's
   // approval has a timeout of its own, longer than a store's answer needs.
   virtual std::chrono::milliseconds wait_limit(std::chrono::milliseconds session_limit) const {

@@ -18,6 +18,14 @@ struct ask {
   std::optional<std::chrono::milliseconds> timeout;  // unset: approvals.timeout
 };
 
+// `operators: {NAME: {token_sha256: HEX}}`: who may act on the admin port (approve, refuse,
+// stop, resume, reload). A Bearer token whose SHA-256 is listed names its operator; when none
+// is configured, mutations are accepted from a loopback peer only (docs/operations.md).
+struct operator_token {
+  std::string name;
+  std::string token_sha256;  // lower-case hex after compiling
+};
+
 struct approvals {
   // Requests no rule allows are held for a decision instead of being refused at once.
   bool ask_unmatched = false;

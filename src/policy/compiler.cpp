@@ -8,6 +8,7 @@
 #include "policy/host_pattern.hpp"
 #include "policy/key_text.hpp"
 #include "policy/matcher.hpp"
+#include "policy/operators.hpp"
 #include "policy/parser.hpp"
 #include "policy/ports.hpp"
 #include "policy/secrets_compiler.hpp"
@@ -345,6 +346,7 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
   s->secrets_ = compile_secrets(p, marks, errors, options.read_secrets);
   s->redactors_ = compile_redactors(p, marks, errors);
   check_dlp_classes(p, marks, errors);
+  check_operators(p, marks, errors);
   const credential_sources credentials{s->secrets_, p.secrets, s->redactors_,
                                        p.limits.response_bytes};
 

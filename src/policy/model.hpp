@@ -78,6 +78,9 @@ struct network {
 
 struct audit {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file (appended)
+  // `format`: "json" (one JSON object per line, docs/operations.md) or "ocsf" (OCSF 1.1.0
+  // events, one per line: telemetry/ocsf_format.hpp). The format replaces, not adds.
+  bool ocsf = false;
 };
 
 // Stops a runaway agent: more than `max_failures` refusals or upstream errors within `window`
@@ -239,9 +242,10 @@ struct policy {
   std::vector<redactor> redactors;  // in file order
   std::vector<agent> agents;        // may include "default"
   std::vector<rule> rules;
-  dlp_config dlp;                       // policy-wide default for rules without `dlp`
-  std::vector<blocked_host> blocklist;  // hosts no rule reaches (open-web mode)
-  model::approvals approvals;           // held requests (policy/approvals.hpp)
+  dlp_config dlp;                         // policy-wide default for rules without `dlp`
+  std::vector<blocked_host> blocklist;    // hosts no rule reaches (open-web mode)
+  model::approvals approvals;             // held requests (policy/approvals.hpp)
+  std::vector<operator_token> operators;  // the admin port's operators (policy/approvals.hpp)
   // Other files whose `rules` and agents' rule lists are added to this policy (`include:`),
   // resolved against the policy file's folder; read by the loader (include_parser.hpp).
   std::vector<std::string> includes;

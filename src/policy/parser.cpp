@@ -38,9 +38,9 @@ std::string emitted(const YAML::Node& node) {
 
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
-constexpr std::string_view top_keys[] = {"mode",  "listen", "tls",       "limits",    "network",
-                                         "audit", "state",  "secrets",   "redactors", "agents",
-                                         "rules", "dlp",    "blocklist", "approvals", "include"};
+constexpr std::string_view top_keys[] = {
+    "mode",      "listen", "tls",   "limits", "network",   "audit",     "state",   "secrets",
+    "redactors", "agents", "rules", "dlp",    "blocklist", "approvals", "include", "operators"};
 constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
 constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
 constexpr std::string_view limits_keys[] = {
@@ -48,7 +48,7 @@ constexpr std::string_view limits_keys[] = {
     "response_bytes",   "connect_timeout", "dns_timeout",     "idle_timeout",
     "response_timeout", "drain_timeout",   "max_connections", "max_connections_per_client"};
 constexpr std::string_view network_keys[] = {"block_private", "allow_cidrs"};
-constexpr std::string_view audit_keys[] = {"path"};
+constexpr std::string_view audit_keys[] = {"path", "format"};
 constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources", "rate", "breaker"};
 constexpr std::string_view rate_keys[] = {"requests_per_second",
                                           "requests_per_minute",
@@ -607,10 +607,15 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
                       });
             } else if (k == "audit") {
               entries(v, key, audit_keys, {},
-                      [&](const std::string&, const YAML::Node& av, const std::string& child) {
+                      [&](const std::string& ak, const YAML::Node& av, const std::string& child) {
                         auto s = string(av, child);
                         if (!s) return;
-                        if (s->empty())
+                        if (ak == "format") {
+                          if (*s == "json" || *s == "ocsf")
+                            p.audit.ocsf = *s == "ocsf";
+                          else
+                            error(av, child, "must be json or ocsf");
+                        } else if (s->empty())
                           error(av, child, "must not be empty (use '-' or 'off')");
                         else if (*s == "-" || *s == "off")
                           p.audit.path = *s;
@@ -633,6 +638,8 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
               parse_blocklist(v, key, p.blocklist, errors_);
             } else if (k == "approvals") {
               approvals(v, key, p.approvals);
+            } else if (k == "operators") {
+              operators(v, key, p.operators);
             } else if (k == "include") {
               strings_into(v, key, p.includes);
               for (auto& file : p.includes)

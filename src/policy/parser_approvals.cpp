@@ -1,6 +1,7 @@
 // The policy's `approvals:` section, a rule's `ask`, and the entries of an included file
 // (`include:`), read by the same parser as the rest of the policy (parser_sections.hpp).
 
+#include "core/str_cat.hpp"
 #include "policy/parser_sections.hpp"
 #include "policy/yaml_document.hpp"
 
@@ -15,6 +16,7 @@ constexpr std::string_view approvals_keys[] = {"ask_unmatched",  "timeout", "max
 constexpr std::string_view ask_keys[] = {"timeout"};
 constexpr std::string_view included_keys[] = {"rules", "agents"};
 constexpr std::string_view included_agent_keys[] = {"rules"};
+constexpr std::string_view operator_keys[] = {"token_sha256"};
 
 // A held request ties up a connection and a little memory: a day is far beyond any person's
 // answer, and keeps a typo ("120h" for "120s") from holding requests for ever.
@@ -61,6 +63,32 @@ void parser::ask(const YAML::Node& node, const std::string& path, model::ask& a)
             else if (t.count() > 0)
               a.timeout = t;
           });
+}
+
+void parser::operators(const YAML::Node& node, const std::string& path,
+                       std::vector<model::operator_token>& out) {
+  // The same shape as agents: {NAME: {token_sha256: HEX}}; checked in operators.cpp.
+  if (!expect(node, path, YAML::NodeType::Map, "a mapping of operator names")) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (errors_.full()) return;
+    if (!it->first.IsScalar()) {
+      error(it->first, path, "operator names must be strings");
+      continue;
+    }
+    model::operator_token o;
+    o.name = it->first.Scalar();
+    const std::string key = join(path, o.name);
+    if (std::any_of(out.begin(), out.end(), [&](const auto& x) { return x.name == o.name; })) {
+      error(it->first, key, core::str_cat("duplicate operator '", o.name, "'"));
+      continue;
+    }
+    marks_.set(key, to_mark(it->first.Mark()));
+    entries(it->second, key, operator_keys, {},
+            [&](const std::string&, const YAML::Node& v, const std::string& child) {
+              string_into(v, child, o.token_sha256);
+            });
+    out.push_back(std::move(o));
+  }
 }
 
 void parser::included(const YAML::Node& root, const std::string& path, model::policy& p) {

@@ -116,6 +116,8 @@ class parser {
   // `approvals:` and a rule's `ask` (parser_approvals.cpp).
   void approvals(const YAML::Node& n, const std::string& path, model::approvals& a);
   void ask(const YAML::Node& n, const std::string& path, model::ask& a);
+  void operators(const YAML::Node& n, const std::string& path,
+                 std::vector<model::operator_token>& out);
   // A file name relative to the policy's folder made absolute (as written when base_dir is "").
   std::string resolve(std::string file) const;
 

@@ -3,7 +3,13 @@
 // approval) on the session's own executor, under the session's own timeout. The outcome may be
 // delivered from any thread, before or after the wait ends; the shared state holds no I/O
 // object, so a late answer after the session (or its io_context) is gone is harmless.
+//
+// A wait that watches its client (pending::watches_client: a held request) looks at the
+// client's socket every half second: when the client has closed its connection, the wait is
+// abandoned (pending::abandon drops the hold from the pending approvals) rather than kept until
+// an operator decides on a request nobody will receive, or it times out.
 
+#include "core/errc.hpp"
 #include "filters/filter.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,24 +19,38 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <poll.h>
+
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
 
 namespace airlock::proxy {
 
+// True when the peer of the connected socket `fd` closed its connection (FIN or RST). Linux
+// poll(2): POLLRDHUP is "stream socket peer closed connection, or shut down writing half of
+// connection", reported even while unread bytes (a pipelined request) wait in the buffer.
+inline bool client_closed(int fd) noexcept {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+// `client_fd`: the client's socket, or -1 (not watched).
 inline boost::asio::awaitable<filters::verdict> await_pending(
-    filters::pending& p, std::chrono::milliseconds session_limit) {
+    filters::pending& p, std::chrono::milliseconds session_limit, int client_fd = -1) {
   namespace asio = boost::asio;
+  using clock = std::chrono::steady_clock;
   // A held request waits for a person (its own timeout); anything else for the session's.
   const std::chrono::milliseconds timeout = p.wait_limit(session_limit);
+  const bool watch = client_fd >= 0 && p.watches_client();
+  constexpr std::chrono::milliseconds look_every{500};
   struct state {
     std::optional<filters::verdict> outcome;
     asio::steady_timer* timer = nullptr;  // null once the session stopped waiting
   };
   auto executor = co_await asio::this_coro::executor;
   asio::steady_timer timer(executor);
-  timer.expires_after(timeout);
   auto st = std::make_shared<state>();
   st->timer = &timer;
   // However this frame ends (resumed, or destroyed with its io_context), a late outcome must
@@ -46,8 +66,23 @@ inline boost::asio::awaitable<filters::verdict> await_pending(
       st->timer->cancel();
     });
   });
-  // The outcome may have been posted already: it runs after this wait has begun.
-  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  const auto deadline = clock::now() + timeout;
+  // Bounded: each turn waits until the deadline or for look_every, whichever comes first.
+  for (;;) {
+    const auto now = clock::now();
+    if (now >= deadline) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    timer.expires_after(watch ? std::min(left, look_every) : left);
+    // The outcome may have been posted already: it runs after this wait has begun.
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (st->outcome) co_return std::move(*st->outcome);
+    if (watch && client_closed(client_fd)) {
+      p.abandon();
+      co_return filters::verdict::refuse(
+          core::errc::approval_abandoned,
+          "the client closed its connection while the request was held");
+    }
+  }
   if (st->outcome) co_return std::move(*st->outcome);
   p.cancel();
   co_return p.timed_out(timeout);

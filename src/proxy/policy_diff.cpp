@@ -45,6 +45,10 @@ std::string fingerprint(const policy::model::agent& a) {
   return f;
 }
 
+std::string fingerprint(const policy::model::operator_token& o) {
+  return o.token_sha256;  // a hash, and never logged: only compared
+}
+
 template <class Items>
 void compare(std::string& out, std::string_view kind, const Items& before, const Items& after) {
   std::map<std::string, std::string> old_items, new_items;
@@ -79,6 +83,7 @@ std::string describe_changes(const policy::snapshot& before, const policy::snaps
   std::string out;
   compare(out, "rules", before.model().rules, after.model().rules);
   compare(out, "agents", before.model().agents, after.model().agents);
+  compare(out, "operators", before.model().operators, after.model().operators);
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include "proxy/policy_diff.hpp"
 #include "proxy/relay_listener.hpp"
 #include "proxy/session.hpp"
+#include "telemetry/audit_event.hpp"
+#include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/leaf_cache.hpp"
 
@@ -182,11 +184,28 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
       std::make_unique<const net::address_guard>(false, std::vector<net::cidr>{}, own_endpoints_);
 
   rates_.use_store(options_.store);
-  approvals_.set_event_sink([](std::string_view event, const filters::approval::request_info& r,
-                               std::string_view outcome, std::string_view by) {
+  approvals_.set_event_sink([audit = shared_.audit](std::string_view event, std::uint64_t id,
+                                                    const filters::approval::request_info& r,
+                                                    std::string_view outcome, std::string_view by) {
     // Names and the target only; an access request's reason stays in GET /approvals.
     AIRLOCK_LOG(info, "approvals", event, ": agent ", r.agent, " ", r.method, " ", r.host, ":",
                 r.port, " -> ", outcome, by.empty() ? "" : " by ", by);
+    // A decision is audited once, as the operator's action (app/cmd_proxy_admin.cpp); the
+    // rest of a hold's life is audited here.
+    if (audit == nullptr || event == "decided") return;
+    telemetry::audit_event e;
+    e.time = std::chrono::system_clock::now();
+    e.type = "approval";
+    e.action = event;
+    e.agent = r.agent;
+    e.method = r.method;
+    e.host = r.host;
+    e.port = r.port;
+    e.path = r.path;
+    e.approval_id = id;
+    e.outcome = outcome;
+    e.detail = r.rule;
+    audit->write(e);
   });
   approvals_.set_permanent_writer(
       [this](const filters::approval::request_info& r, bool same_method, std::string& message) {

@@ -133,7 +133,8 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   // almost never there.)
   auto decided = chain.request_head();
   while (decided.waits())
-    decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout));
+    decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout,
+                                                  s.client.socket().native_handle()));
   if (!decided.passes()) co_return co_await send_answer(client, rec, version, keep_after_refusal);
   if (ex.connect) {
     // The tunnel's requests, if it carries any, come back here one by one.

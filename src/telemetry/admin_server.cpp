@@ -1,55 +1,15 @@
 #include "telemetry/admin_server.hpp"
 
-#include "core/log.hpp"
-#include "telemetry/console_page.hpp"
-
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <optional>
-#include <shared_mutex>
-#include <unordered_map>
-#include <vector>
+#include "telemetry/admin_events.hpp"
+#include "telemetry/admin_server_impl.hpp"
 
 namespace airlock::telemetry {
-namespace {
+namespace admin_detail {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using request = http::request<http::string_body>;
-using response = http::response<http::string_body>;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
-
-// The admin port serves a scraper, a probe and an operator: small limits keep a stray or hostile
-// client from holding more than a little memory and a few sockets.
-constexpr std::size_t max_connections = 64;
-constexpr std::size_t header_limit = 8 * 1024;
-constexpr std::size_t body_limit = 8 * 1024;  // POST /reload carries no body
-constexpr std::size_t read_buffer_limit = 64 * 1024;
-constexpr auto io_timeout = std::chrono::seconds(10);
-
-// Prometheus text exposition format 0.0.4.
-constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
-constexpr std::string_view text_content_type = "text/plain; charset=utf-8";
+thread_local const void* running_handler_of = nullptr;
 
 response make_response(const request& req, http::status status, std::string body,
-                       std::string_view content_type = text_content_type) {
+                       std::string_view content_type) {
   response res{status, req.version()};
   res.set(http::field::content_type, content_type);
   // Metrics and health answers are live state: no intermediary or client should reuse them.
@@ -65,6 +25,10 @@ response make_response(const request& req, http::status status, std::string body
   }
   return res;
 }
+
+}  // namespace admin_detail
+
+namespace {
 
 // After refusing a request whose rest is still arriving (an oversized head or body), closing at
 // once would make the kernel answer the unread bytes with a RST, which can destroy the refusal
@@ -95,54 +59,6 @@ void log_exception(std::exception_ptr e, std::string_view what) noexcept {
   }
 }
 
-}  // namespace
-
-struct admin_server::impl : std::enable_shared_from_this<impl> {
-  struct connection {
-    explicit connection(tcp::socket s) : stream(std::move(s)) {}
-    beast::tcp_stream stream;  // its executor is the connection's strand
-  };
-
-  impl(net::io_context& ioc, const tcp::endpoint& endpoint, admin_handlers h)
-      : ioc_(ioc), acceptor_(net::make_strand(ioc)), handlers_(std::move(h)) {
-    acceptor_.open(endpoint.protocol());
-    acceptor_.set_option(net::socket_base::reuse_address(true));
-    acceptor_.bind(endpoint);
-    acceptor_.listen(net::socket_base::max_listen_connections);
-    local_ = acceptor_.local_endpoint();
-  }
-
-  void start();
-  void stop();
-  net::awaitable<void> accept_loop();
-  net::awaitable<void> session(std::shared_ptr<connection> c, std::uint64_t id);
-  response handle(const request& req);
-  template <typename Fn>
-  response call_handler(const request& req, Fn&& fn);
-  static void reject_busy(tcp::socket& socket) noexcept;
-
-  net::io_context& ioc_;
-  tcp::acceptor acceptor_;  // used on its strand only once start() has run
-  tcp::endpoint local_;
-  admin_handlers handlers_;
-
-  // Handlers run under a shared lock; stop() takes it exclusively after clearing
-  // handlers_enabled_, so once stop() (or the destructor) returns, no handler is running or
-  // will run, and the objects they refer to may go away while coroutines are still pending.
-  std::shared_mutex handlers_mu_;
-  std::atomic<bool> handlers_enabled_{true};
-
-  std::mutex conns_mu_;
-  std::unordered_map<std::uint64_t, std::weak_ptr<connection>> conns_;  // guarded by conns_mu_
-  std::uint64_t next_id_ = 0;                                           // guarded by conns_mu_
-  bool started_ = false;                                                // guarded by conns_mu_
-  bool stopped_ = false;                                                // guarded by conns_mu_
-};
-
-namespace {
-// The impl whose handler the current thread is running, so that stop() called from inside a
-// handler does not wait for itself.
-thread_local const void* running_handler_of = nullptr;
 }  // namespace
 
 void admin_server::impl::start() {
@@ -280,7 +196,17 @@ net::awaitable<void> admin_server::impl::session(std::shared_ptr<connection> c, 
       }
       break;
     }
-    response res = handle(parser.get());
+    if (auto sub = subscribe_events(parser.get())) {
+      // The stream holds only its subscription: stop() ends it at its next poll.
+      // Named, not a temporary in the co_await expression: GCC 12 destroyed the lambda's
+      // capture twice there (ASan: heap-use-after-free).
+      std::function<bool()> stopping = [this] { return !handlers_enabled_.load(); };
+      co_await serve_events(c->stream, std::move(sub), std::move(stopping));
+      break;
+    }
+    boost::system::error_code pec;
+    const tcp::endpoint peer = c->stream.socket().remote_endpoint(pec);
+    response res = handle(parser.get(), peer);
     bool keep_alive = res.keep_alive();
     c->stream.expires_after(io_timeout);
     auto [wec, wn] = co_await http::async_write(c->stream, res, use_tuple);
@@ -289,179 +215,6 @@ net::awaitable<void> admin_server::impl::session(std::shared_ptr<connection> c, 
   boost::system::error_code ec;
   c->stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   c->stream.socket().close(ec);
-}
-
-template <typename Fn>
-response admin_server::impl::call_handler(const request& req, Fn&& fn) {
-  auto method = std::string_view(req.method_string());
-  auto target = std::string_view(req.target());
-  std::shared_lock lk(handlers_mu_);
-  if (!handlers_enabled_.load()) {
-    return make_response(req, http::status::service_unavailable, "shutting down");
-  }
-  const void* outer = running_handler_of;
-  running_handler_of = this;
-  struct restore {
-    const void* outer;
-    ~restore() { running_handler_of = outer; }
-  } restore_guard{outer};
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    AIRLOCK_LOG(error, "admin", method, ' ', target, " failed: ", e.what());
-  } catch (...) {
-    AIRLOCK_LOG(error, "admin", method, ' ', target, " failed");
-  }
-  return make_response(req, http::status::internal_server_error, "internal error");
-}
-
-namespace {
-
-// A browser on another site may send a simple POST here (a form, fetch with mode no-cors):
-// it cannot read the answer, but the action would happen. Browsers say where a request comes
-// from (Fetch Metadata's Sec-Fetch-Site, W3C; RFC 6454 Origin): a mutating request from any
-// other origin is refused. curl and other clients send neither header.
-bool cross_site(const request& req) {
-  if (auto site = req.find("Sec-Fetch-Site"); site != req.end()) {
-    const std::string_view v = site->value();
-    if (v != "same-origin" && v != "none") return true;
-  }
-  if (auto origin = req.find(http::field::origin); origin != req.end()) {
-    const auto host = req.find(http::field::host);
-    if (host == req.end()) return true;
-    const std::string_view o = origin->value();
-    // RFC 6454 section 6.1: scheme "://" host [":" port]; the admin port speaks plain http.
-    if (!o.starts_with("http://") || o.substr(7) != host->value()) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-response admin_server::impl::handle(const request& req) {
-  std::string_view target = req.target();
-  // Only origin-form targets name admin resources. Absolute-form ("http://host/metrics"),
-  // authority-form (CONNECT) and asterisk-form requests are someone using this port as a
-  // proxy: there is nothing here for them (RFC 9112 section 3.2).
-  if (target.empty() || target.front() != '/' || req.method() == http::verb::connect) {
-    return make_response(req, http::status::not_found, "not found");
-  }
-  std::string_view path = target.substr(0, target.find('?'));
-  bool get = req.method() == http::verb::get || req.method() == http::verb::head;
-  if (!get && cross_site(req))
-    return make_response(req, http::status::forbidden, "cross-site request refused\n");
-
-  auto not_configured = [&] {
-    return make_response(req, http::status::not_implemented, "not configured");
-  };
-  auto method_not_allowed = [&](std::string_view allow) {
-    auto res = make_response(req, http::status::method_not_allowed, "method not allowed");
-    res.set(http::field::allow, allow);
-    return res;
-  };
-
-  if (path == "/healthz") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    // Liveness: answered by the event loop itself, so it fails when the loop is stuck.
-    return make_response(req, http::status::ok, "ok");
-  }
-  if (path == "/readyz") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    if (!handlers_.ready) return not_configured();
-    return call_handler(req, [&] {
-      return handlers_.ready() ? make_response(req, http::status::ok, "ready")
-                               : make_response(req, http::status::service_unavailable, "not ready");
-    });
-  }
-  if (path == "/metrics") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    if (!handlers_.metrics_text) return not_configured();
-    return call_handler(req, [&] {
-      return make_response(req, http::status::ok, handlers_.metrics_text(), metrics_content_type);
-    });
-  }
-  if (path == "/policy") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    if (!handlers_.policy_json) return not_configured();
-    return call_handler(req, [&] {
-      return make_response(req, http::status::ok, handlers_.policy_json(), "application/json");
-    });
-  }
-  if (path == "/reload") {
-    if (req.method() != http::verb::post) return method_not_allowed("POST");
-    if (!handlers_.reload) return not_configured();
-    return call_handler(req, [&] {
-      std::string message;
-      bool ok = handlers_.reload(message);
-      // 422: the request was understood, the policy it asked to load was not acceptable.
-      return make_response(req, ok ? http::status::ok : http::status::unprocessable_entity,
-                           std::move(message));
-    });
-  }
-  if (path == "/agents") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    if (!handlers_.agents_json) return not_configured();
-    return call_handler(req, [&] {
-      return make_response(req, http::status::ok, handlers_.agents_json(), "application/json");
-    });
-  }
-  if (path.starts_with("/agents/")) {
-    // /agents/<name>/stop or /agents/<name>/resume; agent names never contain '/'.
-    std::string_view rest = path.substr(8);
-    const auto slash = rest.find('/');
-    if (slash == std::string_view::npos || slash == 0) {
-      return make_response(req, http::status::not_found, "not found");
-    }
-    const std::string_view name = rest.substr(0, slash);
-    const std::string_view action = rest.substr(slash + 1);
-    if (action != "stop" && action != "resume") {
-      return make_response(req, http::status::not_found, "not found");
-    }
-    if (req.method() != http::verb::post) return method_not_allowed("POST");
-    if (!handlers_.agent_control) return not_configured();
-    return call_handler(req, [&] {
-      std::string message;
-      bool ok = handlers_.agent_control(name, action == "stop", message);
-      return make_response(req, ok ? http::status::ok : http::status::not_found,
-                           std::move(message));
-    });
-  }
-  if (path == "/console") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    auto res = make_response(req, http::status::ok, std::string(console_html()),
-                             "text/html; charset=utf-8");
-    res.set("Content-Security-Policy", console_csp);
-    res.set("X-Frame-Options", "DENY");  // older browsers without frame-ancestors
-    res.set("X-Content-Type-Options", "nosniff");
-    return res;
-  }
-  if (path == "/approvals") {
-    if (!get) return method_not_allowed("GET, HEAD");
-    if (!handlers_.approvals_json) return not_configured();
-    return call_handler(req, [&] {
-      return make_response(req, http::status::ok, handlers_.approvals_json(), "application/json");
-    });
-  }
-  if (path.starts_with("/approvals/")) {
-    // /approvals/<id>/approve or /approvals/<id>/refuse
-    std::string_view rest = path.substr(11);
-    const auto slash = rest.find('/');
-    if (slash == std::string_view::npos || slash == 0)
-      return make_response(req, http::status::not_found, "not found");
-    const std::string_view id = rest.substr(0, slash);
-    const std::string_view action = rest.substr(slash + 1);
-    if (action != "approve" && action != "refuse")
-      return make_response(req, http::status::not_found, "not found");
-    if (req.method() != http::verb::post) return method_not_allowed("POST");
-    if (!handlers_.approval_decide) return not_configured();
-    return call_handler(req, [&] {
-      std::string message;
-      const unsigned status =
-          handlers_.approval_decide(id, action == "approve", req.body(), message);
-      return make_response(req, static_cast<http::status>(status), std::move(message));
-    });
-  }
-  return make_response(req, http::status::not_found, "not found");
 }
 
 admin_server::admin_server(net::io_context& ioc, const tcp::endpoint& endpoint,

@@ -1,9 +1,9 @@
 #pragma once
 // The admin listener (default 127.0.0.1:9464): GET /metrics, /healthz, /readyz, /policy,
-// /agents, /approvals and POST /reload, /agents/<name>/stop, /agents/<name>/resume,
-// /approvals/<id>/approve, /approvals/<id>/refuse. It is a separate listener
-// from the proxy port, so nothing an agent sends through the proxy can reach it (the proxy refuses
-// its own addresses as upstreams).
+// /agents, /approvals, /rules, /events (server-sent events, admin_events.hpp) and POST /reload,
+// /agents/<name>/stop, /agents/<name>/resume, /approvals/<id>/approve, /approvals/<id>/refuse. It
+// is a separate listener from the proxy port, so nothing an agent sends through the proxy can reach
+// it (the proxy refuses its own addresses as upstreams).
 //
 // Thread safety: runs on the io_context it is given (one strand per connection); the handlers
 // are called from that context's threads, possibly concurrently when several threads run it.
@@ -14,16 +14,22 @@
 // io_context must outlive the admin_server.
 //
 // A request other than GET or HEAD from a browser on another origin (Sec-Fetch-Site other than
-// same-origin or none, or an Origin that is not this listener's) is refused with 403 (CSRF).
+// same-origin or none, or an Origin that is not this listener's) is refused with 403 (CSRF);
+// then it needs an operator (admin_auth.hpp, `authorize`): without one it is refused with 401
+// and a `WWW-Authenticate: Bearer` field (RFC 6750 section 3), and logged without the token.
 //
 // Limits: 64 concurrent connections (more are answered 503 and closed), 8 KiB request head,
 // 8 KiB body, 10 s per read or write (keep-alive idle included).
+
+#include "telemetry/admin_auth.hpp"
+#include "telemetry/event_hub.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,22 +39,31 @@ struct admin_handlers {
   std::function<std::string()> metrics_text;  // GET /metrics
   std::function<bool()> ready;                // GET /readyz: 200 when true, else 503
   std::function<std::string()> policy_json;   // GET /policy (JSON object)
+  std::function<std::string()> rules_json;    // GET /rules: hits per rule (JSON object)
   // POST /reload: returns true and a message when the new policy was loaded, false and the
   // load errors otherwise (answered as 200 / 422 with the message as body).
-  std::function<bool(std::string& message)> reload;
+  std::function<bool(const admin_actor& by, std::string& message)> reload;
   // GET /agents: each agent's controls (stopped, suspended, in flight) as a JSON object.
   std::function<std::string()> agents_json;
   // POST /agents/<name>/stop and /agents/<name>/resume: the kill switch. Returns false (404)
   // when the policy has no such agent; the message is the answer's body.
-  std::function<bool(std::string_view agent, bool stop, std::string& message)> agent_control;
+  std::function<bool(const admin_actor& by, std::string_view agent, bool stop,
+                     std::string& message)>
+      agent_control;
   // GET /approvals: the requests held for a decision, the access requests and the grants (JSON).
   std::function<std::string()> approvals_json;
   // POST /approvals/<id>/approve or /approvals/<id>/refuse, with an optional JSON body
   // ({"scope": "once" | "agent_host" | "permanent", "duration": "1h", "method": true,
   // "path_prefix": "/v1/"}). Returns the answer's status; `message` is its body.
-  std::function<unsigned(std::string_view id, bool approve, std::string_view body,
-                         std::string& message)>
+  std::function<unsigned(const admin_actor& by, std::string_view id, bool approve,
+                         std::string_view body, std::string& message)>
       approval_decide;
+  // Who makes a mutating request (every method but GET and HEAD): the operator's name, or
+  // nullopt with `reason` (401). Unset: loopback_only (admin_auth.hpp).
+  std::function<std::optional<std::string>(const admin_caller& caller, std::string& reason)>
+      authorize;
+  // GET /events: the live event stream (server-sent events) of this hub; null: 501.
+  event_hub* events = nullptr;
 };
 
 class admin_server {

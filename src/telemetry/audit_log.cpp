@@ -1,7 +1,10 @@
 #include "telemetry/audit_log.hpp"
 
 #include "core/log.hpp"
+#include "telemetry/audit_event.hpp"
 #include "telemetry/audit_format.hpp"
+#include "telemetry/event_hub.hpp"
+#include "telemetry/ocsf_format.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -79,6 +82,8 @@ struct audit_log::impl {
 
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<std::uint64_t> accepted{0};
+  std::atomic<event_hub*> live{nullptr};  // GET /events (set_live_events)
+  bool ocsf = false;                      // audit.format: ocsf (set at open)
   std::thread flusher;
 
   void run_flusher() {
@@ -131,8 +136,9 @@ struct audit_log::impl {
   }
 };
 
-std::unique_ptr<audit_log> audit_log::open(const std::string& path, std::string& error) {
+std::unique_ptr<audit_log> audit_log::open(const std::string& path, std::string& error, bool ocsf) {
   auto p = std::make_unique<impl>();
+  p->ocsf = ocsf;
   if (path == "off") {
     p->kind = impl::sink::off;
     return std::unique_ptr<audit_log>(new audit_log(std::move(p)));
@@ -172,8 +178,20 @@ audit_log::~audit_log() {
   if (impl_->kind == impl::sink::file && impl_->fd >= 0) ::close(impl_->fd);
 }
 
-void audit_log::write(const audit_record& record) noexcept {
-  if (impl_->kind == impl::sink::off) return;
+namespace {
+void append_line(std::string& out, const audit_record& r) {
+  append_audit_line(out, r);
+}
+void append_line(std::string& out, const audit_event& e) {
+  append_event_line(out, e);
+}
+}  // namespace
+
+template <typename Record>
+void audit_log::write_line(const Record& record) noexcept {
+  event_hub* live = impl_->live.load(std::memory_order_acquire);
+  if (live != nullptr && !live->has_subscribers()) live = nullptr;
+  if (impl_->kind == impl::sink::off && live == nullptr) return;
   // Formatting, the expensive part, happens on the caller's thread without any lock; the
   // thread_local buffer keeps its capacity, so this allocates only for unusually long lines.
   thread_local std::string line;
@@ -181,7 +199,14 @@ void audit_log::write(const audit_record& record) noexcept {
   try {
     line.clear();
     if (line.capacity() > 4 * flush_threshold) std::string().swap(line);
-    append_audit_line(line, record);
+    // The live stream is always the JSON lines (the console reads them); the sink may be OCSF.
+    if (live != nullptr || !impl_->ocsf) append_line(line, record);
+    if (live != nullptr) live->publish(line);
+    if (impl_->kind == impl::sink::off) return;
+    if (impl_->ocsf) {
+      line.clear();
+      append_ocsf_line(line, record);
+    }
     std::lock_guard lk(impl_->mu);
     if (impl_->stop || impl_->pending.size() + line.size() > max_pending) {
       impl_->dropped.fetch_add(1, std::memory_order_relaxed);
@@ -199,6 +224,18 @@ void audit_log::write(const audit_record& record) noexcept {
     return;
   }
   if (notify) impl_->cv.notify_one();
+}
+
+void audit_log::write(const audit_record& record) noexcept {
+  write_line(record);
+}
+
+void audit_log::write(const audit_event& event) noexcept {
+  write_line(event);
+}
+
+void audit_log::set_live_events(event_hub* hub) noexcept {
+  impl_->live.store(hub, std::memory_order_release);
 }
 
 void audit_log::flush() noexcept {

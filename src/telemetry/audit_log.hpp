@@ -18,6 +18,9 @@
 
 namespace airlock::telemetry {
 
+struct audit_event;  // telemetry/audit_event.hpp
+class event_hub;     // telemetry/event_hub.hpp
+
 // One outbound DLP finding: detector class, where in the request, action taken.
 struct audit_dlp_finding {
   std::string_view cls;
@@ -79,12 +82,19 @@ class audit_log {
  public:
   // path: "-" for stdout, "off" to disable, else a file opened for append (created with mode
   // 0640). Returns null and sets `error` when the file cannot be opened.
-  static std::unique_ptr<audit_log> open(const std::string& path, std::string& error);
+  // `ocsf`: write OCSF 1.1.0 events (ocsf_format.hpp) instead of the JSON lines.
+  static std::unique_ptr<audit_log> open(const std::string& path, std::string& error,
+                                         bool ocsf = false);
   ~audit_log();
 
   // Never blocks on I/O. A record that cannot be formatted or buffered (out of memory, or more
   // than 16 MiB waiting because the sink is stuck) is dropped and counted.
   void write(const audit_record& record) noexcept;
+  // An operator's action or an approval's event (audit_event.hpp), on the same terms.
+  void write(const audit_event& event) noexcept;
+  // Each line written from now on is also published to `hub` (GET /events), even when the
+  // log itself is "off"; null stops that. The hub must outlive the log's writers.
+  void set_live_events(event_hub* hub) noexcept;
   // Writes out everything buffered so far (blocking), e.g. before exit.
   void flush() noexcept;
   // Reopens the file by its path (after logrotate moved it; call on SIGHUP). Lines buffered
@@ -103,6 +113,8 @@ class audit_log {
  private:
   struct impl;
   explicit audit_log(std::unique_ptr<impl> p);
+  template <typename Record>
+  void write_line(const Record& record) noexcept;
   std::unique_ptr<impl> impl_;
 };
 

@@ -21,11 +21,16 @@ button{margin-right:4px}.stopped{color:#b3261e;font-weight:600}.empty{color:#777
 #status{color:#777}
 </style></head>
 <body>
-<header><h1>Airlock console</h1><span id="version">policy …</span><span id="status"></span></header>
+<header><h1>Airlock console</h1><span id="version">policy …</span><span id="status"></span>
+<label>operator token <input id="token" type="password" autocomplete="off" size="24"></label>
+<button id="token-set" name="token-set">Use</button><button id="token-clear">Forget</button></header>
 <main>
 <section><h2>Pending approvals</h2>
 <table id="pending"><thead><tr><th>id</th><th>kind</th><th>agent</th><th>request</th>
 <th>rule</th><th>reason</th><th>left</th><th>decide</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Live decisions <span id="live-status" class="empty"></span></h2>
+<table id="live"><thead><tr><th>time</th><th>agent</th><th>request</th><th>decision</th>
+<th>reason</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Policy</h2>
 <table id="policy"><tbody>
 <tr><th>version</th><td id="p-version"></td></tr>
@@ -35,9 +40,12 @@ button{margin-right:4px}.stopped{color:#b3261e;font-weight:600}.empty{color:#777
 <tr><th>last reload's errors</th><td id="p-error" class="reason"></td></tr>
 <tr><th>interception CA (SHA-256)</th><td id="p-ca" class="reason"></td></tr>
 </tbody></table></section>
+<section><h2>Rules</h2>
+<table id="rules"><thead><tr><th>rule</th><th>hits</th><th>allow</th><th>deny</th>
+<th>report</th><th>error</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Agents</h2>
 <table id="agents"><thead><tr><th>agent</th><th>state</th><th>in flight</th><th>concurrent</th>
-<th>kill switch</th></tr></thead><tbody></tbody></table></section>
+<th>limits</th><th>breaker</th><th>kill switch</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Grants</h2>
 <table id="grants"><thead><tr><th>id</th><th>agent</th><th>host:port</th><th>method</th>
 <th>path prefix</th><th>expires</th><th>by</th></tr></thead><tbody></tbody></table>
@@ -86,10 +94,42 @@ function fill(id, rows, make, update) {
     body.appendChild(tr);
   }
 }
+// The operator token lives in this tab's sessionStorage only (never a cookie, never a URL):
+// sent as a Bearer credential with each action, forgotten when the tab closes.
+const tokenInput = document.getElementById("token");
+function operatorToken() {
+  return sessionStorage.getItem("airlock-operator-token") || "";
+}
+document.getElementById("token-set").addEventListener("click", () => {
+  sessionStorage.setItem("airlock-operator-token", tokenInput.value);
+  tokenInput.value = "";
+  tokenInput.placeholder = "token set";
+});
+document.getElementById("token-clear").addEventListener("click", () => {
+  sessionStorage.removeItem("airlock-operator-token");
+  tokenInput.placeholder = "";
+});
+if (operatorToken()) tokenInput.placeholder = "token set";
+// An agent's rate and quotas (GET /agents `limits`), 0 meaning none.
+function limitsText(l) {
+  if (!l) return "";
+  const parts = [];
+  if (l.requests) parts.push(l.requests + (l.per_seconds === 60 ? "/min" : "/s") +
+                             (l.burst ? " burst " + l.burst : ""));
+  if (l.concurrent) parts.push(l.concurrent + " at once");
+  if (l.requests_per_hour) parts.push(l.requests_per_hour + " requests/h");
+  if (l.bytes_per_hour) parts.push(l.bytes_per_hour + " bytes/h");
+  if (l.upload_bytes_per_second) parts.push("up " + l.upload_bytes_per_second + " B/s");
+  if (l.download_bytes_per_second) parts.push("down " + l.download_bytes_per_second + " B/s");
+  return parts.length ? parts.join(", ") : "none";
+}
 async function post(path, body) {
-  const r = await fetch(path, {method: "POST", body: body ? JSON.stringify(body) : "",
-                               headers: {"Content-Type": "application/json"}});
-  document.getElementById("status").textContent = path + ": " + r.status;
+  const headers = {"Content-Type": "application/json"};
+  if (operatorToken()) headers["Authorization"] = "Bearer " + operatorToken();
+  const r = await fetch(path, {method: "POST", body: body ? JSON.stringify(body) : "", headers});
+  const answer = (await r.text()).split("\n")[0];
+  document.getElementById("status").textContent = path + ": " + r.status + " " + answer;
+  if (r.status === 401) tokenInput.focus();
   refresh();
 }
 let busy = false;
@@ -97,8 +137,8 @@ async function refresh() {
   if (busy) return;
   busy = true;
   try {
-    const [policy, agents, approvals] = await Promise.all(
-        ["/policy", "/agents", "/approvals"].map(p => fetch(p).then(r => r.json())));
+    const [policy, agents, approvals, rules] = await Promise.all(
+        ["/policy", "/agents", "/approvals", "/rules"].map(p => fetch(p).then(r => r.json())));
     document.getElementById("version").textContent =
         "policy " + String(policy.version || "").slice(0, 12);
     const text = (id, v, none) => {
@@ -140,14 +180,31 @@ async function refresh() {
       const tr = document.createElement("tr");
       tr.dataset.agent = a.name;
       cell(tr, a.name);
-      cell(tr, a.stopped ? "stopped" : a.suspended_seconds_left ? "suspended" : "running",
+      // The breaker's suspension shows with its time left.
+      cell(tr, a.stopped ? "stopped"
+               : a.suspended_seconds_left ? "suspended (breaker), " + a.suspended_seconds_left +
+                                                " s left"
+                                          : "running",
            a.stopped ? "stopped" : "");
       cell(tr, a.in_flight);
       cell(tr, a.concurrent);
+      cell(tr, limitsText(a.limits), "limits");
+      const b = a.breaker;
+      cell(tr, b && b.max_failures ? b.max_failures + " failures in " + b.window_seconds +
+                                         " s: " + b.cooldown_seconds + " s off"
+                                   : "off");
       const td = cell(tr, "");
       const path = "/agents/" + encodeURIComponent(a.name);
       if (a.stopped) button(td, "Resume", "resume", () => post(path + "/resume"));
       else button(td, "Stop", "stop", () => post(path + "/stop"));
+      return tr;
+    });
+    fill("rules", rules.rules, r => {
+      const tr = document.createElement("tr");
+      tr.dataset.rule = r.name;
+      cell(tr, r.in_policy ? r.name : r.name + " (not in the policy)");
+      cell(tr, r.hits, "hits");
+      for (const d of ["allow", "deny", "report", "error"]) cell(tr, r.by_decision[d] || 0);
       return tr;
     });
     fill("grants", approvals.grants, g => {
@@ -168,6 +225,44 @@ async function refresh() {
     busy = false;
   }
 }
+// Live decisions: GET /events streams each audit record as it is written (server-sent
+// events); the newest 50 are shown, newest first.
+const live = document.querySelector("#live tbody");
+const liveStatus = document.getElementById("live-status");
+function target(r) {
+  return r.host ? (r.method || "") + " " + r.host + ":" + r.port + (r.path || "") : "";
+}
+function addLive(r) {
+  const tr = document.createElement("tr");
+  cell(tr, String(r.time || "").slice(11, 23));
+  cell(tr, r.agent);
+  if (r.type) {  // an operator's action or an approval's event
+    tr.className = "event";
+    cell(tr, r.type + " " + r.action + (r.approval_id ? " #" + r.approval_id : "") + " " +
+             target(r));
+    cell(tr, r.outcome + (r.scope ? " (" + r.scope + ")" : ""));
+    cell(tr, r.by ? "by " + r.by : r.detail, "reason");
+  } else {
+    cell(tr, target(r));
+    cell(tr, r.decision + " " + r.status, r.decision === "allow" ? "" : "stopped");
+    cell(tr, r.reason + (r.rule ? " (rule " + r.rule + ")" : ""), "reason");
+  }
+  live.prepend(tr);
+  while (live.children.length > 50) live.lastChild.remove();
+}
+const events = new EventSource("/events");
+events.onopen = () => { liveStatus.textContent = "(live)"; };
+events.onmessage = e => {
+  try {
+    addLive(JSON.parse(e.data));
+  } catch (x) {
+    // not JSON: nothing to show
+  }
+};
+events.addEventListener("lost", e => {
+  liveStatus.textContent = "(" + JSON.parse(e.data).lost + " events lost: too many at once)";
+});
+events.onerror = () => { liveStatus.textContent = "(reconnecting…)"; };
 refresh();
 setInterval(refresh, 1000);
 </script>

@@ -1,10 +1,11 @@
 #pragma once
 // The operator's console (GET /console on the admin port): one HTML page, its CSS and script
 // inline, no external asset (it works offline and loads nothing from elsewhere). It reads the
-// admin API (GET /policy, /agents, /approvals) once a second and acts through it (stop and
-// resume an agent; approve or refuse a held request with a scope). Every string from the proxy
-// (agent names, hosts, paths, an agent's own reason) is put in the page with textContent only,
-// never as HTML.
+// admin API (GET /policy, /agents, /approvals, /rules) once a second, shows GET /events live,
+// and acts through it (stop and resume an agent; approve or refuse a held request with a
+// scope), sending the operator token the operator typed (kept in sessionStorage) as a Bearer
+// credential. Every string from the proxy (agent names, hosts, paths, an agent's own reason) is
+// put in the page with textContent only, never as HTML.
 
 #include <string_view>
 

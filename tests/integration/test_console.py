@@ -1,11 +1,13 @@
 """The operator's console (GET /console on the admin port) in a real browser: headless
 Chromium driven by Selenium (Debian's chromium, chromium-driver, python3-selenium) loads the
-page, sees a held request appear, approves it by clicking (the request then goes through),
-and stops an agent by clicking. Screenshots of the views go to docs/console/*.png (linked from
+page, sees a live decision appear (GET /events), sees a held request appear, approves it by
+clicking with the operator token entered (the request then goes through; without the token the
+click is refused with 401), and stops an agent by clicking. Screenshots of the views go to docs/console/*.png (linked from
 the README). Also: the page's headers (CSP, no framing) and that an agent's reason is shown
 as text, never as HTML."""
 
 import concurrent.futures
+import hashlib
 import os
 import shutil
 import time
@@ -25,15 +27,20 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "console")
 XSS = '<img src=x onerror="document.title=\'pwned\'">'
+TOKEN = "console-operator-" + "3b8e51"
 
 
 class ConsoleTest(ProxyTestCase):
     @classmethod
     def policy(cls):
         p = make_policy([origin_rule(cls.origin.port, name="asked", ask={"timeout": "60s"})],
-                        agents={"default": {"rules": ["asked"]}, "builder": {"rules": []}})
+                        agents={"default": {"rules": ["asked"]},
+                                "builder": {"rules": [], "rate": {"requests_per_second": 5,
+                                                                   "concurrent": 2},
+                                            "breaker": {"max_failures": 20}}})
         p["listen"]["admin"] = "127.0.0.1:0"
         p["approvals"] = {"access_requests": True}
+        p["operators"] = {"carol": {"token_sha256": hashlib.sha256(TOKEN.encode()).hexdigest()}}
         return p
 
     @classmethod
@@ -56,6 +63,8 @@ class ConsoleTest(ProxyTestCase):
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
         self.addCleanup(self.pool.shutdown, wait=True)
         self.browser.get("http://%s/console" % self.proxy.admin)
+        # The token lives in the tab's sessionStorage: each test starts without one.
+        self.browser.execute_script("sessionStorage.clear()")
 
     def wait_for(self, what, condition):
         # The page redraws rows whose data changed: a row read as it goes is tried again.
@@ -63,9 +72,33 @@ class ConsoleTest(ProxyTestCase):
                              ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: condition(d), "console: " + what)
 
-    def shot(self, name):
+    def shot(self, name, section=None):
+        if section:  # the view's section at the top of the window
+            self.browser.execute_script(
+                "document.getElementById(arguments[0]).closest('section').scrollIntoView()",
+                section)
         os.makedirs(SHOTS, exist_ok=True)
         self.browser.save_screenshot(os.path.join(SHOTS, name))
+
+    def enter_token(self, token=TOKEN):
+        self.browser.find_element(By.ID, "token").send_keys(token)
+        self.browser.find_element(By.ID, "token-set").click()
+
+    def test_live_decision_and_rule_hits(self):
+        m = marker()
+        path = "/echo/live-%s" % m
+        # The page subscribes to GET /events when it loads: wait for it to say so.
+        self.wait_for("the live stream", lambda d: d.find_element(
+            By.ID, "live-status").text == "(live)")
+        refused = self.curl(self.url(path, host="elsewhere.test"))
+        self.assertEqual(refused.status, 403)
+        row = self.wait_for("the live decision", lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#live tbody tr") if path in r.text])[0]
+        self.assertIn("deny 403", row.text)
+        self.assertIn("host_denied", row.text)
+        self.wait_for("the rules' hits", lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#rules tbody tr[data-rule="asked"]'))
+        self.shot("live.png")
 
     def test_headers(self):
         r = admin_call(self.proxy.admin, "GET", "/console")
@@ -81,7 +114,7 @@ class ConsoleTest(ProxyTestCase):
             By.ID, "p-version").text == version)
         self.assertEqual(self.browser.find_element(By.ID, "p-ca").text, "no interception CA")
         self.assertEqual(self.browser.find_element(By.ID, "p-error").text, "none")
-        self.shot("policy.png")
+        self.shot("policy.png", "policy")
 
     def test_approve_held_request_and_stop_agent_by_clicking(self):
         m = marker()
@@ -105,6 +138,14 @@ class ConsoleTest(ProxyTestCase):
         self.assertNotEqual(self.browser.title, "pwned")
         self.shot("approvals.png")
         self.assertEqual(self.origin.seen(m), [])
+        # Without the operator token the click is refused (401) and the request stays held.
+        row.find_element(By.NAME, "approve").click()
+        self.wait_for("the 401", lambda d: "401" in d.find_element(By.ID, "status").text)
+        self.assertEqual(self.origin.seen(m), [])
+        self.enter_token()
+        row = self.wait_for("the held request's row", lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
+            if path in r.text])[0]
         Select(row.find_element(By.NAME, "scope")).select_by_value("once")
         row.find_element(By.NAME, "approve").click()
         self.assertEqual(f.result(env.t(30)).status, 200)
@@ -119,7 +160,10 @@ class ConsoleTest(ProxyTestCase):
             By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]'))
         agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
         self.assertTrue([a for a in agents if a["name"] == "builder" and a["stopped"]], agents)
-        self.shot("agents.png")
+        # The audit names the operator whose token the console sent.
+        self.assertIsNotNone(self.proxy.wait_audit(type="operator", action="stop",
+                                                   agent="builder", by="carol", outcome="ok"))
+        self.shot("agents.png", "agents")
         self.browser.find_element(
             By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]').click()
         self.wait_for("builder resumed", lambda d: d.find_elements(

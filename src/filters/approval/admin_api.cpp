@@ -62,7 +62,8 @@ bool read_body(std::string_view body, decision& d, std::string& error) {
 }  // namespace
 
 unsigned decide_from_admin(registry& approvals, std::string_view id, bool approve,
-                           std::string_view body, std::string by, std::string& message) {
+                           std::string_view body, std::string by, std::string& message,
+                           admin_decision* out) {
   std::uint64_t n = 0;
   auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
   if (ec != std::errc{} || p != id.data() + id.size() || n == 0) {
@@ -72,11 +73,13 @@ unsigned decide_from_admin(registry& approvals, std::string_view id, bool approv
   decision d;
   d.approve = approve;
   d.by = std::move(by);
+  if (out != nullptr) out->id = n;
   if (!read_body(body, d, message)) {
     message += "\n";
     return 400;
   }
-  if (approvals.decide(n, d, message)) {
+  if (out != nullptr) out->d = d;
+  if (approvals.decide(n, d, message, out != nullptr ? &out->target : nullptr)) {
     message += "\n";
     return 200;
   }

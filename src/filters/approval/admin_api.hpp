@@ -13,7 +13,15 @@ namespace airlock::filters::approval {
 // Applies the decision; returns the HTTP status of the answer (200; 400 for a bad body; 404
 // for no such pending approval; 409 when a permanent approval could not be written or loaded)
 // with `message` its body.
+// `out`, when given, receives the decision read from the body and the request it was applied
+// to (empty when there was no such pending approval), for the audit trail.
+struct admin_decision {
+  std::uint64_t id = 0;
+  decision d;
+  request_info target;
+};
 unsigned decide_from_admin(registry& approvals, std::string_view id, bool approve,
-                           std::string_view body, std::string by, std::string& message);
+                           std::string_view body, std::string by, std::string& message,
+                           admin_decision* out = nullptr);
 
 }  // namespace airlock::filters::approval

@@ -23,6 +23,8 @@ class held_wait final : public pending {
       : registry_(r), id_(id), timeout_(timeout) {}
   void start(std::function<void(verdict)> done) override;
   void cancel() noexcept override;
+  void abandon() noexcept override;
+  bool watches_client() const noexcept override { return true; }
   std::chrono::milliseconds wait_limit(std::chrono::milliseconds) const override {
     return timeout_;
   }
@@ -44,7 +46,7 @@ class held_wait final : public pending {
 class held_wait_access {
  public:
   static void start(registry& r, std::uint64_t id, std::function<void(verdict)> done);
-  static void cancel(registry& r, std::uint64_t id);
+  static void cancel(registry& r, std::uint64_t id, bool client_gone);
 };
 
 namespace {
@@ -53,8 +55,14 @@ void held_wait::start(std::function<void(verdict)> done) {
 }
 void held_wait::cancel() noexcept {
   try {
-    held_wait_access::cancel(registry_, id_);
+    held_wait_access::cancel(registry_, id_, false);
   } catch (...) {  // emit() may allocate; a lost audit line must not end the process
+  }
+}
+void held_wait::abandon() noexcept {
+  try {
+    held_wait_access::cancel(registry_, id_, true);
+  } catch (...) {  // as cancel()
   }
 }
 }  // namespace
@@ -62,8 +70,8 @@ void held_wait::cancel() noexcept {
 void held_wait_access::start(registry& r, std::uint64_t id, std::function<void(verdict)> done) {
   r.start(id, std::move(done));
 }
-void held_wait_access::cancel(registry& r, std::uint64_t id) {
-  r.cancel(id);
+void held_wait_access::cancel(registry& r, std::uint64_t id, bool client_gone) {
+  r.cancel(id, client_gone);
 }
 
 std::optional<scope> parse_scope(std::string_view text) {
@@ -104,14 +112,14 @@ void registry::set_event_sink(event_sink s) {
   events_ = std::move(s);
 }
 
-void registry::emit(std::string_view event, const request_info& r, std::string_view outcome,
-                    std::string_view by) {
+void registry::emit(std::string_view event, std::uint64_t id, const request_info& r,
+                    std::string_view outcome, std::string_view by) {
   event_sink sink;
   {
     std::lock_guard lk(mu_);
     sink = events_;
   }
-  if (sink) sink(event, r, outcome, by);
+  if (sink) sink(event, id, r, outcome, by);
 }
 
 void registry::expire() {
@@ -175,7 +183,7 @@ std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
     e.since = sys_clock::now();
     e.deadline = steady::now() + timeout;
   }
-  emit("held", r, "pending", "");
+  emit("held", id, r, "pending", "");
   return std::make_shared<held_wait>(*this, id, timeout);
 }
 
@@ -193,7 +201,7 @@ std::uint64_t registry::ask(request_info r, const bounds& b, std::chrono::millis
     e.since = sys_clock::now();
     e.deadline = steady::now() + timeout;
   }
-  emit("access_requested", r, "pending", "");
+  emit("access_requested", id, r, "pending", "");
   return id;
 }
 
@@ -224,7 +232,7 @@ void registry::start(std::uint64_t id, std::function<void(verdict)> done) {
   if (now) done(std::move(*now));
 }
 
-void registry::cancel(std::uint64_t id) {
+void registry::cancel(std::uint64_t id, bool client_gone) {
   request_info r;
   {
     std::lock_guard lk(mu_);
@@ -233,7 +241,10 @@ void registry::cancel(std::uint64_t id) {
     r = std::move(it->second.request);
     held_.erase(it);
   }
-  emit("timed_out", r, "approval_timeout", "");
+  if (client_gone)
+    emit("client_gone", id, r, "approval_abandoned", "");
+  else
+    emit("timed_out", id, r, "approval_timeout", "");
 }
 
 void registry::release_covered(const grant& g, std::vector<std::function<void()>>& calls) {
@@ -256,7 +267,8 @@ void registry::release_covered(const grant& g, std::vector<std::function<void()>
   }
 }
 
-bool registry::decide(std::uint64_t id, const decision& d, std::string& message) {
+bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
+                      request_info* target) {
   request_info r;
   permanent_writer writer;
   {
@@ -270,6 +282,7 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message)
     r = it->second.request;
     writer = permanent_;
   }
+  if (target != nullptr) *target = r;
   // The file is written and the policy reloaded outside the lock (a reload takes a while and
   // new requests still ask for grants meanwhile).
   if (d.approve && d.scope == scope::permanent) {
@@ -328,7 +341,7 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message)
     c();
   const std::string outcome =
       d.approve ? core::str_cat("approved:", scope_name(d.scope)) : std::string("refused");
-  emit("decided", r, outcome, d.by);
+  emit("decided", id, r, outcome, d.by);
   if (message.empty())
     message = core::str_cat("approval ", id, d.approve ? " approved (" : " refused",
                             d.approve ? scope_name(d.scope) : "", d.approve ? ")" : "");

@@ -83,8 +83,9 @@ class registry {
   using permanent_writer =
       std::function<bool(const request_info& r, bool same_method, std::string& message)>;
   // Called for every operator decision and every hold's end, for the audit trail.
-  using event_sink = std::function<void(std::string_view event, const request_info& r,
-                                        std::string_view outcome, std::string_view by)>;
+  using event_sink =
+      std::function<void(std::string_view event, std::uint64_t id, const request_info& r,
+                         std::string_view outcome, std::string_view by)>;
 
   registry() = default;
   registry(const registry&) = delete;
@@ -113,7 +114,9 @@ class registry {
   // Applies an operator's decision to a held request or access request. False when there is
   // no such pending id (already decided, timed out, or never held), or the decision cannot be
   // applied (a permanent approval whose file cannot be written); `message` says what happened.
-  bool decide(std::uint64_t id, const decision& d, std::string& message);
+  // `target`, when given, receives what was (or was to be) decided, for the audit trail.
+  bool decide(std::uint64_t id, const decision& d, std::string& message,
+              request_info* target = nullptr);
 
   // Pending holds and access requests, active grants, and the last overlay change (JSON).
   std::string json();
@@ -140,13 +143,15 @@ class registry {
   };
   friend class held_wait_access;
   void start(std::uint64_t id, std::function<void(verdict)> done);
-  void cancel(std::uint64_t id);  // the session stopped waiting: the hold timed out
+  // The session stopped waiting: the hold timed out, or (client_gone) its client closed the
+  // connection. Either way it leaves the pending list.
+  void cancel(std::uint64_t id, bool client_gone);
   bool admit(const request_info& r, const bounds& b, std::string& why);  // under mu_
   void expire();                                                         // under mu_
   // Releases every held request a new grant covers (outside the lock: the callbacks).
   void release_covered(const grant& g, std::vector<std::function<void()>>& calls);
-  void emit(std::string_view event, const request_info& r, std::string_view outcome,
-            std::string_view by);
+  void emit(std::string_view event, std::uint64_t id, const request_info& r,
+            std::string_view outcome, std::string_view by);
 
   std::mutex mu_;
   std::map<std::uint64_t, entry> held_;

@@ -179,7 +179,7 @@ class Airlock:
         self.stderr_path = os.path.join(self.dir, "stderr.log")
         if isinstance(policy, dict):
             policy = copy.deepcopy(policy)
-            policy.setdefault("audit", {"path": self.audit_path})
+            policy.setdefault("audit", {}).setdefault("path", self.audit_path)
             self.policy = policy
             self.policy_text = yaml.safe_dump(policy, sort_keys=False)
         else:

@@ -82,6 +82,26 @@ TEST(ApprovalRegistry, RefuseAndTimeout) {
   EXPECT_FALSE(reg.decide(id, approve(), message));
 }
 
+TEST(ApprovalRegistry, AbandonedHoldLeavesPendingAndSaysWhy) {
+  registry reg;
+  std::vector<std::string> events;
+  reg.set_event_sink([&](std::string_view event, std::uint64_t id, const request_info& r,
+                         std::string_view outcome, std::string_view) {
+    events.push_back(std::string(event) + " " + std::to_string(id) + " " + r.host + " " +
+                     std::string(outcome));
+  });
+  std::string why, message;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  w.start();
+  EXPECT_TRUE(w.p->watches_client());
+  const auto id = first_pending_id(reg);
+  w.p->abandon();  // the client closed its connection
+  EXPECT_EQ(reg.held_count(), 0u);
+  EXPECT_FALSE(reg.decide(id, approve(), message));
+  EXPECT_EQ(events, (std::vector<std::string>{"held 1 x.test pending",
+                                              "client_gone 1 x.test approval_abandoned"}));
+}
+
 TEST(ApprovalRegistry, BoundsPerAgentAndTotal) {
   registry reg;
   bounds b{2, 3};

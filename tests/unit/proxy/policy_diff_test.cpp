@@ -2,9 +2,9 @@
 // the files the policy names, which are watched (file_watches::files_of).
 
 #include "proxy/policy_diff.hpp"
-#include "proxy/file_watches.hpp"
-
 #include "policy/loader.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/file_watches.hpp"
 
 #include <gtest/gtest.h>
 
@@ -61,6 +61,18 @@ TEST(DescribeChanges, AnyKeyOfARuleOrAgent) {
   const auto commented = load("    # the API the agent uses\n", "");
   ASSERT_TRUE(commented);
   EXPECT_EQ(describe_changes(*base, *commented), "");
+}
+
+TEST(DescribeChanges, OperatorsByNameNeverTheirHashes) {
+  const std::string h1(64, 'a'), h2(64, 'b'), h3(64, 'c');
+  auto before = policy::load_string("operators: {alice: {token_sha256: " + h1 + "}}\n", "p.yaml");
+  auto after = policy::load_string(
+      "operators: {alice: {token_sha256: " + h2 + "}, bob: {token_sha256: " + h3 + "}}\n",
+      "p.yaml");
+  ASSERT_TRUE(before.ok() && after.ok());
+  const std::string changes = describe_changes(*before.policy, *after.policy);
+  EXPECT_EQ(changes, "operators added: bob; operators modified: alice");
+  EXPECT_EQ(changes.find(h2), std::string::npos);
 }
 
 TEST(FileWatches, FilesOfThePolicy) {

@@ -1,5 +1,7 @@
 #include "telemetry/admin_server.hpp"
 
+#include "admin_test_client.hpp"
+
 #include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -29,50 +31,6 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
 
-// A blocking loopback client with a receive timeout, so a server bug fails the test instead of
-// hanging it.
-class client {
- public:
-  explicit client(const tcp::endpoint& ep) : socket_(io_) {
-    socket_.connect(ep);
-    timeval tv{5, 0};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  }
-
-  void send(std::string_view raw) { net::write(socket_, net::buffer(raw.data(), raw.size())); }
-
-  // The next response, or nullopt when the server closed (or the read failed).
-  std::optional<http::response<http::string_body>> read(bool head = false) {
-    http::response_parser<http::string_body> parser;
-    parser.skip(head);
-    parser.body_limit(16 * 1024 * 1024);
-    boost::system::error_code ec;
-    http::read(socket_, buffer_, parser, ec);
-    if (ec) return std::nullopt;
-    return parser.release();
-  }
-
-  auto request(std::string_view method, std::string_view target, std::string_view extra = "") {
-    send(std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-         std::string(extra) + "\r\n");
-    return read(method == "HEAD");
-  }
-
-  // True when the server closed the connection (EOF or reset) within the receive timeout.
-  bool closed_by_peer() {
-    char c;
-    boost::system::error_code ec;
-    std::size_t n = socket_.read_some(net::buffer(&c, 1), ec);
-    return n == 0 && (ec == net::error::eof || ec == net::error::connection_reset);
-  }
-
- private:
-  net::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-};
-
 class AdminServerTest : public ::testing::Test {
  protected:
   void SetUp() override { start_server(default_handlers()); }
@@ -85,7 +43,8 @@ class AdminServerTest : public ::testing::Test {
     };
     h.ready = [this] { return ready.load(); };
     h.policy_json = [] { return std::string(R"({"version":"v1","rules":["pypi"]})"); };
-    h.reload = [this](std::string& message) {
+    h.reload = [this](const admin_actor& by, std::string& message) {
+      last_by = by.by;
       if (reload_throws) throw std::runtime_error("boom");
       message = reload_ok ? "policy v2 loaded" : "policy.yaml:3:5: unknown key 'hots'";
       return reload_ok.load();
@@ -121,6 +80,7 @@ class AdminServerTest : public ::testing::Test {
   std::atomic<bool> reload_ok{true};
   std::atomic<bool> reload_throws{false};
   std::atomic<int> metrics_calls{0};
+  std::string last_by;  // written by the reload handler (the io thread), read after the answer
 };
 
 TEST_F(AdminServerTest, BindsAnEphemeralLoopbackPort) {
@@ -405,7 +365,8 @@ TEST_F(AdminServerTest, DestructorWithPendingConnectionsIsSafe) {
 TEST_F(AdminServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
   TearDown();
   admin_handlers h;
-  h.reload = [this](std::string& message) {
+  h.reload = [this](const admin_actor& by, std::string& message) {
+    last_by = by.by;
     server->stop();
     message = "stopping";
     return true;

@@ -1,0 +1,287 @@
+// `airlock proxy`'s admin handlers (proxy_admin.hpp): the policy's operators decide who may
+// act, and each action is one audit record (telemetry/audit_event.hpp).
+
+#include "app/proxy_admin.hpp"
+
+#include "core/log.hpp"
+#include "filters/approval/admin_api.hpp"
+#include "filters/rate_limit/shared_store.hpp"
+#include "policy/operators.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/server.hpp"
+#include "telemetry/audit_event.hpp"
+#include "telemetry/audit_log.hpp"
+#include "telemetry/metrics.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+
+namespace airlock::app {
+namespace {
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string policy_json(proxy::server* server) {
+  boost::json::object o;
+  if (server) {
+    auto st = server->status();
+    o["version"] = st.version;
+    o["source"] = st.source;
+    o["loaded_at"] = rfc3339(st.loaded_at);
+    o["last_attempt"] = rfc3339(st.last_attempt);
+    o["last_error"] =
+        st.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(st.last_error);
+    o["restart_needed"] = st.restart_needed.empty() ? boost::json::value(nullptr)
+                                                    : boost::json::value(st.restart_needed);
+    o["last_changes"] = st.last_changes;
+    o["ca_fingerprint"] = st.ca_fingerprint.empty() ? boost::json::value(nullptr)
+                                                    : boost::json::value(st.ca_fingerprint);
+  }
+  return boost::json::serialize(o);
+}
+
+// The answer's first line, without its newline: a short reason for the audit record.
+std::string_view first_line(std::string_view message) {
+  return message.substr(0, std::min<std::size_t>(message.find('\n'), 200));
+}
+
+telemetry::audit_event operator_event(const telemetry::admin_actor& by, std::string_view action,
+                                      std::string_view outcome, std::string_view detail) {
+  telemetry::audit_event e;
+  e.time = std::chrono::system_clock::now();
+  e.type = "operator";
+  e.action = action;
+  e.by = by.by;
+  e.client = by.client;
+  e.outcome = outcome;
+  e.detail = first_line(detail);
+  return e;
+}
+
+// GET /rules: each rule of the policy in force with its hits, by decision, since the proxy
+// started: the sums over airlock_requests_total{rule,decision} (the counter the metrics already
+// keep per rule; "none" is the requests no rule matched).
+std::string rules_json(proxy::server* server, telemetry::metrics& m) {
+  std::map<std::string, std::map<std::string, double>> hits;
+  for (const auto& family : m.registry().Collect()) {
+    if (family.name != "airlock_requests_total") continue;
+    for (const auto& metric : family.metric) {
+      std::string rule, decision;
+      for (const auto& label : metric.label) {
+        if (label.name == "rule") rule = label.value;
+        if (label.name == "decision") decision = label.value;
+      }
+      hits[rule][decision] += metric.counter.value;
+    }
+  }
+  boost::json::array rules;
+  auto entry = [&](const std::string& name, bool in_policy) {
+    boost::json::object o;
+    o["name"] = name;
+    o["in_policy"] = in_policy;
+    boost::json::object by_decision;
+    std::uint64_t total = 0;
+    if (auto it = hits.find(name); it != hits.end()) {
+      for (const auto& [decision, n] : it->second) {
+        by_decision[decision] = static_cast<std::uint64_t>(n);
+        total += static_cast<std::uint64_t>(n);
+      }
+      hits.erase(it);
+    }
+    o["hits"] = total;
+    o["by_decision"] = std::move(by_decision);
+    rules.push_back(std::move(o));
+  };
+  if (const auto snap = server ? server->current_policy() : nullptr) {
+    for (const auto& r : snap->model().rules)
+      if (!r.name.empty()) entry(r.name, true);
+  }
+  // Rules a reload removed, "none" and "_overflow": counted, no longer (or never) in the policy.
+  while (!hits.empty())
+    entry(hits.begin()->first, false);
+  boost::json::object root;
+  root["rules"] = std::move(rules);
+  return boost::json::serialize(root);
+}
+
+// GET /agents: the server's live state of each agent (stopped, suspended, in flight), with the
+// limits the policy in force gives it (`limits`: its rate and quotas, 0 = none; `breaker`).
+std::string agents_json(proxy::server* server) {
+  if (!server) return "{\"agents\":[]}";
+  auto root = boost::json::parse(server->agents_json());
+  const auto snap = server->current_policy();
+  if (!snap || !root.is_object()) return boost::json::serialize(root);
+  auto* agents = root.as_object().if_contains("agents");
+  if (agents == nullptr || !agents->is_array()) return boost::json::serialize(root);
+  for (auto& entry : agents->as_array()) {
+    auto* o = entry.if_object();
+    const auto* name = o ? o->if_contains("name") : nullptr;
+    if (name == nullptr || !name->is_string()) continue;
+    const auto& list = snap->model().agents;
+    const auto a = std::find_if(list.begin(), list.end(),
+                                [&](const auto& x) { return x.name == name->as_string(); });
+    if (a == list.end()) continue;
+    const auto& r = a->rate;
+    (*o)["limits"] = {
+        {"requests", r.requests},
+        {"per_seconds", std::chrono::duration_cast<std::chrono::seconds>(r.per).count()},
+        {"burst", r.burst},
+        {"concurrent", r.concurrent},
+        {"requests_per_hour", r.requests_per_hour},
+        {"bytes_per_hour", r.bytes_per_hour},
+        {"upload_bytes_per_second", r.upload_bytes_per_second},
+        {"download_bytes_per_second", r.download_bytes_per_second}};
+    const auto& b = a->breaker;
+    (*o)["breaker"] = {
+        {"max_failures", b.max_failures},
+        {"window_seconds", std::chrono::duration_cast<std::chrono::seconds>(b.window).count()},
+        {"cooldown_seconds", std::chrono::duration_cast<std::chrono::seconds>(b.cooldown).count()}};
+  }
+  return boost::json::serialize(root);
+}
+
+std::string_view decide_outcome(unsigned status) {
+  switch (status) {
+    case 200:
+      return "ok";
+    case 400:
+      return "invalid";
+    case 404:
+      return "not_found";
+    default:
+      return "failed";
+  }
+}
+
+// The operator behind a mutating request: the policy's operators' tokens, or without any, a
+// loopback peer ("local"). A refusal is audited (never with the credential).
+std::optional<std::string> authorize(proxy::server* server, telemetry::audit_log& audit,
+                                     const telemetry::admin_caller& caller, std::string& reason) {
+  const auto snap = server ? server->current_policy() : nullptr;
+  std::optional<std::string> who;
+  if (!snap || snap->model().operators.empty()) {
+    who = telemetry::loopback_only(caller, reason);
+  } else if (auto token = telemetry::bearer_token(caller.authorization); !token) {
+    reason = caller.authorization.empty() ? "operator token required (Authorization: Bearer)"
+                                          : "not a Bearer credential";
+  } else if (const auto* op = policy::find_operator(snap->model(), *token)) {
+    who = op->name;
+  } else {
+    reason = "unknown operator token";
+  }
+  if (!who) {
+    const telemetry::admin_actor nobody{"", telemetry::endpoint_string(caller.peer)};
+    // The action is the path's last segment: reload, stop, resume, approve, refuse.
+    const auto action = caller.path.substr(caller.path.rfind('/') + 1);
+    auto e = operator_event(nobody, action, "unauthorized", reason);
+    e.path = caller.path;
+    audit.write(e);
+  }
+  return who;
+}
+
+// POST /approvals/ID/approve|refuse, and its one audit record: the target, scope, duration.
+unsigned decide(proxy::server& server, telemetry::audit_log& audit,
+                const telemetry::admin_actor& by, std::string_view id, bool approve,
+                std::string_view body, std::string& message) {
+  filters::approval::admin_decision decided;
+  const unsigned status = filters::approval::decide_from_admin(server.approvals(), id, approve,
+                                                               body, by.by, message, &decided);
+  auto e = operator_event(by, approve ? "approve" : "refuse", decide_outcome(status), message);
+  const auto& t = decided.target;
+  e.agent = t.agent;
+  e.method = t.method;
+  e.host = t.host;
+  e.port = t.port;
+  e.path = t.path;
+  e.approval_id = decided.id;
+  if (approve) {
+    e.scope = filters::approval::scope_name(decided.d.scope);
+    if (decided.d.scope == filters::approval::scope::agent_host)
+      e.duration = std::chrono::duration_cast<std::chrono::seconds>(decided.d.duration);
+  }
+  audit.write(e);
+  return status;
+}
+
+}  // namespace
+
+telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
+  telemetry::admin_handlers h;
+  auto& server = ctx.server;
+  auto& audit = ctx.audit;
+  h.metrics_text = [&m = ctx.metrics] { return m.serialize(); };
+  // Not ready while the shared store is down and on_unavailable is deny: this replica would
+  // refuse every limited request.
+  h.ready = [&ready = ctx.ready, &store = ctx.store] {
+    return ready.load() &&
+           (!store || store->available() || !store->settings().deny_when_unavailable);
+  };
+  h.policy_json = [&server] { return policy_json(server); };
+  h.rules_json = [&server, &m = ctx.metrics] { return rules_json(server, m); };
+  h.authorize = [&server, &audit](const telemetry::admin_caller& caller, std::string& reason) {
+    return authorize(server, audit, caller, reason);
+  };
+  h.reload = [&server, &after_reload = ctx.after_reload, &audit](const telemetry::admin_actor& by,
+                                                                 std::string& message) {
+    if (!server) {
+      message = "not started";
+      return false;
+    }
+    const bool ok = server->reload("api", message);
+    if (after_reload) after_reload();
+    audit.write(operator_event(by, "reload", ok ? "ok" : "failed", message));
+    return ok;
+  };
+  h.agents_json = [&server] { return agents_json(server); };
+  h.agent_control = [&server, &audit](const telemetry::admin_actor& by, std::string_view agent,
+                                      bool stop, std::string& message) {
+    if (!server) {
+      message = "not started";
+      return false;
+    }
+    const bool ok = server->agent_control(agent, stop, message);
+    auto e = operator_event(by, stop ? "stop" : "resume", ok ? "ok" : "not_found", message);
+    e.agent = agent;
+    audit.write(e);
+    return ok;
+  };
+  h.approvals_json = [&server] {
+    return server ? server->approvals().json() : std::string("{\"pending\":[]}");
+  };
+  h.approval_decide = [&server, &after_reload = ctx.after_reload, &audit](
+                          const telemetry::admin_actor& by, std::string_view id, bool approve,
+                          std::string_view body, std::string& message) -> unsigned {
+    if (!server) {
+      message = "not started";
+      return 503;
+    }
+    const unsigned status = decide(*server, audit, by, id, approve, body, message);
+    if (after_reload) after_reload();  // a permanent approval reloaded the policy
+    return status;
+  };
+  return h;
+}
+
+void warn_if_admin_exposed(const boost::asio::ip::tcp::endpoint& admin, bool operators) {
+  auto a = admin.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    a = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+  if (operators || a.is_loopback()) return;
+  AIRLOCK_LOG(warn, "admin", "the admin port ", telemetry::endpoint_string(admin),
+              " is not on loopback and the policy names no operators: only loopback peers may "
+              "act (approve, stop, reload), but anyone who reaches it can read agents, approvals "
+              "and metrics; configure operators: with token_sha256");
+}
+
+}  // namespace airlock::app

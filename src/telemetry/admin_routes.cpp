@@ -1,0 +1,216 @@
+// What each admin request gets: the routes, the cross-site refusal and the operator check.
+
+#include "telemetry/admin_server_impl.hpp"
+#include "telemetry/console_page.hpp"
+
+namespace airlock::telemetry {
+
+std::shared_ptr<event_hub::subscription> admin_server::impl::subscribe_events(const request& req) {
+  const std::string_view target = req.target();
+  if (req.method() != http::verb::get || target.substr(0, target.find('?')) != "/events")
+    return nullptr;
+  std::shared_lock lk(handlers_mu_);
+  if (!handlers_enabled_.load() || handlers_.events == nullptr) return nullptr;
+  return handlers_.events->subscribe();
+}
+
+namespace {
+
+// A browser on another site may send a simple POST here (a form, fetch with mode no-cors):
+// it cannot read the answer, but the action would happen. Browsers say where a request comes
+// from (Fetch Metadata's Sec-Fetch-Site, W3C; RFC 6454 Origin): a mutating request from any
+// other origin is refused. curl and other clients send neither header.
+bool cross_site(const request& req) {
+  if (auto site = req.find("Sec-Fetch-Site"); site != req.end()) {
+    const std::string_view v = site->value();
+    if (v != "same-origin" && v != "none") return true;
+  }
+  if (auto origin = req.find(http::field::origin); origin != req.end()) {
+    const auto host = req.find(http::field::host);
+    if (host == req.end()) return true;
+    const std::string_view o = origin->value();
+    // RFC 6454 section 6.1: scheme "://" host [":" port]; the admin port speaks plain http.
+    if (!o.starts_with("http://") || o.substr(7) != host->value()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<admin_actor> admin_server::impl::authorize(const request& req,
+                                                         const tcp::endpoint& peer,
+                                                         response& refusal) {
+  admin_caller caller;
+  caller.method = req.method_string();
+  caller.path = req.target().substr(0, req.target().find('?'));
+  if (auto a = req.find(http::field::authorization); a != req.end())
+    caller.authorization = a->value();
+  caller.peer = peer;
+  std::string reason;
+  std::optional<std::string> who;
+  if (handlers_.authorize) {
+    refusal = call_handler(req, [&] {
+      who = handlers_.authorize(caller, reason);
+      return response{};
+    });
+    if (refusal.result() != http::status::ok) return std::nullopt;
+  } else {
+    who = loopback_only(caller, reason);
+  }
+  if (who) return admin_actor{std::move(*who), endpoint_string(peer)};
+  // The token is never logged: only that one was sent.
+  AIRLOCK_LOG(warn, "admin", caller.method, ' ', caller.path, " from ", endpoint_string(peer),
+              " refused (", caller.authorization.empty() ? "no" : "a", " credential): ", reason);
+  refusal = make_response(req, http::status::unauthorized, reason + "\n");
+  refusal.set(http::field::www_authenticate, "Bearer realm=\"airlock-admin\"");
+  return std::nullopt;
+}
+
+response admin_server::impl::handle(const request& req, const tcp::endpoint& peer) {
+  std::string_view target = req.target();
+  // Only origin-form targets name admin resources. Absolute-form ("http://host/metrics"),
+  // authority-form (CONNECT) and asterisk-form requests are someone using this port as a
+  // proxy: there is nothing here for them (RFC 9112 section 3.2).
+  if (target.empty() || target.front() != '/' || req.method() == http::verb::connect) {
+    return make_response(req, http::status::not_found, "not found");
+  }
+  std::string_view path = target.substr(0, target.find('?'));
+  bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+  if (!get && cross_site(req))
+    return make_response(req, http::status::forbidden, "cross-site request refused\n");
+  std::optional<admin_actor> actor;
+  if (!get) {
+    response refusal;
+    actor = authorize(req, peer, refusal);
+    if (!actor) return refusal;
+  }
+
+  auto not_configured = [&] {
+    return make_response(req, http::status::not_implemented, "not configured");
+  };
+  auto method_not_allowed = [&](std::string_view allow) {
+    auto res = make_response(req, http::status::method_not_allowed, "method not allowed");
+    res.set(http::field::allow, allow);
+    return res;
+  };
+
+  if (path == "/healthz") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    // Liveness: answered by the event loop itself, so it fails when the loop is stuck.
+    return make_response(req, http::status::ok, "ok");
+  }
+  if (path == "/readyz") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.ready) return not_configured();
+    return call_handler(req, [&] {
+      return handlers_.ready() ? make_response(req, http::status::ok, "ready")
+                               : make_response(req, http::status::service_unavailable, "not ready");
+    });
+  }
+  if (path == "/metrics") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.metrics_text) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.metrics_text(), metrics_content_type);
+    });
+  }
+  if (path == "/policy") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.policy_json) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.policy_json(), "application/json");
+    });
+  }
+  if (path == "/rules") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.rules_json) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.rules_json(), "application/json");
+    });
+  }
+  if (path == "/reload") {
+    if (req.method() != http::verb::post) return method_not_allowed("POST");
+    if (!handlers_.reload) return not_configured();
+    return call_handler(req, [&] {
+      std::string message;
+      bool ok = handlers_.reload(*actor, message);
+      // 422: the request was understood, the policy it asked to load was not acceptable.
+      return make_response(req, ok ? http::status::ok : http::status::unprocessable_entity,
+                           std::move(message));
+    });
+  }
+  if (path == "/agents") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.agents_json) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.agents_json(), "application/json");
+    });
+  }
+  if (path.starts_with("/agents/")) {
+    // /agents/<name>/stop or /agents/<name>/resume; agent names never contain '/'.
+    std::string_view rest = path.substr(8);
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0) {
+      return make_response(req, http::status::not_found, "not found");
+    }
+    const std::string_view name = rest.substr(0, slash);
+    const std::string_view action = rest.substr(slash + 1);
+    if (action != "stop" && action != "resume") {
+      return make_response(req, http::status::not_found, "not found");
+    }
+    if (req.method() != http::verb::post) return method_not_allowed("POST");
+    if (!handlers_.agent_control) return not_configured();
+    return call_handler(req, [&] {
+      std::string message;
+      bool ok = handlers_.agent_control(*actor, name, action == "stop", message);
+      return make_response(req, ok ? http::status::ok : http::status::not_found,
+                           std::move(message));
+    });
+  }
+  if (path == "/console") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    auto res = make_response(req, http::status::ok, std::string(console_html()),
+                             "text/html; charset=utf-8");
+    res.set("Content-Security-Policy", console_csp);
+    res.set("X-Frame-Options", "DENY");  // older browsers without frame-ancestors
+    res.set("X-Content-Type-Options", "nosniff");
+    return res;
+  }
+  if (path == "/events") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (handlers_.events == nullptr) return not_configured();
+    if (req.method() == http::verb::head)
+      return make_response(req, http::status::ok, "", "text/event-stream; charset=utf-8");
+    // GET comes here only when subscribe_events() found no room.
+    return make_response(req, http::status::service_unavailable, "too many event subscribers\n");
+  }
+  if (path == "/approvals") {
+    if (!get) return method_not_allowed("GET, HEAD");
+    if (!handlers_.approvals_json) return not_configured();
+    return call_handler(req, [&] {
+      return make_response(req, http::status::ok, handlers_.approvals_json(), "application/json");
+    });
+  }
+  if (path.starts_with("/approvals/")) {
+    // /approvals/<id>/approve or /approvals/<id>/refuse
+    std::string_view rest = path.substr(11);
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0)
+      return make_response(req, http::status::not_found, "not found");
+    const std::string_view id = rest.substr(0, slash);
+    const std::string_view action = rest.substr(slash + 1);
+    if (action != "approve" && action != "refuse")
+      return make_response(req, http::status::not_found, "not found");
+    if (req.method() != http::verb::post) return method_not_allowed("POST");
+    if (!handlers_.approval_decide) return not_configured();
+    return call_handler(req, [&] {
+      std::string message;
+      const unsigned status =
+          handlers_.approval_decide(*actor, id, action == "approve", req.body(), message);
+      return make_response(req, static_cast<http::status>(status), std::move(message));
+    });
+  }
+  return make_response(req, http::status::not_found, "not found");
+}
+
+}  // namespace airlock::telemetry
