@@ -121,10 +121,12 @@ struct metrics::impl {
       : id(next_instance_id.fetch_add(1)),
         registry(std::make_shared<prometheus::Registry>()),
         max_request_series(max_series),
-        requests(prometheus::BuildCounter()
-                     .Name("airlock_requests_total")
-                     .Help("Requests and tunnels finished, by agent, rule, decision and reason.")
-                     .Register(*registry)),
+        requests(
+            prometheus::BuildCounter()
+                .Name("airlock_requests_total")
+                .Help(
+                    "Requests and tunnels finished, by agent, rule, decision, reason and protocol.")
+                .Register(*registry)),
         request_duration(prometheus::BuildHistogram()
                              .Name("airlock_request_duration_seconds")
                              .Help("Time from the request's arrival to the end of its response "

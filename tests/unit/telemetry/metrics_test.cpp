@@ -371,8 +371,8 @@ TEST(Metrics, SerializeContainsEveryFamily) {
         "airlock_build_info gauge"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + "\n"), std::string::npos) << family;
   }
-  EXPECT_NE(text.find(R"(airlock_requests_total{agent="coder",decision="allow",reason="ok",)"
-                      R"(rule="github"} 2)"),
+  EXPECT_NE(text.find(R"(airlock_requests_total{agent="coder",decision="allow",protocol="h1",)"
+                      R"(reason="ok",rule="github"} 2)"),
             std::string::npos)
       << text;
 }
