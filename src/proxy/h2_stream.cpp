@@ -218,6 +218,7 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
       if (want_h2 && tls::negotiated_alpn(up->upstream->native_handle()) == tls::alpn_h2) {
         h2up = std::make_shared<h2_upstream>(std::move(*up->upstream), up->upstream_text,
                                              h2_client_limits(limits), limits.idle_timeout);
+        up->upstream.reset();
         h2up->start();
         c.set_upstream_h2(h2up);
       }

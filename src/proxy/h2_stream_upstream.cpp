@@ -137,7 +137,8 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
   if (ex.response_reframed) h2_drop_field(fields, "content-length");
   // A gRPC answer with trailers only (HEADERS with END_STREAM) is one frame: no DATA, but its
   // status in the head; an answer with trailers needs the body path even when it is empty.
-  const bool body_follows = ex.response_has_body && !(st.body_done && st.body.empty());
+  const bool body_follows =
+      ex.response_has_body && !(st.body_done && st.body.empty() && st.trailers.empty());
   if (!c.codec().submit_response(*ss.stream, status, fields, body_follows)) co_return;
   c.kick();
   if (!body_follows) co_return;

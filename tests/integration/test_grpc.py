@@ -111,6 +111,8 @@ class GrpcServer:
 
     def unary(self, request, context):
         self.check(context)
+        if request == b"fail":
+            context.abort(grpc.StatusCode.NOT_FOUND, "nothing here")
         context.set_trailing_metadata((("x-server-trailer", "s1"),))
         return b"echo:" + request
 
@@ -172,6 +174,15 @@ class GrpcCallsCase(ProxyTestCase):
         self.assertEqual(rec["protocol"], "h2")
         self.assertEqual(rec.get("upstream_protocol"), "h2")
         self.assertEqual(rec["decision"], "allow")
+
+    def test_server_status_reaches_the_client(self):
+        # A status without a message (trailers only, or a head then trailers) is the server's
+        # answer, passed on as it is.
+        stub = self.channel().unary_unary("/airlock.test.Echo/Allowed")
+        with self.assertRaises(grpc.RpcError) as caught:
+            stub(b"fail", timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND, caught.exception)
+        self.assertEqual(caught.exception.details(), "nothing here")
 
     def test_bidirectional_stream_in_turns(self):
         # Each message waits for the answer to the one before: only a proxy that carries both
