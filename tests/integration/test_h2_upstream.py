@@ -5,8 +5,9 @@ certificate from the test CA on 127.0.0.1 (nghttpd cannot bind port 0: a free po
 
 Shown: an HTTP/1.1 client reaching the h2-only origin (body, refused path, the origin's trailers
 in the last chunk); an HTTP/2 client carried end to end as h2 (curl --http2, an upload echoed,
-a refused stream beside an allowed one, trailers both ways, injection, redaction of a response
-header); a rule whose `protocols` leave out h2 never offers it upstream.
+a refused stream beside an allowed one, trailers both ways, injection; more streams than the
+origin's SETTINGS_MAX_CONCURRENT_STREAMS waiting for a free one); a rule whose `protocols` leave
+out h2 never offers it upstream.
 """
 
 import hashlib
@@ -37,7 +38,10 @@ class Nghttpd:
         self.log = tempfile.NamedTemporaryFile(prefix="nghttpd-", suffix=".log", delete=False)
         cert, key = pair
         self.proc = subprocess.Popen(
+            # Two streams at a time: the proxy must wait for a free one rather than open more
+            # (which nghttpd would refuse with RST_STREAM REFUSED_STREAM).
             ["nghttpd", "-a", "127.0.0.1", "-d", htdocs, "--echo-upload", "-v",
+             "--max-concurrent-streams=2",
              "--trailer=x-origin-trailer: t1", str(self.port), key, cert],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + env.t(10)
@@ -181,6 +185,14 @@ class H2UpstreamCase(ProxyTestCase):
         log = self.nghttpd.output()
         self.assertIn("x-injected: injected-value", log)
         self.assertIn("x-client-trailer: c1", log)
+
+    def test_more_streams_than_the_origin_allows_wait_their_turn(self):
+        t = self.tunnel()
+        sids = [t.request("/big.bin") for _ in range(6)]
+        for r in t.wait(*sids):
+            self.assertEqual(r["headers"][":status"], "200", r)
+            self.assertIsNone(r["reset"], r)
+            self.assertEqual(r["body"], self.big)
 
     def test_rule_without_h2_stays_on_http1(self):
         # nghttpd speaks only h2: a rule that leaves h2 out offers only http/1.1, and the
