@@ -9,12 +9,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 namespace airlock::proxy {
 namespace asio = boost::asio;
@@ -92,8 +94,7 @@ h2_upstream::h2_upstream(tls_upstream stream, std::string upstream_text,
       idle_(idle_timeout),
       codec_(limits, *this),
       write_wanted_(stream_.get_executor()),
-      output_drained_(stream_.get_executor()),
-      slot_free_(stream_.get_executor()) {}
+      output_drained_(stream_.get_executor()) {}
 
 h2_upstream::~h2_upstream() = default;
 
@@ -114,18 +115,25 @@ void h2_upstream::on_activity(h2::client_stream& st) {
 }
 
 void h2_upstream::on_connection() {
-  slot_free_.notify();
+  for (auto* t : slot_waiters_)
+    t->cancel();
   write_wanted_.notify();
 }
 
 asio::awaitable<std::unique_ptr<h2_upstream_call>> h2_upstream::open(
     const h2::header_list& fields, bool has_body, std::chrono::steady_clock::duration limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  // The origin's SETTINGS_MAX_CONCURRENT_STREAMS: wait for a stream to end (bounded).
-  while (usable() && !codec_.can_open()) {
-    const auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= decltype(left)::zero()) break;
-    co_await slot_free_.wait(left);
+  // The origin's SETTINGS_MAX_CONCURRENT_STREAMS: wait for a stream to end (bounded). Each
+  // waiter has a timer of its own (one shared timer would have each new wait cancel the others'),
+  // and on_connection() wakes them all.
+  if (usable() && !codec_.can_open()) {
+    asio::steady_timer timer(stream_.get_executor());
+    slot_waiters_.push_back(&timer);
+    while (usable() && !codec_.can_open() && std::chrono::steady_clock::now() < deadline) {
+      timer.expires_at(deadline);
+      co_await timer.async_wait(use_tuple);
+    }
+    std::erase(slot_waiters_, &timer);
   }
   std::unique_ptr<h2_upstream_call> call;
   if (!usable() || !codec_.can_open()) co_return call;
@@ -158,7 +166,8 @@ void h2_upstream::cut() {
   codec_.abandon(NGHTTP2_CANCEL);
   write_wanted_.notify();
   output_drained_.notify();
-  slot_free_.notify();
+  for (auto* t : slot_waiters_)
+    t->cancel();
 }
 
 asio::awaitable<void> h2_upstream::read_loop() {

@@ -20,10 +20,12 @@
 #include "proxy/signal.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace airlock::proxy {
 
@@ -92,7 +94,7 @@ class h2_upstream final : public h2::client_observer,
   std::string output_;
   signal write_wanted_;
   signal output_drained_;
-  signal slot_free_;
+  std::vector<boost::asio::steady_timer*> slot_waiters_;  // streams waiting for a free slot
   bool closed_ = false;   // no new streams; ends when the last one does
   bool cut_ = false;      // the socket is closed
   bool reading_ = false;  // the reader runs
