@@ -5,6 +5,8 @@
 #   bench/run.sh [bench.py options]     e.g. --quick, --targets direct,squid, --threads 2,
 #                                       --scenarios tls (HTTPS inspection only),
 #                                       --scenarios shared_state (state: redis vs local)
+#   bench/run.sh h2 [bench/h2.py options]   the HTTP/2 scenario alone (h2load through Airlock
+#                                       and mitmproxy to nghttpd, and direct), e.g. --quick
 #
 # 1. installs what it needs from Debian when missing (squid-openssl, mitmproxy, wrk, nginx,
 #    curl, redis-server, openssl, python3), without letting the packages start their system
@@ -18,6 +20,12 @@
 #
 # Exit status: 0 when every scenario ran (goals met or not), non-zero when one is broken.
 set -euo pipefail
+
+h2=0
+if [ "${1:-}" = h2 ]; then
+  h2=1
+  shift
+fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
@@ -40,6 +48,10 @@ have wrk || missing+=(wrk)
 have nginx || missing+=(nginx)
 have curl || missing+=(curl)
 have redis-server || missing+=(redis-server)  # scenario (s), shared state
+if [ "$h2" = 1 ]; then
+  have h2load || missing+=(nghttp2-client)
+  have nghttpd || missing+=(nghttp2-server)
+fi
 [ -x /usr/bin/python3 ] || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "bench: installing ${missing[*]}"
@@ -97,8 +109,8 @@ if [ -z "$airlock_bin" ]; then
   cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DAIRLOCK_BUILD_TESTS=OFF -DAIRLOCK_BUILD_BENCH=ON >/dev/null
   targets=(airlock)
-  if [ -z "$redaction_bin" ]; then targets+=(airlock_redaction_bench); fi
-  if [ -z "$dlp_bin" ]; then targets+=(airlock_dlp_bench); fi
+  if [ -z "$redaction_bin" ] && [ "$h2" = 0 ]; then targets+=(airlock_redaction_bench); fi
+  if [ -z "$dlp_bin" ] && [ "$h2" = 0 ]; then targets+=(airlock_dlp_bench); fi
   echo "bench: building ${targets[*]} (Release) in $build_dir"
   cmake --build "$build_dir" --target "${targets[@]}" -j "$(nproc)"
   airlock_bin="$build_dir/src/app/airlock"
@@ -110,6 +122,9 @@ fi
 if [ ! -x "$airlock_bin" ]; then
   echo "bench: no airlock binary at $airlock_bin" >&2
   exit 2
+fi
+if [ "$h2" = 1 ]; then
+  exec /usr/bin/python3 "$here/h2.py" --airlock "$airlock_bin" "$@"
 fi
 redaction_args=()
 if [ -n "$redaction_bin" ]; then

@@ -165,4 +165,26 @@ for j in ['{"model":"small"}',
           '{"options":{"sampling":{"temperature":0.7}},"tags":["a","b"],"mode":true,"stream":false,'
           '"stop":null,"meta":{}}', "[" * 70 + "]" * 70, '{"k\\u0000":1}', '"\\ud800"', '{} x']:
     put("json_body", j)
+
+# ---- h2_client_session: an origin's frames (RFC 9113 section 4.1) after our preface ----
+def frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def literal(name, value):  # HPACK literal without indexing, new name (RFC 7541 section 6.2.2)
+    return bytes([0, len(name)]) + name + bytes([len(value)]) + value
+
+
+SETTINGS = frame(4, 0, 0, struct.pack(">HI", 3, 2))  # MAX_CONCURRENT_STREAMS 2
+ACK = frame(4, 1, 0)
+OK = b"\x88"  # HPACK static index 8, ":status: 200"
+put("h2_client_session", SETTINGS + ACK + frame(1, 4, 1, OK) + frame(0, 1, 1, b"hello"), "answer")
+put("h2_client_session", SETTINGS + ACK + frame(1, 4, 1, OK + literal(b"content-type", b"application/grpc"))
+    + frame(0, 0, 1, b"\0\0\0\0\2hi") + frame(1, 5, 1, literal(b"grpc-status", b"0")), "trailers")
+put("h2_client_session", SETTINGS + ACK + frame(1, 4, 1, literal(b":status", b"100"))
+    + frame(1, 5, 1, OK), "interim")
+put("h2_client_session", SETTINGS + ACK + frame(3, 0, 1, struct.pack(">I", 7))
+    + frame(7, 0, 0, struct.pack(">II", 1, 0)), "reset_goaway")
+put("h2_client_session", SETTINGS + frame(6, 0, 0, b"12345678") + frame(8, 0, 0, struct.pack(">I", 1000))
+    + frame(1, 0, 1, OK) + frame(9, 4, 1, literal(b"x-a", b"b")), "ping_window_continuation")
 print("seeds written under", ROOT, file=sys.stderr)

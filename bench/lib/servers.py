@@ -348,11 +348,12 @@ class Mitmproxy(Process):
 
     name = "mitmproxy"
 
-    def __init__(self, workdir, tls):
+    def __init__(self, workdir, tls, http2=False):
         super().__init__()
         self.dir = os.path.join(workdir, "mitmproxy")
         os.makedirs(self.dir)
         self.tls = tls
+        self.http2 = http2  # the HTTP/2 scenario (bench/h2.py) has it speak h2 both ways
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "output.log")
 
@@ -369,7 +370,7 @@ class Mitmproxy(Process):
         cmd = ["mitmdump", "-q", "--listen-host", LOOPBACK, "--listen-port", str(self.port),
                "--set", f"confdir={confdir}",
                "--set", f"ssl_verify_upstream_trusted_ca={self.tls.origin_ca}",
-               "--set", "http2=false", "-s", addon]
+               "--set", "http2=%s" % ("true" if self.http2 else "false"), "-s", addon]
         env = dict(os.environ, HOME=self.dir)
         self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "a"),
                                      stderr=subprocess.STDOUT, env=env)

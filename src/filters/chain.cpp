@@ -73,6 +73,23 @@ verdict chain::message(const filters::message& m) {
   return verdict::next();
 }
 
+verdict chain::trailers(boost::beast::http::fields& fields, bool response) {
+  const auto one = [&](filter* f) {
+    auto v = f->on_trailers(ex_, fields, response);
+    // Trailers arrive mid-stream: nothing to resume there, fail closed.
+    if (v.waits()) v = verdict::fail(core::errc::internal_error, "a trailer filter waited");
+    return v.passes() ? v : apply(std::move(v));
+  };
+  if (!response) {
+    for (filter* f : filters_)
+      if (auto v = one(f); !v.passes()) return v;
+  } else {
+    for (auto it = filters_.rbegin(); it != filters_.rend(); ++it)
+      if (auto v = one(*it); !v.passes()) return v;
+  }
+  return verdict::next();
+}
+
 verdict chain::request_head() {
   while (next_head_ < filters_.size()) {
     auto v = filters_[next_head_]->on_request_head(ex_);

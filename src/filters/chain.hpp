@@ -59,6 +59,10 @@ class chain {
   // messages in reverse); stops at the first that does not pass (recorded, as for a body).
   verdict message(const filters::message& m);
 
+  // Trailer fields through every filter's on_trailers (the request's in order, the response's in
+  // reverse); stops at the first that does not pass (recorded, as for a body).
+  verdict trailers(boost::beast::http::fields& fields, bool response);
+
   // Calls every filter's on_end (once; the destructor calls it if nobody did).
   void end();
 

@@ -59,6 +59,8 @@ struct exchange_record {
   // The protocol that carried the request: "http/1.1", "h2" or "websocket" (after a 101); a
   // constant, never owned.
   std::string_view protocol = "http/1.1";
+  // The protocol to the origin when it differs from HTTP/1.1 ("h2"); "" otherwise. A constant.
+  std::string_view upstream_protocol;
   std::string rule;
   core::errc reason = core::errc::ok;
   std::string detail;

@@ -161,6 +161,12 @@ class filter {
   // (client messages in chain order, origin messages in reverse order, as the body hooks).
   // The same verdicts as the body hooks; a refusal ends the connection (close 1008).
   virtual verdict on_message(exchange&, const message&) { return verdict::next(); }
+  // Trailer fields (RFC 9110 section 6.5) after a body: the request's (`response` false, in
+  // chain order) before they are sent on, the response's (in reverse order) before the client
+  // sees them; may be edited. The same verdicts as the body hooks: a refusal ends the stream.
+  virtual verdict on_trailers(exchange&, boost::beast::http::fields&, bool /*response*/) {
+    return verdict::next();
+  }
   // The exchange is over (answered, failed or refused) and about to be recorded.
   virtual void on_end(exchange&) {}
 };

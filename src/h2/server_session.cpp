@@ -2,6 +2,7 @@
 
 #include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
+#include "h2/nv.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -9,23 +10,6 @@
 #include <cstring>
 
 namespace airlock::h2 {
-
-namespace {
-
-// RFC 9113 section 6.5.2: a field's size is its name and value and 32 octets of overhead.
-constexpr std::size_t field_overhead = 32;
-
-std::vector<nghttp2_nv> to_nv(const header_list& fields) {
-  std::vector<nghttp2_nv> nv;
-  nv.reserve(fields.size());
-  for (const auto& [name, value] : fields)
-    nv.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-                  reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                  value.size(), NGHTTP2_NV_FLAG_NONE});
-  return nv;
-}
-
-}  // namespace
 
 // nghttp2's callbacks, as friends of the session (user_data is the session).
 struct callbacks {

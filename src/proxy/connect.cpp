@@ -172,7 +172,7 @@ asio::awaitable<void> relay_opaque(session_context& s, filters::exchange& ex,
 }
 
 asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
-                                                      const filters::exchange& ex) {
+                                                      const filters::exchange& ex, bool offer_h2) {
   const auto& snap = *ex.snapshot;
   const auto& limits = snap.limits();
   t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
@@ -189,6 +189,12 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
     t.upstream.reset();
     outcome.error = errc::upstream_tls_failed;
     outcome.detail = error;
+    co_return outcome;
+  }
+  if (offer_h2 && !tls::offer_upstream_h2(t.upstream->native_handle())) {
+    t.upstream.reset();
+    outcome.error = errc::upstream_tls_failed;
+    outcome.detail = "cannot offer ALPN h2";
     co_return outcome;
   }
   // A session from an earlier verified handshake with this name saves the full handshake.

@@ -35,10 +35,12 @@ boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange&
                                           boost::beast::tcp_stream& upstream);
 
 // Connects (or reconnects) the TLS upstream of an intercepted tunnel: TCP through the address
-// guard, then a handshake that verifies the origin's certificate for the CONNECT name. On
+// guard, then a handshake that verifies the origin's certificate for the CONNECT name. With
+// `offer_h2`, ALPN offers "h2" too (tls::negotiated_alpn then says what the origin picked). On
 // failure the tunnel's upstream is empty and the outcome says why.
 boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
-                                                             const filters::exchange& ex);
+                                                             const filters::exchange& ex,
+                                                             bool offer_h2 = false);
 
 // For an IP-literal CONNECT that is intercepted: connects the TLS upstream before the client's
 // handshake and returns the names its verified certificate carries, for the minted leaf (a

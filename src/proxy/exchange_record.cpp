@@ -25,7 +25,7 @@ recorder::~recorder() {
     auto& shared = worker_.shared();
     if (auto* m = shared.metrics) {
       m->request_finished(r.agent, r.rule, decision, core::name(r.reason), duration, r.bytes_in,
-                          r.bytes_out, /*tunnel=*/r.scheme == "connect");
+                          r.bytes_out, /*tunnel=*/r.scheme == "connect", r.protocol);
       if (r.upstream_failed) m->upstream_error(core::name(r.reason));
       if (r.connect_time.count() > 0) m->upstream_connect_time(r.connect_time);
       for (const auto& [name, count] : r.redactions)
@@ -68,6 +68,7 @@ recorder::~recorder() {
       a.duration = duration;
       a.upstream = r.upstream;
       a.protocol = r.protocol;
+      a.upstream_protocol = r.upstream_protocol;
       a.client = client_;
       a.policy_version = policy_version_;
       a.injected = r.injected;

@@ -2,6 +2,7 @@
 
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
+#include "proxy/h2_upstream_exchange.hpp"
 #include "telemetry/metrics.hpp"
 
 namespace airlock::proxy {
@@ -59,14 +60,13 @@ asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, 
                                         h1::request_parser& req_p, const forward_params& fp,
                                         bool keep_after_refusal) {
   auto& rec = ex.record;
-  if (!t.upstream) {
-    auto outcome = co_await connect_tls_upstream(s, t, ex);
-    if (outcome.error != errc::ok) {
-      rec.connect_failed(outcome.error);
-      rec.refuse(outcome.error, outcome.detail);
-      co_return co_await send_answer(client, rec, fp.version, keep_after_refusal);
-    }
-    rec.connect_time = outcome.connect_time;
+  // HTTP/2 to the origin when it picks h2 (the tunnel keeps that connection), else HTTP/1.1.
+  if (!co_await ensure_tunnel_upstream(s, t, ex))
+    co_return co_await send_answer(client, rec, fp.version, keep_after_refusal);
+  if (t.h2 && t.h2->usable() && upstream_h2_allowed(ex)) {
+    auto up = t.h2;  // (held: a later request may replace the tunnel's)
+    rec.upstream_protocol = "h2";
+    co_return co_await forward_h1_over_h2(s, client, *up, ex, chain, req_p, fp);
   }
   rec.upstream = t.upstream_text;
   s.entry->upstream = &t.upstream->next_layer().socket();

@@ -13,9 +13,12 @@
 // @par Thread Safety
 // Everything here runs on the session's executor.
 
+#include "filters/chain.hpp"
 #include "h2/server_session.hpp"
 #include "proxy/exchange_upstream.hpp"
+#include "proxy/h2_upstream.hpp"
 #include "proxy/session_context.hpp"
+#include "proxy/signal.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,26 +26,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace airlock::proxy {
-
-// A timer used as a condition variable on one thread: notify() wakes the waiter (or the next
-// wait, if nobody waits yet).
-class signal {
- public:
-  explicit signal(const boost::asio::any_io_executor& ex) : timer_(ex) {}
-  void notify() {
-    raised_ = true;
-    timer_.cancel();
-  }
-  // True when notified, false when `limit` passed first.
-  boost::asio::awaitable<bool> wait(std::chrono::steady_clock::duration limit);
-
- private:
-  boost::asio::steady_timer timer_;
-  bool raised_ = false;
-};
 
 // The driver's state of one request stream.
 struct h2_stream_state {
@@ -50,6 +38,7 @@ struct h2_stream_state {
   std::shared_ptr<h2::stream> stream;
   signal changed;                      // body bytes, end, close, or room for output
   tunnel_context* upstream = nullptr;  // while one is in use (the connection may cut it)
+  h2_upstream_call* call = nullptr;    // the stream on an HTTP/2 upstream, while there is one
   bool grpc = false;                   // a gRPC call: the proxy's answers are gRPC statuses
 };
 
@@ -72,6 +61,10 @@ class h2_connection final : public h2::observer {
   // HTTP/1.1 origin: one upstream connection per stream in flight, kept for the next).
   std::unique_ptr<tunnel_context> take_upstream();
   void put_upstream(std::unique_ptr<tunnel_context> u);
+  // The connection's HTTP/2 upstream while it takes new streams (null otherwise), and a new one
+  // (an origin that picked h2) which replaces it, the old one closing once its streams end.
+  std::shared_ptr<h2_upstream> upstream_h2() const;
+  void set_upstream_h2(std::shared_ptr<h2_upstream> up);
 
   void on_request(const std::shared_ptr<h2::stream>& st) override;
   void on_activity(h2::stream& st) override;
@@ -102,10 +95,32 @@ class h2_connection final : public h2::observer {
   std::int64_t last_read_ns_ = 0;
   std::int64_t last_write_ns_ = 0;
   std::vector<std::unique_ptr<tunnel_context>> idle_upstreams_;
+  std::shared_ptr<h2_upstream> upstream_h2_;
   std::vector<std::weak_ptr<h2_stream_state>> streams_;
 };
 
 // Serves one stream's exchange (h2_stream.cpp).
 boost::asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss);
+
+// Queues `data` on the stream's output, waiting while the client's window keeps the output
+// above the stream's buffer. False when the stream or the connection ended, or the client did
+// not open its window within `idle` (a zero-window stall: the stream is reset). (h2_stream.cpp)
+boost::asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss,
+                                            std::string_view data, bool last,
+                                            std::chrono::milliseconds idle);
+// The proxy's own answer (the refusal or failure in the record) on this stream; a gRPC call's
+// as a gRPC status. (h2_stream.cpp)
+boost::asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
+                                       filters::exchange_record& rec,
+                                       std::chrono::milliseconds idle);
+
+// The stream's request over the connection's HTTP/2 upstream `up`, both ways at once (a gRPC
+// bidirectional call needs it): the body and trailers up through the chain's request hooks,
+// the answer, its body and trailers back through the response hooks. (h2_stream_upstream.cpp)
+boost::asio::awaitable<void> forward_h2_over_h2(h2_connection& c, h2_stream_state& ss,
+                                                filters::chain& chain,
+                                                const http::request<http::buffer_body>& req,
+                                                const std::optional<std::string>& held,
+                                                h2_upstream& up);
 
 }  // namespace airlock::proxy

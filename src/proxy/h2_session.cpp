@@ -27,16 +27,6 @@ constexpr std::size_t write_chunk = 64 * 1024;
 constexpr std::size_t output_high_water = 256 * 1024;
 }  // namespace
 
-asio::awaitable<bool> signal::wait(std::chrono::steady_clock::duration limit) {
-  if (!raised_) {
-    timer_.expires_after(limit);
-    co_await timer_.async_wait(use_tuple);
-  }
-  const bool raised = raised_;
-  raised_ = false;
-  co_return raised;
-}
-
 h2_connection::h2_connection(session_context& s, tls_client& client, tunnel_context& t,
                              const h2::limits& limits)
     : s_(s),
@@ -69,7 +59,20 @@ void h2_connection::on_request(const std::shared_ptr<h2::stream>& st) {
 }
 
 void h2_connection::on_activity(h2::stream& st) {
-  if (st.user) static_cast<h2_stream_state*>(st.user)->changed.notify();
+  if (!st.user) return;
+  auto* ss = static_cast<h2_stream_state*>(st.user);
+  ss->changed.notify();
+  // A stream bridged to an HTTP/2 upstream may be waiting on the origin's side.
+  if (ss->call) ss->call->changed.notify();
+}
+
+std::shared_ptr<h2_upstream> h2_connection::upstream_h2() const {
+  return upstream_h2_ && upstream_h2_->usable() && !closing_ ? upstream_h2_ : nullptr;
+}
+
+void h2_connection::set_upstream_h2(std::shared_ptr<h2_upstream> up) {
+  if (upstream_h2_ && upstream_h2_ != up) upstream_h2_->close();
+  upstream_h2_ = std::move(up);
 }
 
 asio::awaitable<void> h2_connection::serve(std::shared_ptr<h2_stream_state> ss) {
@@ -86,7 +89,7 @@ std::unique_ptr<tunnel_context> h2_connection::take_upstream() {
     return u;
   }
   return std::make_unique<tunnel_context>(
-      tunnel_context{t_.target, t_.agent, t_.tls, {}, {}, {}, false});
+      tunnel_context{t_.target, t_.agent, t_.tls, {}, {}, {}, false, nullptr});
 }
 
 void h2_connection::put_upstream(std::unique_ptr<tunnel_context> u) {
@@ -209,6 +212,9 @@ asio::awaitable<void> h2_connection::run() {
   for (int i = 0; i < 100 && active_ > 0 && !writer_done_; ++i)
     co_await streams_done_.wait(std::chrono::milliseconds(100));
   closing_ = true;
+  // The origin's HTTP/2 connection goes with it: its streams end (each stream's coroutine sees
+  // its call closed).
+  if (upstream_h2_) upstream_h2_->close(true);
   for (auto& w : streams_) {
     if (auto ss = w.lock()) {
       if (ss->upstream && ss->upstream->upstream) {

@@ -10,7 +10,9 @@
 #include "proxy/forward.hpp"
 #include "proxy/h2_connection.hpp"
 #include "proxy/h2_request.hpp"
+#include "proxy/h2_upstream_exchange.hpp"
 #include "proxy/pending_wait.hpp"
+#include "tls/contexts.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -27,51 +29,6 @@ asio::awaitable<bool> await_change(h2_connection& c, h2_stream_state& ss,
                                    std::chrono::steady_clock::duration limit) {
   const bool changed = co_await ss.changed.wait(limit);
   co_return changed && !c.closing() && !ss.stream->closed;
-}
-
-// Queues `data` on the stream's output, waiting while the client's window keeps the output
-// above the stream's buffer. False when the stream or the connection ended, or the client did
-// not open its window within the idle timeout (a zero-window stall: the stream is reset).
-asio::awaitable<bool> push_output(h2_connection& c, h2_stream_state& ss, std::string_view data,
-                                  bool last, std::chrono::milliseconds idle) {
-  auto& st = *ss.stream;
-  if (st.closed) co_return false;
-  st.out.append(data);
-  st.out_end = last;
-  c.codec().resume(st);
-  c.kick();
-  while (!st.closed && (st.out_pending() > c.stream_buffer() || (last && st.out_pending() > 0))) {
-    if (!co_await await_change(c, ss, idle)) {
-      if (!st.closed && !c.closing()) {
-        c.codec().reset(st, NGHTTP2_CANCEL);
-        c.kick();
-      }
-      co_return false;
-    }
-  }
-  co_return !st.closed;
-}
-
-// The proxy's own answer (the refusal or failure in the record) on this stream.
-asio::awaitable<void> answer(h2_connection& c, h2_stream_state& ss, filters::exchange_record& rec,
-                             std::chrono::milliseconds idle) {
-  const bool grpc = ss.grpc;
-  auto res = make_answer(rec.reason, rec.detail, 11, true);
-  if (rec.retry_after > 0) res.set(http::field::retry_after, std::to_string(rec.retry_after));
-  rec.status = res.result_int();
-  if (grpc) {
-    // A gRPC client shows a status, not a transport error: trailers-only, HTTP 200.
-    auto line = res.body();
-    while (!line.empty() && line.back() == '\n')
-      line.pop_back();
-    c.codec().submit_response(*ss.stream, 200, grpc_answer_fields(res, rec.status, line), false);
-    rec.status = 200;
-    c.kick();
-    co_return;
-  }
-  if (!c.codec().submit_response(*ss.stream, res.result_int(), h2_response_fields(res), true))
-    co_return;
-  co_await push_output(c, ss, res.body(), true, idle);
 }
 
 // The request body: taken from the stream as it arrives, each piece shown to the chain's
@@ -100,7 +57,7 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
     if (ec && ec != http::error::need_buffer) {
       rec.failed_upstream(errc::upstream_error);
       rec.refuse(errc::upstream_error, core::str_cat("sending request: ", ec.message()));
-      co_await answer(c, ss, rec, limits.idle_timeout);
+      co_await h2_answer(c, ss, rec, limits.idle_timeout);
       co_return false;
     }
     co_return true;
@@ -117,11 +74,11 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
     rec.bytes_in += piece.size();
     if (rec.bytes_in > ex.body_limit) {
       rec.refuse(errc::body_too_large, h1::body_limit_detail(ex));
-      co_await answer(c, ss, rec, limits.idle_timeout);
+      co_await h2_answer(c, ss, rec, limits.idle_timeout);
       co_return false;
     }
     if (observe && !chain.request_body(piece, last).passes()) {
-      co_await answer(c, ss, rec, limits.idle_timeout);
+      co_await h2_answer(c, ss, rec, limits.idle_timeout);
       co_return false;
     }
     co_await upload.pace(piece.size());
@@ -138,7 +95,7 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
   if (failed) {
     rec.failed_upstream(errc::upstream_error);
     rec.refuse(errc::upstream_error, "sending the request body failed");
-    co_await answer(c, ss, rec, limits.idle_timeout);
+    co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return false;
   }
   co_return true;
@@ -171,7 +128,7 @@ asio::awaitable<void> relay_response(h2_connection& c, h2_stream_state& ss, filt
   if (!ec && res_p->get().result_int() == 101) ec = http::error::bad_version;
   if (ec) {
     forward_detail::record_response_failure(rec, ec);
-    co_await answer(c, ss, rec, limits.idle_timeout);
+    co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return;
   }
   auto& res = res_p->get();
@@ -182,7 +139,7 @@ asio::awaitable<void> relay_response(h2_connection& c, h2_stream_state& ss, filt
   const bool upstream_keep_alive = res_p->keep_alive();
   strip_hop_by_hop(res);
   if (!chain.response_head().passes()) {
-    co_await answer(c, ss, rec, limits.idle_timeout);
+    co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return;
   }
   const bool filtered =
@@ -231,7 +188,7 @@ asio::awaitable<void> relay_response(h2_connection& c, h2_stream_state& ss, filt
     rec.bytes_out += piece.size();
     if (last && upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0)
       give_back(c, ss, up);
-    if (!co_await push_output(c, ss, piece, last, limits.idle_timeout)) co_return;
+    if (!co_await h2_push_output(c, ss, piece, last, limits.idle_timeout)) co_return;
   }
 }
 
@@ -243,15 +200,33 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
   auto& ex = chain.ex();
   auto& rec = ex.record;
   auto& s = c.session();
-  auto up = c.take_upstream();
-  if (!up->upstream) {
-    auto outcome = co_await connect_tls_upstream(s, *up, ex);
-    if (outcome.error != errc::ok) {
-      rec.connect_failed(outcome.error);
-      rec.refuse(outcome.error, outcome.detail);
-      co_return co_await answer(c, ss, rec, ex.snapshot->limits().idle_timeout);
+  const auto& limits = ex.snapshot->limits();
+  const bool want_h2 = upstream_h2_allowed(ex);
+  // The connection's HTTP/2 upstream, when the origin picked h2 for an earlier stream.
+  auto h2up = want_h2 ? c.upstream_h2() : nullptr;
+  std::unique_ptr<tunnel_context> up;
+  if (!h2up) {
+    up = c.take_upstream();
+    if (!up->upstream) {
+      auto outcome = co_await connect_tls_upstream(s, *up, ex, want_h2);
+      if (outcome.error != errc::ok) {
+        rec.connect_failed(outcome.error);
+        rec.refuse(outcome.error, outcome.detail);
+        co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
+      }
+      rec.connect_time = outcome.connect_time;
+      if (want_h2 && tls::negotiated_alpn(up->upstream->native_handle()) == tls::alpn_h2) {
+        h2up = std::make_shared<h2_upstream>(std::move(*up->upstream), up->upstream_text,
+                                             h2_client_limits(limits), limits.idle_timeout);
+        up->upstream.reset();
+        h2up->start();
+        c.set_upstream_h2(h2up);
+      }
     }
-    rec.connect_time = outcome.connect_time;
+  }
+  if (h2up) {
+    rec.upstream_protocol = "h2";
+    co_return co_await forward_h2_over_h2(c, ss, chain, req, held, *h2up);
   }
   rec.upstream = up->upstream_text;
   ss.upstream = up.get();
@@ -284,11 +259,56 @@ asio::awaitable<bool> hold_body(h2_connection& c, h2_stream_state& ss, filters::
     }
     if (!co_await await_change(c, ss, idle)) co_return false;
   }
-  co_await answer(c, ss, ex.record, idle);
+  co_await h2_answer(c, ss, ex.record, idle);
   co_return false;
 }
 
 }  // namespace
+
+// Queues `data` on the stream's output, waiting while the client's window keeps the output
+// above the stream's buffer. False when the stream or the connection ended, or the client did
+// not open its window within the idle timeout (a zero-window stall: the stream is reset).
+asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss, std::string_view data,
+                                     bool last, std::chrono::milliseconds idle) {
+  auto& st = *ss.stream;
+  if (st.closed) co_return false;
+  st.out.append(data);
+  st.out_end = last;
+  c.codec().resume(st);
+  c.kick();
+  while (!st.closed && (st.out_pending() > c.stream_buffer() || (last && st.out_pending() > 0))) {
+    if (!co_await await_change(c, ss, idle)) {
+      if (!st.closed && !c.closing()) {
+        c.codec().reset(st, NGHTTP2_CANCEL);
+        c.kick();
+      }
+      co_return false;
+    }
+  }
+  co_return !st.closed;
+}
+
+// The proxy's own answer (the refusal or failure in the record) on this stream.
+asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
+                                filters::exchange_record& rec, std::chrono::milliseconds idle) {
+  const bool grpc = ss.grpc;
+  auto res = make_answer(rec.reason, rec.detail, 11, true);
+  if (rec.retry_after > 0) res.set(http::field::retry_after, std::to_string(rec.retry_after));
+  rec.status = res.result_int();
+  if (grpc) {
+    // A gRPC client shows a status, not a transport error: trailers-only, HTTP 200.
+    auto line = res.body();
+    while (!line.empty() && line.back() == '\n')
+      line.pop_back();
+    c.codec().submit_response(*ss.stream, 200, grpc_answer_fields(res, rec.status, line), false);
+    rec.status = 200;
+    c.kick();
+    co_return;
+  }
+  if (!c.codec().submit_response(*ss.stream, res.result_int(), h2_response_fields(res), true))
+    co_return;
+  co_await h2_push_output(c, ss, res.body(), true, idle);
+}
 
 asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   auto& s = c.session();
@@ -311,17 +331,17 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   ss.grpc = is_grpc(req);
   if (bad) {
     rec.refuse(bad->reason, bad->detail);
-    co_return co_await answer(c, ss, rec, limits.idle_timeout);
+    co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   }
   if (shared.draining.load()) {
     rec.refuse(errc::shutting_down, "proxy is shutting down; retry");
-    co_return co_await answer(c, ss, rec, limits.idle_timeout);
+    co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   }
   // 2. The tunnel's agent.
   ex.agent = snap.find_agent(t.agent);
   if (!ex.agent) {
     rec.refuse(errc::auth_required, "agent no longer in the policy");
-    co_return co_await answer(c, ss, rec, limits.idle_timeout);
+    co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   }
   rec.agent = ex.agent->name;
   if (s.relay_binary) ex.binary = rec.binary = &*s.relay_binary;
@@ -330,14 +350,14 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   auto decided = chain.request_head();
   while (decided.waits())
     decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout));
-  if (!decided.passes()) co_return co_await answer(c, ss, rec, limits.idle_timeout);
+  if (!decided.passes()) co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   // 4. A body a filter must see whole, then credentials, then the head for the upstream.
   std::optional<std::string> held;
   if (ex.has_body && chain.request_body_use() == filters::body_use::whole) {
     held.emplace();
     if (!co_await hold_body(c, ss, chain, *held)) co_return;
   }
-  if (!chain.forward().passes()) co_return co_await answer(c, ss, rec, limits.idle_timeout);
+  if (!chain.forward().passes()) co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   h2_rewrite_for_upstream(req, ex, held ? &*held : nullptr);
   if (ss.stream->closed) {
     // The client reset the stream while it was decided: nothing goes upstream.

@@ -20,6 +20,8 @@
 
 namespace airlock::proxy {
 
+class h2_upstream;
+
 struct session_context {
   worker& w;
   boost::beast::tcp_stream client;
@@ -47,6 +49,9 @@ struct tunnel_context {
   boost::beast::flat_buffer upstream_buffer;
   std::string upstream_text;
   bool plain = false;  // the client speaks plain HTTP inside (no TLS, no upstream kept here)
+  // The origin picked h2: the tunnel's requests go as streams on this one connection
+  // (h2_upstream.hpp); `upstream` is then empty unless a request needed HTTP/1.1 (an upgrade).
+  std::shared_ptr<h2_upstream> h2 = nullptr;
 };
 
 }  // namespace airlock::proxy

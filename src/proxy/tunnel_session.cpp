@@ -6,6 +6,7 @@
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
 #include "proxy/h2_session.hpp"
+#include "proxy/h2_upstream.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/contexts.hpp"
 #include "tls/leaf_cache.hpp"
@@ -29,7 +30,7 @@ void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
 // After the TLS handshake with the client: serve the decrypted requests one by one.
 asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
                                         const active_policy& active, inner_exchanges inner) {
-  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false};
+  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false, nullptr};
   tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
   std::vector<tls::leaf_name> also;  // an IP literal's leaf also names the origin's names
@@ -66,6 +67,8 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
       if (!co_await inner.tls(s, client_tls, &t)) break;
     }
   }
+  // The origin's HTTP/2 connection, if the tunnel had one, ends with the tunnel.
+  if (t.h2) t.h2->close(true);
   end_tunnel_record(ex.record, s.requests > before);
   s.client.expires_after(std::chrono::seconds(2));
   co_await client_tls.async_shutdown(use_tuple);
@@ -75,7 +78,7 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
 // intercepted tunnel, without TLS. The tunnel is recorded by its requests when it carried any.
 asio::awaitable<void> serve_plain_tunnel(session_context& s, filters::exchange& ex,
                                          inner_exchanges inner) {
-  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true};
+  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true, nullptr};
   const auto before = s.requests;
   for (;;) {
     s.entry->idle = true;

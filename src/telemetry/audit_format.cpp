@@ -171,6 +171,7 @@ void append_audit_line(std::string& out, const audit_record& r) {
   num("port", r.port);
   str("path", r.path);
   str("protocol", r.protocol);
+  if (!r.upstream_protocol.empty()) str("upstream_protocol", r.upstream_protocol);
   key("rule");
   if (r.rule.empty()) {
     out.append("null");

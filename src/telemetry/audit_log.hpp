@@ -52,6 +52,7 @@ struct audit_record {
   std::chrono::microseconds duration{0};
   std::string_view upstream;               // "ip:port" connected to; empty if none
   std::string_view protocol = "http/1.1";  // what carried it: "http/1.1", "h2", "websocket"
+  std::string_view upstream_protocol;      // "h2" when the origin was spoken to over HTTP/2
   std::string_view client;                 // "ip:port" of the client
   std::string_view policy_version;
   // Response redaction: how often each redactor (or "secret:NAME") fired; absent when none.

@@ -82,11 +82,19 @@ void append_key_part(std::string& key, std::string_view part) {
 }
 
 std::string tuple_key(std::string_view agent, std::string_view rule, std::string_view decision,
-                      std::string_view reason) {
+                      std::string_view reason, std::string_view protocol) {
   std::string key;
-  for (auto part : {agent, rule, decision, reason})
+  for (auto part : {agent, rule, decision, reason, protocol})
     append_key_part(key, part);
   return key;
+}
+
+// The carrying protocol as a label of three values (a fixed cardinality): "h2", "ws" for a
+// WebSocket connection, "h1" for anything else (HTTP/1.x requests and CONNECT tunnels).
+std::string_view protocol_label(std::string_view protocol) {
+  if (protocol == "h2") return "h2";
+  if (protocol == "websocket") return "ws";
+  return "h1";
 }
 
 struct request_series {
@@ -113,10 +121,12 @@ struct metrics::impl {
       : id(next_instance_id.fetch_add(1)),
         registry(std::make_shared<prometheus::Registry>()),
         max_request_series(max_series),
-        requests(prometheus::BuildCounter()
-                     .Name("airlock_requests_total")
-                     .Help("Requests and tunnels finished, by agent, rule, decision and reason.")
-                     .Register(*registry)),
+        requests(
+            prometheus::BuildCounter()
+                .Name("airlock_requests_total")
+                .Help(
+                    "Requests and tunnels finished, by agent, rule, decision, reason and protocol.")
+                .Register(*registry)),
         request_duration(prometheus::BuildHistogram()
                              .Name("airlock_request_duration_seconds")
                              .Help("Time from the request's arrival to the end of its response "
@@ -252,9 +262,9 @@ struct metrics::impl {
   }
 
   request_series* lookup(std::string_view agent, std::string_view rule, std::string_view decision,
-                         std::string_view reason);
+                         std::string_view reason, std::string_view protocol);
   request_series create(std::string_view agent, std::string_view rule, std::string_view decision,
-                        std::string_view reason);
+                        std::string_view reason, std::string_view protocol);
 
   const std::uint64_t id;
   std::shared_ptr<prometheus::Registry> registry;
@@ -300,7 +310,8 @@ struct metrics::impl {
 };
 
 request_series metrics::impl::create(std::string_view agent_raw, std::string_view rule_raw,
-                                     std::string_view decision_raw, std::string_view reason_raw) {
+                                     std::string_view decision_raw, std::string_view reason_raw,
+                                     std::string_view protocol) {
   std::string agent(policy_label(agent_raw));
   std::string rule(policy_label(rule_raw));
   std::size_t d = decision_index(decision_raw);
@@ -308,19 +319,22 @@ request_series metrics::impl::create(std::string_view agent_raw, std::string_vie
   std::string reason(errc_label(reason_raw));
 
   std::lock_guard lk(mu);
-  std::string tuple = tuple_key(agent, rule, decision, reason);
+  std::string tuple = tuple_key(agent, rule, decision, reason, protocol);
   if (!request_tuples.contains(tuple)) {
     if (request_tuples.size() >= max_request_series) {
       // A policy with thousands of agents x rules (or a bug feeding request data into labels)
       // must not grow the exposition without bound: fold the rest into one agent/rule.
       agent = rule = std::string(overflow_label);
-      tuple = tuple_key(agent, rule, decision, reason);
+      tuple = tuple_key(agent, rule, decision, reason, protocol);
     }
     request_tuples.insert(tuple);
   }
   request_series s;
-  s.requests =
-      &requests.Add({{"agent", agent}, {"rule", rule}, {"decision", decision}, {"reason", reason}});
+  s.requests = &requests.Add({{"agent", agent},
+                              {"rule", rule},
+                              {"decision", decision},
+                              {"reason", reason},
+                              {"protocol", std::string(protocol)}});
   s.bytes_from_client = &request_bytes.Add({{"agent", agent}, {"direction", "from_client"}});
   s.bytes_to_client = &request_bytes.Add({{"agent", agent}, {"direction", "to_client"}});
   s.duration = duration_by_decision[d];
@@ -329,19 +343,20 @@ request_series metrics::impl::create(std::string_view agent_raw, std::string_vie
 }
 
 request_series* metrics::impl::lookup(std::string_view agent, std::string_view rule,
-                                      std::string_view decision, std::string_view reason) {
+                                      std::string_view decision, std::string_view reason,
+                                      std::string_view protocol) {
   thread_local request_cache cache;
   if (cache.owner != id) {
     cache.map.clear();
     cache.owner = id;
   }
   cache.key.clear();
-  for (auto part : {agent, rule, decision, reason})
+  for (auto part : {agent, rule, decision, reason, protocol})
     append_key_part(cache.key, part);
   auto it = cache.map.find(cache.key);
   if (it != cache.map.end()) return &it->second;
   if (cache.map.size() >= max_cached_per_thread) cache.map.clear();
-  auto s = create(agent, rule, decision, reason);
+  auto s = create(agent, rule, decision, reason, protocol);
   return &cache.map.emplace(cache.key, s).first->second;
 }
 
@@ -363,8 +378,9 @@ std::string metrics::serialize() const {
 void metrics::request_finished(std::string_view agent, std::string_view rule,
                                std::string_view decision, std::string_view reason,
                                std::chrono::microseconds duration, std::uint64_t bytes_from_client,
-                               std::uint64_t bytes_to_client, bool tunnel) {
-  request_series* s = impl_->lookup(agent, rule, decision, reason);
+                               std::uint64_t bytes_to_client, bool tunnel,
+                               std::string_view protocol) {
+  request_series* s = impl_->lookup(agent, rule, decision, reason, protocol_label(protocol));
   s->requests->Increment();
   (tunnel ? s->tunnel_duration : s->duration)->Observe(seconds(duration));
   if (bytes_from_client) s->bytes_from_client->Increment(static_cast<double>(bytes_from_client));

@@ -20,7 +20,7 @@ namespace airlock::telemetry {
 
 class metrics {
  public:
-  // max_request_series bounds the distinct (agent, rule, decision, reason) series of
+  // max_request_series bounds the distinct (agent, rule, decision, reason, protocol) series of
   // airlock_requests_total; tuples beyond it are counted with agent and rule "_overflow".
   static constexpr std::size_t default_max_request_series = 10000;
   explicit metrics(std::string_view build_version,
@@ -39,11 +39,13 @@ class metrics {
   // airlock_request_duration_seconds{decision} (or, when `tunnel` is true, the tunnel's
   // lifetime in airlock_tunnel_duration_seconds, so that long-lived tunnels do not swamp the
   // request latency quantiles) and adds the bytes to airlock_request_bytes_total{agent,direction}.
+  // `protocol`: what carried it ("http/1.1", "h2", "websocket"), the counter's `protocol` label
+  // as one of h1, h2, ws (anything else is h1).
   // Takes no lock once the calling thread has seen the same label tuple (thread-local cache).
   void request_finished(std::string_view agent, std::string_view rule, std::string_view decision,
                         std::string_view reason, std::chrono::microseconds duration,
                         std::uint64_t bytes_from_client, std::uint64_t bytes_to_client,
-                        bool tunnel = false);
+                        bool tunnel = false, std::string_view protocol = "http/1.1");
 
   void connection_opened() noexcept;  // client connections (gauge + counter)
   void connection_closed() noexcept;

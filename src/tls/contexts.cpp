@@ -197,6 +197,13 @@ void offer_h2(SSL* ssl, bool allow) {
   SSL_set_ex_data(ssl, h2_index(), allow ? &mark : nullptr);
 }
 
+bool offer_upstream_h2(SSL* ssl) {
+  // RFC 7301 section 3.1 wire format, our preference first. SSL_set_alpn_protos returns 0 on
+  // success.
+  static constexpr unsigned char both[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  return SSL_set_alpn_protos(ssl, both, sizeof both) == 0;
+}
+
 std::string_view negotiated_alpn(const SSL* ssl) {
   const unsigned char* data = nullptr;
   unsigned int len = 0;

@@ -74,6 +74,10 @@ std::string handshake_failure_reason(const SSL* ssl, const boost::system::error_
 // Call before the handshake; off by default.
 void offer_h2(SSL* ssl, bool allow);
 
+// Upstream side: offers "h2" before "http/1.1" on this one connection (the context offers
+// "http/1.1" alone), so an origin that speaks HTTP/2 may pick it. Call before the handshake.
+bool offer_upstream_h2(SSL* ssl);
+
 // The ALPN protocol agreed on this connection, "" when none. Points into ssl's memory: valid
 // while ssl lives.
 std::string_view negotiated_alpn(const SSL* ssl);

@@ -4,11 +4,16 @@ are `/package.Service/Method`. A refused call is answered as gRPC (HTTP 200, tra
 grpc-status 7 PERMISSION_DENIED for a 403, 8 RESOURCE_EXHAUSTED for a 429, grpc-message the
 reason), so the client library shows a status, not a transport error.
 
-(Calls that are allowed go on to the origin over HTTP/1.1 today, which a gRPC server does not
-speak: they are not shown here; see docs/policy.md, "Protocols: HTTP/2".)
+Allowed calls go on to the origin over HTTP/2 (it picks h2 in ALPN): GrpcCallsCase runs a
+grpcio server on 127.0.0.1 with a certificate from the test CA, and a unary and a
+bidirectional-streaming call reach it through the proxy with a header the rule injects (the
+server refuses a call without it; the client never had it), their trailers (grpc-status and the
+server's own metadata) coming back.
 """
 
+import queue
 import unittest
+from concurrent import futures
 
 import grpc
 
@@ -76,6 +81,134 @@ class GrpcRefusalCase(ProxyTestCase):
         self.assertIn(grpc.StatusCode.RESOURCE_EXHAUSTED, codes, codes)
         rec = self.proxy.wait_audit(host="limited.test", reason="rate_limited")
         self.assertIsNotNone(rec)
+
+
+class GrpcServer:
+    """A grpcio server with TLS on 127.0.0.1 (port 0): /airlock.test.Echo/Allowed (unary) and
+    /airlock.test.Echo/Chat (bidirectional), raw bytes, both insisting on the injected header."""
+
+    def __init__(self, pair):
+        cert, key = pair
+        with open(cert, "rb") as f:
+            cert_pem = f.read()
+        with open(key, "rb") as f:
+            key_pem = f.read()
+        self.metadata = []
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        handler = grpc.method_handlers_generic_handler("airlock.test.Echo", {
+            "Allowed": grpc.unary_unary_rpc_method_handler(self.unary),
+            "Chat": grpc.stream_stream_rpc_method_handler(self.chat)})
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_secure_port(
+            "127.0.0.1:0", grpc.ssl_server_credentials([(key_pem, cert_pem)]))
+        self.server.start()
+
+    def check(self, context):
+        md = dict(context.invocation_metadata())
+        self.metadata.append(md)
+        if md.get("x-injected") != "injected-value":
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "no injected credential")
+
+    def unary(self, request, context):
+        self.check(context)
+        if request == b"fail":
+            context.abort(grpc.StatusCode.NOT_FOUND, "nothing here")
+        context.set_trailing_metadata((("x-server-trailer", "s1"),))
+        return b"echo:" + request
+
+    def chat(self, requests, context):
+        self.check(context)
+        for r in requests:
+            yield b"echo:" + r
+
+    def stop(self):
+        self.server.stop(None).wait()
+
+
+class GrpcCallsCase(ProxyTestCase):
+    admin = False
+
+    @classmethod
+    def extra_setup(cls):
+        cls.ica = AirlockCA()
+        cls.certs = OriginCerts(names=("grpcup.test",))
+        cls.grpc = GrpcServer(cls.certs.good)
+        with open(cls.ica.cert, "rb") as f:
+            cls.ca_pem = f.read()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.grpc.stop()
+        cls.certs.cleanup()
+        cls.ica.cleanup()
+
+    @classmethod
+    def policy(cls):
+        return make_policy([
+            origin_rule(cls.origin.port),
+            {"name": "grpc-up", "hosts": ["grpcup.test"], "addresses": ["127.0.0.1"],
+             "allow_cidrs": ["127.0.0.1/32"], "ports": [cls.grpc.port], "inspect": True,
+             "methods": ["POST"], "paths": [r"^/airlock\.test\.Echo/(Allowed|Chat)$"],
+             "inject": {"headers": {"X-Injected": "injected-value"}}},
+        ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
+                "upstream_ca": cls.certs.ca_cert})
+
+    def channel(self):
+        channel = grpc.secure_channel(
+            "grpcup.test:%d" % self.grpc.port,
+            grpc.ssl_channel_credentials(root_certificates=self.ca_pem),
+            options=[("grpc.http_proxy", "http://127.0.0.1:%d" % self.port),
+                     ("grpc.enable_http_proxy", 1)])
+        self.addCleanup(channel.close)
+        return channel
+
+    def test_unary_call_with_injected_credential_and_trailers(self):
+        stub = self.channel().unary_unary("/airlock.test.Echo/Allowed")
+        answer, call = stub.with_call(b"payload", timeout=20)
+        self.assertEqual(answer, b"echo:payload")
+        self.assertEqual(call.code(), grpc.StatusCode.OK)
+        self.assertEqual(dict(call.trailing_metadata()).get("x-server-trailer"), "s1")
+        self.assertEqual(self.grpc.metadata[-1].get("x-injected"), "injected-value")
+        rec = self.proxy.wait_audit(path="/airlock.test.Echo/Allowed")
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+        self.assertEqual(rec["protocol"], "h2")
+        self.assertEqual(rec.get("upstream_protocol"), "h2")
+        self.assertEqual(rec["decision"], "allow")
+
+    def test_server_status_reaches_the_client(self):
+        # A status without a message (trailers only, or a head then trailers) is the server's
+        # answer, passed on as it is.
+        stub = self.channel().unary_unary("/airlock.test.Echo/Allowed")
+        with self.assertRaises(grpc.RpcError) as caught:
+            stub(b"fail", timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND, caught.exception)
+        self.assertEqual(caught.exception.details(), "nothing here")
+
+    def test_bidirectional_stream_in_turns(self):
+        # Each message waits for the answer to the one before: only a proxy that carries both
+        # directions at once gets through.
+        stub = self.channel().stream_stream("/airlock.test.Echo/Chat")
+        answered = queue.Queue()
+
+        def messages():
+            for i in range(3):
+                yield b"m%d" % i
+                answered.get(timeout=20)
+
+        got = []
+        for r in stub(messages(), timeout=30):
+            got.append(r)
+            answered.put(True)
+        self.assertEqual(got, [b"echo:m0", b"echo:m1", b"echo:m2"])
+        self.assertEqual(self.grpc.metadata[-1].get("x-injected"), "injected-value")
+
+    def test_denied_method_never_reaches_the_server(self):
+        before = len(self.grpc.metadata)
+        stub = self.channel().unary_unary("/airlock.test.Echo/Other")
+        with self.assertRaises(grpc.RpcError) as caught:
+            stub(b"x", timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+        self.assertEqual(len(self.grpc.metadata), before)
 
 
 if __name__ == "__main__":

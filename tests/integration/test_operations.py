@@ -479,7 +479,9 @@ class MetricsTrafficTest(OpsTestCase):
         metrics = Metrics(text)
         for s in metrics.series("airlock_requests_total"):
             with self.subTest(series=s):
-                self.assertEqual(set(s.labels), {"agent", "rule", "decision", "reason"})
+                self.assertEqual(set(s.labels), {"agent", "rule", "decision", "reason",
+                                                 "protocol"})
+                self.assertIn(s.labels["protocol"], {"h1", "h2", "ws"})
                 self.assertIn(s.labels["agent"], agents)
                 self.assertIn(s.labels["rule"], rules)
                 self.assertIn(s.labels["decision"], decisions)

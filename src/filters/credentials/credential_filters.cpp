@@ -42,6 +42,22 @@ class placeholder_guard final : public filter {
     return hit == placeholder_scanner::none ? verdict::next() : refuse(ex, hit);
   }
 
+  // Request trailers are checked as the head is: a placeholder for a host its secret is not
+  // bound to is refused, in a name or a value. (They are never swapped for values: the
+  // injection filter edits the head only, docs/policy.md.)
+  verdict on_trailers(exchange& ex, boost::beast::http::fields& fields, bool response) override {
+    if (response) return verdict::next();
+    for (const auto& f : fields) {
+      for (const auto text : {f.name_string(), f.value()}) {
+        placeholder_scanner scan(secrets_, ex.target.host);  // one per text: no carry between
+        if (!scan.active()) return verdict::next();
+        const std::size_t hit = scan.scan(text);
+        if (hit != placeholder_scanner::none) return refuse(ex, hit);
+      }
+    }
+    return verdict::next();
+  }
+
   // A WebSocket message from the agent is a body like any other: a placeholder for a host its
   // secret is not bound to is refused. Each message is whole, so a fresh scanner reads it.
   verdict on_message(exchange& ex, const message& m) override {

@@ -82,6 +82,15 @@ class redaction_filter final : public filter {
     return verdict::next();
   }
 
+  // Response trailers are redacted as the head is (gRPC's grpc-message may echo a value).
+  // Request trailers are not this filter's.
+  verdict on_trailers(exchange& ex, http::fields& fields, bool response) override {
+    if (!response || !engine_) return verdict::next();
+    redact_head(*engine_, fields, header_hits_);
+    if (!body_) ex.record.redactions = engine_->named(header_hits_);
+    return verdict::next();
+  }
+
   void on_end(exchange& ex) override {
     if (!body_) return;
     auto hits = body_->redaction().hits();

@@ -260,3 +260,43 @@ TEST_F(pipeline_test, RefusalsCountTowardsTheBreakerWhenTheExchangeEnds) {
 
 }  // namespace
 }  // namespace airlock::filters
+
+namespace airlock::filters {
+namespace {
+
+// Trailers (chain::trailers): a request's pass the placeholder guard as its head does; a
+// response's are redacted as its head is.
+TEST_F(pipeline_test, TrailersArePolicedAndRedactedAsHeads) {
+  load(kRules);
+  {
+    auto& ex = request(http::verb::post, "other.example.com", "/");
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes()) << ex.record.detail;
+    http::fields clean;
+    clean.insert("x-checksum", "abc");
+    EXPECT_TRUE(c.trailers(clean, false).passes());
+    http::fields leaking;
+    leaking.insert("x-token", std::string("Bearer ") + kPlaceholder);
+    EXPECT_TRUE(c.trailers(leaking, false).refused());
+    EXPECT_EQ(ex.record.reason, core::errc::placeholder_refused);
+  }
+  auto& ex = request(http::verb::get, "api.example.com", "/");
+  chain c(pipeline_->factories(), ex);
+  ASSERT_TRUE(c.request_head().passes());
+  ASSERT_TRUE(c.forward().passes());
+  http::response<http::empty_body> res{http::status::ok, 11};
+  res.set(http::field::content_type, "application/grpc");
+  ex.response = &res;
+  ex.response_has_body = false;
+  ASSERT_TRUE(c.response_head().passes());
+  http::fields trailers;
+  trailers.insert("grpc-status", "0");
+  trailers.insert("grpc-message", std::string("echo ") + kToken);
+  ASSERT_TRUE(c.trailers(trailers, true).passes());
+  EXPECT_EQ(std::string(trailers["grpc-message"]).find(kToken), std::string::npos);
+  EXPECT_EQ(trailers["grpc-status"], "0");
+  EXPECT_FALSE(ex.record.redactions.empty());
+}
+
+}  // namespace
+}  // namespace airlock::filters

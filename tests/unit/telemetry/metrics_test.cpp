@@ -71,8 +71,26 @@ std::size_t series_count(metrics& m, std::string_view name) {
   return f ? f->metric.size() : 0;
 }
 
-label_map req(std::string agent, std::string rule, std::string decision, std::string reason) {
-  return {{"agent", agent}, {"rule", rule}, {"decision", decision}, {"reason", reason}};
+label_map req(std::string agent, std::string rule, std::string decision, std::string reason,
+              std::string protocol = "h1") {
+  return {{"agent", agent},
+          {"rule", rule},
+          {"decision", decision},
+          {"reason", reason},
+          {"protocol", protocol}};
+}
+
+TEST(Metrics, ProtocolLabelHasThreeValues) {
+  metrics m("1");
+  m.request_finished("a", "r", "allow", "ok", 1ms, 0, 0, false, "h2");
+  m.request_finished("a", "r", "allow", "ok", 1ms, 0, 0, false, "h2");
+  m.request_finished("a", "r", "allow", "ok", 1ms, 0, 0, false, "websocket");
+  m.request_finished("a", "r", "allow", "ok", 1ms, 0, 0, false, "http/1.1");
+  m.request_finished("a", "r", "allow", "ok", 1ms, 0, 0, false, "gopher");  // anything else: h1
+  EXPECT_EQ(counter(m, "airlock_requests_total", req("a", "r", "allow", "ok", "h2")), 2);
+  EXPECT_EQ(counter(m, "airlock_requests_total", req("a", "r", "allow", "ok", "ws")), 1);
+  EXPECT_EQ(counter(m, "airlock_requests_total", req("a", "r", "allow", "ok", "h1")), 2);
+  EXPECT_EQ(series_count(m, "airlock_requests_total"), 3u);
 }
 
 TEST(Metrics, RequestCountersHistogramAndBytes) {
@@ -353,8 +371,8 @@ TEST(Metrics, SerializeContainsEveryFamily) {
         "airlock_build_info gauge"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + "\n"), std::string::npos) << family;
   }
-  EXPECT_NE(text.find(R"(airlock_requests_total{agent="coder",decision="allow",reason="ok",)"
-                      R"(rule="github"} 2)"),
+  EXPECT_NE(text.find(R"(airlock_requests_total{agent="coder",decision="allow",protocol="h1",)"
+                      R"(reason="ok",rule="github"} 2)"),
             std::string::npos)
       << text;
 }
