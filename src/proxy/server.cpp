@@ -370,6 +370,13 @@ std::string server::agents_json() const {
     o["suspended_seconds_left"] = a.suspended_seconds_left;
     o["in_flight"] = a.in_flight;
     o["concurrent"] = a.concurrent;
+    // null: no such quota, or the fleet's (state: redis), which this replica does not count.
+    auto left = [](const std::optional<std::uint64_t>& v) -> boost::json::value {
+      if (v) return *v;
+      return nullptr;
+    };
+    o["requests_per_hour_left"] = left(a.requests_per_hour_left);
+    o["bytes_per_hour_left"] = left(a.bytes_per_hour_left);
     agents.push_back(std::move(o));
   }
   boost::json::object root;

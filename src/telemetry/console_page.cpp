@@ -110,15 +110,18 @@ document.getElementById("token-clear").addEventListener("click", () => {
   tokenInput.placeholder = "";
 });
 if (operatorToken()) tokenInput.placeholder = "token set";
-// An agent's rate and quotas (GET /agents `limits`), 0 meaning none.
-function limitsText(l) {
+// An agent's rate and quotas (GET /agents `limits`, 0 meaning none), with what is left of
+// each hourly quota where this replica counts it (`*_left`, null otherwise).
+function limitsText(l, a) {
   if (!l) return "";
+  const left = (v) => (a && a[v] !== null && a[v] !== undefined) ? " (" + a[v] + " left)" : "";
   const parts = [];
   if (l.requests) parts.push(l.requests + (l.per_seconds === 60 ? "/min" : "/s") +
                              (l.burst ? " burst " + l.burst : ""));
   if (l.concurrent) parts.push(l.concurrent + " at once");
-  if (l.requests_per_hour) parts.push(l.requests_per_hour + " requests/h");
-  if (l.bytes_per_hour) parts.push(l.bytes_per_hour + " bytes/h");
+  if (l.requests_per_hour)
+    parts.push(l.requests_per_hour + " requests/h" + left("requests_per_hour_left"));
+  if (l.bytes_per_hour) parts.push(l.bytes_per_hour + " bytes/h" + left("bytes_per_hour_left"));
   if (l.upload_bytes_per_second) parts.push("up " + l.upload_bytes_per_second + " B/s");
   if (l.download_bytes_per_second) parts.push("down " + l.download_bytes_per_second + " B/s");
   return parts.length ? parts.join(", ") : "none";
@@ -188,7 +191,7 @@ async function refresh() {
            a.stopped ? "stopped" : "");
       cell(tr, a.in_flight);
       cell(tr, a.concurrent);
-      cell(tr, limitsText(a.limits), "limits");
+      cell(tr, limitsText(a.limits, a), "limits");
       const b = a.breaker;
       cell(tr, b && b.max_failures ? b.max_failures + " failures in " + b.window_seconds +
                                          " s: " + b.cooldown_seconds + " s off"

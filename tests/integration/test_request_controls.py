@@ -401,6 +401,35 @@ class ConcurrencyTest(ControlsTestCase):
         self.assertEqual(self.get("/echo/after").status, 200)
 
 
+class QuotaStatusTest(ControlsTestCase):
+    """GET /agents says what is left of an agent's hourly quotas (the console shows it)."""
+
+    @classmethod
+    def policy(cls):
+        p = cls.origin.port
+        return make_policy(
+            [origin_rule(p)],
+            agents={"default": {"rules": ["origin"],
+                                "rate": {"requests_per_hour": 5, "bytes_per_hour": "1MiB"}},
+                    "alpha": {"rules": ["origin"], "token_sha256": sha256_hex(ALPHA_TOKEN)}},
+            listen=dict(ADMIN))
+
+    def test_left_of_each_quota(self):
+        for _ in range(2):
+            self.assertEqual(self.get("/echo/q").status, 200)
+        self.assertEqual(self.get("/echo/a", [bearer(ALPHA_TOKEN)]).status, 200)
+        agents = {a["name"]: a for a in
+                  admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]}
+        self.assertEqual(agents["default"]["requests_per_hour_left"], 3, agents)
+        left = agents["default"]["bytes_per_hour_left"]
+        self.assertIsNotNone(left, agents)
+        self.assertLessEqual(left, 1 << 20)
+        self.assertGreater(left, (1 << 20) - 4096)  # two small echoed bodies
+        # No quota: null, not a number that reads as exhausted.
+        self.assertIsNone(agents["alpha"]["requests_per_hour_left"], agents)
+        self.assertIsNone(agents["alpha"]["bytes_per_hour_left"], agents)
+
+
 class BreakerTest(ControlsTestCase):
     @classmethod
     def policy(cls):

@@ -239,7 +239,13 @@ std::vector<agent_status> registry::status(std::int64_t now_ns) const {
       }
       s.in_flight = e.state->buckets.gate.in_flight();
       s.concurrent = e.limits.concurrent;
-      s.requests_available = e.state->buckets.requests.available(e.limits.requests, now_ns);
+      const bucket_state& b = e.state->buckets;
+      s.requests_available = b.requests.available(e.limits.requests, now_ns);
+      if (e.limits.source.requests_per_hour != 0 && !b.shared_requests_per_hour)
+        s.requests_per_hour_left =
+            b.requests_per_hour.available(e.limits.requests_per_hour, now_ns);
+      if (e.limits.source.bytes_per_hour != 0 && !b.shared_bytes_per_hour)
+        s.bytes_per_hour_left = b.bytes_per_hour.available(e.limits.bytes_per_hour, now_ns);
       out.push_back(std::move(s));
     }
   }

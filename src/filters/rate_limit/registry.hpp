@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ struct agent_status {
   std::uint32_t in_flight = 0;   // requests and tunnels; counted only when `concurrent` is set
   std::uint32_t concurrent = 0;  // the cap; 0 = none
   std::uint64_t requests_available = 0;  // tokens in the request bucket; 0 when unset
+  // What is left of the hourly quotas in this process's buckets; nullopt when the quota is not
+  // set, or is kept in the shared store (state: redis), whose count this process does not hold.
+  std::optional<std::uint64_t> requests_per_hour_left;
+  std::optional<std::uint64_t> bytes_per_hour_left;
 };
 
 class registry {

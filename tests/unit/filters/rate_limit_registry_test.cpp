@@ -150,6 +150,26 @@ TEST(RateLimitRegistry, Status) {
   EXPECT_TRUE(st[2].stopped);
 }
 
+// What the console shows of an agent's hourly quotas: what is left of each one set, nothing
+// for one that is not.
+TEST(RateLimitRegistry, StatusSaysWhatIsLeftOfTheHourlyQuotas) {
+  registry reg;
+  policy::model::rate r;
+  r.requests_per_hour = 10;
+  r.bytes_per_hour = 1000;
+  auto p = reg.bind({agent("coder", r), agent("bot")});
+  for (int i = 0; i < 3; ++i) {
+    admission a = p->admit(0, plan::no_rule, t0);
+    ASSERT_TRUE(a.admitted());
+  }
+  const auto st = reg.status(t0);
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].requests_per_hour_left, std::optional<std::uint64_t>(7));
+  EXPECT_EQ(st[0].bytes_per_hour_left, std::optional<std::uint64_t>(1000));
+  EXPECT_EQ(st[1].requests_per_hour_left, std::nullopt);
+  EXPECT_EQ(st[1].bytes_per_hour_left, std::nullopt);
+}
+
 TEST(RateLimitRegistry, TicketsOutliveRegistryAndPlan) {
   admission held;
   std::weak_ptr<const plan> weak;
