@@ -27,6 +27,7 @@ import unittest
 import yaml
 
 from harness import capabilities, env
+from harness.ops_admin import admin_paths
 from harness.proxy import Airlock, run_airlock
 
 ROOT = env.REPO_ROOT
@@ -64,12 +65,6 @@ def exported_metrics():
     for n in names:
         series |= {n + "_bucket", n + "_sum", n + "_count"}
     return names, series
-
-
-def admin_paths():
-    """Paths the admin server answers (src/telemetry/admin_server.cpp)."""
-    with open(os.path.join(ROOT, "src", "telemetry", "admin_server.cpp")) as f:
-        return set(re.findall(r'path == "(/[a-z]*)"', f.read()))
 
 
 def host_port(text):

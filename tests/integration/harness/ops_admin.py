@@ -395,3 +395,23 @@ def bad_policy_text(policy):
     text = yaml.safe_dump(policy, sort_keys=False)
     line = next(i for i, l in enumerate(text.splitlines(), 1) if "unclosed-group" in l)
     return text, line, "rules[%d].paths[0]" % index
+
+
+def admin_router_source():
+    """The admin port's router, as text: admin_routes.cpp and admin_server.cpp (the listener)."""
+    source = ""
+    for name in ("admin_server.cpp", "admin_routes.cpp"):
+        path = os.path.join(env.REPO_ROOT, "src", "telemetry", name)
+        if os.path.exists(path):
+            with open(path) as f:
+                source += f.read()
+    return source
+
+
+def admin_paths():
+    """The exact paths the admin port answers. Never empty: a router moved elsewhere is an error
+    here, not an empty set that every membership test would fail on obscurely."""
+    paths = set(re.findall(r'path == "(/[a-z]*)"', admin_router_source()))
+    if not paths:
+        raise AssertionError("no admin routes found in src/telemetry/admin_{server,routes}.cpp")
+    return paths
