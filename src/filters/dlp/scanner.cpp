@@ -105,26 +105,20 @@ void scanner::scan(std::string_view text, kind how, std::string_view location,
   scan(text, how, location, out, false);
 }
 
-bool scanner::holds_placeholder(std::string_view text) const {
-  return std::any_of(placeholders_.begin(), placeholders_.end(),
-                     [&](const std::string& p) { return text.find(p) != std::string_view::npos; });
-}
-
 void scanner::scan_all(const std::vector<piece>& pieces, findings& out) const {
-  // A piece with a placeholder is read with the placeholder blanked out, which the joined
-  // look would not see: such a piece takes its own.
   bool quiet = false;
   if (pieces.size() > 1 && engine_->joinable()) {
     std::string joined;
     for (const piece& p : pieces) {
-      if (holds_placeholder(p.text)) continue;
       joined.append(p.text);
       joined.push_back('\n');
     }
     quiet = !engine_->may_match(joined);
   }
+  // scan() takes `quiet` only for a piece it reads as given: one with a placeholder is read
+  // blanked out, which the joined look did not see, and gets a look of its own.
   for (const piece& p : pieces)
-    scan(p.text, p.how, p.location, out, quiet && !holds_placeholder(p.text));
+    scan(p.text, p.how, p.location, out, quiet);
 }
 
 void scanner::scan(std::string_view text, kind how, std::string_view location, findings& out,

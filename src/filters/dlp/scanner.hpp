@@ -88,7 +88,6 @@ class scanner {
   void read_tokens(std::string_view text, int depth, std::string_view location,
                    findings& out) const;
   bool entropic(std::string_view token) const;
-  bool holds_placeholder(std::string_view text) const;
 
   std::shared_ptr<const redaction::engine> engine_;
   bool seed_ = false;
