@@ -28,6 +28,7 @@ import json
 import re
 import urllib.request
 
+from .report import median, round_rates
 from .scenarios import Target
 from .servers import LOOPBACK, Airlock, BenchError
 
@@ -232,7 +233,7 @@ def summary(results, settings):
     ctrl = results.get("airlock_ctrl", {}).get("controls")
     if not bare or not ctrl or "broken" in bare or "broken" in ctrl:
         return None
-    per_round = [c / b for b, c in zip(_round_rates(bare), _round_rates(ctrl)) if b]
+    per_round = [c / b for b, c in zip(round_rates(bare), round_rates(ctrl)) if b]
     ratio = ctrl["requests_per_second"] / bare["requests_per_second"]
     return {
         "bare_requests_per_second": bare["requests_per_second"],
@@ -252,12 +253,6 @@ def summary(results, settings):
         "seconds_per_run": settings["controls_seconds"],
         "connections": settings["small_connections"],
     }
-
-
-def _round_rates(r):
-    if "rounds" in r:
-        return [x["requests_per_second"] for x in r["rounds"]]
-    return [r["requests_per_second"]]
 
 
 def table(s):
@@ -291,8 +286,7 @@ def table(s):
     out.append("")
     rr = s["round_ratios"]
     if len(rr) > 1:
-        med = sorted(rr)[len(rr) // 2] if len(rr) % 2 else \
-            (sorted(rr)[len(rr) // 2 - 1] + sorted(rr)[len(rr) // 2]) / 2
+        med = median(rr)
         out.append(f"  requests/s ratio per round: {min(rr):.3f}-{max(rr):.3f}, median {med:.3f}")
     out.append(f"  by airlock's CPU alone (bare CPU / ctrl CPU per request, what the req/s ratio "
                f"would be with airlock the only bottleneck): {s['cpu_ratio']:.3f}x")

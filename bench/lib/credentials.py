@@ -32,6 +32,7 @@ import os
 import re
 import urllib.request
 
+from .report import median, round_rates
 from .scenarios import Target
 from .servers import LOOPBACK, Airlock, BenchError
 
@@ -346,7 +347,7 @@ def summary(results, settings):
             "cred_requests_per_second": cred["requests_per_second"],
             "ratio": round(ratio, 4),
             "round_ratios": [round(c / b, 4) for b, c in
-                             zip(_round_rates(bare), _round_rates(cred)) if b],
+                             zip(round_rates(bare), round_rates(cred)) if b],
             "bare_cpu_us_per_request": bare["cpu_us_per_request"],
             "cred_cpu_us_per_request": cred["cpu_us_per_request"],
             # What cred/bare req/s would be if airlock's CPU alone set the pace.
@@ -364,17 +365,6 @@ def summary(results, settings):
     out["seconds_per_run"] = settings["credentials_seconds"]
     out["connections"] = settings["small_connections"]
     return out
-
-
-def _round_rates(r):
-    if "rounds" in r:
-        return [x["requests_per_second"] for x in r["rounds"]]
-    return [r["requests_per_second"]]
-
-
-def _median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
 def table(s):
@@ -417,7 +407,7 @@ def table(s):
             continue
         rr = m["round_ratios"]
         spread = (f"requests/s ratio per round {min(rr):.3f}-{max(rr):.3f}, median "
-                  f"{_median(rr):.3f}; " if len(rr) > 1 else "")
+                  f"{median(rr):.3f}; " if len(rr) > 1 else "")
         out.append(f"  {label.split(' ')[0]}: {spread}by airlock's CPU alone (bare CPU / cred "
                    f"CPU per request): {m['cpu_ratio']:.3f}x")
     return "\n".join(out)

@@ -32,12 +32,12 @@ import json
 import os
 import random
 import re
-import resource
 import string
 import subprocess
 import time
 
 from . import procfs
+from .report import median, round_rates
 from .scenarios import Target
 from .servers import LOOPBACK, Airlock, BenchError
 
@@ -181,7 +181,7 @@ def summary(results, settings):
             "dlp_requests_per_second": dlp["requests_per_second"],
             "ratio": round(ratio, 4),
             "round_ratios": [round(d / b, 4) for b, d in
-                             zip(_round_rates(bare), _round_rates(dlp)) if b],
+                             zip(round_rates(bare), round_rates(dlp)) if b],
             "bare_cpu_us_per_request": bare["cpu_us_per_request"],
             "dlp_cpu_us_per_request": dlp["cpu_us_per_request"],
             "cpu_ratio": round(bare["cpu_us_per_request"] / dlp["cpu_us_per_request"], 4),
@@ -201,17 +201,6 @@ def summary(results, settings):
             "met": tool["response_mb_per_s_per_core"] >= GOAL_MB_PER_S,
         }
     return out or None
-
-
-def _round_rates(r):
-    if "rounds" in r:
-        return [x["requests_per_second"] for x in r["rounds"]]
-    return [r["requests_per_second"]]
-
-
-def _median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
 def _grid(head, rows, left):
@@ -247,7 +236,7 @@ def table(s):
         rr = m["round_ratios"]
         if len(rr) > 1:
             out.append(f"  requests/s ratio per round: {min(rr):.3f}-{max(rr):.3f}, median "
-                       f"{_median(rr):.3f}")
+                       f"{median(rr):.3f}")
         out.append(f"  by airlock's CPU alone (bare CPU / dlp CPU per request): "
                    f"{m['cpu_ratio']:.3f}x")
     t = s.get("throughput")
@@ -266,16 +255,11 @@ def table(s):
     return "\n".join(out)
 
 
-def _children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def run_tool(binary, mib, repeat, raw_path):
     """(h'): one run of airlock_dlp_bench; its JSON plus how busy the machine was meanwhile.
     Broken when the tool fails or does not find the one injection it planted."""
     cmd = [binary, "--mib", str(mib), "--repeat", str(repeat), "--json"]
-    busy0, ours0, t0 = procfs.machine_busy_seconds(), _children_cpu(), time.monotonic()
+    busy0, ours0, t0 = procfs.machine_busy_seconds(), procfs.children_cpu_seconds(), time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -283,7 +267,7 @@ def run_tool(binary, mib, repeat, raw_path):
     except OSError as e:
         raise BenchError(f"cannot run {binary}: {e}")
     wall = time.monotonic() - t0
-    foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - (_children_cpu() - ours0))
+    foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - (procfs.children_cpu_seconds() - ours0))
     with open(raw_path, "w") as f:
         f.write(f"$ {' '.join(cmd)}\nexit {p.returncode}\n{p.stdout}{p.stderr}")
     try:

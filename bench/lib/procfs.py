@@ -6,6 +6,7 @@ summed over the tree under the PID we started (Squid may fork helpers).
 """
 
 import os
+import resource
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -78,3 +79,9 @@ def machine_busy_seconds():
         fields = f.readline().split()
     user, nice, system = (int(x) for x in fields[1:4])
     return (user + nice + system) / _CLOCK_TICKS
+
+
+def children_cpu_seconds():
+    """User + system CPU seconds of this process's waited-for children so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime

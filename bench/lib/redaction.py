@@ -19,7 +19,6 @@ spent waiting for a core, so it is reported too but not judged.
 
 import json
 import os
-import resource
 import subprocess
 import time
 
@@ -32,18 +31,13 @@ LOADS = (("redaction", False, "JSON API listing, ~1 secret/MB"),
 TIMEOUT_SECONDS = 600
 
 
-def _children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def run(binary, mib, repeat, dense, raw_path):
     """Runs the tool once (it times `repeat` passes over one body) and returns its JSON, plus
     how busy the rest of the machine was meanwhile."""
     cmd = [binary, "--mib", str(mib), "--repeat", str(repeat), "--json"]
     if dense:
         cmd.append("--dense")
-    busy0, ours0, t0 = procfs.machine_busy_seconds(), _children_cpu(), time.monotonic()
+    busy0, ours0, t0 = procfs.machine_busy_seconds(), procfs.children_cpu_seconds(), time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -51,7 +45,7 @@ def run(binary, mib, repeat, dense, raw_path):
     except OSError as e:
         raise BenchError(f"cannot run {binary}: {e}")
     wall = time.monotonic() - t0
-    ours = _children_cpu() - ours0
+    ours = procfs.children_cpu_seconds() - ours0
     foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - ours)
     with open(raw_path, "w") as f:
         f.write(f"$ {' '.join(cmd)}\nexit {p.returncode}\n{p.stdout}{p.stderr}")

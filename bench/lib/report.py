@@ -5,6 +5,18 @@ asserted: a missed goal is information, only a broken scenario fails the run.
 """
 
 
+def round_rates(r):
+    """Requests per second of each round of an alternating scenario (one when not in rounds)."""
+    if "rounds" in r:
+        return [x["requests_per_second"] for x in r["rounds"]]
+    return [r["requests_per_second"]]
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
 def _get(results, target, *keys):
     node = results.get(target)
     for k in keys:

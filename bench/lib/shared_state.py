@@ -24,6 +24,7 @@ import subprocess
 import time
 
 from . import procfs
+from .report import median, round_rates
 from .scenarios import Target
 from .servers import LOOPBACK, Airlock, BenchError, Process, free_port, tail
 
@@ -178,7 +179,7 @@ def summary(results, settings):
     shared = results.get("airlock_state_redis", {}).get("shared_state")
     if not local or not shared or "broken" in local or "broken" in shared:
         return None
-    per_round = [r / l for l, r in zip(_round_rates(local), _round_rates(shared)) if l]
+    per_round = [r / l for l, r in zip(round_rates(local), round_rates(shared)) if l]
     ratio = shared["requests_per_second"] / local["requests_per_second"]
     cpu_l, cpu_r = local["cpu_us_per_request"], shared["cpu_us_per_request"]
     n = shared["requests"]
@@ -202,12 +203,6 @@ def summary(results, settings):
         "seconds_per_run": settings["shared_state_seconds"],
         "connections": settings["small_connections"],
     }
-
-
-def _round_rates(r):
-    if "rounds" in r:
-        return [x["requests_per_second"] for x in r["rounds"]]
-    return [r["requests_per_second"]]
 
 
 def table(s):
@@ -238,8 +233,8 @@ def table(s):
     out.append("")
     rr = sorted(s["round_ratios"])
     if len(rr) > 1:
-        med = rr[len(rr) // 2] if len(rr) % 2 else (rr[len(rr) // 2 - 1] + rr[len(rr) // 2]) / 2
-        out.append(f"  requests/s ratio per round: {rr[0]:.3f}-{rr[-1]:.3f}, median {med:.3f}")
+        out.append(f"  requests/s ratio per round: {rr[0]:.3f}-{rr[-1]:.3f}, median "
+                   f"{median(rr):.3f}")
     out.append(f"  redis-server: {s['redis_server_cpu_us_per_request']} us CPU and "
                f"{s['evalsha_per_request']} EVALSHA per request of the redis instance")
     return "\n".join(out)
