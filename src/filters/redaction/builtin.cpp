@@ -23,6 +23,9 @@ struct builtin {
   std::size_t max_before = 0;
   bool card_digits = false;
   bool phone_digits = false;
+  bool caps_digits = false;
+  std::size_t base58_min = 0;
+  std::size_t base58_max = 0;
 };
 
 // See builtin.hpp for what each one catches. max_length is a bound on the pattern's language
@@ -138,13 +141,47 @@ constexpr std::array<builtin, 22> kBuiltins{{
      R"re((?i:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver)://[^\s:/@"'<>]{1,64}:[^\s/@"'<>]{1,128}@[A-Za-z0-9.-]{1,253})re",
      nullptr,
      463,
-     {"://"},
+     // How each scheme ends ("postgresql" -> "sql://"), so that http and https URLs are not
+     // searched at all: "://" alone sent every URL in a response through RE2.
+     {"res://", "sql://", "db://", "srv://", "is://", "iss://", "qp://", "qps://", "ver://"},
+     true,
+     8},
+    // No literal every match holds: an IBAN starts with two capitals and two digits; a legacy
+    // address (26-35 bytes) and a WIF key (51-52) are whole tokens of base58 (their validators
+    // ask for token boundaries); a segwit address starts with its human-readable part.
+    {"iban",
+     R"re([A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?)re",
+     v::iban,
+     43,
+     {},
      false,
-     11},
-    {"iban", R"re([A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?)re", v::iban, 43},
-    {"bitcoin-address", R"re((?:bc1|tb1)[02-9ac-hj-np-z]{11,71}|[13][1-9A-HJ-NP-Za-km-z]{25,34})re",
-     v::bitcoin_address, 74},
-    {"wif-key", R"re(5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})re", v::wif_key,
+     0,
+     false,
+     false,
+     true},
+    {"bitcoin-address",
+     R"re((?:bc1|tb1)[02-9ac-hj-np-z]{11,71}|[13][1-9A-HJ-NP-Za-km-z]{25,34})re",
+     v::bitcoin_address,
+     74,
+     {"bc1", "tb1"},
+     false,
+     0,
+     false,
+     false,
+     false,
+     26,
+     35},
+    {"wif-key",
+     R"re(5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})re",
+     v::wif_key,
+     52,
+     {},
+     false,
+     0,
+     false,
+     false,
+     false,
+     51,
      52},
 }};
 
@@ -163,6 +200,9 @@ redactor_spec to_spec(const builtin& b) {
     if (!lit.empty()) spec.hint.literals.push_back({std::string(lit), b.icase, b.max_before});
   spec.hint.card_digits = b.card_digits;
   spec.hint.phone_digits = b.phone_digits;
+  spec.hint.caps_digits = b.caps_digits;
+  spec.hint.base58_min = b.base58_min;
+  spec.hint.base58_max = b.base58_max;
   return spec;
 }
 

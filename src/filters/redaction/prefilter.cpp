@@ -19,6 +19,9 @@ constexpr double kNewAnchorCost = 6;
 constexpr std::size_t kPhoneBefore = 12;
 constexpr std::size_t kPhoneAfter = 5;  // the separator and 4 digits
 constexpr std::size_t kCardDigits = 13;
+// A token may start this many bytes into a base58 run: after "\u0041" the run holds "u0041"
+// (JSON escapes, validators::token_starts_at).
+constexpr std::size_t kEscapeBefore = 5;
 
 // Rough frequency of a byte in JSON and English text, per 1000 bytes: anchors are chosen
 // among the rarest bytes of each literal, since each occurrence costs a verification.
@@ -66,6 +69,10 @@ bool is_alpha(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+bool is_token_byte(unsigned char c) {
+  return (c >= '0' && c <= '9') || is_alpha(c) || c == '_';
+}
+
 unsigned char other_case(unsigned char c) {
   return static_cast<unsigned char>(c ^ 0x20);
 }
@@ -99,12 +106,15 @@ struct masks {
   std::uint64_t digit = 0;
   std::uint64_t card_sep = 0;   // ' ' or '-'
   std::uint64_t phone_sep = 0;  // ' ', '.' or '-'
+  std::uint64_t caps = 0;       // 'A'..'Z' (only when letters are asked for)
+  std::uint64_t base58 = 0;     // [1-9A-HJ-NP-Za-km-z] (likewise)
 };
 
 #if defined(__SSE2__)
 struct vectors {
   __m128i anchor[kMaxAnchors];
   std::size_t anchors;
+  bool letters;  // compute caps and base58
 };
 
 // The masks of 64 bytes at p (fewer than 64 available: the rest reads as zero bytes).
@@ -129,6 +139,20 @@ masks compute(const unsigned char* p, std::size_t avail, const vectors& vs) {
     const __m128i cs = _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, dash));
     const __m128i ps = _mm_or_si128(cs, _mm_cmpeq_epi8(v, dot));
     const int shift = 16 * k;
+    if (vs.letters) {
+      const __m128i up = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)),
+                                       _mm_cmplt_epi8(v, _mm_set1_epi8('Z' + 1)));
+      const __m128i low = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)),
+                                        _mm_cmplt_epi8(v, _mm_set1_epi8('z' + 1)));
+      // Base58 leaves out 0, O, I and l, which look alike.
+      const __m128i left_out = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')),
+                                                         _mm_cmpeq_epi8(v, _mm_set1_epi8('O'))),
+                                            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('I')),
+                                                         _mm_cmpeq_epi8(v, _mm_set1_epi8('l'))));
+      const __m128i b58 = _mm_andnot_si128(left_out, _mm_or_si128(_mm_or_si128(d, up), low));
+      m.caps |= std::uint64_t(unsigned(_mm_movemask_epi8(up))) << shift;
+      m.base58 |= std::uint64_t(unsigned(_mm_movemask_epi8(b58))) << shift;
+    }
     m.anchor |= std::uint64_t(unsigned(_mm_movemask_epi8(acc))) << shift;
     m.digit |= std::uint64_t(unsigned(_mm_movemask_epi8(d))) << shift;
     m.card_sep |= std::uint64_t(unsigned(_mm_movemask_epi8(cs))) << shift;
@@ -140,13 +164,21 @@ masks compute(const unsigned char* p, std::size_t avail, const vectors& vs) {
     m.digit &= keep;
     m.card_sep &= keep;
     m.phone_sep &= keep;
+    m.caps &= keep;
+    m.base58 &= keep;
   }
   return m;
 }
 #else
 struct vectors {
   bool anchor[256];
+  bool letters;
 };
+
+bool is_base58(unsigned char c) {
+  const bool alnum = (c >= '0' && c <= '9') || is_alpha(c);
+  return alnum && c != '0' && c != 'O' && c != 'I' && c != 'l';
+}
 
 masks compute(const unsigned char* p, std::size_t avail, const vectors& vs) {
   masks m;
@@ -158,6 +190,8 @@ masks compute(const unsigned char* p, std::size_t avail, const vectors& vs) {
     if (c >= '0' && c <= '9') m.digit |= bit;
     if (c == ' ' || c == '-') m.card_sep |= bit;
     if (c == ' ' || c == '-' || c == '.') m.phone_sep |= bit;
+    if (vs.letters && c >= 'A' && c <= 'Z') m.caps |= bit;
+    if (vs.letters && is_base58(c)) m.base58 |= bit;
   }
   return m;
 }
@@ -171,8 +205,9 @@ prefilter::prefilter(const std::vector<pattern>& patterns) : served_(patterns.si
     if (h == nullptr || h->empty()) continue;
     const bool windowed = patterns[i].max_length == 0;
     if (windowed) {
-      // Hits must mark where a match starts: only literals at the match start will do.
-      if (h->card_digits || h->phone_digits) continue;
+      // Hits must mark where a match starts: only literals at the match start (and the
+      // capitals and digits an IBAN starts with) will do.
+      if (h->card_digits || h->phone_digits || h->base58_min != 0) continue;
       if (std::any_of(h->literals.begin(), h->literals.end(),
                       [](const literal_hint& l) { return l.max_before != 0; }))
         continue;
@@ -191,6 +226,12 @@ prefilter::prefilter(const std::vector<pattern>& patterns) : served_(patterns.si
     }
     if (h->card_digits) card_.push_back(static_cast<std::uint32_t>(i));
     if (h->phone_digits) phone_.push_back(static_cast<std::uint32_t>(i));
+    if (h->caps_digits)
+      caps_.emplace_back(static_cast<std::uint32_t>(i), windowed ? 1 : patterns[i].max_length);
+    if (h->base58_min != 0) {
+      base58_.push_back({static_cast<std::uint32_t>(i), h->base58_min, h->base58_max});
+      base58_min_ = base58_min_ == 0 ? h->base58_min : std::min(base58_min_, h->base58_min);
+    }
     served_[i] = true;
   }
 }
@@ -252,6 +293,7 @@ void prefilter::scan(std::string_view text, std::size_t base,
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   vectors vs{};
+  vs.letters = !caps_.empty() || !base58_.empty();
 #if defined(__SSE2__)
   vs.anchors = anchors_.size();
   for (std::size_t a = 0; a < anchors_.size(); ++a)
@@ -274,6 +316,18 @@ void prefilter::scan(std::string_view text, std::size_t base,
     run_open = false;
   };
   bool prev_digit = false, prev_sep = false;  // the last byte of the previous 64
+  // A base58 run reaching into the next 64 bytes (absolute begin).
+  bool b58_open = false;
+  std::size_t b58_begin = 0;
+  // A run [b, e) holds a token a base58 pattern accepts only if the byte after it ends the
+  // token and its length fits (see prefilter_hint::base58_min); a run the view cuts may go on.
+  auto emit_base58 = [&](std::size_t b, std::size_t e) {
+    const bool cut = e == base + n;
+    if (!cut && is_token_byte(p[e - base])) return;
+    for (const auto& r : base58_)
+      if (e - b >= r.least && (cut || e - b <= r.most + kEscapeBefore))
+        out[r.pattern].push_back({b, e});
+  };
 
   masks next = compute(p, n, vs);
   for (std::size_t w = 0; w < n; w += 64) {
@@ -300,6 +354,18 @@ void prefilter::scan(std::string_view text, std::size_t base,
         out[l.pattern].push_back({at - std::min(at, l.before), at + l.length});
       }
     }
+    if (!caps_.empty()) {
+      // Two capitals then two digits, bits carried in from the next 64 bytes.
+      const std::uint64_t c = m.caps, d = m.digit, dn = next.digit;
+      const std::uint64_t start =
+          c & ((c >> 1) | (next.caps << 63)) & ((d >> 2) | (dn << 62)) & ((d >> 3) | (dn << 61));
+      for (std::uint64_t g = start; g != 0; g &= g - 1) {
+        const std::size_t at = base + w + static_cast<std::size_t>(__builtin_ctzll(g));
+        for (const auto& [i, length] : caps_)
+          out[i].push_back({at, at + length});
+      }
+    }
+    if (!base58_.empty()) base58_runs(m.base58, base + w, b58_open, b58_begin, emit_base58);
     if (!digits) continue;
 
     const std::uint64_t d = m.digit, dn = next.digit;
@@ -344,6 +410,42 @@ void prefilter::scan(std::string_view text, std::size_t base,
     prev_sep = (m.phone_sep >> 63) != 0;
   }
   close_run(base + n);
+  if (b58_open) emit_base58(b58_begin, base + n);
+}
+
+template <class Emit>
+void prefilter::base58_runs(std::uint64_t r, std::size_t at, bool& open, std::size_t& begin,
+                            Emit&& emit) const {
+  // The run the previous 64 bytes left open: it ends at the first byte here outside base58.
+  if (open) {
+    const unsigned len = ~r == 0 ? 64 : static_cast<unsigned>(__builtin_ctzll(~r));
+    if (len == 64) return;
+    emit(begin, at + len);
+    open = false;
+    r &= ~((std::uint64_t{1} << len) - 1);
+  }
+  // The run reaching the last byte stays open into the next 64.
+  if ((r >> 63) != 0) {
+    const unsigned top = ~r == 0 ? 64 : static_cast<unsigned>(__builtin_clzll(~r));
+    open = true;
+    begin = at + (64 - top);
+    r = top == 64 ? 0 : r & ((std::uint64_t{1} << (64 - top)) - 1);
+  }
+  // The runs inside: most text has none as long as base58_min_ (words are short), which the
+  // shifted ANDs tell without walking each run.
+  std::uint64_t x = r;
+  for (std::size_t k = 1; k < base58_min_ && x != 0;) {
+    const std::size_t step = std::min(k, base58_min_ - k);
+    x &= x >> step;
+    k += step;
+  }
+  if (x == 0) return;
+  while (r != 0) {
+    const unsigned s = static_cast<unsigned>(__builtin_ctzll(r));
+    const unsigned len = static_cast<unsigned>(__builtin_ctzll(~(r >> s)));  // r's top bit is 0
+    emit(at + s, at + s + len);
+    r &= ~(((std::uint64_t{1} << len) - 1) << s);
+  }
 }
 
 }  // namespace airlock::filters::redaction

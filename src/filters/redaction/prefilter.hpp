@@ -2,8 +2,9 @@
 // Internal: the cheap first pass in front of RE2. RE2's DFA costs a few cycles per byte for
 // every byte it reads; most of a response holds nothing to redact. The prefilter reads the text
 // once with SSE2 (16 bytes per compare) looking only for what the patterns' hints name
-// (redactor.hpp): a few anchor bytes of the hint literals, verified in place, and runs of
-// digits for cards and phone numbers. For each hit it yields a window that holds every match
+// (redactor.hpp): a few anchor bytes of the hint literals, verified in place, runs of
+// digits for cards and phone numbers, two capitals and two digits for IBANs, and long base58
+// runs for Bitcoin addresses and keys. For each hit it yields a window that holds every match
 // containing that hit, and the stream runs RE2 inside the windows only. The windows are a
 // superset of where matches can be, so the result is exactly what RE2 over every byte gives
 // (the tests compare both).
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace airlock::filters::redaction {
@@ -42,7 +44,9 @@ class prefilter {
   explicit prefilter(const std::vector<pattern>& patterns);
 
   bool serves(std::size_t i) const noexcept { return i < served_.size() && served_[i]; }
-  bool empty() const noexcept { return lits_.empty() && card_.empty() && phone_.empty(); }
+  bool empty() const noexcept {
+    return lits_.empty() && card_.empty() && phone_.empty() && caps_.empty() && base58_.empty();
+  }
 
   // Scans text (whose first byte is at absolute offset `base`) and appends to out[i] the
   // windows of pattern i's hits, for each served pattern. Windows of one pattern come out in
@@ -62,6 +66,12 @@ class prefilter {
   };
 
   bool add_literal(std::uint32_t pattern, const literal_hint& h, std::size_t max_length);
+  // Follows the runs of base58 bytes through the 64-bit mask `r` of the bytes at absolute
+  // offset `at` (a run still open from the previous 64 in `open`, `begin`) and calls
+  // emit(begin, end) for each run that ends here.
+  template <class Emit>
+  void base58_runs(std::uint64_t r, std::size_t at, bool& open, std::size_t& begin,
+                   Emit&& emit) const;
 
   std::vector<literal> lits_;
   std::array<std::vector<std::uint32_t>, 256> by_anchor_{};  // anchor byte -> lits_ indices
@@ -71,7 +81,16 @@ class prefilter {
   std::vector<unsigned char> anchors_;  // distinct anchor bytes
   std::vector<std::uint32_t> card_;     // patterns hinted card_digits
   std::vector<std::uint32_t> phone_;    // patterns hinted phone_digits
-  std::vector<std::size_t> card_length_;
+  // Patterns hinted caps_digits, with the length of their window from the hit.
+  std::vector<std::pair<std::uint32_t, std::size_t>> caps_;
+  // Patterns hinted base58_min, with the lengths of their tokens; base58_min_ is the least.
+  struct base58_pattern {
+    std::uint32_t pattern;
+    std::size_t least;
+    std::size_t most;
+  };
+  std::vector<base58_pattern> base58_;
+  std::size_t base58_min_ = 0;
   std::vector<bool> served_;
 };
 

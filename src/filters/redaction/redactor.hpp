@@ -68,7 +68,21 @@ struct prefilter_hint {
   bool card_digits = false;
   // The match holds a ' ', '.' or '-' followed by 4 digits, at most 12 bytes after its start.
   bool phone_digits = false;
-  bool empty() const noexcept { return literals.empty() && !card_digits && !phone_digits; }
+  // The match starts with two capital letters followed by two digits (an IBAN's country code
+  // and check digits, ISO 13616).
+  bool caps_digits = false;
+  // A match its validator accepts is a whole token of base58 bytes ([1-9A-HJ-NP-Za-km-z], the
+  // alphabet of Bitcoin addresses and WIF keys) base58_min..base58_max long: it lies in a run
+  // of base58 bytes, ends where the run ends, with no letter, digit or '_' after it, and starts
+  // at most 5 bytes into the run (after a JSON escape such as \n or \u0041; see
+  // validators::token_starts_at). The only hint that leans on the validator: a match it would
+  // reject need not be found, so such a pattern is searched anchored where a token may start
+  // (stream.cpp). 0: no such claim.
+  std::size_t base58_min = 0;
+  std::size_t base58_max = 0;
+  bool empty() const noexcept {
+    return literals.empty() && !card_digits && !phone_digits && !caps_digits && base58_min == 0;
+  }
 };
 
 // One redactor. The pattern is RE2 syntax matched on bytes (Latin-1: `.` is one byte, UTF-8 in
