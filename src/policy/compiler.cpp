@@ -358,9 +358,15 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
     if (name.empty()) continue;
     for (std::size_t j = 0; j < i; ++j) {
       if (p.rules[j].name == name) {
+        // The first may stand in another file (`include:`).
+        const model::mark first = c.marks().find(indexed("rules", j));
+        const model::mark here = c.marks().find(indexed("rules", i));
+        const bool elsewhere =
+            first.file != here.file && (!first.file || !here.file || *first.file != *here.file);
         c.error(indexed("rules", i) + ".name",
-                core::str_cat("duplicate rule name '", name, "' (first at line ",
-                              p.rules[j].at.line, ")"));
+                core::str_cat("duplicate rule name '", name, "' (first at ",
+                              elsewhere ? (first.file ? *first.file : p.source) + " " : "", "line ",
+                              first.line > 0 ? first.line : p.rules[j].at.line, ")"));
         break;
       }
     }

@@ -13,12 +13,14 @@ void error_sink::add(model::mark at, std::string key, std::string message) {
     return;
   }
   keys_.insert(key);
-  errors_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+  errors_.push_back(
+      {at.file ? *at.file : file_, at.line, at.column, std::move(key), std::move(message)});
 }
 
 void error_sink::warn(model::mark at, std::string key, std::string message) {
   if (warnings_.size() >= cap_) return;
-  warnings_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+  warnings_.push_back(
+      {at.file ? *at.file : file_, at.line, at.column, std::move(key), std::move(message)});
 }
 
 model::mark mark_table::find(std::string_view key) const {

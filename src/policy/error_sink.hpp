@@ -6,6 +6,7 @@
 #include "policy/loader.hpp"
 #include "policy/model.hpp"
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,13 +51,20 @@ class error_sink {
 // Dotted key ("rules[2].paths[0]") -> where that value stands in the file.
 class mark_table {
  public:
-  void set(const std::string& key, model::mark at) { marks_[key] = at; }
+  // Marks set from now on stood in the included file `name` (until leave_file()).
+  void enter_file(const std::string& name) { file_ = std::make_shared<const std::string>(name); }
+  void leave_file() { file_.reset(); }
+  void set(const std::string& key, model::mark at) {
+    if (!at.file) at.file = file_;
+    marks_[key] = std::move(at);
+  }
   // The mark of the key, else of its closest recorded parent, else {0, 0}.
   model::mark find(std::string_view key) const;
   bool has(const std::string& key) const { return marks_.count(key) != 0; }
 
  private:
   std::unordered_map<std::string, model::mark> marks_;
+  std::shared_ptr<const std::string> file_;
 };
 
 }  // namespace airlock::policy

@@ -94,7 +94,9 @@ std::string read_includes(model::policy& policy, mark_table& marks,
     }
     error_sink sink(file);
     const std::string base_dir = std::filesystem::path(file).parent_path().string();
+    marks.enter_file(file);
     parse_included(*text, base_dir, key, policy, marks, sink);
+    marks.leave_file();
     for (auto& e : sink.take())
       errors.push_back(std::move(e));
     texts += core::str_cat("\n# include ", file, "\n", *text);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ using std::chrono::milliseconds;
 struct mark {
   int line = 0;    // 1-based; 0 when unknown
   int column = 0;  // 1-based
+  // The included file it stood in (`include:`); null: the file being loaded. An error found
+  // by the compiler in an included rule names that file, not the one that included it.
+  std::shared_ptr<const std::string> file{};
 };
 
 // Token buckets and quotas, for an agent as a whole (`agents.X.rate`) or for each agent on one

@@ -127,6 +127,43 @@ TEST(PolicyApprovals, MissingOverlayIsEmptyOtherIncludesAreNot) {
   EXPECT_NE(bad.errors[0].file.find("missing.yaml"), std::string::npos);
 }
 
+// An error the compiler finds in an included rule names the included file and its line, not
+// the file that included it.
+TEST(PolicyApprovals, ErrorsInIncludedRulesNameTheirFile) {
+  temp_dir d;
+  d.write("extra.yaml",
+          "# approved\n"
+          "rules:\n"
+          "  - name: bad-port\n"
+          "    hosts: [x.test]\n"
+          "    ports: [70000]\n"
+          "  - {name: own, hosts: [y.test]}\n");
+  const auto main = d.write("policy.yaml",
+                            "include: [extra.yaml]\n"
+                            "agents: {bot: {rules: [own]}}\n"
+                            "rules: [{name: own, hosts: [own.test]}]\n");
+  auto r = load_file(main);
+  ASSERT_FALSE(r.ok());
+  bool port = false, duplicate = false;
+  for (const auto& e : r.errors) {
+    SCOPED_TRACE(e.to_string());
+    if (e.key.ends_with(".ports[0]")) {
+      port = true;
+      EXPECT_NE(e.file.find("extra.yaml"), std::string::npos);
+      EXPECT_EQ(e.line, 5);
+    }
+    if (e.key.ends_with(".name") && e.message.find("duplicate") != std::string::npos) {
+      duplicate = true;
+      EXPECT_NE(e.file.find("extra.yaml"), std::string::npos);
+      EXPECT_EQ(e.line, 6);
+      // The first one stands in the including file.
+      EXPECT_NE(e.message.find("policy.yaml line 3"), std::string::npos) << e.message;
+    }
+  }
+  EXPECT_TRUE(port) << all_errors(r);
+  EXPECT_TRUE(duplicate) << all_errors(r);
+}
+
 TEST(PolicyApprovals, IncludedFileMayNotMakeAgentsOrSetOtherKeys) {
   temp_dir d;
   d.write("a.yaml", "agents:\n  stranger: {rules: []}\n");
