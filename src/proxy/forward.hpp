@@ -42,6 +42,15 @@ struct forward_result {
 
 namespace forward_detail {
 
+// The client's connection failed while the response was written: the record keeps its decision
+// and the origin's status (the head may have gone out), and says the client did not get it all.
+inline void note_undelivered(filters::exchange_record& rec, std::uint64_t body_bytes_sent,
+                             const boost::system::error_code& ec) {
+  std::string what = core::str_cat("response not delivered: the client's connection failed after ",
+                                   body_bytes_sent, " body bytes (", ec.message(), ")");
+  rec.detail = rec.detail.empty() ? std::move(what) : core::str_cat(rec.detail, "; ", what);
+}
+
 // The refusal or failure the chain (or the caller) recorded, answered; the connection ends.
 template <class Client>
 boost::asio::awaitable<forward_result> answer(Client& client, filters::exchange_record& rec,
@@ -242,7 +251,10 @@ boost::asio::awaitable<forward_result> relay_response(
     // slow stream sees it at once.
     set_timeout(client, limits.idle_timeout);
     auto [wh_ec, wh_n] = co_await http::async_write_header(client, res_sr, use_tuple);
-    if (wh_ec) co_return out;
+    if (wh_ec) {
+      note_undelivered(rec, 0, wh_ec);
+      co_return out;
+    }
   }
   if (!no_body) {
     const byte_throttle download{ex.download};
@@ -270,7 +282,10 @@ boost::asio::awaitable<forward_result> relay_response(
       if (!res_sr.is_header_done()) co_await send_answer(client, rec, version, false);
       co_return out;
     }
-    if (body.write_ec) co_return out;
+    if (body.write_ec) {
+      note_undelivered(rec, body.bytes_written, body.write_ec);
+      co_return out;
+    }
   }
   out.client_continues = keep_alive;
   out.upstream_reusable = upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0;
