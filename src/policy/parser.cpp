@@ -2,11 +2,9 @@
 
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
-#include "policy/binaries.hpp"
 #include "policy/dlp_parser.hpp"
 #include "policy/key_text.hpp"
 #include "policy/parser_sections.hpp"
-#include "policy/ports.hpp"
 #include "policy/state_parser.hpp"
 #include "policy/yaml_document.hpp"
 #include "policy/yaml_map.hpp"
@@ -14,8 +12,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -23,18 +19,6 @@
 
 namespace airlock::policy {
 namespace {
-
-// A node as YAML again, for model::rule::source: equal texts mean equal rules. Layout and
-// comments are gone; a change of style (flow to block) still counts as a change.
-std::string emitted(const YAML::Node& node) {
-  try {
-    YAML::Emitter out;
-    out << node;
-    return out.good() ? std::string(out.c_str()) : std::string();
-  } catch (const YAML::Exception&) {
-    return {};  // then policy_diff falls back to the fields it knows
-  }
-}
 
 // The schema. (entries() can also refuse keys of features that do not exist yet by name, so
 // that an operator who writes one does not believe it is enforced: fail closed. None now.)
@@ -50,152 +34,12 @@ constexpr std::string_view limits_keys[] = {
 constexpr std::string_view network_keys[] = {"block_private", "allow_cidrs"};
 constexpr std::string_view audit_keys[] = {"path", "format"};
 constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources", "rate", "breaker"};
-constexpr std::string_view rate_keys[] = {"requests_per_second",
-                                          "requests_per_minute",
-                                          "burst",
-                                          "upload_bytes_per_second",
-                                          "download_bytes_per_second",
-                                          "concurrent",
-                                          "requests_per_hour",
-                                          "bytes_per_hour"};
-constexpr std::string_view breaker_keys[] = {"max_failures", "window", "cooldown"};
-constexpr std::string_view rule_keys[] = {
-    "name",     "hosts",     "host_regex",  "ports",     "methods",   "paths",
-    "upgrades", "addresses", "allow_cidrs", "inspect",   "mode",      "rate",
-    "query",    "headers",   "body",        "inject",    "redact",    "schemes",
-    "binaries", "dlp",       "mcp",         "protocols", "websocket", "ask"};
-constexpr std::string_view websocket_keys[] = {"max_message_bytes", "messages_per_minute", "burst"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
 
 }  // namespace
 
 namespace detail {
-
-bool contains(key_list list, std::string_view key) {
-  return std::find(list.begin(), list.end(), key) != list.end();
-}
-
-std::string join(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : core::str_cat(path, ".", key);
-}
-
-std::string_view describe(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-      return "nothing";
-    case YAML::NodeType::Scalar:
-      return "a scalar";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    default:
-      return "an undefined value";
-  }
-}
-
-std::string parser::resolve(std::string file) const {
-  if (!file.empty() && !base_dir_.empty()) {
-    std::filesystem::path p(file);
-    if (p.is_relative()) return (std::filesystem::path(base_dir_) / p).lexically_normal().string();
-  }
-  return file;
-}
-
-void parser::path_into(const YAML::Node& n, const std::string& key, std::string& out) {
-  auto s = string(n, key);
-  if (!s) return;
-  out = resolve(std::move(*s));
-}
-
-void parser::strings_into(const YAML::Node& n, const std::string& key,
-                          std::vector<std::string>& out) {
-  if (!expect(n, key, YAML::NodeType::Sequence, "a list")) return;
-  out.clear();
-  std::size_t i = 0;
-  for (auto it = n.begin(); it != n.end(); ++it, ++i) {
-    if (errors_.full()) return;
-    const std::string k = indexed(key, i);
-    marks_.set(k, to_mark(it->Mark()));
-    // Keep the positions aligned with the file even when an entry is bad, so the compiler's
-    // "hosts[3]" is the file's hosts[3].
-    out.push_back(string(*it, k).value_or(std::string{}));
-  }
-}
-
-void parser::bool_into(const YAML::Node& n, const std::string& key, bool& out) {
-  // YAML 1.2 core schema booleans only: "yes", "on" and "y" are YAML 1.1 and read as strings
-  // by most other tools, so they are refused rather than guessed.
-  if (n.IsScalar()) {
-    const std::string& s = n.Scalar();
-    if (s == "true" || s == "True" || s == "TRUE") {
-      out = true;
-      return;
-    }
-    if (s == "false" || s == "False" || s == "FALSE") {
-      out = false;
-      return;
-    }
-  }
-  error(n, key, "expected true or false");
-}
-
-std::optional<std::uint64_t> parser::integer(const YAML::Node& n, const std::string& key,
-                                             std::uint64_t min, std::uint64_t max) {
-  if (!expect(n, key, YAML::NodeType::Scalar, "an integer")) return std::nullopt;
-  const std::string& s = n.Scalar();
-  std::uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) {
-    error(n, key, core::str_cat("expected an integer, got '", s, "'"));
-    return std::nullopt;
-  }
-  if (v < min || v > max) {
-    error(n, key, core::str_cat("must be between ", min, " and ", max));
-    return std::nullopt;
-  }
-  return v;
-}
-
-void parser::size_into(const YAML::Node& n, const std::string& key, std::uint64_t& out,
-                       std::uint64_t min) {
-  if (!expect(n, key, YAML::NodeType::Scalar, "a size")) return;
-  const auto v = core::parse_size(n.Scalar());
-  if (!v) {
-    error(n, key, core::str_cat("invalid size '", n.Scalar(), "' (e.g. 65536, 64KiB, 10MiB)"));
-    return;
-  }
-  if (*v < min) {
-    error(n, key, core::str_cat("must be at least ", min, " bytes"));
-    return;
-  }
-  out = *v;
-}
-
-void parser::duration_into(const YAML::Node& n, const std::string& key,
-                           std::chrono::milliseconds& out, std::chrono::milliseconds min) {
-  if (!expect(n, key, YAML::NodeType::Scalar, "a duration")) return;
-  const auto v = core::parse_duration(n.Scalar());
-  if (!v) {
-    error(n, key, core::str_cat("invalid duration '", n.Scalar(), "' (e.g. 250ms, 5s, 2m, 1h)"));
-    return;
-  }
-  if (*v < min) {
-    error(n, key, core::str_cat("must be at least ", min.count(), "ms"));
-    return;
-  }
-  out = *v;
-}
-
-std::optional<model::mode> parser::mode(const YAML::Node& n, const std::string& key) {
-  if (n.IsScalar()) {
-    if (n.Scalar() == "enforce") return model::mode::enforce;
-    if (n.Scalar() == "report") return model::mode::report;
-  }
-  error(n, key, "expected enforce or report");
-  return std::nullopt;
-}
 
 void parser::limits(const YAML::Node& node, const std::string& path, model::limits& l) {
   using std::chrono::milliseconds;
@@ -231,99 +75,6 @@ void parser::limits(const YAML::Node& node, const std::string& path, model::limi
               count(l.max_connections);
             else if (k == "max_connections_per_client")
               count(l.max_connections_per_client);
-          });
-}
-
-void parser::rate(const YAML::Node& node, const std::string& path, model::rate& r) {
-  using std::chrono::milliseconds;
-  constexpr std::uint64_t max_count = std::uint64_t{1} << 40;  // far beyond any real rate
-  constexpr std::uint32_t u32 = std::numeric_limits<std::uint32_t>::max();
-  entries(node, path, rate_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "requests_per_second" || k == "requests_per_minute") {
-              if (!r.requests_key.empty()) {
-                error(v, key,
-                      core::str_cat("give requests_per_second or requests_per_minute, not both"));
-                return;
-              }
-              if (auto i = integer(v, key, 1, max_count)) {
-                r.requests = *i;
-                r.per = k == "requests_per_second" ? milliseconds(1'000) : milliseconds(60'000);
-                r.requests_key = k;
-              }
-            } else if (k == "burst") {
-              if (auto i = integer(v, key, 1, max_count)) r.burst = *i;
-            } else if (k == "upload_bytes_per_second") {
-              size_into(v, key, r.upload_bytes_per_second, 1);
-            } else if (k == "download_bytes_per_second") {
-              size_into(v, key, r.download_bytes_per_second, 1);
-            } else if (k == "concurrent") {
-              if (auto i = integer(v, key, 1, u32)) r.concurrent = static_cast<std::uint32_t>(*i);
-            } else if (k == "requests_per_hour") {
-              if (auto i = integer(v, key, 1, max_count)) r.requests_per_hour = *i;
-            } else if (k == "bytes_per_hour") {
-              size_into(v, key, r.bytes_per_hour, 1);
-            }
-          });
-  if (r.burst != 0 && r.requests == 0 && marks_.has(join(path, "burst")))
-    errors_.add(marks_.find(join(path, "burst")), join(path, "burst"),
-                "burst needs requests_per_second or requests_per_minute");
-}
-
-void parser::protocols(const YAML::Node& v, const std::string& key, std::uint8_t& out) {
-  if (!expect(v, key, YAML::NodeType::Sequence, "a list of protocols")) return;
-  out = 0;
-  std::size_t j = 0;
-  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
-    const std::string sk = indexed(key, j);
-    marks_.set(sk, to_mark(p->Mark()));
-    const auto text = string(*p, sk);
-    if (!text) continue;
-    const std::uint8_t bit = *text == "http/1.1"    ? model::protocol_http1
-                             : *text == "h2"        ? model::protocol_h2
-                             : *text == "websocket" ? model::protocol_websocket
-                                                    : 0;
-    if (bit == 0)
-      error(
-          *p, sk,
-          core::str_cat("unknown protocol '", text->substr(0, 40), "' (http/1.1, h2, websocket)"));
-    else if (out & bit)
-      error(*p, sk, core::str_cat("protocol '", *text, "' is listed twice"));
-    out = static_cast<std::uint8_t>(out | bit);
-  }
-  if (out == 0 && v.size() == 0) error(v, key, "must not be empty (omit the key for all)");
-}
-
-void parser::websocket(const YAML::Node& node, const std::string& path,
-                       model::websocket_limits& w) {
-  constexpr std::uint64_t max_count = std::uint64_t{1} << 40;
-  entries(node, path, websocket_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "max_message_bytes") {
-              // Held in memory per message and direction: at most 1 GiB.
-              size_into(v, key, w.max_message_bytes, 1);
-              if (w.max_message_bytes > (std::uint64_t{1} << 30))
-                error(v, key, "must be at most 1GiB");
-            } else if (k == "messages_per_minute") {
-              if (auto i = integer(v, key, 1, max_count)) w.messages_per_minute = *i;
-            } else if (k == "burst") {
-              if (auto i = integer(v, key, 1, max_count)) w.burst = *i;
-            }
-          });
-}
-
-void parser::breaker(const YAML::Node& node, const std::string& path, model::breaker& b) {
-  using std::chrono::milliseconds;
-  entries(node, path, breaker_keys, {},
-          [&](const std::string& k, const YAML::Node& v, const std::string& key) {
-            if (k == "max_failures") {
-              if (auto i = integer(v, key, 0, std::numeric_limits<std::uint32_t>::max()))
-                b.max_failures = static_cast<std::uint32_t>(*i);
-            } else if (k == "window") {
-              duration_into(v, key, b.window, milliseconds(1'000));
-            } else if (k == "cooldown") {
-              duration_into(v, key, b.cooldown, milliseconds(1'000));
-            }
           });
 }
 
@@ -433,124 +184,6 @@ void parser::agents(const YAML::Node& node, const std::string& path,
   }
 }
 
-// `ports: [443, 8000-8999]`: each entry a port or an inclusive range (ports.hpp).
-void parser::ports(const YAML::Node& v, const std::string& key,
-                   std::vector<model::port_range>& out) {
-  if (!expect(v, key, YAML::NodeType::Sequence, "a list")) return;
-  if (v.size() == 0) {
-    error(v, key, "must not be empty (omit the key for the default [80, 443])");
-    return;
-  }
-  out.clear();
-  std::size_t j = 0;
-  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
-    const std::string pk = indexed(key, j);
-    marks_.set(pk, to_mark(p->Mark()));
-    if (!expect(*p, pk, YAML::NodeType::Scalar, "a port or a range (8000-8999)")) continue;
-    std::string why;
-    if (auto range = parse_port_range(p->Scalar(), why))
-      out.push_back(*range);
-    else
-      error(*p, pk, std::move(why));
-  }
-}
-
-// `schemes: [http]` / `[https]`: how a request may come to this rule (docs/policy.md).
-void parser::schemes(const YAML::Node& v, const std::string& key, std::vector<model::scheme>& out) {
-  if (!expect(v, key, YAML::NodeType::Sequence, "a list")) return;
-  if (v.size() == 0) {
-    error(v, key, "must not be empty (omit the key for both: [http, https])");
-    return;
-  }
-  std::size_t j = 0;
-  for (auto p = v.begin(); p != v.end() && !errors_.full(); ++p, ++j) {
-    const std::string sk = indexed(key, j);
-    marks_.set(sk, to_mark(p->Mark()));
-    const auto text = string(*p, sk);
-    if (!text) continue;
-    const auto s = parse_scheme(*text);
-    if (!s) {
-      error(*p, sk,
-            core::str_cat("unknown scheme '", text->substr(0, 40),
-                          "' (http: plain requests; https: CONNECT tunnels)"));
-    } else if (std::find(out.begin(), out.end(), *s) != out.end()) {
-      error(*p, sk, core::str_cat("scheme '", *text, "' is listed twice"));
-    } else {
-      out.push_back(*s);
-    }
-  }
-}
-
-void parser::rules(const YAML::Node& node, const std::string& path, std::vector<model::rule>& out,
-                   std::size_t first) {
-  if (!expect(node, path, YAML::NodeType::Sequence, "a list of rules")) return;
-  std::size_t i = first;
-  for (auto it = node.begin(); it != node.end(); ++it, ++i) {
-    if (errors_.full()) return;
-    model::rule r;
-    r.ports = {{80, 80}, {443, 443}};
-    r.at = to_mark(it->Mark());
-    r.source = emitted(*it);
-    const std::string key = indexed(path, i);
-    marks_.set(key, r.at);
-    entries(*it, key, rule_keys, {},
-            [&](const std::string& k, const YAML::Node& v, const std::string& child) {
-              if (k == "name")
-                string_into(v, child, r.name);
-              else if (k == "hosts")
-                strings_into(v, child, r.hosts);
-              else if (k == "host_regex")
-                strings_into(v, child, r.host_regex);
-              else if (k == "methods")
-                strings_into(v, child, r.methods);
-              else if (k == "paths")
-                strings_into(v, child, r.paths);
-              else if (k == "upgrades")
-                strings_into(v, child, r.upgrades);
-              else if (k == "addresses")
-                strings_into(v, child, r.addresses);
-              else if (k == "allow_cidrs")
-                strings_into(v, child, r.allow_cidrs);
-              else if (k == "inspect")
-                bool_into(v, child, r.inspect);
-              else if (k == "mode")
-                r.mode = mode(v, child);
-              else if (k == "rate")
-                rate(v, child, r.rate);
-              else if (k == "query")
-                query(v, child, r.query);
-              else if (k == "headers")
-                headers(v, child, r.headers);
-              else if (k == "body")
-                body(v, child, r.body);
-              else if (k == "inject")
-                inject(v, child, r.inject);
-              else if (k == "redact")
-                redact(v, child, r.redact);
-              else if (k == "ports")
-                ports(v, child, r.ports);
-              else if (k == "schemes")
-                schemes(v, child, r.schemes);
-              else if (k == "protocols")
-                protocols(v, child, r.protocols);
-              else if (k == "binaries")
-                parse_binaries(v, child, r.binaries,
-                               [&](const YAML::Node& at, const std::string& ek, std::string m) {
-                                 error(at, ek, std::move(m));
-                               });
-              else if (k == "dlp")
-                parse_dlp(v, child, r.dlp, marks_, errors_);
-              else if (k == "mcp")
-                mcp(v, child, r.mcp);
-              else if (k == "websocket")
-                websocket(v, child, r.websocket);
-              else if (k == "ask")
-                ask(v, child, r.ask);
-            });
-    out.push_back(std::move(r));
-  }
-}
-
 void parser::policy(const YAML::Node& root, model::policy& p) {
   // An empty file is an empty policy: no agents, so every request is refused.
   if (root.IsNull()) return;
@@ -649,25 +282,6 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
 }
 
 }  // namespace detail
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  const std::size_t n = a.size(), m = b.size();
-  std::vector<std::size_t> d((n + 1) * (m + 1));
-  auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (m + 1) + j]; };
-  for (std::size_t i = 0; i <= n; ++i)
-    at(i, 0) = i;
-  for (std::size_t j = 0; j <= m; ++j)
-    at(0, j) = j;
-  for (std::size_t i = 1; i <= n; ++i) {
-    for (std::size_t j = 1; j <= m; ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
-    }
-  }
-  return at(n, m);
-}
 
 void parse_policy(std::string_view yaml, const std::string& base_dir, model::policy& out,
                   mark_table& marks, error_sink& errors) {

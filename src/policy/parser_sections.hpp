@@ -29,6 +29,9 @@ bool contains(key_list list, std::string_view key);
 std::string join(const std::string& path, std::string_view key);
 // What a node is, for "expected X, got Y".
 std::string_view describe(const YAML::Node& n);
+// A node as YAML again, for model::rule::source and model::agent::source: equal texts mean
+// equal rules. Layout and comments are gone; a change of style (flow to block) still counts.
+std::string emitted(const YAML::Node& node);
 
 class parser {
  public:
