@@ -348,8 +348,12 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   // 3. The chain's head hooks.
   filters::chain chain(active->pipeline->factories(), ex);
   auto decided = chain.request_head();
-  while (decided.waits())
-    decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout));
+  while (decided.waits()) {
+    // Gone: the client reset the stream or closed the connection. (Named, not a temporary in
+    // the co_await: GCC 12 mishandles those.)
+    const std::function<bool()> gone = [&c, &ss] { return ss.stream->closed || c.closing(); };
+    decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout, gone));
+  }
   if (!decided.passes()) co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   // 4. A body a filter must see whole, then credentials, then the head for the upstream.
   std::optional<std::string> held;

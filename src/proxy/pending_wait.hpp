@@ -4,10 +4,11 @@
 // delivered from any thread, before or after the wait ends; the shared state holds no I/O
 // object, so a late answer after the session (or its io_context) is gone is harmless.
 //
-// A wait that watches its client (pending::watches_client: a held request) looks at the
-// client's socket every half second: when the client has closed its connection, the wait is
-// abandoned (pending::abandon drops the hold from the pending approvals) rather than kept until
-// an operator decides on a request nobody will receive, or it times out.
+// A wait that watches its client (pending::watches_client: a held request) asks every half
+// second whether the client is gone (an HTTP/1.1 client closed its socket; an HTTP/2 client
+// reset the stream or closed the connection): then the wait is abandoned (pending::abandon
+// drops the hold from the pending approvals) rather than kept until an operator decides on a
+// request nobody will receive, or it times out.
 
 #include "core/errc.hpp"
 #include "filters/filter.hpp"
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -36,14 +38,15 @@ inline bool client_closed(int fd) noexcept {
   return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-// `client_fd`: the client's socket, or -1 (not watched).
+// `client_gone`: whether the client is gone (see above); empty: not watched.
 inline boost::asio::awaitable<filters::verdict> await_pending(
-    filters::pending& p, std::chrono::milliseconds session_limit, int client_fd = -1) {
+    filters::pending& p, std::chrono::milliseconds session_limit,
+    std::function<bool()> client_gone = {}) {
   namespace asio = boost::asio;
   using clock = std::chrono::steady_clock;
   // A held request waits for a person (its own timeout); anything else for the session's.
   const std::chrono::milliseconds timeout = p.wait_limit(session_limit);
-  const bool watch = client_fd >= 0 && p.watches_client();
+  const bool watch = client_gone && p.watches_client();
   constexpr std::chrono::milliseconds look_every{500};
   struct state {
     std::optional<filters::verdict> outcome;
@@ -76,7 +79,7 @@ inline boost::asio::awaitable<filters::verdict> await_pending(
     // The outcome may have been posted already: it runs after this wait has begun.
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (st->outcome) co_return std::move(*st->outcome);
-    if (watch && client_closed(client_fd)) {
+    if (watch && client_gone()) {
       p.abandon();
       co_return filters::verdict::refuse(
           core::errc::approval_abandoned,

@@ -132,9 +132,13 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   // (Inline, not a coroutine of its own: a frame per request costs more than the wait that is
   // almost never there.)
   auto decided = chain.request_head();
-  while (decided.waits())
-    decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout,
-                                                  s.client.socket().native_handle()));
+  while (decided.waits()) {
+    // (A named function, not a temporary in the co_await: GCC 12 mishandles those.)
+    const std::function<bool()> gone = [fd = s.client.socket().native_handle()] {
+      return client_closed(fd);
+    };
+    decided = chain.resume(co_await await_pending(*decided.waiting, limits.idle_timeout, gone));
+  }
   if (!decided.passes()) co_return co_await send_answer(client, rec, version, keep_after_refusal);
   if (ex.connect) {
     // The tunnel's requests, if it carries any, come back here one by one.
