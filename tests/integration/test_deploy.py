@@ -27,7 +27,7 @@ import unittest
 import yaml
 
 from harness import capabilities, env
-from harness.ops_admin import admin_paths
+from harness.ops_admin import admin_paths, exported_metric_names
 from harness.proxy import Airlock, run_airlock
 
 ROOT = env.REPO_ROOT
@@ -57,10 +57,8 @@ def deploy_yaml_files():
 
 
 def exported_metrics():
-    """Metric names defined in src/telemetry/metrics.cpp, with the series names histograms add."""
-    with open(os.path.join(ROOT, "src", "telemetry", "metrics.cpp")) as f:
-        source = f.read()
-    names = set(re.findall(r'\.Name\("(airlock_[a-z0-9_]+)"\)', source))
+    """Metric names the proxy defines, with the series names histograms add."""
+    names = exported_metric_names()
     series = set(names)
     for n in names:
         series |= {n + "_bucket", n + "_sum", n + "_count"}

@@ -25,7 +25,8 @@ import unittest
 import yaml
 
 from harness import capabilities, env, netns
-from harness.ops_admin import admin_call, admin_paths, admin_router_source
+from harness.ops_admin import (admin_call, admin_paths, admin_router_source,
+                               exported_metric_names)
 from harness.proxy import Airlock, run_airlock
 
 ROOT = env.REPO_ROOT
@@ -75,8 +76,7 @@ def looks_like_policy(text):
 
 
 def exported_metrics():
-    source = read(os.path.join(ROOT, "src", "telemetry", "metrics.cpp"))
-    return set(re.findall(r'\.Name\("(airlock_[a-z0-9_]+)"\)', source))
+    return exported_metric_names()
 
 
 def errc_table():
@@ -90,8 +90,8 @@ def parser_key_lists():
     """{array name: [keys]} of the `constexpr std::string_view NAME[] = {...}` lists in the
     policy parser: the schema, as the code has it."""
     source = "".join(read(os.path.join(ROOT, "src", "policy", name))
-                     for name in ("parser.cpp", "parser_checks.cpp", "parser_mcp.cpp",
-                                  "state_parser.cpp", "parser_approvals.cpp"))
+                     for name in ("parser.cpp", "parser_rules.cpp", "parser_checks.cpp",
+                                  "parser_mcp.cpp", "state_parser.cpp", "parser_approvals.cpp"))
     lists = {}
     for name, body in re.findall(r"constexpr\s+std::string_view\s+(\w+)\[\]\s*=\s*\{(.*?)\};",
                                  source, re.S):

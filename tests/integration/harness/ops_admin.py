@@ -15,6 +15,7 @@ writes to all the time) would otherwise be changes in that folder too. Layouts:
                the old one, then removes the old folder, as the kubelet does.
 """
 
+import glob
 import hashlib
 import http.client
 import json
@@ -415,3 +416,15 @@ def admin_paths():
     if not paths:
         raise AssertionError("no admin routes found in src/telemetry/admin_{server,routes}.cpp")
     return paths
+
+
+def exported_metric_names():
+    """The metric names the proxy defines (`.Name("airlock_...")` in src/telemetry/metrics*.cpp,
+    wherever the families are registered). Never empty, for the same reason as admin_paths."""
+    names = set()
+    for path in glob.glob(os.path.join(env.REPO_ROOT, "src", "telemetry", "metrics*.cpp")):
+        with open(path) as f:
+            names |= set(re.findall(r'\.Name\("(airlock_[a-z0-9_]+)"\)', f.read()))
+    if not names:
+        raise AssertionError("no metric families found in src/telemetry/metrics*.cpp")
+    return names
