@@ -19,26 +19,19 @@ import grpc
 
 from harness.base import ProxyTestCase
 from harness.proxy import make_policy, origin_rule
-from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
+from harness.tls_support import AirlockCA, InspectedOriginCase, OriginCerts
 
 
-class GrpcRefusalCase(ProxyTestCase):
+class GrpcRefusalCase(InspectedOriginCase):
     admin = False
+
+    origin_names = ("grpc.test", "limited.test")
 
     @classmethod
     def extra_setup(cls):
-        cls.ica = AirlockCA()
-        cls.certs = OriginCerts(names=("grpc.test", "limited.test"))
-        # What the CONNECT reaches; the refused calls never get there.
-        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
+        super().extra_setup()
         with open(cls.ica.cert, "rb") as f:
             cls.ca_pem = f.read()
-
-    @classmethod
-    def extra_teardown(cls):
-        cls.good.stop()
-        cls.certs.cleanup()
-        cls.ica.cleanup()
 
     @classmethod
     def policy(cls):

@@ -17,11 +17,11 @@ import time
 import unittest
 
 from harness import clients, env
-from harness.base import ProxyTestCase, marker, parse_proxy_status
+from harness.base import marker, parse_proxy_status
 from harness.h2_client import ConnectForwarder, H2Tunnel
 from harness.origin import pattern_sha256
 from harness.proxy import make_policy, origin_rule
-from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
+from harness.tls_support import InspectedOriginCase
 
 PATHS = [r"^/echo/allowed.*", r"^/bytes/[0-9]+$", r"^/chunked/[0-9]+$"]
 
@@ -34,20 +34,10 @@ def inspect_rule(port, name, hosts, **extra):
     return rule
 
 
-class H2Case(ProxyTestCase):
+class H2Case(InspectedOriginCase):
     admin = False
 
-    @classmethod
-    def extra_setup(cls):
-        cls.ica = AirlockCA()
-        cls.certs = OriginCerts(names=("insp.test", "h1only.test", "h2only.test", "origin.test"))
-        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
-
-    @classmethod
-    def extra_teardown(cls):
-        cls.good.stop()
-        cls.certs.cleanup()
-        cls.ica.cleanup()
+    origin_names = ("insp.test", "h1only.test", "h2only.test", "origin.test")
 
     @classmethod
     def policy(cls):

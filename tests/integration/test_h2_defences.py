@@ -11,10 +11,9 @@ import unittest
 from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame,
                               SettingsFrame)
 
-from harness.base import ProxyTestCase
 from harness.h2_client import H2Tunnel
 from harness.proxy import make_policy, origin_rule
-from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
+from harness.tls_support import InspectedOriginCase
 
 PROTOCOL_ERROR = 1
 FLOW_CONTROL_ERROR = 3
@@ -25,23 +24,13 @@ COMPRESSION_ERROR = 9
 ENHANCE_YOUR_CALM = 11
 
 
-class H2Attacks(ProxyTestCase):
+class H2Attacks(InspectedOriginCase):
     """The origin, the CA and the helpers; the attacks are in the classes below."""
 
     admin = False
     idle_timeout = "60s"
 
-    @classmethod
-    def extra_setup(cls):
-        cls.ica = AirlockCA()
-        cls.certs = OriginCerts(names=("insp.test",))
-        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
-
-    @classmethod
-    def extra_teardown(cls):
-        cls.good.stop()
-        cls.certs.cleanup()
-        cls.ica.cleanup()
+    origin_names = ("insp.test",)
 
     @classmethod
     def policy(cls):

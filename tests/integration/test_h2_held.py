@@ -8,25 +8,15 @@ import threading
 import unittest
 
 from harness import env
-from harness.base import ProxyTestCase, marker
+from harness.base import marker
 from harness.h2_client import H2Tunnel
 from harness.ops_admin import admin_call
 from harness.proxy import make_policy
-from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts
+from harness.tls_support import InspectedOriginCase
 
 
-class H2HeldTest(ProxyTestCase):
-    @classmethod
-    def extra_setup(cls):
-        cls.ica = AirlockCA()
-        cls.certs = OriginCerts(names=("insp.test",))
-        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
-
-    @classmethod
-    def extra_teardown(cls):
-        cls.good.stop()
-        cls.certs.cleanup()
-        cls.ica.cleanup()
+class H2HeldTest(InspectedOriginCase):
+    origin_names = ("insp.test",)
 
     @classmethod
     def policy(cls):

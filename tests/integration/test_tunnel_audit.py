@@ -21,25 +21,15 @@ import time
 import unittest
 
 from harness import clients, env
-from harness.base import ProxyTestCase, marker
+from harness.base import marker
 from harness.proxy import make_policy, tunnel_rule
-from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts, TlsTunnel
+from harness.tls_support import InspectedOriginCase, TlsTunnel
 
 
-class TunnelAuditTest(ProxyTestCase):
+class TunnelAuditTest(InspectedOriginCase):
     tls = True
 
-    @classmethod
-    def extra_setup(cls):
-        cls.ica = AirlockCA()
-        cls.certs = OriginCerts()
-        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
-
-    @classmethod
-    def extra_teardown(cls):
-        cls.good.stop()
-        cls.certs.cleanup()
-        cls.ica.cleanup()
+    origin_names = None  # the OriginCerts defaults
 
     @classmethod
     def policy(cls):

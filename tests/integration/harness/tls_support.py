@@ -17,6 +17,7 @@ import urllib.request
 from . import env
 from .clients import RawClient, parse_responses
 from .origin import OriginServer
+from .base import ProxyTestCase
 from .proxy import run_airlock
 
 PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----\r?\n.*?-----END CERTIFICATE-----",
@@ -257,3 +258,23 @@ def fetch_metrics(admin):
         except ValueError:
             pass
     return samples
+
+
+class InspectedOriginCase(ProxyTestCase):
+    """A ProxyTestCase with what an inspected rule needs, made per class and removed after: the
+    proxy's interception CA (`ica`), origin certificates for `origin_names` (`certs`; None: the
+    OriginCerts defaults) and a TLS origin serving them that records ALPN (`good`)."""
+
+    origin_names = ("insp.test",)
+
+    @classmethod
+    def extra_setup(cls):
+        cls.ica = AirlockCA()
+        cls.certs = OriginCerts() if cls.origin_names is None else OriginCerts(names=cls.origin_names)
+        cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.good.stop()
+        cls.certs.cleanup()
+        cls.ica.cleanup()
