@@ -4,6 +4,7 @@
 #include "net/client_hello.hpp"
 #include "net/http_framing.hpp"
 #include "policy/snapshot.hpp"
+#include "proxy/h2_upstream_exchange.hpp"
 #include "proxy/session_io.hpp"
 #include "proxy/tunnel.hpp"
 #include "telemetry/metrics.hpp"
@@ -218,7 +219,9 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
 
 asio::awaitable<std::vector<tls::leaf_name>> origin_names(session_context& s, tunnel_context& t,
                                                           const filters::exchange& ex) {
-  const auto outcome = co_await connect_tls_upstream(s, t, ex);
+  // h2 offered as the CONNECT's rule allows: an origin that speaks only h2 must still serve
+  // the tunnel's requests over this connection (ensure_tunnel_upstream takes it up).
+  const auto outcome = co_await connect_tls_upstream(s, t, ex, upstream_h2_allowed(ex));
   if (outcome.error != errc::ok) co_return std::vector<tls::leaf_name>{};
   X509* peer = SSL_get0_peer_certificate(t.upstream->native_handle());
   if (peer == nullptr) co_return std::vector<tls::leaf_name>{};

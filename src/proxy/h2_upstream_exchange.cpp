@@ -161,14 +161,20 @@ asio::awaitable<bool> ensure_tunnel_upstream(session_context& s, tunnel_context&
                                              filters::exchange& ex) {
   const bool want_h2 = upstream_h2_allowed(ex);
   if (want_h2 && t.h2 && t.h2->usable()) co_return true;
-  if (t.upstream) co_return true;
-  auto outcome = co_await connect_tls_upstream(s, t, ex, want_h2);
-  if (outcome.error != errc::ok) {
-    ex.record.connect_failed(outcome.error);
-    ex.record.refuse(outcome.error, outcome.detail);
-    co_return false;
+  // An upstream already open may be an IP-literal CONNECT's early connection (origin_names),
+  // which offered h2: where the origin picked it, it serves only a request that may go over h2.
+  const bool open_is_h2 =
+      t.upstream && tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2;
+  if (open_is_h2 && !want_h2) t.upstream.reset();
+  if (!t.upstream) {
+    auto outcome = co_await connect_tls_upstream(s, t, ex, want_h2);
+    if (outcome.error != errc::ok) {
+      ex.record.connect_failed(outcome.error);
+      ex.record.refuse(outcome.error, outcome.detail);
+      co_return false;
+    }
+    ex.record.connect_time = outcome.connect_time;
   }
-  ex.record.connect_time = outcome.connect_time;
   if (want_h2 && tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2) {
     const auto& limits = ex.snapshot->limits();
     if (t.h2) t.h2->close();

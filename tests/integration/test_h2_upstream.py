@@ -104,6 +104,8 @@ class H2UpstreamCase(ProxyTestCase):
             dict(base, name="h2o", hosts=["h2o.test"],
                  inject={"headers": {"X-Injected": "injected-value"}}),
             dict(base, name="h1rule", hosts=["h1rule.test"], protocols=["http/1.1"]),
+            # CONNECT by IP literal: the proxy connects first to read the origin's names.
+            dict(base, name="by-ip", hosts=["127.0.0.1"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                 "upstream_ca": cls.certs.ca_cert})
 
@@ -193,6 +195,19 @@ class H2UpstreamCase(ProxyTestCase):
             self.assertEqual(r["headers"][":status"], "200", r)
             self.assertIsNone(r["reset"], r)
             self.assertEqual(r["body"], self.big)
+
+    def test_http1_client_reaches_h2_only_origin_by_ip_literal(self):
+        # For an IP-literal CONNECT the proxy connects to the origin before the client's
+        # handshake (the minted leaf also carries the origin's names); that connection offers h2
+        # too, so an h2-only origin still serves the tunnel's HTTP/1.1 requests.
+        r = self.curl("https://127.0.0.1:%d/hello.txt" % self.nghttpd.port,
+                      args=["--http1.1", "--cacert", self.ica.cert])
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(r.body, b"hello from nghttpd\n")
+        rec = self.proxy.wait_audit(host="127.0.0.1", path="/hello.txt")
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+        self.assertEqual((rec["rule"], rec["status"], rec.get("upstream_protocol")),
+                         ("by-ip", 200, "h2"))
 
     def test_rule_without_h2_stays_on_http1(self):
         # nghttpd speaks only h2: a rule that leaves h2 out offers only http/1.1, and the
