@@ -2,14 +2,15 @@
 Chromium driven by Selenium (Debian's chromium, chromium-driver, python3-selenium) loads the
 page, sees a live decision appear (GET /events), sees a held request appear, approves it by
 clicking with the operator token entered (the request then goes through; without the token the
-click is refused with 401), and stops an agent by clicking. Screenshots of the views go to docs/console/*.png (linked from
-the README). Also: the page's headers (CSP, no framing) and that an agent's reason is shown
+click is refused with 401), and stops an agent by clicking. Screenshots of the views are taken
+(to docs/console/*.png, linked from the README, when AIRLOCK_CONSOLE_SHOTS=docs/console). Also: the page's headers (CSP, no framing) and that an agent's reason is shown
 as text, never as HTML."""
 
 import concurrent.futures
 import hashlib
 import os
 import shutil
+import tempfile
 import time
 import unittest
 
@@ -25,7 +26,10 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "console")
+# Screenshots go to a directory of the run's own unless AIRLOCK_CONSOLE_SHOTS names one (set it
+# to docs/console to refresh the README's pictures), so a test run leaves the tree as it was.
+_OWN_SHOTS = tempfile.TemporaryDirectory(prefix="airlock-console-")  # removed at exit
+SHOTS = os.environ.get("AIRLOCK_CONSOLE_SHOTS") or _OWN_SHOTS.name
 XSS = '<img src=x onerror="document.title=\'pwned\'">'
 TOKEN = "console-operator-" + "3b8e51"
 
@@ -78,7 +82,10 @@ class ConsoleTest(ProxyTestCase):
                 "document.getElementById(arguments[0]).closest('section').scrollIntoView()",
                 section)
         os.makedirs(SHOTS, exist_ok=True)
-        self.browser.save_screenshot(os.path.join(SHOTS, name))
+        path = os.path.join(SHOTS, name)
+        self.assertTrue(self.browser.save_screenshot(path), path)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", path)
 
     def enter_token(self, token=TOKEN):
         self.browser.find_element(By.ID, "token").send_keys(token)
