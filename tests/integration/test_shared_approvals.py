@@ -3,7 +3,8 @@ state"): a request held on replica A is listed by B and C with a replica-qualifi
 decision on B or C reaches the client waiting on A; an agent_host grant decided on one replica
 applies on the others; unknown ids are 404; with the store stopped, each replica still lists
 its own holds, says the fleet is unavailable, and a decision for another replica's hold fails
-within its bound instead of hanging."""
+within its bound instead of hanging; a replica that starts later learns the grants in force, and
+holds forgotten by the store are listed again."""
 
 import concurrent.futures
 import json
@@ -105,11 +106,27 @@ class FleetApprovalTest(FleetCase):
                                   for g in self.approvals(c)["grants"]), "grant on C")
         status, _, _ = self.get(c, timeout=env.t(10), path="/echo/grant-%s-2" % m)
         self.assertEqual(status, 200, "a covered request through C was held")
+        # A replica that starts later reads the grants kept in the store.
+        fresh = self.restart(2)
+        self.wait_for(lambda: any(g["path_prefix"] == "/echo/grant-%s-" % m
+                                  for g in self.approvals(fresh)["grants"]), "grant on a new C")
+        status, _, _ = self.get(fresh, timeout=env.t(10), path="/echo/grant-%s-3" % m)
+        self.assertEqual(status, 200, "a covered request through a restarted C was held")
 
     def test_unknown_ids(self):
         a, b, _ = self.proxies
         for pid in ("%s:999999" % self.replica(a), "no-such-replica:1", "999999", "a:b:c"):
             self.assertEqual(self.decide(b, pid).status, 404, pid)
+
+    def test_holds_listed_again_after_redis_forgets_them(self):
+        a, b, _ = self.proxies
+        path = "/echo/again-%s" % marker()
+        f = self.held(a, path)
+        self.wait_listed(b, path)
+        self.redis.call("FLUSHALL")  # as a restarted Redis without persistence
+        p = self.wait_listed(b, path)
+        self.assertEqual(self.decide(b, p["id"], "refuse").status, 200)
+        self.assertEqual(f.result(env.t(20)), (403, "approval_refused"))
 
     def test_store_down_lists_local_holds_and_fails_remote_decisions_in_time(self):
         a, b, _ = self.proxies

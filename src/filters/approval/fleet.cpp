@@ -1,34 +1,20 @@
 #include "filters/approval/fleet.hpp"
 
+#include "filters/approval/fleet_shared.hpp"
+
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/json.hpp>
 
 #include <unistd.h>
 
-#include <atomic>
-#include <future>
-#include <map>
-#include <mutex>
 #include <optional>
 
 namespace airlock::filters::approval {
 namespace {
 
 namespace asio = boost::asio;
-using sys_clock = std::chrono::system_clock;
-
-// The other replicas' entries one listing reads at most.
-constexpr int max_listed = 512;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(sys_clock::now().time_since_epoch())
-      .count();
-}
 
 // A decision's outcome as an HTTP status, as admin_api.cpp answers a local one.
 unsigned status_of(bool ok, const std::string& message) {
@@ -37,40 +23,6 @@ unsigned status_of(bool ok, const std::string& message) {
 }
 
 }  // namespace
-
-// What the store's callbacks and the registry's hooks reach; it outlives the fleet object
-// as long as a callback holds it (the store client's subscriptions do, to the end).
-struct fleet::shared {
-  state::client& store;
-  registry& approvals;
-  fleet_options options;
-  std::string index_key, grants_channel;
-  asio::io_context worker{1};
-  asio::executor_work_guard<asio::io_context::executor_type> work{worker.get_executor()};
-  std::atomic<std::uint64_t> nonce{0}, malformed{0};
-
-  std::mutex mutex;
-  // This replica's entries in the index: (deadline, member). An access request that times out
-  // leaves without a hook call (it is kept for polling): pruned here at its deadline.
-  std::map<std::uint64_t, std::pair<std::int64_t, std::string>> own;
-  std::map<std::uint64_t, std::promise<fleet_msg::ack>> waiting;  // remote decisions, by nonce
-
-  shared(state::client& s, registry& a, fleet_options o)
-      : store(s), approvals(a), options(std::move(o)) {
-    index_key = options.key_prefix + "approvals:held";
-    grants_channel = options.key_prefix + "approvals:grants";
-  }
-  std::string channel_of(std::string_view replica) const {
-    return core::str_cat(options.key_prefix, "approvals:to:", replica);
-  }
-
-  void held(std::uint64_t id, const request_info* r, std::chrono::milliseconds timeout);
-  void on_message(std::string_view text, bool grants);
-  void apply(const fleet_msg::decide& m);
-  void answer(std::uint64_t nonce, fleet_msg::ack a);
-  void drop(std::string_view text);
-};
-
 void fleet::shared::held(std::uint64_t id, const request_info* r,
                          std::chrono::milliseconds timeout) {
   const auto ignore = [](state::reply) {};
@@ -90,7 +42,7 @@ void fleet::shared::held(std::uint64_t id, const request_info* r,
   h.replica = options.replica;
   h.id = id;
   h.request = *r;
-  const std::int64_t now = now_ms();
+  const std::int64_t now = fleet_now_ms();
   h.since_s = now / 1000;
   h.deadline_ms = now + timeout.count();
   std::string member = fleet_msg::encode(h);
@@ -117,12 +69,7 @@ void fleet::shared::on_message(std::string_view text, bool grants) {
   auto m = fleet_msg::decode(text);
   if (!m || (grants != m->grant.has_value())) return drop(text);
   if (m->grant) {
-    if (m->grant->from == options.replica) return;  // ours, applied already
-    asio::post(worker, [this, g = std::move(m->grant->g), from = m->grant->from]() mutable {
-      AIRLOCK_LOG(info, "approvals", "grant from replica ", from, ": agent ", g.agent, " ", g.host,
-                  ":", g.port, " by ", g.by);
-      approvals.add_grant(std::move(g));
-    });
+    asio::post(worker, [this, g = std::move(*m->grant)]() mutable { take_grant(std::move(g)); });
   } else if (m->decision) {
     asio::post(worker, [this, d = std::move(*m->decision)] { apply(d); });
   } else if (m->answer) {
@@ -155,6 +102,7 @@ void fleet::shared::answer(std::uint64_t n, fleet_msg::ack a) {
 
 fleet::fleet(state::client& store, registry& approvals, fleet_options options)
     : shared_(std::make_shared<shared>(store, approvals, std::move(options))) {
+  shared_->self = shared_;
   worker_ = std::thread([s = shared_] { s->worker.run(); });
 }
 
@@ -178,14 +126,11 @@ void fleet::start() {
                      [s](std::string_view, std::string_view text) { s->on_message(text, false); });
   s->store.subscribe(s->grants_channel,
                      [s](std::string_view, std::string_view text) { s->on_message(text, true); });
-  s->approvals.set_fleet_hooks(
-      [s](std::uint64_t id, const request_info* r, std::chrono::milliseconds timeout) {
-        s->held(id, r, timeout);
-      },
-      [s](const grant& g) {
-        fleet_msg::grant_msg m{s->options.replica, g};
-        s->store.command({"PUBLISH", s->grants_channel, fleet_msg::encode(m)}, [](state::reply) {});
-      });
+  s->approvals.set_fleet_hooks([s](std::uint64_t id, const request_info* r,
+                                   std::chrono::milliseconds timeout) { s->held(id, r, timeout); },
+                               [s](const grant& g) { s->publish_grant(g); });
+  // The first sync at once: a replica that starts learns the grants in force.
+  asio::post(s->worker, [p = s.get()] { p->sync(); });
 }
 
 std::string fleet::default_replica() {
@@ -202,70 +147,6 @@ const std::string& fleet::replica() const noexcept {
 
 std::uint64_t fleet::malformed() const noexcept {
   return shared_->malformed.load();
-}
-
-// The other replicas' pending entries, or nullopt when the store did not answer in time.
-static std::optional<std::vector<fleet_msg::held>> read_fleet(fleet::shared& s,
-                                                              std::uint64_t& malformed);
-
-std::string fleet::json() {
-  namespace json = boost::json;
-  json::value local = json::parse(shared_->approvals.json());
-  json::object& root = local.as_object();
-  root["replica"] = shared_->options.replica;
-  std::uint64_t dropped = 0;
-  auto others = read_fleet(*shared_, dropped);
-  for (std::uint64_t i = 0; i < dropped; ++i)
-    shared_->drop("");
-  root["fleet"] = others ? "ok" : "unavailable";
-  root["fleet_malformed"] = malformed();
-  if (!others) return json::serialize(root);
-  json::array& pending = root["pending"].as_array();
-  const std::int64_t now = now_ms();
-  for (const auto& h : *others) {
-    if (h.replica == shared_->options.replica) continue;  // listed from the registry
-    json::object o;
-    o["id"] = core::str_cat(h.replica, ":", h.id);
-    o["replica"] = h.replica;
-    o["kind"] = h.request.access_request ? "access_request" : "request";
-    o["agent"] = h.request.agent;
-    o["host"] = h.request.host;
-    o["port"] = h.request.port;
-    o["method"] = h.request.method;
-    o["path"] = h.request.path;
-    o["in_tunnel"] = h.request.in_tunnel;
-    o["rule"] = h.request.rule;
-    o["reason"] = h.request.reason;  // untrusted, as the registry's own: the viewer escapes it
-    o["since"] = h.since_s;
-    o["outcome"] = "pending";
-    o["seconds_left"] = std::max<std::int64_t>(0, (h.deadline_ms - now) / 1000);
-    pending.push_back(std::move(o));
-  }
-  return json::serialize(root);
-}
-
-static std::optional<std::vector<fleet_msg::held>> read_fleet(fleet::shared& s,
-                                                              std::uint64_t& malformed) {
-  auto p = std::make_shared<std::promise<state::reply>>();
-  auto f = p->get_future();
-  s.store.command({"ZRANGEBYSCORE", s.index_key, core::str_cat("(", now_ms()), "+inf", "LIMIT", "0",
-                   std::to_string(max_listed)},
-                  [p](state::reply r) { p->set_value(std::move(r)); });
-  // The client bounds the command by the same timeout; the margin covers the thread hop.
-  if (f.wait_for(s.options.store_timeout + std::chrono::milliseconds(100)) !=
-      std::future_status::ready)
-    return std::nullopt;
-  const state::reply r = f.get();
-  if (r.what != state::reply::kind::array) return std::nullopt;
-  std::vector<fleet_msg::held> out;
-  for (const auto& e : r.elements) {
-    auto h = e.what == state::reply::kind::string ? fleet_msg::decode_held(e.text) : std::nullopt;
-    if (h)
-      out.push_back(std::move(*h));
-    else
-      ++malformed;
-  }
-  return out;
 }
 
 fleet_msg::ack fleet::decide_remote(const fleet_msg::qualified_id& q, const decision& d) {

@@ -11,7 +11,10 @@
 //   channel (<prefix>approvals:to:r2); r2 applies it through registry::decide and answers on
 //   the decider's channel. The decider waits for that answer (answer_timeout).
 // - Grants: every grant a decision makes is published on <prefix>approvals:grants; every other
-//   replica adds it to its own registry, with the same expiry.
+//   replica adds it to its own registry, with the same expiry. It is also kept in
+//   <prefix>approvals:grants:kept (scored by its expiry) and every replica reads that at start
+//   and every sync_interval, with its own holds added to the listing again, so that a replica
+//   that started later, was cut off, or a Redis that restarted without persistence catch up.
 //
 // Fail closed: a store that does not answer approves nothing (the decider answers 503 or 504);
 // a message that does not decode is dropped and counted (fleet_message.hpp). Whoever can
@@ -42,6 +45,8 @@ struct fleet_options {
   std::chrono::milliseconds store_timeout{250};
   // A decision sent to another replica waits this long at most for its answer.
   std::chrono::milliseconds answer_timeout{2'000};
+  // How often a replica adds its holds to the listing again and reads the kept grants.
+  std::chrono::milliseconds sync_interval{2'000};
 };
 
 class fleet {

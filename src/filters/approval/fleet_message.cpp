@@ -14,6 +14,9 @@ using sys_clock = std::chrono::system_clock;
 constexpr std::size_t max_name = 256;
 constexpr std::size_t max_text = 8 * 1024;
 constexpr std::int64_t max_duration_ms = 30LL * 24 * 3600 * 1000;  // as admin_api.cpp
+// Unix milliseconds up to the year 2286: beyond, a system_clock time point (nanoseconds in
+// libstdc++) would overflow.
+constexpr std::int64_t max_time_ms = 10'000'000'000'000;
 
 bool name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -127,7 +130,7 @@ std::optional<grant_msg> read_grant(reader& in) {
   m.g.port = static_cast<std::uint16_t>(in.integer("port", 1, 65535));
   m.g.method = in.text("method", 32);
   m.g.path_prefix = in.text("path_prefix", 1024);
-  const std::int64_t expires = in.integer("expires_ms", 0, INT64_MAX);
+  const std::int64_t expires = in.integer("expires_ms", 0, max_time_ms);
   m.g.by = in.text("by", max_name);
   if (!in.ok() || m.g.agent.empty() || m.g.host.empty()) return std::nullopt;
   if (!m.g.path_prefix.empty() && m.g.path_prefix.front() != '/') return std::nullopt;
@@ -203,8 +206,8 @@ std::optional<held> decode_held(std::string_view text) {
   h.request.connect = in.boolean("connect");
   h.request.rule = in.text("rule", max_name);
   h.request.reason = in.text("reason", max_text);
-  h.since_s = in.integer("since", 0, INT64_MAX);
-  h.deadline_ms = in.integer("deadline_ms", 0, INT64_MAX);
+  h.since_s = in.integer("since", 0, max_time_ms / 1000);
+  h.deadline_ms = in.integer("deadline_ms", 0, max_time_ms);
   if (!in.ok() || (kind != "request" && kind != "access_request")) return std::nullopt;
   h.request.access_request = kind == "access_request";
   return h;
