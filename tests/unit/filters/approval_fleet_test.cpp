@@ -136,6 +136,10 @@ TEST(ApprovalFleetMessage, RejectsMalformedMessages) {
   g.g.host = "h";
   g.g.port = 1;
   EXPECT_FALSE(fm::decode(fm::encode(g))) << "a grant without an agent";
+  g.g.agent = "a";
+  auto o = boost::json::parse(fm::encode(g)).as_object();
+  o["expires_ms"] = INT64_MAX;  // as nanoseconds since the epoch, it would overflow
+  EXPECT_FALSE(fm::decode(boost::json::serialize(o)));
 }
 
 // What the fleet hears from the registry: each hold's start and end, and each grant made.
