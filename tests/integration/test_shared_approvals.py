@@ -75,6 +75,14 @@ class FleetApprovalTest(FleetCase):
         r = self.decide(b, qualified, scope="once")
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(f.result(env.t(20)), (200, None))
+        # One operator record, where it was decided; the hold's own records where it was held.
+        b.wait_audit(type="operator", action="approve", outcome="ok", path=path,
+                     approval_id=local["id"], scope="once")
+        a.wait_audit(type="approval", action="held", path=path)
+        a.wait_audit(path=path, decision="allow", status=200)
+        for p in (a, c):
+            self.assertFalse([e for e in p.audit() if e.get("type") == "operator"
+                              and e.get("path") == path], "an operator record on another replica")
         # Gone from every listing once decided.
         for p in self.proxies:
             self.wait_for(lambda: not any(e["path"] == path for e in self.approvals(p)["pending"]),
