@@ -1,5 +1,7 @@
 #include "filters/approval/fleet_message.hpp"
 
+#include "filters/approval/json_fields.hpp"
+
 #include <boost/json.hpp>
 
 #include <charconv>
@@ -75,14 +77,6 @@ class reader {
   const json::object& o_;
   bool ok_ = true;
 };
-
-void put_request(json::object& o, const request_info& r) {
-  o["agent"] = r.agent;
-  o["host"] = r.host;
-  o["port"] = r.port;
-  o["method"] = r.method;
-  o["path"] = r.path;
-}
 
 request_info read_request(reader& in) {
   request_info r;
@@ -182,12 +176,8 @@ std::string encode(const held& h) {
   json::object o;
   o["replica"] = h.replica;
   o["id"] = h.id;
-  o["kind"] = h.request.access_request ? "access_request" : "request";
   put_request(o, h.request);
-  o["in_tunnel"] = h.request.in_tunnel;
   o["connect"] = h.request.connect;
-  o["rule"] = h.request.rule;
-  o["reason"] = h.request.reason;
   o["since"] = h.since_s;
   o["deadline_ms"] = h.deadline_ms;
   return json::serialize(o);
@@ -242,18 +232,12 @@ std::string encode(const grant_msg& m) {
   json::object o;
   o["t"] = "grant";
   o["from"] = m.from;
-  o["id"] = m.g.id;
-  o["agent"] = m.g.agent;
-  o["host"] = m.g.host;
-  o["port"] = m.g.port;
-  o["method"] = m.g.method;
-  o["path_prefix"] = m.g.path_prefix;
+  put_grant(o, m.g);
   o["expires_ms"] =
       m.g.expires == sys_clock::time_point::max()
           ? std::int64_t{0}
           : std::chrono::duration_cast<std::chrono::milliseconds>(m.g.expires.time_since_epoch())
                 .count();
-  o["by"] = m.g.by;
   return json::serialize(o);
 }
 

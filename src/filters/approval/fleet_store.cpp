@@ -2,6 +2,7 @@
 // grants kept for replicas that start later, and the periodic sync (fleet.hpp).
 #include "core/log.hpp"
 #include "filters/approval/fleet_shared.hpp"
+#include "filters/approval/json_fields.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
@@ -50,15 +51,7 @@ std::string fleet::json() {
     json::object o;
     o["id"] = core::str_cat(h.replica, ":", h.id);
     o["replica"] = h.replica;
-    o["kind"] = h.request.access_request ? "access_request" : "request";
-    o["agent"] = h.request.agent;
-    o["host"] = h.request.host;
-    o["port"] = h.request.port;
-    o["method"] = h.request.method;
-    o["path"] = h.request.path;
-    o["in_tunnel"] = h.request.in_tunnel;
-    o["rule"] = h.request.rule;
-    o["reason"] = h.request.reason;  // untrusted, as the registry's own: the viewer escapes it
+    put_request(o, h.request);
     o["since"] = h.since_s;
     o["outcome"] = "pending";
     o["seconds_left"] = std::max<std::int64_t>(0, (h.deadline_ms - now) / 1000);

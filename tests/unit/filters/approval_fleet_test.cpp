@@ -1,6 +1,7 @@
 // Approvals across replicas: the messages the replicas exchange through the store
 // (filters/approval/fleet_message.hpp), their validation as untrusted input, and the registry's
 // hooks that tell the fleet of holds and grants (registry.hpp).
+#include "approval_test_util.hpp"
 #include "filters/approval/fleet_message.hpp"
 #include "filters/approval/registry.hpp"
 
@@ -15,15 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fm = fleet_msg;
 
-request_info get(std::string agent, std::string host, std::string path = "/x") {
-  request_info r;
-  r.agent = std::move(agent);
-  r.host = std::move(host);
-  r.port = 443;
-  r.method = "GET";
-  r.path = std::move(path);
-  return r;
-}
+using test::get;
 
 TEST(ApprovalFleetMessage, ReplicaNamesAndQualifiedIds) {
   EXPECT_TRUE(fm::valid_replica("airlock-7d9f.x_1"));
