@@ -187,4 +187,16 @@ put("h2_client_session", SETTINGS + ACK + frame(3, 0, 1, struct.pack(">I", 7))
     + frame(7, 0, 0, struct.pack(">II", 1, 0)), "reset_goaway")
 put("h2_client_session", SETTINGS + frame(6, 0, 0, b"12345678") + frame(8, 0, 0, struct.pack(">I", 1000))
     + frame(1, 0, 1, OK) + frame(9, 4, 1, literal(b"x-a", b"b")), "ping_window_continuation")
+# ---- approval_fleet: what the replicas exchange through the store (fleet_message.hpp) ----
+for m in ['{"t":"decide","from":"r2","nonce":1,"id":7,"approve":true,"scope":"agent_host",'
+          '"duration_ms":3600000,"method":true,"path_prefix":"/v1/","by":"alice"}',
+          '{"t":"ack","nonce":1,"status":404,"message":"no pending approval 7","agent":"a",'
+          '"host":"h.test","port":443,"method":"GET","path":"/x"}',
+          '{"t":"grant","from":"r1","id":3,"agent":"a","host":"h.test","port":443,"method":"",'
+          '"path_prefix":"","expires_ms":0,"by":"bob"}',
+          '{"replica":"r1","id":4,"kind":"access_request","agent":"a","host":"h.test","port":443,'
+          '"method":"CONNECT","path":"","in_tunnel":false,"connect":true,"rule":"","reason":"why",'
+          '"since":1700000000,"deadline_ms":1700000030000}',
+          'r2:7', 'host-1.x:18446744073709551615', '{"t":"decide","nonce":1e400}']:
+    put("approval_fleet", m)
 print("seeds written under", ROOT, file=sys.stderr)

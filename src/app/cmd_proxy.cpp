@@ -6,6 +6,7 @@
 #include "app/proxy_state.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "filters/approval/fleet.hpp"
 #include "net/host.hpp"
 #include "policy/loader.hpp"
 #include "proxy/file_watches.hpp"
@@ -164,6 +165,7 @@ int cmd_proxy(args a) {
   std::function<void()> after_reload;
   std::unique_ptr<telemetry::admin_server> admin;
   proxy::server* server_ptr = nullptr;
+  filters::approval::fleet* fleet_ptr = nullptr;
   std::atomic<bool> ready{false};
   if (!admin_text.empty() && admin_text != "off") {
     auto ep = parse_admin(admin_text);
@@ -172,7 +174,7 @@ int cmd_proxy(args a) {
                    admin_text.c_str());
       return 1;
     }
-    const admin_context context{metrics, ready, store, server_ptr, after_reload, *audit};
+    const admin_context context{metrics, ready, store, server_ptr, after_reload, *audit, fleet_ptr};
     telemetry::admin_handlers handlers = make_admin_handlers(context);
     handlers.events = &live_events;
     try {
@@ -213,6 +215,20 @@ int cmd_proxy(args a) {
     return 1;
   }
   server_ptr = &server;
+  // state: redis: held requests listed and decided from any replica. After the server (its
+  // registry) and destroyed before it.
+  std::unique_ptr<filters::approval::fleet> approvals_fleet;
+  if (store) {
+    filters::approval::fleet_options fo;
+    fo.replica = filters::approval::fleet::default_replica();
+    fo.key_prefix = store->settings().key_prefix;
+    fo.store_timeout = initial.policy->model().state.timeout;
+    approvals_fleet =
+        std::make_unique<filters::approval::fleet>(store->client(), server.approvals(), fo);
+    approvals_fleet->start();
+    fleet_ptr = approvals_fleet.get();
+    AIRLOCK_LOG(info, "approvals", "this replica is '", fo.replica, "' in the shared store");
+  }
   named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
   after_reload = [&] {
     asio::post(main_ioc, [&] {

@@ -5,6 +5,7 @@
 
 #include "core/log.hpp"
 #include "filters/approval/admin_api.hpp"
+#include "filters/approval/fleet.hpp"
 #include "filters/rate_limit/shared_store.hpp"
 #include "policy/operators.hpp"
 #include "policy/snapshot.hpp"
@@ -190,13 +191,46 @@ std::optional<std::string> authorize(proxy::server* server, telemetry::audit_log
   return who;
 }
 
+// A decision for a request held on another replica (fleet.hpp): sent there, answered by it.
+unsigned decide_remote(filters::approval::fleet& fleet,
+                       const filters::approval::fleet_msg::qualified_id& q, bool approve,
+                       std::string_view body, std::string by, std::string& message,
+                       filters::approval::admin_decision& out) {
+  out.d.approve = approve;
+  out.d.by = std::move(by);
+  out.id = q.id;
+  if (!filters::approval::read_decision(body, out.d, message)) {
+    message += "\n";
+    return 400;
+  }
+  auto a = fleet.decide_remote(q, out.d);
+  out.target = std::move(a.target);
+  message = core::str_cat("replica ", q.replica, ": ", a.message, "\n");
+  return a.status;
+}
+
 // POST /approvals/ID/approve|refuse, and its one audit record: the target, scope, duration.
-unsigned decide(proxy::server& server, telemetry::audit_log& audit,
+// ID is this replica's number, or <replica>:<number> (GET /approvals lists other replicas'
+// holds so): this replica's own name works too. The record is written here, where it was
+// decided; the holder writes the rest of the hold's life.
+unsigned decide(proxy::server& server, filters::approval::fleet* fleet, telemetry::audit_log& audit,
                 const telemetry::admin_actor& by, std::string_view id, bool approve,
                 std::string_view body, std::string& message) {
   filters::approval::admin_decision decided;
-  const unsigned status = filters::approval::decide_from_admin(server.approvals(), id, approve,
-                                                               body, by.by, message, &decided);
+  unsigned status = 0;
+  const auto q = filters::approval::fleet_msg::parse_qualified(id);
+  if (q && fleet != nullptr && q->replica != fleet->replica()) {
+    status = decide_remote(*fleet, *q, approve, body, by.by, message, decided);
+  } else {
+    const std::string local = q ? std::to_string(q->id) : std::string(id);
+    if (q && (fleet == nullptr || q->replica != fleet->replica())) {
+      message = "not found\n";  // another replica's id, and no shared store to reach it
+      status = 404;
+    } else {
+      status = filters::approval::decide_from_admin(server.approvals(), local, approve, body, by.by,
+                                                    message, &decided);
+    }
+  }
   auto e = operator_event(by, approve ? "approve" : "refuse", decide_outcome(status), message);
   const auto& t = decided.target;
   e.agent = t.agent;
@@ -256,17 +290,19 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
     audit.write(e);
     return ok;
   };
-  h.approvals_json = [&server] {
-    return server ? server->approvals().json() : std::string("{\"pending\":[]}");
+  h.approvals_json = [&server, &fleet = ctx.approvals_fleet] {
+    if (!server) return std::string("{\"pending\":[]}");
+    return fleet != nullptr ? fleet->json() : server->approvals().json();
   };
-  h.approval_decide = [&server, &after_reload = ctx.after_reload, &audit](
+  h.approval_decide = [&server, &after_reload = ctx.after_reload, &audit,
+                       &fleet = ctx.approvals_fleet](
                           const telemetry::admin_actor& by, std::string_view id, bool approve,
                           std::string_view body, std::string& message) -> unsigned {
     if (!server) {
       message = "not started";
       return 503;
     }
-    const unsigned status = decide(*server, audit, by, id, approve, body, message);
+    const unsigned status = decide(*server, fleet, audit, by, id, approve, body, message);
     if (after_reload) after_reload();  // a permanent approval reloaded the policy
     return status;
   };

@@ -19,6 +19,9 @@ class metrics;
 namespace airlock::filters::rate_limit {
 class shared_store;
 }
+namespace airlock::filters::approval {
+class fleet;
+}
 
 namespace airlock::app {
 
@@ -31,6 +34,8 @@ struct admin_context {
   proxy::server*& server;
   std::function<void()>& after_reload;
   telemetry::audit_log& audit;
+  // state: redis: approvals across the replicas (null until started, or with state: local).
+  filters::approval::fleet*& approvals_fleet;
 };
 
 telemetry::admin_handlers make_admin_handlers(const admin_context& ctx);

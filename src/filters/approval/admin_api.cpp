@@ -14,7 +14,9 @@ namespace {
 constexpr std::chrono::milliseconds max_duration{30LL * 24 * 3600 * 1000};
 constexpr std::size_t max_prefix = 1024;
 
-bool read_body(std::string_view body, decision& d, std::string& error) {
+}  // namespace
+
+bool read_decision(std::string_view body, decision& d, std::string& error) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return true;
   boost::system::error_code ec;
   auto value = boost::json::parse(body, ec);
@@ -59,8 +61,6 @@ bool read_body(std::string_view body, decision& d, std::string& error) {
   return true;
 }
 
-}  // namespace
-
 unsigned decide_from_admin(registry& approvals, std::string_view id, bool approve,
                            std::string_view body, std::string by, std::string& message,
                            admin_decision* out) {
@@ -74,7 +74,7 @@ unsigned decide_from_admin(registry& approvals, std::string_view id, bool approv
   d.approve = approve;
   d.by = std::move(by);
   if (out != nullptr) out->id = n;
-  if (!read_body(body, d, message)) {
+  if (!read_decision(body, d, message)) {
     message += "\n";
     return 400;
   }

@@ -10,6 +10,9 @@
 
 namespace airlock::filters::approval {
 
+// Reads the body into `d` (its scope, duration, method and path_prefix); false with `error`.
+bool read_decision(std::string_view body, decision& d, std::string& error);
+
 // Applies the decision; returns the HTTP status of the answer (200; 400 for a bad body; 404
 // for no such pending approval; 409 when a permanent approval could not be written or loaded)
 // with `message` its body.

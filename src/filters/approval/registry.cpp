@@ -112,6 +112,22 @@ void registry::set_event_sink(event_sink s) {
   events_ = std::move(s);
 }
 
+void registry::set_fleet_hooks(hold_hook held, grant_hook granted) {
+  std::lock_guard lk(mu_);
+  fleet_held_ = std::move(held);
+  fleet_granted_ = std::move(granted);
+}
+
+void registry::tell_fleet(std::uint64_t id, const request_info* r,
+                          std::chrono::milliseconds timeout) {
+  hold_hook hook;
+  {
+    std::lock_guard lk(mu_);
+    hook = fleet_held_;
+  }
+  if (hook) hook(id, r, timeout);
+}
+
 void registry::emit(std::string_view event, std::uint64_t id, const request_info& r,
                     std::string_view outcome, std::string_view by) {
   event_sink sink;
@@ -184,6 +200,7 @@ std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
     e.deadline = steady::now() + timeout;
   }
   emit("held", id, r, "pending", "");
+  tell_fleet(id, &r, timeout);
   return std::make_shared<held_wait>(*this, id, timeout);
 }
 
@@ -202,6 +219,7 @@ std::uint64_t registry::ask(request_info r, const bounds& b, std::chrono::millis
     e.deadline = steady::now() + timeout;
   }
   emit("access_requested", id, r, "pending", "");
+  tell_fleet(id, &r, timeout);
   return id;
 }
 
@@ -241,13 +259,15 @@ void registry::cancel(std::uint64_t id, bool client_gone) {
     r = std::move(it->second.request);
     held_.erase(it);
   }
+  tell_fleet(id, nullptr, {});
   if (client_gone)
     emit("client_gone", id, r, "approval_abandoned", "");
   else
     emit("timed_out", id, r, "approval_timeout", "");
 }
 
-void registry::release_covered(const grant& g, std::vector<std::function<void()>>& calls) {
+void registry::store_grant(grant g, std::vector<std::function<void()>>& calls,
+                           std::vector<std::uint64_t>& released) {
   const auto now = sys_clock::now();
   for (auto it = held_.begin(); it != held_.end();) {
     entry& e = it->second;
@@ -255,6 +275,7 @@ void registry::release_covered(const grant& g, std::vector<std::function<void()>
       ++it;
       continue;
     }
+    released.push_back(it->first);
     if (!e.started) {  // its session has not begun to wait: start() lets it go
       e.outcome = "approved";
       e.early = verdict::next();
@@ -265,6 +286,26 @@ void registry::release_covered(const grant& g, std::vector<std::function<void()>
     calls.push_back([done = std::move(e.done)] { done(verdict::next()); });
     it = held_.erase(it);
   }
+  if (grants_.size() >= max_grants)
+    grants_.erase(
+        std::min_element(grants_.begin(), grants_.end(),
+                         [](const grant& a, const grant& b) { return a.expires < b.expires; }));
+  grants_.push_back(std::move(g));
+}
+
+void registry::add_grant(grant g) {
+  std::vector<std::function<void()>> calls;
+  std::vector<std::uint64_t> released;
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    expire();
+    store_grant(std::move(g), calls, released);
+  }
+  for (auto& c : calls)
+    c();
+  for (auto id : released)
+    tell_fleet(id, nullptr, {});
 }
 
 bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
@@ -293,6 +334,9 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
     if (!writer(r, d.same_method, message)) return false;
   }
   std::vector<std::function<void()>> calls;
+  std::vector<std::uint64_t> released{id};
+  std::optional<grant> new_grant;
+  grant_hook granted;
   {
     std::lock_guard lk(mu_);
     auto it = held_.find(id);
@@ -329,16 +373,16 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
       g.expires = d.scope == scope::permanent ? sys_clock::time_point::max()
                                               : sys_clock::now() + d.duration;
       g.by = d.by;
-      release_covered(g, calls);
-      if (grants_.size() >= max_grants)
-        grants_.erase(
-            std::min_element(grants_.begin(), grants_.end(),
-                             [](const grant& a, const grant& b) { return a.expires < b.expires; }));
-      grants_.push_back(std::move(g));
+      new_grant = g;
+      granted = fleet_granted_;
+      store_grant(std::move(g), calls, released);
     }
   }
   for (auto& c : calls)
     c();
+  for (auto n : released)
+    tell_fleet(n, nullptr, {});
+  if (new_grant && granted) granted(*new_grant);
   const std::string outcome =
       d.approve ? core::str_cat("approved:", scope_name(d.scope)) : std::string("refused");
   emit("decided", id, r, outcome, d.by);
@@ -368,6 +412,8 @@ void registry::shutdown() {
       if (e.done) waiting.push_back(std::move(e.done));
     held_.clear();
     events_ = nullptr;
+    fleet_held_ = nullptr;
+    fleet_granted_ = nullptr;
   }
   for (auto& done : waiting)
     done(verdict::refuse(core::errc::shutting_down, "the proxy is stopping"));

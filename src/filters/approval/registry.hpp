@@ -91,8 +91,20 @@ class registry {
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
 
+  // The fleet's view of this registry (fleet.hpp, state: redis): `held` is told when a hold
+  // or an access request begins (`r` set, with its timeout) and when it leaves the pending
+  // list (`r` null); `granted` of every grant a decision made here. Called outside the lock.
+  using hold_hook = std::function<void(std::uint64_t id, const request_info* r,
+                                       std::chrono::milliseconds timeout)>;
+  using grant_hook = std::function<void(const grant& g)>;
+
   void set_permanent_writer(permanent_writer w);
   void set_event_sink(event_sink s);
+  void set_fleet_hooks(hold_hook held, grant_hook granted);
+
+  // A grant decided on another replica: kept and applied (it releases the held requests it
+  // covers) as if decided here, without telling the fleet again.
+  void add_grant(grant g);
 
   // Whether a grant covers the request (expired grants are dropped here).
   bool granted(const request_info& r);
@@ -148,8 +160,11 @@ class registry {
   void cancel(std::uint64_t id, bool client_gone);
   bool admit(const request_info& r, const bounds& b, std::string& why);  // under mu_
   void expire();                                                         // under mu_
-  // Releases every held request a new grant covers (outside the lock: the callbacks).
-  void release_covered(const grant& g, std::vector<std::function<void()>>& calls);
+  // Keeps a new grant and releases every held request it covers (`calls` run outside the
+  // lock; `released` are the ids that left the pending list). Under mu_.
+  void store_grant(grant g, std::vector<std::function<void()>>& calls,
+                   std::vector<std::uint64_t>& released);
+  void tell_fleet(std::uint64_t id, const request_info* r, std::chrono::milliseconds timeout);
   void emit(std::string_view event, std::uint64_t id, const request_info& r,
             std::string_view outcome, std::string_view by);
 
@@ -161,6 +176,8 @@ class registry {
   bool stopped_ = false;
   permanent_writer permanent_;
   event_sink events_;
+  hold_hook fleet_held_;
+  grant_hook fleet_granted_;
 };
 
 }  // namespace airlock::filters::approval

@@ -1,4 +1,5 @@
 // GET /approvals: the registry as JSON (registry.hpp).
+#include "filters/approval/json_fields.hpp"
 #include "filters/approval/registry.hpp"
 
 #include <boost/json.hpp>
@@ -17,6 +18,28 @@ std::int64_t unix_seconds(sys_clock::time_point t) {
 
 }  // namespace
 
+void put_request(boost::json::object& o, const request_info& r) {
+  o["kind"] = r.access_request ? "access_request" : "request";
+  o["agent"] = r.agent;
+  o["host"] = r.host;
+  o["port"] = r.port;
+  o["method"] = r.method;
+  o["path"] = r.path;
+  o["in_tunnel"] = r.in_tunnel;
+  o["rule"] = r.rule;
+  o["reason"] = r.reason;
+}
+
+void put_grant(boost::json::object& o, const grant& g) {
+  o["id"] = g.id;
+  o["agent"] = g.agent;
+  o["host"] = g.host;
+  o["port"] = g.port;
+  o["method"] = g.method;
+  o["path_prefix"] = g.path_prefix;
+  o["by"] = g.by;
+}
+
 std::string registry::json() {
   namespace json = boost::json;
   std::lock_guard lk(mu_);
@@ -26,16 +49,7 @@ std::string registry::json() {
   for (const auto& [id, e] : held_) {
     json::object o;
     o["id"] = id;
-    o["kind"] = e.request.access_request ? "access_request" : "request";
-    o["agent"] = e.request.agent;
-    o["host"] = e.request.host;
-    o["port"] = e.request.port;
-    o["method"] = e.request.method;
-    o["path"] = e.request.path;
-    o["in_tunnel"] = e.request.in_tunnel;
-    o["rule"] = e.request.rule;
-    // The agent's own words: untrusted text, stored raw; whoever shows it escapes it.
-    o["reason"] = e.request.reason;
+    put_request(o, e.request);
     o["since"] = unix_seconds(e.since);
     o["outcome"] = e.outcome;
     if (e.outcome == "pending") {
@@ -48,13 +62,7 @@ std::string registry::json() {
   }
   for (const auto& g : grants_) {
     json::object o;
-    o["id"] = g.id;
-    o["agent"] = g.agent;
-    o["host"] = g.host;
-    o["port"] = g.port;
-    o["method"] = g.method;
-    o["path_prefix"] = g.path_prefix;
-    o["by"] = g.by;
+    put_grant(o, g);
     if (g.expires == sys_clock::time_point::max())
       o["expires"] = nullptr;
     else

@@ -4,6 +4,9 @@ list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/access_filter.cpp
      ${CMAKE_CURRENT_LIST_DIR}/admin_api.cpp
      ${CMAKE_CURRENT_LIST_DIR}/approval_filter.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/fleet.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/fleet_message.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/fleet_store.cpp
      ${CMAKE_CURRENT_LIST_DIR}/overlay.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry_json.cpp)

@@ -1,5 +1,6 @@
 // The approvals registry (filters/approval/registry.hpp): holds and their outcomes, the bounds,
 // grants and what they cover, access requests, the admin port's decision bodies, shutdown.
+#include "approval_test_util.hpp"
 #include "filters/approval/admin_api.hpp"
 #include "filters/approval/registry.hpp"
 
@@ -13,15 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-request_info get(std::string agent, std::string host, std::string path = "/x") {
-  request_info r;
-  r.agent = std::move(agent);
-  r.host = std::move(host);
-  r.port = 443;
-  r.method = "GET";
-  r.path = std::move(path);
-  return r;
-}
+using test::get;
 
 // The outcome a session would get.
 struct waiter {
