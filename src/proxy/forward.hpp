@@ -67,7 +67,7 @@ boost::asio::awaitable<bool> send_request_body(
     b.more = false;
     co_await upload.pace(fp.body->size());
     set_timeout(upstream, limits.idle_timeout);
-    auto [ec, n] = co_await http::async_write(upstream, req_sr, use_tuple);
+    auto [ec, n] = co_await h1::async_write(upstream, req_sr);
     if (ec == http::error::need_buffer) ec = {};
     rec.bytes_in = fp.body->size();
     if (!ec) co_return true;
@@ -307,7 +307,7 @@ boost::asio::awaitable<forward_result> forward(
     b.size = 0;
     b.more = false;
     set_timeout(upstream, limits.idle_timeout);
-    auto [wec, wn] = co_await http::async_write(upstream, req_sr, use_tuple);
+    auto [wec, wn] = co_await h1::async_write(upstream, req_sr);
     if (wec) {
       rec.failed_upstream(core::errc::upstream_error);
       rec.refuse(core::errc::upstream_error, core::str_cat("sending request: ", wec.message()));

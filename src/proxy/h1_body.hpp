@@ -9,6 +9,7 @@
 #include "filters/chain.hpp"
 #include "net/http_framing.hpp"
 #include "proxy/byte_throttle.hpp"
+#include "proxy/h1_write.hpp"
 #include "proxy/session_io.hpp"
 #include "proxy/worker.hpp"
 
@@ -130,7 +131,7 @@ boost::asio::awaitable<relay_result> relay_body(
     }
     // The first write carries the head too (one send for a small message).
     set_timeout(to, idle_timeout);
-    auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+    auto [ec, n] = co_await h1::async_write(to, sr);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       result.write_ec = ec;
@@ -152,7 +153,7 @@ boost::asio::awaitable<boost::system::error_code> write_body_piece(
   b.size = out.size();
   b.more = more;
   set_timeout(to, idle_timeout);
-  auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+  auto [ec, n] = co_await h1::async_write(to, sr);
   out.clear();
   if (ec == http::error::need_buffer) ec = {};
   co_return ec;
