@@ -15,11 +15,17 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
 #include <cstddef>
 #include <string>
 #include <tuple>
@@ -85,8 +91,39 @@ class gathered_output {
   std::string copied_;
 };
 
+// Sends what the socket under `stream` takes at once, without waiting (sendmsg(2) with
+// MSG_DONTWAIT; MSG_NOSIGNAL as Asio does): the bytes sent, 0 when it would block. A stream
+// without a socket (Beast's test::stream) sends nothing here.
+template <class Stream, class Buffers>
+std::size_t send_now(Stream& stream, const Buffers& buffers, boost::system::error_code& ec) {
+  auto& lowest = boost::beast::get_lowest_layer(stream);
+  if constexpr (requires { lowest.socket().native_handle(); }) {
+    constexpr std::size_t max_parts = 16;
+    ::iovec iov[max_parts];
+    std::size_t parts = 0;
+    for (const auto& b : buffers) {
+      if (parts == max_parts) break;
+      iov[parts++] = {const_cast<void*>(b.data()), b.size()};
+    }
+    ::msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = parts;
+    const auto n = ::sendmsg(lowest.socket().native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      ec.assign(errno, boost::system::system_category());
+    return 0;
+  } else {
+    return 0;
+  }
+}
+
 // The serializer's buffers written through gathered_output until the message is done or its
-// buffer_body piece is out (need_buffer), as http::async_write does.
+// buffer_body piece is out (need_buffer), as http::async_write does. Each piece is first offered
+// to the socket at once: a small answer almost always fits in its send buffer, and then no
+// timeout is armed and cancelled and no operation goes through the reactor (two timer
+// re-arms and their timerfd_settime per request). Whatever does not fit is written by the
+// stream, under the timeout the caller set.
 template <class Stream, class Serializer>
 boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write_gathered(
     Stream& stream, Serializer& sr) {
@@ -95,13 +132,19 @@ boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write
   boost::system::error_code ec;
   while (!sr.is_done()) {
     if (!out.take(sr, ec) || ec) break;
-    auto [wec, n] = co_await boost::asio::async_write(stream, out.buffers(), use_tuple);
+    const auto& buffers = out.buffers();
+    const std::size_t size = boost::asio::buffer_size(buffers);
+    std::size_t n = send_now(stream, buffers, ec);
+    if (!ec && n < size) {
+      boost::beast::buffers_suffix<std::decay_t<decltype(buffers)>> rest(buffers);
+      rest.consume(n);
+      auto [wec, more] = co_await boost::asio::async_write(stream, rest, use_tuple);
+      ec = wec;
+      n += more;
+    }
     sr.consume(n);
     total += n;
-    if (wec) {
-      ec = wec;
-      break;
-    }
+    if (ec) break;
   }
   co_return std::tuple{ec, total};
 }
