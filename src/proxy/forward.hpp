@@ -301,13 +301,22 @@ boost::asio::awaitable<forward_result> forward(
                                     limits, fp))
       co_return out;
   } else {
-    // No body: the head alone (inline, the common case, without a coroutine frame of its own).
+    // No body: the head alone (inline, the common case, without a coroutine frame of its own),
+    // written as it is (h1_write.hpp), or by the serializer for a chunked one (its last chunk).
     auto& b = req_p.get().body();
     b.data = nullptr;
     b.size = 0;
     b.more = false;
     set_timeout(upstream, limits.idle_timeout);
-    auto [wec, wn] = co_await h1::async_write(upstream, req_sr);
+    boost::system::error_code wec;
+    if (!req_p.get().chunked()) {
+      std::string head;
+      h1::append_head(head, req_p.get().base());
+      std::tie(wec, std::ignore) =
+          co_await h1::write_buffers(upstream, std::array{boost::asio::buffer(head)});
+    } else {
+      std::tie(wec, std::ignore) = co_await h1::async_write(upstream, req_sr);
+    }
     if (wec) {
       rec.failed_upstream(core::errc::upstream_error);
       rec.refuse(core::errc::upstream_error, core::str_cat("sending request: ", wec.message()));

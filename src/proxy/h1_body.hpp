@@ -20,8 +20,10 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <array>
 #include <chrono>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace airlock::proxy::h1 {
@@ -91,6 +93,13 @@ boost::asio::awaitable<relay_result> relay_body(
     http::serializer<IsRequest, http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
     const byte_throttle& throttle, filters::chain* observer = nullptr) {
   relay_result result;
+  // A message not chunked whose head is not out yet (the usual answer with a Content-Length):
+  // its head and body pieces go out as they are, without the serializer (h1_write.hpp); the
+  // serializer stays unused.
+  const bool as_is = !sr.is_header_done() && !sr.get().chunked();
+  std::string head;
+  if (as_is) append_head(head, sr.get());
+  bool sent_last = false;
   // Lent by the worker only while a body moves, so idle connections hold no large buffer.
   auto buf = w.borrow_buffer();
   const std::size_t piece = throttle.piece(buf.size());
@@ -131,13 +140,23 @@ boost::asio::awaitable<relay_result> relay_body(
     }
     // The first write carries the head too (one send for a small message).
     set_timeout(to, idle_timeout);
-    auto [ec, n] = co_await h1::async_write(to, sr);
-    if (ec == http::error::need_buffer) ec = {};
+    boost::system::error_code ec;
+    if (as_is) {
+      const std::array<boost::asio::const_buffer, 2> parts{
+          boost::asio::buffer(head), boost::asio::const_buffer(b.data, b.data ? b.size : 0)};
+      std::tie(ec, std::ignore) = co_await write_buffers(to, parts);
+      head.clear();
+      sent_last = !b.more;
+    } else {
+      std::tie(ec, std::ignore) = co_await h1::async_write(to, sr);
+      if (ec == http::error::need_buffer) ec = {};
+      sent_last = sr.is_done();
+    }
     if (ec) {
       result.write_ec = ec;
       co_return result;
     }
-  } while (!parser.is_done() || !sr.is_done());
+  } while (!parser.is_done() || !sent_last);
   if (from_buffer.size() == 0 && from_buffer.capacity() > 16 * 1024) from_buffer.shrink_to_fit();
   co_return result;
 }

@@ -154,6 +154,82 @@ struct is_tls_stream : std::false_type {};
 template <class Next>
 struct is_tls_stream<boost::asio::ssl::stream<Next>> : std::true_type {};
 
+// `buffers` written as write_gathered writes a piece: offered to a plain socket at once, the
+// rest by the stream.
+template <class Stream, class Buffers>
+boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write_now_or_later(
+    Stream& stream, Buffers buffers) {
+  boost::system::error_code ec;
+  const std::size_t size = boost::asio::buffer_size(buffers);
+  std::size_t n = send_now(stream, buffers, ec);
+  if (!ec && n < size) {
+    boost::beast::buffers_suffix<Buffers> rest(buffers);
+    rest.consume(n);
+    auto [wec, more] = co_await boost::asio::async_write(stream, rest, use_tuple);
+    ec = wec;
+    n += more;
+  }
+  co_return std::tuple{ec, n};
+}
+
+// Writes `buffers` (they must stay valid until it completes): at once where the socket takes
+// them, on a TLS stream as one write (Asio's ssl write copies small ones into one record).
+template <class Stream, class Buffers>
+boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write_buffers(
+    Stream& stream, const Buffers& buffers) {
+  if constexpr (is_tls_stream<Stream>::value)
+    return boost::asio::async_write(stream, buffers, use_tuple);
+  else
+    return write_now_or_later(stream, buffers);
+}
+
+// The head as Beast's serializer writes it (boost/beast/http/impl/fields.hpp, writer): the
+// start line, each field as "name: value" CRLF in order, an empty line. Written by hand because
+// Beast's view of a head is a buffers_cat_view over every field, which costs more to walk than
+// to copy.
+template <class Fields>
+void append_start_line(std::string& out, const boost::beast::http::header<true, Fields>& h) {
+  out.append(h.method_string());
+  out.push_back(' ');
+  out.append(h.target());
+  out.append(" HTTP/");
+  out.push_back(static_cast<char>('0' + h.version() / 10));
+  out.push_back('.');
+  out.push_back(static_cast<char>('0' + h.version() % 10));
+  out.append("\r\n");
+}
+template <class Fields>
+void append_start_line(std::string& out, const boost::beast::http::header<false, Fields>& h) {
+  const unsigned code = h.result_int();
+  const char line[] = {'H',
+                       'T',
+                       'T',
+                       'P',
+                       '/',
+                       static_cast<char>('0' + h.version() / 10),
+                       '.',
+                       static_cast<char>('0' + h.version() % 10),
+                       ' ',
+                       static_cast<char>('0' + code / 100),
+                       static_cast<char>('0' + (code / 10) % 10),
+                       static_cast<char>('0' + code % 10),
+                       ' '};
+  out.append(line, sizeof line);
+  out.append(h.reason());  // the origin's phrase, or the standard one where it sent none
+  out.append("\r\n");
+}
+template <bool IsRequest, class Fields>
+void append_head(std::string& out, const boost::beast::http::header<IsRequest, Fields>& h) {
+  append_start_line(out, h);
+  for (const auto& f : h) {
+    out.append(f.name_string());
+    out.append(": ");
+    out.append(f.value());
+    out.append("\r\n");
+  }
+  out.append("\r\n");
+}
+
 // http::async_write(stream, sr) with the same result (the bytes written; need_buffer when a
 // buffer_body piece is out and the message is not done): gathered on a plain stream, Beast's
 // own on a TLS one (see the top of this file). Not a coroutine itself: no frame of its own.
