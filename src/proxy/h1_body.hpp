@@ -104,7 +104,11 @@ boost::asio::awaitable<relay_result> relay_body(
   auto buf = w.borrow_buffer();
   const std::size_t piece = throttle.piece(buf.size());
   // Read in large pieces: a flat_buffer with little capacity would be read 512 bytes at a time.
-  if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
+  // Not for a body already buffered whole (a small answer that came with its head): that would
+  // be a 64 KiB allocation and a copy per exchange for nothing.
+  const auto remaining = parser.content_length_remaining();
+  if (!parser.is_done() && !(remaining && *remaining <= from_buffer.size()))
+    from_buffer.reserve(relay_buffer_size);
   auto& b = parser.get().body();
   do {
     if (!parser.is_done()) {

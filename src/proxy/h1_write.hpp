@@ -220,6 +220,7 @@ void append_start_line(std::string& out, const boost::beast::http::header<false,
 }
 template <bool IsRequest, class Fields>
 void append_head(std::string& out, const boost::beast::http::header<IsRequest, Fields>& h) {
+  out.reserve(out.size() + 1024);  // one allocation for a usual head, not one per doubling
   append_start_line(out, h);
   for (const auto& f : h) {
     out.append(f.name_string());
