@@ -9,12 +9,13 @@ are made fresh in a temporary directory and removed with it):
 
   plain     small kept-alive GETs of an http:// URL on one client connection (the pooled
             upstream connection reused)
+  large     the same with 1 MiB answers (the body relay; --large-requests of them)
   tls-keep  small kept-alive GETs inside one intercepted CONNECT tunnel (the proxy's leaf,
             TLS to the origin verified against the origin's CA)
   tls-new   a new intercepted connection per request: CONNECT, TLS handshake (the leaf from
             the cache), one GET, close (the upstream handshake resumed)
 
-Usage: bench/callgrind.py --bin build-release/src/app/airlock [--scenarios plain,tls-keep]
+Usage: bench/callgrind.py --bin build-release/src/app/airlock [--scenarios plain,large]
        [--requests 1000] [--connections 100] [--keep DIR]
 --keep DIR leaves the callgrind output files there (callgrind_annotate --inclusive=yes FILE).
 """
@@ -35,6 +36,7 @@ from lib.servers import LOOPBACK, BenchError, Origin  # noqa: E402
 from lib.tls_certs import DOMAIN, TlsFiles  # noqa: E402
 
 SMALL = b"x" * 100 + b"\n"
+LARGE = bytes(range(256)) * 4096  # 1 MiB
 HOST = f"www.{DOMAIN}"
 
 
@@ -82,16 +84,16 @@ def read_response(f):
     return f.read(length)
 
 
-def get(f, s, host, path="/small"):
+def get(f, s, host, path="/small", body=SMALL):
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-    if read_response(f) != SMALL:
+    if read_response(f) != body:
         raise BenchError("wrong body")
 
 
-def plain_client(port, origin, n):
+def plain_client(port, origin, n, name="small", body=SMALL):
     with socket.create_connection((LOOPBACK, port), timeout=120) as s, s.makefile("rb") as f:
         for _ in range(n):
-            get(f, s, f"{LOOPBACK}:{origin.port}", f"http://{LOOPBACK}:{origin.port}/small")
+            get(f, s, f"{LOOPBACK}:{origin.port}", f"http://{LOOPBACK}:{origin.port}/{name}", body)
 
 
 def tunnel(port, origin, ctx):
@@ -156,9 +158,10 @@ def counted_run(binary, config, workdir, label, drive):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--scenarios", default="plain,tls-keep,tls-new")
+    ap.add_argument("--scenarios", default="plain,large,tls-keep,tls-new")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--connections", type=int, default=100)
+    ap.add_argument("--large-requests", type=int, default=50)
     ap.add_argument("--keep", help="directory for the callgrind output files")
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
@@ -166,17 +169,20 @@ def main():
     origin = None
     try:
         tls = TlsFiles(workdir, binary)
-        origin = Origin(workdir, {"small": lambda p: open(p, "wb").write(SMALL)},
+        origin = Origin(workdir, {"small": lambda p: open(p, "wb").write(SMALL),
+                                  "large": lambda p: open(p, "wb").write(LARGE)},
                         tls=(tls.origin_cert, tls.origin_key))
         origin.start()
         ctx = ssl.create_default_context(cafile=tls.ca_cert)
         for scenario in args.scenarios.split(","):
-            n, unit = (args.connections, "connection") if scenario == "tls-new" else \
-                (args.requests, "request")
+            n, unit = {"tls-new": (args.connections, "connection"),
+                       "large": (args.large_requests, "1 MiB answer")}.get(
+                           scenario, (args.requests, "request"))
             config = os.path.join(workdir, f"{scenario}.yaml")
             with open(config, "w") as f:
-                f.write(policy(origin, None if scenario == "plain" else tls))
+                f.write(policy(origin, tls if scenario.startswith("tls") else None))
             drivers = {"plain": lambda port, k: plain_client(port, origin, k),
+                       "large": lambda port, k: plain_client(port, origin, k, "large", LARGE),
                        "tls-keep": lambda port, k: tls_keep_client(port, origin, k, ctx),
                        "tls-new": lambda port, k: tls_new_client(port, origin, k, ctx)}
             if scenario not in drivers:
