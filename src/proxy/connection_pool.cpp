@@ -18,7 +18,8 @@ bool still_usable(boost::asio::ip::tcp::socket& s) {
 
 }  // namespace
 
-std::optional<boost::asio::ip::tcp::socket> connection_pool::take(const std::string& key) {
+std::optional<boost::asio::ip::tcp::socket> connection_pool::take(
+    const std::string& key, boost::asio::ip::tcp::endpoint* peer) {
   auto it = idle_.find(key);
   if (it == idle_.end()) return std::nullopt;
   auto now = std::chrono::steady_clock::now();
@@ -28,17 +29,19 @@ std::optional<boost::asio::ip::tcp::socket> connection_pool::take(const std::str
     list.pop_back();
     --total_;
     if (now - e.since < options_.max_idle && still_usable(e.socket)) {
-      if (list.empty()) idle_.erase(it);
+      // An emptied list keeps its place (and capacity) for the put() that usually follows;
+      // evict_expired() drops empty ones.
+      if (peer) *peer = e.peer;
       return std::move(e.socket);
     }
     boost::system::error_code ignored;
     e.socket.close(ignored);
   }
-  idle_.erase(it);
   return std::nullopt;
 }
 
-void connection_pool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
+void connection_pool::put(const std::string& key, boost::asio::ip::tcp::socket socket,
+                          const boost::asio::ip::tcp::endpoint& peer) {
   auto now = std::chrono::steady_clock::now();
   if (now - last_sweep_ > options_.max_idle) evict_expired(now);
   auto& list = idle_[key];
@@ -48,7 +51,7 @@ void connection_pool::put(const std::string& key, boost::asio::ip::tcp::socket s
     if (list.empty()) idle_.erase(key);
     return;
   }
-  list.push_back(entry{std::move(socket), now});
+  list.push_back(entry{std::move(socket), now, peer});
   ++total_;
 }
 

@@ -26,9 +26,14 @@ class connection_pool {
   explicit connection_pool(options o) : options_(o) {}
 
   // A live idle connection for key (host:port), or nullopt. Connections that were closed by
-  // the peer, sent unexpected bytes, or idled too long are dropped on the way.
-  std::optional<boost::asio::ip::tcp::socket> take(const std::string& key);
-  void put(const std::string& key, boost::asio::ip::tcp::socket socket);
+  // the peer, sent unexpected bytes, or idled too long are dropped on the way. `peer`, when
+  // given, is set to the address put() was told (unspecified if it was not).
+  std::optional<boost::asio::ip::tcp::socket> take(const std::string& key,
+                                                   boost::asio::ip::tcp::endpoint* peer = nullptr);
+  // `peer`: the address the connection goes to, kept so that take() need not ask the kernel
+  // again (a getpeername per request).
+  void put(const std::string& key, boost::asio::ip::tcp::socket socket,
+           const boost::asio::ip::tcp::endpoint& peer = {});
   void clear();
   std::size_t size() const noexcept { return total_; }
 
@@ -36,6 +41,7 @@ class connection_pool {
   struct entry {
     boost::asio::ip::tcp::socket socket;
     std::chrono::steady_clock::time_point since;
+    boost::asio::ip::tcp::endpoint peer;
   };
   void evict_expired(std::chrono::steady_clock::time_point now);
   options options_;

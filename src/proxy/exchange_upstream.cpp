@@ -21,6 +21,7 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
   beast::tcp_stream upstream(s.client.get_executor());
   beast::flat_buffer up_buffer;
   bool reused = false;
+  asio::ip::tcp::endpoint peer;
   forward_result result;
   for (int attempt = 0; attempt < 2; ++attempt) {
     connect_outcome outcome;
@@ -38,6 +39,7 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
       co_return co_await send_answer(s.client, rec, fp.version, keep_after_refusal);
     }
     rec.upstream = to_string(outcome.endpoint);
+    peer = outcome.endpoint;
     rec.connect_time = outcome.connect_time;
     fp.retry_if_stale = attempt == 0 && reused && !ex.has_body;
     s.entry->upstream = &upstream.socket();
@@ -50,7 +52,7 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
   }
   if (result.upstream_reusable && !s.w.shared().draining.load()) {
     upstream.expires_never();
-    s.w.pool().put(pool_key, std::move(upstream.socket()));
+    s.w.pool().put(pool_key, std::move(upstream.socket()), peer);
   }
   co_return result.client_continues;
 }

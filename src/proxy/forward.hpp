@@ -76,7 +76,7 @@ boost::asio::awaitable<bool> send_request_body(
     b.more = false;
     co_await upload.pace(fp.body->size());
     set_timeout(upstream, limits.idle_timeout);
-    auto [ec, n] = co_await http::async_write(upstream, req_sr, use_tuple);
+    auto [ec, n] = co_await h1::async_write(upstream, req_sr);
     if (ec == http::error::need_buffer) ec = {};
     rec.bytes_in = fp.body->size();
     if (!ec) co_return true;
@@ -316,13 +316,22 @@ boost::asio::awaitable<forward_result> forward(
                                     limits, fp))
       co_return out;
   } else {
-    // No body: the head alone (inline, the common case, without a coroutine frame of its own).
+    // No body: the head alone (inline, the common case, without a coroutine frame of its own),
+    // written as it is (h1_write.hpp), or by the serializer for a chunked one (its last chunk).
     auto& b = req_p.get().body();
     b.data = nullptr;
     b.size = 0;
     b.more = false;
     set_timeout(upstream, limits.idle_timeout);
-    auto [wec, wn] = co_await http::async_write(upstream, req_sr, use_tuple);
+    boost::system::error_code wec;
+    if (!req_p.get().chunked()) {
+      std::string head;
+      h1::append_head(head, req_p.get().base());
+      std::tie(wec, std::ignore) =
+          co_await h1::write_buffers(upstream, std::array{boost::asio::buffer(head)});
+    } else {
+      std::tie(wec, std::ignore) = co_await h1::async_write(upstream, req_sr);
+    }
     if (wec) {
       rec.failed_upstream(core::errc::upstream_error);
       rec.refuse(core::errc::upstream_error, core::str_cat("sending request: ", wec.message()));

@@ -9,6 +9,7 @@
 #include "filters/chain.hpp"
 #include "net/http_framing.hpp"
 #include "proxy/byte_throttle.hpp"
+#include "proxy/h1_write.hpp"
 #include "proxy/session_io.hpp"
 #include "proxy/worker.hpp"
 
@@ -19,8 +20,10 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <array>
 #include <chrono>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace airlock::proxy::h1 {
@@ -90,11 +93,22 @@ boost::asio::awaitable<relay_result> relay_body(
     http::serializer<IsRequest, http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
     const byte_throttle& throttle, filters::chain* observer = nullptr) {
   relay_result result;
+  // A message not chunked whose head is not out yet (the usual answer with a Content-Length):
+  // its head and body pieces go out as they are, without the serializer (h1_write.hpp); the
+  // serializer stays unused.
+  const bool as_is = !sr.is_header_done() && !sr.get().chunked();
+  std::string head;
+  if (as_is) append_head(head, sr.get());
+  bool sent_last = false;
   // Lent by the worker only while a body moves, so idle connections hold no large buffer.
   auto buf = w.borrow_buffer();
   const std::size_t piece = throttle.piece(buf.size());
   // Read in large pieces: a flat_buffer with little capacity would be read 512 bytes at a time.
-  if (!parser.is_done()) from_buffer.reserve(relay_buffer_size);
+  // Not for a body already buffered whole (a small answer that came with its head): that would
+  // be a 64 KiB allocation and a copy per exchange for nothing.
+  const auto remaining = parser.content_length_remaining();
+  if (!parser.is_done() && !(remaining && *remaining <= from_buffer.size()))
+    from_buffer.reserve(relay_buffer_size);
   auto& b = parser.get().body();
   do {
     if (!parser.is_done()) {
@@ -130,13 +144,23 @@ boost::asio::awaitable<relay_result> relay_body(
     }
     // The first write carries the head too (one send for a small message).
     set_timeout(to, idle_timeout);
-    auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
-    if (ec == http::error::need_buffer) ec = {};
+    boost::system::error_code ec;
+    if (as_is) {
+      const std::array<boost::asio::const_buffer, 2> parts{
+          boost::asio::buffer(head), boost::asio::const_buffer(b.data, b.data ? b.size : 0)};
+      std::tie(ec, std::ignore) = co_await write_buffers(to, parts);
+      head.clear();
+      sent_last = !b.more;
+    } else {
+      std::tie(ec, std::ignore) = co_await h1::async_write(to, sr);
+      if (ec == http::error::need_buffer) ec = {};
+      sent_last = sr.is_done();
+    }
     if (ec) {
       result.write_ec = ec;
       co_return result;
     }
-  } while (!parser.is_done() || !sr.is_done());
+  } while (!parser.is_done() || !sent_last);
   if (from_buffer.size() == 0 && from_buffer.capacity() > 16 * 1024) from_buffer.shrink_to_fit();
   co_return result;
 }
@@ -152,7 +176,7 @@ boost::asio::awaitable<boost::system::error_code> write_body_piece(
   b.size = out.size();
   b.more = more;
   set_timeout(to, idle_timeout);
-  auto [ec, n] = co_await http::async_write(to, sr, use_tuple);
+  auto [ec, n] = co_await h1::async_write(to, sr);
   out.clear();
   if (ec == http::error::need_buffer) ec = {};
   co_return ec;

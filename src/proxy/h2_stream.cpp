@@ -53,7 +53,7 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
     b.size = held ? held->size() : 0;
     b.more = false;
     if (held) co_await upload.pace(held->size());
-    auto [ec, n] = co_await http::async_write(upstream, sr, use_tuple);
+    auto [ec, n] = co_await h1::async_write(upstream, sr);
     if (ec && ec != http::error::need_buffer) {
       rec.failed_upstream(errc::upstream_error);
       rec.refuse(errc::upstream_error, core::str_cat("sending request: ", ec.message()));
@@ -86,7 +86,7 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
     b.size = piece.size();
     b.more = !last;
     set_timeout(upstream, limits.idle_timeout);
-    auto [ec, n] = co_await http::async_write(upstream, sr, use_tuple);
+    auto [ec, n] = co_await h1::async_write(upstream, sr);
     if (ec && ec != http::error::need_buffer) failed = true;
     c.codec().consume(st, piece.size());
     c.kick();

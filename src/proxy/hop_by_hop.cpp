@@ -10,7 +10,27 @@ namespace airlock::proxy {
 using core::lower;
 namespace http = boost::beast::http;
 
-namespace {}  // namespace
+namespace {
+
+// The fields that are always the connection's own (RFC 9110 section 7.6.1), and the proxy's
+// (Proxy-Authorization is for us, Proxy-Authenticate from an origin is not for our client).
+bool always_hop_by_hop(http::field f) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::proxy_authorization:
+    case http::field::proxy_authenticate:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::upgrade:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 std::string strip_hop_by_hop(http::fields& fields) {
   // Collect the names listed in every Connection header first (it may repeat).
@@ -41,11 +61,10 @@ std::string strip_hop_by_hop(http::fields& fields) {
     if (name == "content-length" || name == "transfer-encoding" || name == "host") continue;
     fields.erase(name);
   }
-  for (auto f : {http::field::connection, http::field::keep_alive, http::field::proxy_connection,
-                 http::field::proxy_authorization, http::field::proxy_authenticate, http::field::te,
-                 http::field::trailer, http::field::upgrade}) {
-    fields.erase(f);
-  }
+  // One walk over the fields, erasing by position: erasing each of the eight names by name
+  // was eight lookups in the fields' name index per head (a hot spot of every request).
+  for (auto it = fields.begin(); it != fields.end();)
+    it = always_hop_by_hop(it->name()) ? fields.erase(it) : std::next(it);
   return upgrade;
 }
 

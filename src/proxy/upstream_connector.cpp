@@ -201,12 +201,13 @@ std::optional<tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream, conne
                                          const std::string& pool_key,
                                          const net::address_guard& guard,
                                          const upstream_request& request) {
-  auto pooled = pool.take(pool_key);
+  tcp::endpoint ep;
+  auto pooled = pool.take(pool_key, &ep);
   if (!pooled) return std::nullopt;
   // The address is checked again: the policy (its guard, the rule's pins) may have changed since
-  // the connection was made.
+  // the connection was made. (The pool remembers it; asked of the kernel only if it does not.)
   boost::system::error_code ec;
-  const auto ep = pooled->remote_endpoint(ec);
+  if (ep.port() == 0) ep = pooled->remote_endpoint(ec);
   const bool pinned_ok =
       request.pinned.empty() ||
       std::find(request.pinned.begin(), request.pinned.end(), ep.address()) != request.pinned.end();

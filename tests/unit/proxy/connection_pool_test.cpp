@@ -70,6 +70,24 @@ TEST_F(ConnectionPoolTest, PutThenTakeGivesTheSameLiveConnection) {
   EXPECT_FALSE(pool.take("h.test:80")) << "taken means gone";
 }
 
+TEST_F(ConnectionPoolTest, TakeGivesBackThePeerPutWasTold) {
+  connection_pool pool;
+  auto [up, origin] = conn();
+  const auto peer = up.remote_endpoint();
+  pool.put("h.test:80", std::move(up), peer);
+  tcp::endpoint got_peer;
+  auto got = pool.take("h.test:80", &got_peer);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got_peer, peer);
+  // Emptied, the key is still usable: put and take again, and a connection put without its
+  // peer gives an unspecified one back (the caller then asks the socket).
+  pool.put("h.test:80", std::move(*got));
+  got_peer = peer;
+  ASSERT_TRUE(pool.take("h.test:80", &got_peer));
+  EXPECT_EQ(got_peer.port(), 0);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
 TEST_F(ConnectionPoolTest, PeerClosedIsNotReturned) {
   connection_pool pool;
   auto [up, origin] = conn();

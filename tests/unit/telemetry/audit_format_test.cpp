@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace airlock::telemetry {
 namespace {
@@ -22,6 +23,31 @@ std::string json_string(std::string_view s) {
   std::string out;
   append_json_string(out, s);
   return out;
+}
+
+TEST(AuditFormat, EveryByteThatNeedsEscapingIsFoundAtEveryPosition) {
+  // The plain check reads eight bytes at a time: each kind of byte at each place of a word and
+  // of the tail must still be escaped (the line parses back to the same text), and a stray byte
+  // outside ASCII replaced (the line stays valid JSON).
+  const std::vector<std::string> specials{"\"", "\\", std::string(1, '\0'), "\x1f", "\n", "\xff"};
+  for (const auto& special : specials) {
+    for (std::size_t len = 1; len <= 19; ++len) {
+      for (std::size_t at = 0; at + special.size() <= len; ++at) {
+        std::string text(len - special.size(), 'a');
+        text.insert(at, special);
+        const auto line = json_string(text);
+        EXPECT_NE(line, '"' + text + '"') << "copied as it is: " << line;
+        boost::system::error_code ec;
+        const auto parsed = boost::json::parse(line, ec);
+        ASSERT_FALSE(ec) << line;
+        if (special != "\xff") {
+          EXPECT_EQ(parsed.as_string(), text) << line;
+        }
+      }
+    }
+  }
+  const std::string plain = "GET example.test /path?q=1 ~!#$%&'()*+,-./:;<=>?@[]^_`{|}";
+  EXPECT_EQ(json_string(plain), '"' + plain + '"');
 }
 
 TEST(AuditFormat, Rfc3339KnownInstants) {
