@@ -141,6 +141,8 @@ class registry {
   std::size_t held_count();
 
  private:
+  // A decided access request is kept this long for the agent to poll its outcome.
+  static constexpr std::chrono::minutes keep_outcome_{10};
   struct entry {
     request_info request;
     std::chrono::system_clock::time_point since;

@@ -13,6 +13,8 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/secret_spellings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stream.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/stream_framing.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/token_start.cpp
   ${CMAKE_CURRENT_LIST_DIR}/validators.cpp)
 list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/response_body.cpp

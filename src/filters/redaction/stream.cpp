@@ -2,6 +2,7 @@
 
 #include "filters/redaction/engine_impl.hpp"
 #include "filters/redaction/prefilter.hpp"
+#include "filters/redaction/token_start.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -31,41 +32,6 @@
 // tail is at most 1.5 x overlap + kLookAhead + kLookBehind + 1 bytes past the last scan.
 
 namespace airlock::filters::redaction {
-namespace {
-
-constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-
-bool is_token_byte(char ch) {
-  const auto c = static_cast<unsigned char>(ch);
-  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-// Whether a token of [A-Za-z0-9_] may start at text[i]: after a byte that is no token byte, or
-// within six bytes of a backslash (a JSON escape such as \n or \u0041 before it; a superset of
-// validators::token_starts_at).
-bool may_start_token(std::string_view text, std::size_t i) {
-  if (i == 0 || !is_token_byte(text[i - 1])) return true;
-  for (std::size_t k = 2; k <= 6 && k <= i; ++k)
-    if (text[i - k] == '\\') return true;
-  return false;
-}
-
-// The first match of `re` in text[from, to) that starts where a token may, searched anchored at
-// each such start. A pattern with counted repetitions searched unanchored over a run of its own
-// alphabet keeps one DFA thread per possible start and thrashes RE2's DFA cache (7 us for a
-// 40-byte run against 0.06 us anchored); the base58 patterns' validators accept only whole
-// tokens anyway (prefilter_hint::base58_min), so nothing else could be accepted.
-bool match_at_token_starts(const RE2& re, std::string_view text, std::size_t from, std::size_t to,
-                           re2::StringPiece* sub, int nsub) {
-  for (std::size_t i = from; i < to; ++i)
-    if (may_start_token(text, i) &&
-        re.Match(re2::StringPiece(text.data(), text.size()), i, to, RE2::ANCHOR_START, sub, nsub))
-      return true;
-  return false;
-}
-
-}  // namespace
-
 stream::stream(std::shared_ptr<const engine> e, stream_options opts)
     : keep_(std::move(e)),
       engine_(*keep_),
@@ -409,44 +375,6 @@ void stream::start_segment(std::size_t at) {
   scanned_ = at;
   for (slot& s : slots_)
     s = slot{at, 0, 0, false, true};
-}
-
-std::size_t stream::next_delimiter() {
-  const std::size_t end = buf_off_ + buf_.size();
-  auto byte_at = [&](std::size_t p) { return buf_[p - buf_off_]; };
-  std::size_t p = std::max({delim_from_, seg_begin_, buf_off_});
-  while (p < end) {
-    const void* hit = std::memchr(buf_.data() + (p - buf_off_), '\n', end - p);
-    if (hit == nullptr) break;
-    const std::size_t nl =
-        buf_off_ + static_cast<std::size_t>(static_cast<const char*>(hit) - buf_.data());
-    if (opts_.frame == framing::lines) {
-      delim_from_ = nl + 1;
-      return nl + 1;
-    }
-    // Event streams: the line ending is followed by an empty line ("\n" or "\r\n").
-    if (nl + 1 >= end) {
-      delim_from_ = nl;
-      return kNone;
-    }
-    if (byte_at(nl + 1) == '\n') {
-      delim_from_ = nl + 2;
-      return nl + 2;
-    }
-    if (byte_at(nl + 1) == '\r') {
-      if (nl + 2 >= end) {
-        delim_from_ = nl;
-        return kNone;
-      }
-      if (byte_at(nl + 2) == '\n') {
-        delim_from_ = nl + 3;
-        return nl + 3;
-      }
-    }
-    p = nl + 1;
-  }
-  delim_from_ = end;
-  return kNone;
 }
 
 void stream::compact() {

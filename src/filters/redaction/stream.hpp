@@ -19,6 +19,7 @@
 #include "filters/redaction/engine.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,7 @@ class stream {
   std::uint64_t set_fallbacks() const noexcept { return set_fallbacks_; }
 
  private:
+  static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();  // no position
   struct slot {                // one per compiled pattern
     std::size_t from = 0;      // next anchor to search from (absolute); kNone when done
     std::size_t a = 0, b = 0;  // accepted span not yet consumed, when cached
