@@ -2,6 +2,8 @@
 
 #include "app/commands.hpp"
 
+#include <openssl/crypto.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string_view>
@@ -36,6 +38,11 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "--version") {
     std::puts("airlock " AIRLOCK_VERSION);
+    // Which OpenSSL answers TLS: with AIRLOCK_STATIC_DEPS (cmake/StaticDeps.cmake) it is part of
+    // the binary, and only a rebuild takes a security update of it.
+    std::printf("%s (%s)\n", OpenSSL_version(OPENSSL_VERSION),
+                AIRLOCK_OPENSSL_LINKED_STATICALLY ? "linked in: rebuild airlock to update it"
+                                                  : "shared library");
     return 0;
   }
   const std::string_view command = args[0];
