@@ -191,46 +191,10 @@ std::optional<std::string> authorize(proxy::server* server, telemetry::audit_log
   return who;
 }
 
-// A decision for a request held on another replica (fleet.hpp): sent there, answered by it.
-unsigned decide_remote(filters::approval::fleet& fleet,
-                       const filters::approval::fleet_msg::qualified_id& q, bool approve,
-                       std::string_view body, std::string by, std::string& message,
-                       filters::approval::admin_decision& out) {
-  out.d.approve = approve;
-  out.d.by = std::move(by);
-  out.id = q.id;
-  if (!filters::approval::read_decision(body, out.d, message)) {
-    message += "\n";
-    return 400;
-  }
-  auto a = fleet.decide_remote(q, out.d);
-  out.target = std::move(a.target);
-  message = core::str_cat("replica ", q.replica, ": ", a.message, "\n");
-  return a.status;
-}
-
-// POST /approvals/ID/approve|refuse, and its one audit record: the target, scope, duration.
-// ID is this replica's number, or <replica>:<number> (GET /approvals lists other replicas'
-// holds so): this replica's own name works too. The record is written here, where it was
-// decided; the holder writes the rest of the hold's life.
-unsigned decide(proxy::server& server, filters::approval::fleet* fleet, telemetry::audit_log& audit,
-                const telemetry::admin_actor& by, std::string_view id, bool approve,
-                std::string_view body, std::string& message) {
-  filters::approval::admin_decision decided;
-  unsigned status = 0;
-  const auto q = filters::approval::fleet_msg::parse_qualified(id);
-  if (q && fleet != nullptr && q->replica != fleet->replica()) {
-    status = decide_remote(*fleet, *q, approve, body, by.by, message, decided);
-  } else {
-    const std::string local = q ? std::to_string(q->id) : std::string(id);
-    if (q && (fleet == nullptr || q->replica != fleet->replica())) {
-      message = "not found\n";  // another replica's id, and no shared store to reach it
-      status = 404;
-    } else {
-      status = filters::approval::decide_from_admin(server.approvals(), local, approve, body, by.by,
-                                                    message, &decided);
-    }
-  }
+// The one audit record of POST /approvals/ID/approve|refuse: the target, scope, duration.
+void write_decision_record(telemetry::audit_log& audit, const telemetry::admin_actor& by,
+                           bool approve, unsigned status, const std::string& message,
+                           const filters::approval::admin_decision& decided) {
   auto e = operator_event(by, approve ? "approve" : "refuse", decide_outcome(status), message);
   const auto& t = decided.target;
   e.agent = t.agent;
@@ -245,7 +209,57 @@ unsigned decide(proxy::server& server, filters::approval::fleet* fleet, telemetr
       e.duration = std::chrono::duration_cast<std::chrono::seconds>(decided.d.duration);
   }
   audit.write(e);
-  return status;
+}
+
+// A decision for a request held on another replica (fleet.hpp): sent there, answered by it.
+// The answer (and the record) come on the fleet's or the store's thread, or at once.
+void decide_remote(filters::approval::fleet& fleet,
+                   const filters::approval::fleet_msg::qualified_id& q, bool approve,
+                   std::string_view body, const telemetry::admin_actor& by,
+                   telemetry::audit_log& audit, telemetry::admin_handlers::decision_done done) {
+  filters::approval::admin_decision out;
+  out.d.approve = approve;
+  out.d.by = by.by;
+  out.id = q.id;
+  std::string message;
+  if (!filters::approval::read_decision(body, out.d, message)) {
+    message += "\n";
+    write_decision_record(audit, by, approve, 400, message, out);
+    return done(400, std::move(message));
+  }
+  const auto decision = out.d;
+  fleet.decide_remote(q, decision,
+                      [&audit, by, approve, q, out = std::move(out),
+                       done = std::move(done)](filters::approval::fleet_msg::ack a) mutable {
+                        out.target = std::move(a.target);
+                        auto text = core::str_cat("replica ", q.replica, ": ", a.message, "\n");
+                        write_decision_record(audit, by, approve, a.status, text, out);
+                        done(a.status, std::move(text));
+                      });
+}
+
+// POST /approvals/ID/approve|refuse. ID is this replica's number, or <replica>:<number> (GET
+// /approvals lists other replicas' holds so): this replica's own name works too. The record is
+// written here, where it was decided; the holder writes the rest of the hold's life.
+void decide(proxy::server& server, filters::approval::fleet* fleet, telemetry::audit_log& audit,
+            const telemetry::admin_actor& by, std::string_view id, bool approve,
+            std::string_view body, telemetry::admin_handlers::decision_done done) {
+  const auto q = filters::approval::fleet_msg::parse_qualified(id);
+  if (q && fleet != nullptr && q->replica != fleet->replica())
+    return decide_remote(*fleet, *q, approve, body, by, audit, std::move(done));
+  filters::approval::admin_decision decided;
+  std::string message;
+  unsigned status = 0;
+  const std::string local = q ? std::to_string(q->id) : std::string(id);
+  if (q && (fleet == nullptr || q->replica != fleet->replica())) {
+    message = "not found\n";  // another replica's id, and no shared store to reach it
+    status = 404;
+  } else {
+    status = filters::approval::decide_from_admin(server.approvals(), local, approve, body, by.by,
+                                                  message, &decided);
+  }
+  write_decision_record(audit, by, approve, status, message, decided);
+  done(status, std::move(message));
 }
 
 }  // namespace
@@ -297,14 +311,10 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
   h.approval_decide = [&server, &after_reload = ctx.after_reload, &audit,
                        &fleet = ctx.approvals_fleet](
                           const telemetry::admin_actor& by, std::string_view id, bool approve,
-                          std::string_view body, std::string& message) -> unsigned {
-    if (!server) {
-      message = "not started";
-      return 503;
-    }
-    const unsigned status = decide(*server, fleet, audit, by, id, approve, body, message);
+                          std::string_view body, telemetry::admin_handlers::decision_done done) {
+    if (!server) return done(503, "not started");
+    decide(*server, fleet, audit, by, id, approve, body, std::move(done));
     if (after_reload) after_reload();  // a permanent approval reloaded the policy
-    return status;
   };
   return h;
 }

@@ -66,7 +66,9 @@ std::optional<admin_actor> admin_server::impl::authorize(const request& req,
   return std::nullopt;
 }
 
-response admin_server::impl::handle(const request& req, const tcp::endpoint& peer) {
+response admin_server::impl::handle(const request& req, const tcp::endpoint& peer,
+                                    const net::any_io_executor& strand,
+                                    std::shared_ptr<later_answer>& later) {
   std::string_view target = req.target();
   // Only origin-form targets name admin resources. Absolute-form ("http://host/metrics"),
   // authority-form (CONNECT) and asterisk-form requests are someone using this port as a
@@ -204,10 +206,17 @@ response admin_server::impl::handle(const request& req, const tcp::endpoint& pee
     if (req.method() != http::verb::post) return method_not_allowed("POST");
     if (!handlers_.approval_decide) return not_configured();
     return call_handler(req, [&] {
-      std::string message;
-      const unsigned status =
-          handlers_.approval_decide(*actor, id, action == "approve", req.body(), message);
-      return make_response(req, static_cast<http::status>(status), std::move(message));
+      auto pending = std::make_shared<later_answer>(strand);
+      handlers_.approval_decide(
+          *actor, id, action == "approve", req.body(), [pending](unsigned status, std::string m) {
+            auto strand = pending->wake.get_executor();
+            net::post(strand, [pending = std::move(pending), status, m = std::move(m)]() mutable {
+              pending->result.emplace(status, std::move(m));
+              pending->wake.cancel();
+            });
+          });
+      later = std::move(pending);
+      return make_response(req, http::status::accepted, "");  // replaced by the answer
     });
   }
   return make_response(req, http::status::not_found, "not found");

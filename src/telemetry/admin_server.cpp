@@ -206,7 +206,9 @@ net::awaitable<void> admin_server::impl::session(std::shared_ptr<connection> c, 
     }
     boost::system::error_code pec;
     const tcp::endpoint peer = c->stream.socket().remote_endpoint(pec);
-    response res = handle(parser.get(), peer);
+    std::shared_ptr<later_answer> later;
+    response res = handle(parser.get(), peer, c->stream.get_executor(), later);
+    if (later) res = co_await await_later(std::move(later), parser.get());
     bool keep_alive = res.keep_alive();
     c->stream.expires_after(io_timeout);
     auto [wec, wn] = co_await http::async_write(c->stream, res, use_tuple);
@@ -215,6 +217,22 @@ net::awaitable<void> admin_server::impl::session(std::shared_ptr<connection> c, 
   boost::system::error_code ec;
   c->stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   c->stream.socket().close(ec);
+}
+
+net::awaitable<response> admin_server::impl::await_later(std::shared_ptr<later_answer> later,
+                                                         const request& req) {
+  later->wake.expires_after(later_answer_limit);
+  while (!later->result) {
+    auto [ec] = co_await later->wake.async_wait(use_tuple);
+    if (!ec && !later->result) {
+      AIRLOCK_LOG(error, "admin", std::string_view(req.method_string()), ' ',
+                  std::string_view(req.target()), ": no answer in ", later_answer_limit.count(),
+                  " s");
+      co_return make_response(req, http::status::gateway_timeout, "no answer\n");
+    }
+  }
+  co_return make_response(req, static_cast<http::status>(later->result->first),
+                          std::move(later->result->second));
 }
 
 admin_server::admin_server(net::io_context& ioc, const tcp::endpoint& endpoint,

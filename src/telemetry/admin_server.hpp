@@ -54,9 +54,12 @@ struct admin_handlers {
   std::function<std::string()> approvals_json;
   // POST /approvals/<id>/approve or /approvals/<id>/refuse, with an optional JSON body
   // ({"scope": "once" | "agent_host" | "permanent", "duration": "1h", "method": true,
-  // "path_prefix": "/v1/"}). Returns the answer's status; `message` is its body.
-  std::function<unsigned(const admin_actor& by, std::string_view id, bool approve,
-                         std::string_view body, std::string& message)>
+  // "path_prefix": "/v1/"}). `done` gets the answer's status and body exactly once, from any
+  // thread, at once or later: a request held on another replica answers over the shared store,
+  // and meanwhile the listener serves its other connections (probes, scrapes).
+  using decision_done = std::function<void(unsigned status, std::string message)>;
+  std::function<void(const admin_actor& by, std::string_view id, bool approve,
+                     std::string_view body, decision_done done)>
       approval_decide;
   // Who makes a mutating request (every method but GET and HEAD): the operator's name, or
   // nullopt with `reason` (401). Unset: loopback_only (admin_auth.hpp).

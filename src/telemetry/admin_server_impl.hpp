@@ -53,6 +53,17 @@ constexpr std::string_view text_content_type = "text/plain; charset=utf-8";
 response make_response(const request& req, http::status status, std::string body,
                        std::string_view content_type = text_content_type);
 
+// An answer a handler gives later (a decision on a request another replica holds): the
+// handler's callback posts the result to the connection's strand and wakes its coroutine,
+// which waits on `wake` meanwhile. Shared by both, so either may go first.
+struct later_answer {
+  explicit later_answer(const net::any_io_executor& strand) : wake(strand) {}
+  net::steady_timer wake;                                  // on the connection's strand
+  std::optional<std::pair<unsigned, std::string>> result;  // set on that strand
+};
+// A handler that never answers (it must) still frees its connection after this long.
+constexpr auto later_answer_limit = std::chrono::seconds(30);
+
 // The impl whose handler the current thread is running, so that stop() called from inside a
 // handler does not wait for itself.
 extern thread_local const void* running_handler_of;
@@ -82,7 +93,11 @@ struct admin_server::impl : std::enable_shared_from_this<impl> {
   void stop();
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<connection> c, std::uint64_t id);
-  response handle(const request& req, const tcp::endpoint& peer);
+  // The answer to one request; `later` is set (and the returned response is only a
+  // placeholder) when the handler answers later: then await_later() gives the answer.
+  response handle(const request& req, const tcp::endpoint& peer, const net::any_io_executor& strand,
+                  std::shared_ptr<later_answer>& later);
+  net::awaitable<response> await_later(std::shared_ptr<later_answer> later, const request& req);
   // A subscription for GET /events, or null (not that request, not configured, or too many
   // subscribers: handle() answers those).
   std::shared_ptr<event_hub::subscription> subscribe_events(const request& req);

@@ -8,6 +8,7 @@ holds forgotten by the store are listed again."""
 
 import concurrent.futures
 import json
+import signal
 import time
 import unittest
 
@@ -154,6 +155,48 @@ class FleetApprovalTest(FleetCase):
         # Nothing was approved: the client still waits, and its own replica decides it.
         self.assertFalse(f.done())
         self.assertEqual(self.decide(a, local["id"], "refuse").status, 200)
+        self.assertEqual(f.result(env.t(20)), (403, "approval_refused"))
+
+    def test_admin_serves_probes_while_a_remote_decision_waits(self):
+        """A decision for a hold on a replica that does not answer waits for its bound (2 s,
+        then 504) without stopping the deciding replica's admin listener: its probe, scrape
+        and listing are answered meanwhile, not after."""
+        a, b, _ = self.proxies
+        path = "/echo/busy-%s" % marker()
+        f = self.held(a, path)
+        remote = self.wait_listed(b, path)
+        to_a = self.redis.subscribe("%sapprovals:to:%s" % (self.key_prefix, self.replica(a)))
+        self.addCleanup(to_a.close)
+        a.send_signal(signal.SIGSTOP)  # A holds the request and cannot answer
+        stopped = [True]
+
+        def resume():
+            if stopped[0]:
+                a.send_signal(signal.SIGCONT)
+                stopped[0] = False
+        self.addCleanup(resume)
+
+        def decide():
+            r = self.decide(b, remote["id"], "refuse")
+            return r, time.monotonic()
+        decision = self.pool.submit(decide)
+        to_a.next_message(env.t(10))  # B has sent the decision and waits for A's answer
+        for route in ("/readyz", "/metrics", "/approvals"):
+            self.assertEqual(admin_call(b.admin, "GET", route).status, 200, route)
+        answered = time.monotonic()
+        r, decided = decision.result(env.t(20))
+        self.assertEqual(r.status, 504, r.body)
+        self.assertIn(b"did not answer within 2000 ms", r.body)
+        self.assertGreater(decided - answered, 0.5,
+                           "the probes were answered only once the decision was")
+        # One truthful record where it was decided: failed, the holder's target unknown.
+        rec = b.wait_audit(type="operator", action="refuse",
+                           approval_id=int(remote["id"].rsplit(":", 1)[1]))
+        self.assertIsNotNone(rec, [e for e in b.audit() if e.get("type") == "operator"])
+        self.assertEqual(rec["outcome"], "failed", rec)
+        self.assertIn("did not answer", rec["detail"])
+        # Late, the refusal still reaches A (as the 504 says it may).
+        resume()
         self.assertEqual(f.result(env.t(20)), (403, "approval_refused"))
 
 

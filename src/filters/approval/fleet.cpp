@@ -6,10 +6,11 @@
 #include "core/str_cat.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <unistd.h>
 
-#include <optional>
+#include <future>
 
 namespace airlock::filters::approval {
 namespace {
@@ -89,15 +90,15 @@ void fleet::shared::apply(const fleet_msg::decide& m) {
 }
 
 void fleet::shared::answer(std::uint64_t n, fleet_msg::ack a) {
-  std::optional<std::promise<fleet_msg::ack>> p;
+  std::function<void(fleet_msg::ack)> done;
   {
     std::lock_guard lk(mutex);
     auto it = waiting.find(n);
     if (it == waiting.end()) return;  // answered already, or waited no longer
-    p.emplace(std::move(it->second));
+    done = std::move(it->second);
     waiting.erase(it);
   }
-  p->set_value(std::move(a));
+  done(std::move(a));
 }
 
 fleet::fleet(state::client& store, registry& approvals, fleet_options options)
@@ -118,6 +119,20 @@ fleet::~fleet() {
                            [](state::reply) {});
   shared_->worker.stop();
   if (worker_.joinable()) worker_.join();
+  // Decisions still waiting get their answer now rather than never.
+  std::map<std::uint64_t, std::function<void(fleet_msg::ack)>> waiting;
+  {
+    std::lock_guard lk(shared_->mutex);
+    waiting.swap(shared_->waiting);
+  }
+  for (auto& [nonce, done] : waiting) {
+    fleet_msg::ack a;
+    a.status = 503;
+    a.message =
+        "this replica is shutting down: the decision may still be applied where it "
+        "was sent; see GET /approvals";
+    done(std::move(a));
+  }
 }
 
 void fleet::start() {
@@ -149,21 +164,33 @@ std::uint64_t fleet::malformed() const noexcept {
   return shared_->malformed.load();
 }
 
-fleet_msg::ack fleet::decide_remote(const fleet_msg::qualified_id& q, const decision& d) {
+void fleet::decide_remote(const fleet_msg::qualified_id& q, const decision& d,
+                          std::function<void(fleet_msg::ack)> done) {
   auto& s = *shared_;
-  fleet_msg::ack a;
   if (!s.store.up()) {
+    fleet_msg::ack a;
     a.status = 503;
     a.message = core::str_cat("the shared store is unavailable: approval ", q.replica, ":", q.id,
                               " cannot be decided from this replica");
-    return a;
+    return done(std::move(a));
   }
   fleet_msg::decide m{s.options.replica, s.nonce.fetch_add(1) + 1, q.id, d};
-  std::future<fleet_msg::ack> answered;
   {
     std::lock_guard lk(s.mutex);
-    answered = s.waiting[m.nonce].get_future();
+    s.waiting.emplace(m.nonce, std::move(done));
   }
+  // No answer in answer_timeout: 504, from the worker (the answer, if it comes later, finds
+  // nobody waiting).
+  auto timer = std::make_shared<asio::steady_timer>(s.worker, s.options.answer_timeout);
+  timer->async_wait([sp = shared_, timer, n = m.nonce, q](boost::system::error_code) {
+    fleet_msg::ack late;
+    late.status = 504;
+    late.message = core::str_cat("replica ", q.replica, " did not answer within ",
+                                 sp->options.answer_timeout.count(),
+                                 " ms; the decision may still be applied there: see GET "
+                                 "/approvals");
+    sp->answer(n, std::move(late));
+  });
   s.store.command({"PUBLISH", s.channel_of(q.replica), fleet_msg::encode(m)},
                   [sp = shared_, n = m.nonce, q](state::reply r) {
                     fleet_msg::ack no;
@@ -182,20 +209,13 @@ fleet_msg::ack fleet::decide_remote(const fleet_msg::qualified_id& q, const deci
                     }
                     sp->answer(n, std::move(no));
                   });
-  if (answered.wait_for(s.options.answer_timeout) == std::future_status::ready) {
-    a = answered.get();
-  } else {
-    {
-      std::lock_guard lk(s.mutex);
-      s.waiting.erase(m.nonce);
-    }
-    a.status = 504;
-    a.message = core::str_cat("replica ", q.replica, " did not answer within ",
-                              s.options.answer_timeout.count(),
-                              " ms; the decision may still be "
-                              "applied there: see GET /approvals");
-  }
-  return a;
+}
+
+fleet_msg::ack fleet::decide_remote(const fleet_msg::qualified_id& q, const decision& d) {
+  auto answered = std::make_shared<std::promise<fleet_msg::ack>>();
+  auto result = answered->get_future();
+  decide_remote(q, d, [answered](fleet_msg::ack a) { answered->set_value(std::move(a)); });
+  return result.get();  // the timer above answers within answer_timeout
 }
 
 }  // namespace airlock::filters::approval

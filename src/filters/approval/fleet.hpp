@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -68,9 +69,15 @@ class fleet {
   // missing then) and the other replicas' pending entries added to `pending`.
   std::string json();
 
-  // Sends `d` to the replica holding `q` and waits for its answer: 200, 404 (no such pending
-  // request, or no such replica listening), 409 (the holder could not apply it), 503 (the
-  // store is unavailable), 504 (no answer in answer_timeout: the holder may still apply it).
+  // Sends `d` to the replica holding `q`; `done` gets the answer exactly once: 200, 404 (no such
+  // pending request, or no such replica listening), 409 (the holder could not apply it), 503
+  // (the store is unavailable, or this object went away first), 504 (no answer in
+  // answer_timeout: the holder may still apply it). It is called on the store client's thread
+  // or on this object's, or before this returns when the store is down: never blocks the
+  // caller (the admin listener serves probes and scrapes meanwhile).
+  void decide_remote(const fleet_msg::qualified_id& q, const decision& d,
+                     std::function<void(fleet_msg::ack)> done);
+  // The same, waiting for the answer (at most answer_timeout and a little).
   fleet_msg::ack decide_remote(const fleet_msg::qualified_id& q, const decision& d);
 
   // Messages from the store dropped because they did not decode.

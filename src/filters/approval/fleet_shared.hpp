@@ -10,7 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
-#include <future>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -39,7 +39,8 @@ struct fleet::shared {
   // This replica's entries in the index: (deadline, member). An access request that times out
   // leaves without a hook call (it is kept for polling): pruned here at its deadline.
   std::map<std::uint64_t, std::pair<std::int64_t, std::string>> own;
-  std::map<std::uint64_t, std::promise<fleet_msg::ack>> waiting;  // remote decisions, by nonce
+  // Remote decisions waiting for their answer, by nonce: whoever takes one out calls it.
+  std::map<std::uint64_t, std::function<void(fleet_msg::ack)>> waiting;
   // Grants applied here, by "<replica>:<id>", with their expiry (unix ms): pub/sub and the
   // periodic read of the kept grants bring the same grant twice.
   std::map<std::string, std::int64_t> seen;

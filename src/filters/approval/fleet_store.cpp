@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <future>
 
 namespace airlock::filters::approval {
 namespace {

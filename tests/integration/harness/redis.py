@@ -72,6 +72,10 @@ class RedisServer:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def subscribe(self, channel, timeout=5):
+        """A Subscription to `channel` (subscribed when this returns)."""
+        return Subscription(self, channel, timeout)
+
     def call(self, *args, timeout=5):
         """One command on a fresh connection; the decoded reply (errors raise)."""
         s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
@@ -87,6 +91,34 @@ class RedisServer:
                 return _read(f)
         finally:
             s.close()
+
+
+class Subscription:
+    """A connection subscribed to one channel (RESP2 SUBSCRIBE): next_message() is the text of
+    the next message published there."""
+
+    def __init__(self, server, channel, timeout=5):
+        self.sock = socket.create_connection(("127.0.0.1", server.port), timeout=timeout)
+        if server.tls is not None:
+            self.sock = server.tls.client_context().wrap_socket(self.sock,
+                                                                server_hostname="127.0.0.1")
+        c = channel.encode()
+        self.sock.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$%d\r\n%s\r\n" % (len(c), c))
+        self.f = self.sock.makefile("rb")
+        confirmed = _read(self.f)
+        if not (isinstance(confirmed, list) and confirmed[0] == "subscribe"):
+            raise OSError("SUBSCRIBE %s: %r" % (channel, confirmed))
+
+    def next_message(self, timeout):
+        self.sock.settimeout(timeout)
+        while True:
+            m = _read(self.f)
+            if isinstance(m, list) and len(m) == 3 and m[0] == "message":
+                return m[2]
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
 
 
 def _read(f):

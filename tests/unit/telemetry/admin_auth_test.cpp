@@ -63,11 +63,12 @@ class AdminAuthServerTest : public ::testing::Test {
       return true;
     };
     h.approval_decide = [this](const admin_actor& by, std::string_view, bool, std::string_view,
-                               std::string& m) -> unsigned {
-      std::lock_guard lk(mu);
-      actors.push_back(by.by);
-      m = "ok";
-      return 200;
+                               admin_handlers::decision_done done) {
+      {
+        std::lock_guard lk(mu);
+        actors.push_back(by.by);
+      }
+      done(200, "ok");
     };
     h.policy_json = [] { return std::string("{}"); };
     if (with_authorizer) {
