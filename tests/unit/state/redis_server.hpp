@@ -1,13 +1,15 @@
 #pragma once
 // A redis-server (Debian's package) for one test, on 127.0.0.1 and a port picked by binding a
 // socket to port 0 first (redis itself cannot be told "any free port"). Persistence is off.
-// Stopped (SIGTERM, then waited for) by stop() or the destructor; start() again reuses the port.
+// Stopped (SIGTERM, then waited for) by stop() or the destructor, or when the test binary dies;
+// start() again reuses the port.
 
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,8 +68,13 @@ class redis_server {
     else
       args.insert(args.end(), {"--port", std::to_string(port_)});
     args.insert(args.end(), extra_.begin(), extra_.end());
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+      // A test binary that aborts (a failed ASSERT in a fixture, a sanitizer report) never runs
+      // stop(): the server goes with it instead of holding its port (prctl(2); the check
+      // covers a parent that died before the call).
+      if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(126);
       std::vector<char*> argv;
       for (auto& a : args)
         argv.push_back(a.data());
