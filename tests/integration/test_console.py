@@ -11,7 +11,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-import time
 import unittest
 
 from harness import env

@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from harness import clients, env
+from harness import env
 from harness.base import marker, parse_proxy_status
 from harness.h2_client import ConnectForwarder, H2Tunnel
 from harness.origin import pattern_sha256

@@ -4,11 +4,9 @@ error (RFC 9113 section 7 codes) or the attacking stream refused, and a connecti
 before the attack keeps working after it.
 """
 
-import socket
-import time
 import unittest
 
-from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame,
+from hyperframe.frame import (ContinuationFrame, HeadersFrame, PingFrame,
                               SettingsFrame)
 
 from harness.h2_client import H2Tunnel

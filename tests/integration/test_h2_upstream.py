@@ -11,7 +11,6 @@ out h2 never offers it upstream.
 """
 
 import hashlib
-import json
 import os
 import shutil
 import socket

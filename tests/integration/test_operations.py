@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time

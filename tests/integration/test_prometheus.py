@@ -14,7 +14,7 @@ import unittest
 from harness import capabilities, clients, env
 from harness.ops_admin import OpsAirlock, ops_policy
 from harness.ops_prometheus import (Prometheus, alert_rules, dashboard_targets,
-                                    grafana_to_promql, prometheus_binary)
+                                    grafana_to_promql)
 from harness.ops_origin import FastOriginServer
 from harness.proxy import origin_rule
 

@@ -2,7 +2,6 @@
 response framing, slow origins and unresolvable names each get their 5xx answer with reason
 (or, once the response has started, a cut connection), and the proxy keeps serving."""
 
-import socket
 import unittest
 
 from harness import clients, env, netns

@@ -4,7 +4,6 @@ echoing the value, and a valid request passes through unchanged."""
 
 import hashlib
 import json
-import time
 import unittest
 
 from harness.base import ProxyTestCase, marker

@@ -14,7 +14,6 @@ import fcntl
 import hashlib
 import io
 import os
-import pty
 import select
 import shutil
 import subprocess

@@ -12,7 +12,6 @@ the reason, only where the run's capability probe (../harness/capabilities.py) s
 does not allow user namespaces for that user; under CI=true such a skip fails the run.
 """
 
-import json
 import os
 import pwd
 import re
@@ -969,7 +968,7 @@ except OSError as e:
                   "rules:\n"
                   f"  - {{name: web, hosts: [allowed.test], addresses: [127.0.0.1],"
                   f" allow_cidrs: [127.0.0.1/32], ports: [{oport}]}}\n")
-        port = self.start_proxy(policy)
+        self.start_proxy(policy)
         self.assertTrue(os.path.exists(sock), "the relay socket is there once the proxy listens")
         other = "Proxy-Authorization: Basic " + __import__("base64").b64encode(
             b"other:other-token").decode()
