@@ -418,6 +418,23 @@ class WebSocketTest(ProxyTestCase):
         self.assertIn("dlp_blocked", closed[1])
         self.assertFalse(self.ws.saw(key))
 
+    def test_a_secret_sent_in_pieces_is_refused(self):
+        # A GitHub-shaped token (ghp_ and 36 letters or digits) in two messages, neither of
+        # which is a token alone: read with the tail of the one before, it is seen whole.
+        token = "ghp_" + "aB3" * 12
+        sock, uri = self.plain("dlp.test")
+        m = marker()
+        mark = self.proxy.audit_mark()
+        first, rest = "token %s " % m + token[:14], token[14:] + " " + m
+        echoes, closed = run(exchange(sock, uri, [first, rest]))
+        self.assertEqual(echoes, [first])
+        self.assertEqual(closed[0], 1008)
+        self.assertIn("dlp_blocked", closed[1])
+        self.assertFalse(self.ws.saw(rest), "the origin saw the second piece")
+        rec = self.audit_for(mark, "ws-dlp")
+        self.assertIn({"class": "github-token", "location": "message", "action": "block"},
+                      rec["dlp"])
+
     def test_message_rate_gives_1008(self):
         sock, uri = self.plain("rate.test")
         m = marker()

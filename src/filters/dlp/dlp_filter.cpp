@@ -128,16 +128,23 @@ class dlp_filter final : public filter {
   // WebSocket messages: the agent's are scanned as a body is (secrets, sensitive data); the
   // origin's text messages, with `responses` set, are judged for prompt injection. A message
   // cannot be withheld behind a marker as a response body can: `block` refuses it (the
-  // connection closes 1008), report and annotate record the finding.
+  // connection closes 1008), report and annotate record the finding. Each is read after the
+  // last kCarry bytes of the ones before it in its direction, as a streamed body's windows
+  // are, so that a secret or an instruction sent in pieces (a stream of small deltas) is seen
+  // whole; what the carried part held was acted on already, and is recorded once.
   verdict on_message(exchange& ex, const message& m) override {
     if (rule_ == nullptr) return verdict::next();
     if (m.from == message_from::client) {
       findings found;
-      rule_->scan->scan(m.payload, scanner::kind::body, "message", found);
+      client_carry_.append(m.payload);
+      rule_->scan->scan(client_carry_, scanner::kind::body, "message", found);
+      keep_tail(client_carry_);
       return act(ex, found, outside_whole_body(rule_->config->action));  // never rewritten
     }
     if (!scans_responses() || !m.text()) return verdict::next();
-    const auto found = find_injection(m.payload);
+    origin_carry_.append(m.payload);
+    const auto found = find_injection(origin_carry_);
+    keep_tail(origin_carry_);
     if (!found) return verdict::next();
     const response_action action = rule_->config->responses;
     const std::string_view done = action == response_action::block      ? "block"
@@ -280,10 +287,21 @@ class dlp_filter final : public filter {
            t.find("markdown") != std::string::npos || t == "application/javascript";
   }
 
+  // A message's tail (with what came before it) for the next one: its last kCarry bytes. The
+  // room a large message took is given back rather than held while the connection idles.
+  static void keep_tail(std::string& carry) {
+    if (carry.size() <= kCarry) return;
+    if (carry.capacity() > 4 * kCarry)
+      carry = carry.substr(carry.size() - kCarry);
+    else
+      carry.erase(0, carry.size() - kCarry);
+  }
+
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
   std::string window_;
-  std::optional<response_scan> scan_;  // a text response read for prompt injection
+  std::string client_carry_, origin_carry_;  // WebSocket messages, each direction's tail
+  std::optional<response_scan> scan_;        // a text response read for prompt injection
 };
 
 }  // namespace
