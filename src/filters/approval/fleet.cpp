@@ -180,16 +180,18 @@ void fleet::decide_remote(const fleet_msg::qualified_id& q, const decision& d,
     s.waiting.emplace(m.nonce, std::move(done));
   }
   // No answer in answer_timeout: 504, from the worker (the answer, if it comes later, finds
-  // nobody waiting).
+  // nobody waiting). The handler lives in the worker, a member of `shared`: it holds `shared`
+  // by plain pointer (a shared_ptr there would keep it alive for ever); it only runs on the
+  // worker's thread, which ~fleet joins.
   auto timer = std::make_shared<asio::steady_timer>(s.worker, s.options.answer_timeout);
-  timer->async_wait([sp = shared_, timer, n = m.nonce, q](boost::system::error_code) {
+  timer->async_wait([p = shared_.get(), timer, n = m.nonce, q](boost::system::error_code) {
     fleet_msg::ack late;
     late.status = 504;
     late.message = core::str_cat("replica ", q.replica, " did not answer within ",
-                                 sp->options.answer_timeout.count(),
+                                 p->options.answer_timeout.count(),
                                  " ms; the decision may still be applied there: see GET "
                                  "/approvals");
-    sp->answer(n, std::move(late));
+    p->answer(n, std::move(late));
   });
   s.store.command({"PUBLISH", s.channel_of(q.replica), fleet_msg::encode(m)},
                   [sp = shared_, n = m.nonce, q](state::reply r) {
