@@ -1,5 +1,6 @@
 // What the proxy's contexts choose in TLS 1.3 handshakes for the cost of a new connection
-// (bench/README.md, "Per-request cost, counted"): the suites, on both sides.
+// (bench/README.md, "Per-request cost, counted"): the suites, on both sides; the tickets a
+// client gets.
 #include "tls/contexts.hpp"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,33 @@ TEST_F(TlsHandshakeTest, UpstreamSideOffersAes128GcmFirst) {
   auto r = run_handshake(*origin, leaf.get(), *client_ctx_, upstream("api.example.com"));
   ASSERT_FALSE(r.client_ec) << r.client_reason;
   EXPECT_EQ(r.cipher, "TLS_AES_128_GCM_SHA256");
+}
+
+// Counts the sessions (TLS 1.3: tickets) a client context is handed.
+int tickets_received = 0;
+int count_ticket(SSL*, SSL_SESSION*) {
+  ++tickets_received;
+  return 0;  // not kept
+}
+
+TEST_F(TlsHandshakeTest, ClientGetsOneTicketAndResumesWithIt) {
+  auto leaf = mint("api.example.com");
+  auto client = raw_client(TLS1_3_VERSION, TLS1_3_VERSION, nullptr);
+  SSL_CTX_set_session_cache_mode(client->native_handle(), SSL_SESS_CACHE_CLIENT);
+  SSL_CTX_sess_set_new_cb(client->native_handle(), &count_ticket);
+  tickets_received = 0;
+  auto first = run_handshake(*server_ctx_, leaf.get(), *client, nullptr);
+  ASSERT_FALSE(first.server_ec) << first.server_ec.message();
+  EXPECT_EQ(first.echoed, "pong");  // read after the tickets: they have all arrived
+  EXPECT_EQ(tickets_received, 1);
+  ASSERT_TRUE(first.session);
+  // Each resumption brings the next ticket, so a client reconnecting in sequence never runs out.
+  auto second = run_handshake(*server_ctx_, leaf.get(), *client, nullptr, first.session.get());
+  EXPECT_TRUE(second.resumed);
+  EXPECT_EQ(tickets_received, 2);
+  auto third = run_handshake(*server_ctx_, leaf.get(), *client, nullptr, second.session.get());
+  EXPECT_TRUE(third.resumed);
+  EXPECT_EQ(tickets_received, 3);
 }
 
 }  // namespace
