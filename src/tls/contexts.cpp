@@ -1,6 +1,7 @@
 #include "tls/contexts.hpp"
 
 #include "core/str_cat.hpp"
+#include "tls/ticket_keys.hpp"
 
 #include <openssl/x509v3.h>
 
@@ -99,8 +100,8 @@ std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string& erro
     return nullptr;
   }
   SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // Resumption: the session cache serves TLS 1.2 session ids, tickets (on by default, keys
-  // generated per context) serve TLS 1.2 and 1.3. Clients key their sessions by host, so a
+  // Resumption: the session cache serves TLS 1.2 session ids, tickets serve TLS 1.2 and 1.3
+  // (stateless; keys rotated, ticket_keys.hpp). Clients key their sessions by host, so a
   // session is only offered back for the host whose leaf it was made with.
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_SERVER);
   // One TLS 1.3 ticket per handshake, not OpenSSL's two: each costs a session copy, its
@@ -109,6 +110,12 @@ std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string& erro
   // a client that reconnects in sequence always has one; two only serve a second connection
   // opened in parallel, which then makes a full handshake.
   SSL_CTX_set_num_tickets(native, 1);
+  // Ticket keys rotated hourly rather than OpenSSL's one key for the context's life.
+  if (!ticket_keys::install(native, std::make_unique<ticket_keys>())) {
+    error = core::str_cat("server TLS context: cannot install the session ticket keys: ",
+                          openssl_error_string());
+    return nullptr;
+  }
   if (SSL_CTX_set_session_id_context(native, session_id_context, sizeof session_id_context) != 1) {
     error = core::str_cat("server TLS context: ", openssl_error_string());
     return nullptr;
