@@ -12,6 +12,7 @@ import unittest
 
 from harness import env
 from harness.base import ProxyTestCase, marker
+from harness.h2_client import H2Tunnel
 from harness.proxy import make_policy, origin_rule
 from harness.tls_support import AirlockCA, AlpnOrigin, OriginCerts, TlsTunnel
 
@@ -111,6 +112,19 @@ class InterceptConnectionsTest(ProxyTestCase):
         # one), and three TLS handshakes on them.
         self.assertEqual(self.good.accepted, 3)
         self.assertEqual(len(self.good.alpn) - handshakes, 3)
+
+    def test_h2_client_tunnel_uses_the_checked_connection_too(self):
+        # The client speaks h2 to the proxy; its streams go out on HTTP/1.1 upstreams (the
+        # origin offers only http/1.1), the first of them on the CONNECT's own connection.
+        self.good.reset()
+        m = marker()
+        t = H2Tunnel(self.proxy.port, "insp.test:%d" % self.good.port, self.ica.cert)
+        self.addCleanup(t.close)
+        self.assertEqual(t.alpn, "h2")
+        [r] = t.wait(t.request("/echo/h2-one-conn-%s" % m))
+        self.assertEqual(r["headers"][":status"], "200", r)
+        self.assert_audit(path="/echo/h2-one-conn-%s" % m)
+        self.assertEqual(self.good.accepted, 1)
 
     def test_origin_that_closed_the_checked_connection_is_connected_anew(self):
         m = marker()
