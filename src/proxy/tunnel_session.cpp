@@ -33,17 +33,10 @@ void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
 asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
                                         const active_policy& active, inner_exchanges inner,
                                         beast::tcp_stream& checked, const connect_outcome& made) {
-  tunnel_context t{ex.target,
-                   ex.record.agent,
-                   active.tls,
-                   {},
-                   {},
-                   {},
-                   false,
-                   nullptr,
-                   std::move(checked.socket()),
-                   made.endpoint,
-                   made.connect_time};
+  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false, nullptr, {}, {}, {}};
+  t.early.emplace(std::move(checked.socket()));
+  t.early_peer = made.endpoint;
+  t.early_connect_time = made.connect_time;
   tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
   std::vector<tls::leaf_name> also;  // an IP literal's leaf also names the origin's names
