@@ -14,6 +14,8 @@ are made fresh in a temporary directory and removed with it):
             TLS to the origin verified against the origin's CA)
   tls-new   a new intercepted connection per request: CONNECT, TLS handshake (the leaf from
             the cache), one GET, close (the upstream handshake resumed)
+  tls-resume  the same, the client resuming its TLS session each time with the ticket the last
+            connection gave it (a returning client: no certificate, no signature; still ECDHE)
 
 Usage: bench/callgrind.py --bin build-release/src/app/airlock [--scenarios plain,large]
        [--requests 1000] [--connections 100] [--keep DIR]
@@ -96,7 +98,7 @@ def plain_client(port, origin, n, name="small", body=SMALL):
             get(f, s, f"{LOOPBACK}:{origin.port}", f"http://{LOOPBACK}:{origin.port}/{name}", body)
 
 
-def tunnel(port, origin, ctx):
+def tunnel(port, origin, ctx, session=None):
     s = socket.create_connection((LOOPBACK, port), timeout=120)
     target = f"{HOST}:{origin.tls_port}"
     s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
@@ -108,7 +110,7 @@ def tunnel(port, origin, ctx):
         head += chunk
     if not head.startswith(b"HTTP/1.1 200"):
         raise BenchError(f"CONNECT refused: {head[:100]!r}")
-    return ctx.wrap_socket(s, server_hostname=HOST)
+    return ctx.wrap_socket(s, server_hostname=HOST, session=session)
 
 
 def tls_keep_client(port, origin, n, ctx):
@@ -121,6 +123,16 @@ def tls_new_client(port, origin, n, ctx):
     for _ in range(n):
         with tunnel(port, origin, ctx) as t, t.makefile("rb") as f:
             get(f, t, HOST)
+
+
+def tls_resume_client(port, origin, n, ctx):
+    session = None
+    for i in range(n):
+        with tunnel(port, origin, ctx, session) as t, t.makefile("rb") as f:
+            get(f, t, HOST)  # the ticket came before the answer
+            if i > 0 and not t.session_reused:
+                raise BenchError("the proxy did not resume the client's TLS session")
+            session = t.session
 
 
 def counted_run(binary, config, workdir, label, drive):
@@ -176,6 +188,7 @@ def main():
         ctx = ssl.create_default_context(cafile=tls.ca_cert)
         for scenario in args.scenarios.split(","):
             n, unit = {"tls-new": (args.connections, "connection"),
+                       "tls-resume": (args.connections, "connection"),
                        "large": (args.large_requests, "1 MiB answer")}.get(
                            scenario, (args.requests, "request"))
             config = os.path.join(workdir, f"{scenario}.yaml")
@@ -184,7 +197,8 @@ def main():
             drivers = {"plain": lambda port, k: plain_client(port, origin, k),
                        "large": lambda port, k: plain_client(port, origin, k, "large", LARGE),
                        "tls-keep": lambda port, k: tls_keep_client(port, origin, k, ctx),
-                       "tls-new": lambda port, k: tls_new_client(port, origin, k, ctx)}
+                       "tls-new": lambda port, k: tls_new_client(port, origin, k, ctx),
+                       "tls-resume": lambda port, k: tls_resume_client(port, origin, k, ctx)}
             if scenario not in drivers:
                 raise BenchError(f"unknown scenario {scenario}")
             counts = {}

@@ -100,7 +100,8 @@ errc check_client_hello(const net::client_hello& hello, const filters::exchange&
 }  // namespace
 
 asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
-                                         const active_policy& active, beast::tcp_stream& upstream) {
+                                         const active_policy& active, beast::tcp_stream& upstream,
+                                         connect_outcome* made) {
   auto& rec = ex.record;
   const auto& snap = *ex.snapshot;
   const auto& rule = *ex.rule;
@@ -121,6 +122,7 @@ asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& 
   }
   rec.upstream = to_string(outcome.endpoint);
   rec.connect_time = outcome.connect_time;
+  if (made) *made = outcome;
 
   static constexpr std::string_view established = "HTTP/1.1 200 Connection Established\r\n\r\n";
   s.client.expires_after(snap.limits().idle_timeout);
@@ -172,49 +174,85 @@ asio::awaitable<void> relay_opaque(session_context& s, filters::exchange& ex,
   rec.bytes_out += totals.upstream_to_client;
 }
 
+namespace {
+
+// Moves the CONNECT's own connection (t.early) into the tunnel's upstream when its address still
+// passes the policy as it is now; false when there is none (already used, or never made).
+bool adopt_early(tunnel_context& t, const net::address_guard& guard,
+                 const upstream_request& request) {
+  if (!t.early) return false;
+  asio::ip::tcp::socket early = std::move(*t.early);
+  t.early.reset();
+  if (!early.is_open() || !still_allowed(t.early_peer, guard, request)) return false;
+  t.upstream->next_layer().socket() = std::move(early);
+  return true;
+}
+
+// A handshake on the CONNECT's own connection that failed this way met a connection the origin
+// had closed while the client was getting ready (servers close idle connections): connect anew.
+bool closed_meanwhile(const boost::system::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::ssl::error::stream_truncated;
+}
+
+}  // namespace
+
 asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
                                                       const filters::exchange& ex, bool offer_h2) {
   const auto& snap = *ex.snapshot;
   const auto& limits = snap.limits();
-  t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
-  t.upstream_buffer.clear();
-  auto outcome = co_await connect_upstream(
-      t.upstream->next_layer(), snap.guard(),
-      upstream_for(t.target, *ex.rule, limits, s.w.shared().own_guard.get()));
-  if (outcome.error != errc::ok) {
-    t.upstream.reset();
+  const auto request = upstream_for(t.target, *ex.rule, limits, s.w.shared().own_guard.get());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
+    t.upstream_buffer.clear();
+    const bool early = attempt == 0 && adopt_early(t, snap.guard(), request);
+    connect_outcome outcome;
+    if (early) {
+      outcome.endpoint = t.early_peer;
+      outcome.connect_time = t.early_connect_time;  // recorded by the first request only
+    } else {
+      attempt = 1;  // a new connection is not tried twice
+      outcome = co_await connect_upstream(t.upstream->next_layer(), snap.guard(), request);
+      if (outcome.error != errc::ok) {
+        t.upstream.reset();
+        co_return outcome;
+      }
+    }
+    std::string error;
+    if (!tls::set_upstream_host(t.upstream->native_handle(), t.target.host.text, error)) {
+      t.upstream.reset();
+      outcome.error = errc::upstream_tls_failed;
+      outcome.detail = error;
+      co_return outcome;
+    }
+    if (offer_h2 && !tls::offer_upstream_h2(t.upstream->native_handle())) {
+      t.upstream.reset();
+      outcome.error = errc::upstream_tls_failed;
+      outcome.detail = "cannot offer ALPN h2";
+      co_return outcome;
+    }
+    // A session from an earlier verified handshake with this name saves the full handshake.
+    t.tls->upstream_sessions->resume(t.upstream->native_handle());
+    auto started = std::chrono::steady_clock::now();
+    t.upstream->next_layer().expires_after(limits.connect_timeout);
+    auto [ec] = co_await t.upstream->async_handshake(asio::ssl::stream_base::client, use_tuple);
+    if (ec && early && closed_meanwhile(ec)) continue;
+    if (ec) {
+      outcome.error =
+          ec == beast::error::timeout ? errc::connect_timeout : errc::upstream_tls_failed;
+      outcome.detail =
+          core::str_cat("TLS to ", t.target.host.text, ": ",
+                        tls::handshake_failure_reason(t.upstream->native_handle(), ec));
+      t.upstream.reset();
+      co_return outcome;
+    }
+    if (auto* m = s.w.shared().metrics)
+      m->upstream_tls_time(std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now() - started));
+    t.upstream_text = to_string(outcome.endpoint);
     co_return outcome;
   }
-  std::string error;
-  if (!tls::set_upstream_host(t.upstream->native_handle(), t.target.host.text, error)) {
-    t.upstream.reset();
-    outcome.error = errc::upstream_tls_failed;
-    outcome.detail = error;
-    co_return outcome;
-  }
-  if (offer_h2 && !tls::offer_upstream_h2(t.upstream->native_handle())) {
-    t.upstream.reset();
-    outcome.error = errc::upstream_tls_failed;
-    outcome.detail = "cannot offer ALPN h2";
-    co_return outcome;
-  }
-  // A session from an earlier verified handshake with this name saves the full handshake.
-  t.tls->upstream_sessions->resume(t.upstream->native_handle());
-  auto started = std::chrono::steady_clock::now();
-  t.upstream->next_layer().expires_after(limits.connect_timeout);
-  auto [ec] = co_await t.upstream->async_handshake(asio::ssl::stream_base::client, use_tuple);
-  if (ec) {
-    outcome.error = ec == beast::error::timeout ? errc::connect_timeout : errc::upstream_tls_failed;
-    outcome.detail = core::str_cat("TLS to ", t.target.host.text, ": ",
-                                   tls::handshake_failure_reason(t.upstream->native_handle(), ec));
-    t.upstream.reset();
-    co_return outcome;
-  }
-  if (auto* m = s.w.shared().metrics)
-    m->upstream_tls_time(std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - started));
-  t.upstream_text = to_string(outcome.endpoint);
-  co_return outcome;
+  co_return connect_outcome{};  // not reached: the second attempt always returns
 }
 
 asio::awaitable<std::vector<tls::leaf_name>> origin_names(session_context& s, tunnel_context& t,

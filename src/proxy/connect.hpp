@@ -26,16 +26,20 @@ enum class tunnel_mode {
   plain_http,  // the client speaks plain HTTP/1.x inside: serve its requests (scheme http)
 };
 
+// `made`, when given, is set to the connection `upstream` got (its address and connect time).
 boost::asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
                                                 const active_policy& active,
-                                                boost::beast::tcp_stream& upstream);
+                                                boost::beast::tcp_stream& upstream,
+                                                connect_outcome* made = nullptr);
 
 // Relays an opaque tunnel until either side ends it or it idles out.
 boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange& ex,
                                           boost::beast::tcp_stream& upstream);
 
 // Connects (or reconnects) the TLS upstream of an intercepted tunnel: TCP through the address
-// guard, then a handshake that verifies the origin's certificate for the CONNECT name. With
+// guard (the first time, the CONNECT's own connection, t.early, when its address still passes;
+// a new one if the origin closed it meanwhile), then a handshake that verifies the origin's
+// certificate for the CONNECT name. With
 // `offer_h2`, ALPN offers "h2" too (tls::negotiated_alpn then says what the origin picked). On
 // failure the tunnel's upstream is empty and the outcome says why.
 boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,

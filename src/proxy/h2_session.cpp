@@ -88,8 +88,14 @@ std::unique_ptr<tunnel_context> h2_connection::take_upstream() {
     idle_upstreams_.pop_back();
     return u;
   }
-  return std::make_unique<tunnel_context>(
-      tunnel_context{t_.target, t_.agent, t_.tls, {}, {}, {}, false, nullptr});
+  auto u = std::make_unique<tunnel_context>(
+      tunnel_context{t_.target, t_.agent, t_.tls, {}, {}, {}, false, nullptr, {}, {}, {}});
+  // The first upstream takes the connection the CONNECT made to check the origin.
+  u->early = std::move(t_.early);
+  u->early_peer = t_.early_peer;
+  u->early_connect_time = t_.early_connect_time;
+  t_.early.reset();
+  return u;
 }
 
 void h2_connection::put_upstream(std::unique_ptr<tunnel_context> u) {

@@ -12,6 +12,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -52,6 +53,11 @@ struct tunnel_context {
   // The origin picked h2: the tunnel's requests go as streams on this one connection
   // (h2_upstream.hpp); `upstream` is then empty unless a request needed HTTP/1.1 (an upgrade).
   std::shared_ptr<h2_upstream> h2 = nullptr;
+  // Intercepted: the TCP connection the CONNECT opened to check the origin, kept for the first
+  // TLS upstream (one connection per tunnel, not two); its address and how long it took.
+  std::optional<boost::asio::ip::tcp::socket> early = std::nullopt;
+  boost::asio::ip::tcp::endpoint early_peer = {};
+  std::chrono::microseconds early_connect_time{0};
 };
 
 }  // namespace airlock::proxy

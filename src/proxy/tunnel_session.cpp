@@ -28,9 +28,15 @@ void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
 }
 
 // After the TLS handshake with the client: serve the decrypted requests one by one.
+// `checked`: the TCP connection the CONNECT made to the origin, which the first TLS upstream
+// then uses (one connection to the origin per tunnel, not two).
 asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
-                                        const active_policy& active, inner_exchanges inner) {
-  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false, nullptr};
+                                        const active_policy& active, inner_exchanges inner,
+                                        beast::tcp_stream& checked, const connect_outcome& made) {
+  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false, nullptr, {}, {}, {}};
+  t.early.emplace(std::move(checked.socket()));
+  t.early_peer = made.endpoint;
+  t.early_connect_time = made.connect_time;
   tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
   std::vector<tls::leaf_name> also;  // an IP literal's leaf also names the origin's names
@@ -78,7 +84,7 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
 // intercepted tunnel, without TLS. The tunnel is recorded by its requests when it carried any.
 asio::awaitable<void> serve_plain_tunnel(session_context& s, filters::exchange& ex,
                                          inner_exchanges inner) {
-  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true, nullptr};
+  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true, nullptr, {}, {}, {}};
   const auto before = s.requests;
   for (;;) {
     s.entry->idle = true;
@@ -109,7 +115,8 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
       if (e.cut) rec.refuse(errc::agent_stopped, "tunnel cut: the agent was stopped");
     }
   } cut_recorded{*s.entry, ex.record};
-  const auto mode = co_await open_tunnel(s, ex, active, upstream);
+  connect_outcome made;
+  const auto mode = co_await open_tunnel(s, ex, active, upstream, &made);
   if (mode == tunnel_mode::ended) co_return;
   auto* metrics = s.w.shared().metrics;
   if (metrics) metrics->tunnel_opened();
@@ -120,10 +127,12 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
     }
   } gauge{metrics};
   if (mode == tunnel_mode::opaque) co_return co_await relay_opaque(s, ex, upstream);
-  // The TCP connection made to check the origin is dropped; the first request inside connects.
-  upstream.close();
-  if (mode == tunnel_mode::plain_http) co_return co_await serve_plain_tunnel(s, ex, inner);
-  co_await serve_intercepted(s, ex, active, inner);
+  if (mode == tunnel_mode::plain_http) {
+    // The TCP connection made to check the origin is dropped; the first request inside connects.
+    upstream.close();
+    co_return co_await serve_plain_tunnel(s, ex, inner);
+  }
+  co_await serve_intercepted(s, ex, active, inner, upstream, made);
 }
 
 }  // namespace airlock::proxy

@@ -208,15 +208,18 @@ std::optional<tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream, conne
   // the connection was made. (The pool remembers it; asked of the kernel only if it does not.)
   boost::system::error_code ec;
   if (ep.port() == 0) ep = pooled->remote_endpoint(ec);
+  if (ec || !still_allowed(ep, guard, request)) return std::nullopt;
+  stream.socket() = std::move(*pooled);
+  return ep;
+}
+
+bool still_allowed(const tcp::endpoint& ep, const net::address_guard& guard,
+                   const upstream_request& request) {
   const bool pinned_ok =
       request.pinned.empty() ||
       std::find(request.pinned.begin(), request.pinned.end(), ep.address()) != request.pinned.end();
   const bool own_ok = !request.own || request.own->check(ep.address(), ep.port()).allowed;
-  if (ec || !pinned_ok || !own_ok ||
-      !guard.check(ep.address(), ep.port(), request.extra_allow).allowed)
-    return std::nullopt;
-  stream.socket() = std::move(*pooled);
-  return ep;
+  return pinned_ok && own_ok && guard.check(ep.address(), ep.port(), request.extra_allow).allowed;
 }
 
 }  // namespace airlock::proxy

@@ -68,4 +68,10 @@ std::optional<boost::asio::ip::tcp::endpoint> take_pooled(boost::beast::tcp_stre
                                                           const net::address_guard& guard,
                                                           const upstream_request& request);
 
+// Whether a connection made earlier to `ep` may still serve `request`: the address passes the
+// guard, the proxy's own endpoints and the request's pins as they are now (the policy may have
+// changed since it was made).
+bool still_allowed(const boost::asio::ip::tcp::endpoint& ep, const net::address_guard& guard,
+                   const upstream_request& request);
+
 }  // namespace airlock::proxy

@@ -37,12 +37,12 @@ inline constexpr std::string_view alpn_http11 = "http/1.1";
 inline constexpr std::string_view alpn_h2 = "h2";
 
 // Client-facing side: TLS 1.2 minimum; TLS 1.2 suites limited to ECDHE with AES-GCM or
-// ChaCha20-Poly1305 (TLS 1.3 suites: OpenSSL's defaults); no compression (CRIME); no
-// renegotiation; server-side session cache and session tickets for resumption; ALPN selects
-// "h2" on a connection offer_h2() allowed it on, else "http/1.1" when the client offers it,
-// and otherwise nothing (a client offering only "h2" gets no ALPN rather than a
-// no_application_protocol alert). No certificate: each
-// connection gets its leaf from use_leaf. Returns null and sets error on failure.
+// ChaCha20-Poly1305 (TLS 1.3: OpenSSL's three suites, AES-128-GCM first); no compression (CRIME);
+// no renegotiation; server-side session cache and session tickets for resumption; ALPN selects "h2"
+// on a connection offer_h2() allowed it on, else "http/1.1" when the client offers it, and
+// otherwise nothing (a client offering only "h2" gets no ALPN rather than a no_application_protocol
+// alert). No certificate: each connection gets its leaf from use_leaf. Returns null and sets error
+// on failure.
 std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string& error);
 
 // Presents `leaf` (its certificate, key, and the CA certificate as chain) on this one
