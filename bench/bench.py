@@ -302,7 +302,7 @@ class Run:
                 self.fail(t, "verify", e)
         # Warm-up: fills upstream pools and lets each proxy allocate what it keeps.
         for t in targets:
-            if self.ok(t, "small") and {"small", "small_c1"} & wanted:
+            if self.ok(t, "small") and {"small", "small_c1", "small_c4", "small_many"} & wanted:
                 try:
                     scenarios.wrk(t, "/small", s["wrk_threads"], s["small_connections"],
                                   s["warmup_seconds"], self.raw(t, "warmup"), len(SMALL_BODY))
