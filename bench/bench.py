@@ -42,7 +42,7 @@ MIB = 1 << 20
 SMALL_BODY = b"airlock bench: a small keep-alive response body of about one hundred bytes.\n" \
              b"0123456789abcdef0123\n"
 BIG_SIZE = 512 * MIB
-PLAIN_SCENARIOS = ("small", "small_c1", "large", "connect", "idle")
+PLAIN_SCENARIOS = ("small", "small_c1", "small_c4", "small_many", "large", "connect", "idle")
 CONTROLS_SCENARIOS = ("controls",)
 CREDENTIALS_SCENARIOS = ("credentials",)
 SHARED_STATE_SCENARIOS = ("shared_state",)
@@ -73,6 +73,11 @@ def settings_for(args):
         "small_connections": 32,
         "small_seconds": 5,
         "small_c1_seconds": 3,
+        # (a2) 4 connections: issue 21's p99 goal, and the CPU per request (a3) is held to.
+        "small_c4_seconds": 3,
+        # (a3) many connections (--connections N): rate, p99 and CPU per request under load.
+        "many_connections": args.connections,
+        "many_seconds": 5,
         "large_connections": 8,
         "large_seconds": 4,
         "connect_seconds": 3,
@@ -104,7 +109,8 @@ def settings_for(args):
         "tls_mint_names": 80,
     }
     if args.quick:
-        s.update(rounds=1, small_seconds=2, small_c1_seconds=2, large_seconds=2,
+        s.update(rounds=1, small_seconds=2, small_c1_seconds=2, small_c4_seconds=2,
+                 many_seconds=2, large_seconds=2,
                  connect_seconds=2, idle_connections=200, controls_rounds=6,
                  controls_seconds=2, credentials_rounds=4, credentials_seconds=2,
                  shared_state_rounds=4, shared_state_seconds=2, dlp_rounds=6, dlp_seconds=2,
@@ -171,6 +177,7 @@ def aggregate_wrk(rounds):
         origin_cpu_us_per_request=round(out["origin_cpu_seconds"] * 1e6 / n, 1),
         bytes_per_response=round(out["bytes"] / n, 1),
         cpu_seconds_per_gib=round(out["cpu_seconds"] / (out["bytes"] / 2**30), 3),
+        connections=rounds[0]["connections"],
         wrk=rounds[0]["wrk"],
         rounds=[{k: r[k] for k in ("requests_per_second", "megabytes_per_second", "latency_us",
                                    "cpu_us_per_request")} for r in rounds],
@@ -295,7 +302,7 @@ class Run:
                 self.fail(t, "verify", e)
         # Warm-up: fills upstream pools and lets each proxy allocate what it keeps.
         for t in targets:
-            if self.ok(t, "small") and {"small", "small_c1"} & wanted:
+            if self.ok(t, "small") and {"small", "small_c1", "small_c4", "small_many"} & wanted:
                 try:
                     scenarios.wrk(t, "/small", s["wrk_threads"], s["small_connections"],
                                   s["warmup_seconds"], self.raw(t, "warmup"), len(SMALL_BODY))
@@ -322,6 +329,15 @@ class Run:
             aggregate_wrk,
             lambda r: f"{r['requests_per_second']:>9,.0f} req/s, {lat(r)}")
         self.scenario(
+            f"(a2) 4 connections: wrk -t{s['wrk_threads']} -c4 -d{s['small_c4_seconds']}s",
+            "small_c4", plain,
+            lambda t, rnd: scenarios.wrk(t, "/small", s["wrk_threads"], 4, s["small_c4_seconds"],
+                                         self.raw(t, "small_c4", rnd), len(SMALL_BODY)),
+            aggregate_wrk,
+            lambda r: f"{r['requests_per_second']:>9,.0f} req/s, {lat(r)}, "
+                      f"{r['cpu_us_per_request']} us CPU/req")
+        self.run_many(plain, lat)
+        self.scenario(
             f"(b) 1 MiB responses: wrk -t{s['wrk_threads']} -c{s['large_connections']} "
             f"-d{s['large_seconds']}s", "large", plain,
             lambda t, rnd: scenarios.wrk(t, "/1m", s["wrk_threads"], s["large_connections"],
@@ -344,6 +360,40 @@ class Run:
             lambda r: f"RSS {r['rss_idle_mib']:>6} MiB (before "
                       f"{r['rss_before_bytes'] / MIB:.1f} MiB), {r['threads']} threads",
             rounds=1)
+
+    def run_many(self, targets, lat):
+        """(a3) the small keep-alive load on --connections N connections (256 by default).
+        Each target first gets a warm-up at N connections, so that a proxy's upstream pool has
+        grown to N and the run measures the steady state, not N connection set-ups."""
+        s = self.s
+        n = s["many_connections"]
+        key = "small_many"
+        if key not in self.wanted:
+            return
+        # A proxy holds N client and N upstream sockets; wrk and the origin N each. Every
+        # process we start inherits this process's limit (raised in main()).
+        need = 2 * n + 128
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < need:
+            for t in targets:
+                self.fail(t, key, f"{n} connections need about {need} file descriptors per "
+                          f"process, the limit is {soft} (raise the hard limit, ulimit -Hn)")
+            return
+        for t in targets:
+            if self.ok(t, key):
+                try:
+                    scenarios.wrk(t, "/small", s["wrk_threads"], n, s["warmup_seconds"],
+                                  self.raw(t, "warmup-many"), len(SMALL_BODY))
+                except BenchError as e:
+                    self.log(f"  warm-up of {t.name} at {n} connections failed: {e}")
+        self.scenario(
+            f"(a3) many connections: wrk -t{s['wrk_threads']} -c{n} -d{s['many_seconds']}s",
+            key, targets,
+            lambda t, rnd: scenarios.wrk(t, "/small", s["wrk_threads"], n, s["many_seconds"],
+                                         self.raw(t, key, rnd), len(SMALL_BODY)),
+            aggregate_wrk,
+            lambda r: f"{r['requests_per_second']:>9,.0f} req/s, {lat(r)}, "
+                      f"{r['cpu_us_per_request']} us CPU/req")
 
     def run_controls(self, proxy, origin):
         """(f) the same small-request load through a rule with no controls and a rule with
@@ -684,6 +734,17 @@ def _own_cpu_seconds():
                (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
 
 
+def _raise_fd_limit(want=16384):
+    """Raises this process's soft RLIMIT_NOFILE towards `want` (at most the hard limit) before
+    any server starts: nginx, Squid, Airlock and wrk inherit it (setrlimit(2)), and 1,000 idle
+    connections or --connections 256 need more than the usual 1,024 in a proxy (one client
+    and one upstream socket per connection). bench/run.sh raises it as well."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -724,7 +785,8 @@ def main():
                         "all). In the HTTPS scenario squid is Squid ssl-bump and airlock an "
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
-                   help="comma-separated: small,small_c1,large,connect,idle (or plain), "
+                   help="comma-separated: small,small_c1,small_c4,small_many,large,connect,"
+                        "idle (or plain), "
                         "controls, credentials, shared_state, dlp, dlp_throughput and "
                         "redaction (airlock only), tls (or "
                         "tls_keepalive,"
@@ -745,6 +807,9 @@ def main():
     p.add_argument("--threads", type=int, default=int(os.environ.get("AIRLOCK_THREADS", "1")),
                    help="airlock --threads (default 1: Squid is one process, too)")
     p.add_argument("--no-audit", action="store_true", help="skip the audit-cost run")
+    p.add_argument("--connections", type=int, default=None, metavar="N",
+                   help="client connections of scenario small_many (default 256); naming it "
+                        "adds small_many and its reference small_c4 to --scenarios")
     p.add_argument("--quick", action="store_true", help="2 s per scenario: a smoke test")
     p.add_argument("--rounds", type=int, default=2,
                    help="rounds per scenario, targets interleaved (default 2)")
@@ -755,6 +820,14 @@ def main():
         p.error(f"bad --targets {args.targets!r}")
     named = {n.strip() for n in args.scenarios.split(",")}
     args.scenarios = parse_scenarios(p, args.scenarios)
+    if args.connections is not None:
+        if not 1 <= args.connections <= 4096:
+            p.error("--connections N: 1 to 4096 (Airlock's per-client limit in the bench policy)")
+        for name in ("small_c4", "small_many"):
+            if name not in args.scenarios:
+                args.scenarios.append(name)
+    else:
+        args.connections = 256
     if args.no_redaction and "airlock" in targets:
         if "redaction" in named:
             p.error("--scenarios names redaction, but there is no redaction tool "
@@ -809,6 +882,7 @@ def main():
             del os.environ[k]
     # SIGTERM unwinds like Ctrl-C so that every process we started is stopped.
     signal.signal(signal.SIGTERM, _interrupt)
+    _raise_fd_limit()
 
     run = Run(args)
     started = time.monotonic()

@@ -98,6 +98,7 @@ def wrk(target, path, threads, connections, seconds, raw_log, expect_body):
         "cpu_seconds": round(cpu1 - cpu0, 3),
         "origin_cpu_seconds": round(origin_cpu1 - origin_cpu0, 3),
         "wall_seconds": round(wall, 3),
+        "connections": connections,
         "wrk": cmd[:cmd.index("--") + 1] + [f"'{a}'" for a in cmd[cmd.index("--") + 1:]],
     }
     if n:

@@ -30,6 +30,16 @@ bool always_hop_by_hop(http::field f) {
   }
 }
 
+// The same fields by name, lower case: a Connection token naming one of them needs no erase of
+// its own (the walk below removes them all), so "Connection: keep-alive", on nearly every
+// head, costs no list and no lookup by name.
+bool always_hop_by_hop(std::string_view lower_name) {
+  static constexpr std::string_view names[] = {
+      "connection",         "keep-alive", "proxy-connection", "proxy-authorization",
+      "proxy-authenticate", "te",         "trailer",          "upgrade"};
+  return std::find(std::begin(names), std::end(names), lower_name) != std::end(names);
+}
+
 }  // namespace
 
 std::string strip_hop_by_hop(http::fields& fields) {
@@ -45,7 +55,7 @@ std::string strip_hop_by_hop(http::fields& fields) {
       if (!token.empty()) {
         auto name = lower(token);
         if (name == "upgrade") wants_upgrade = true;
-        named.push_back(std::move(name));
+        if (!always_hop_by_hop(name)) named.push_back(std::move(name));
       }
       if (comma == std::string_view::npos) break;
       value.remove_prefix(comma + 1);

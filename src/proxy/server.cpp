@@ -237,6 +237,7 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
 
   for (auto& w : workers_) {
     asio::co_spawn(w->context(), accept_loop(*w), asio::detached);
+    w->keep_timer_floor();
     w->thread = std::thread([ctx = &w->context()] {
       for (;;) {
         try {

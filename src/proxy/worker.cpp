@@ -15,6 +15,13 @@ void worker::close_sessions(bool all) {
   if (all) pool_.clear();
 }
 
+void worker::keep_timer_floor() {
+  floor_.expires_after(timer_floor_period);
+  floor_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) keep_timer_floor();
+  });
+}
+
 std::size_t worker::cut_tunnels(std::string_view agent) {
   std::size_t cut = 0;
   for (auto& e : sessions_) {

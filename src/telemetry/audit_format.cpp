@@ -131,7 +131,11 @@ void append_json_string(std::string& out, std::string_view s) {
   append_serialized(out, clean);
 }
 
-void append_rfc3339_utc(std::string& out, std::chrono::system_clock::time_point t) {
+namespace {
+
+// "YYYY-MM-DDTHH:MM:SS.mmmZ" at p, 24 bytes, two digits at a time.
+constexpr std::size_t rfc3339_size = 24;
+void format_rfc3339_utc(char* p, std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   constexpr sys_days min_day = year{0} / January / 1;
   constexpr sys_days max_day = year{9999} / December / 31;
@@ -141,27 +145,87 @@ void append_rfc3339_utc(std::string& out, std::chrono::system_clock::time_point 
   auto day = floor<days>(ms);
   year_month_day ymd{day};
   hh_mm_ss hms{ms - day};
-  append_padded(out, static_cast<unsigned>(static_cast<int>(ymd.year())), 4);
-  out.push_back('-');
-  append_padded(out, static_cast<unsigned>(ymd.month()), 2);
-  out.push_back('-');
-  append_padded(out, static_cast<unsigned>(ymd.day()), 2);
-  out.push_back('T');
-  append_padded(out, static_cast<unsigned>(hms.hours().count()), 2);
-  out.push_back(':');
-  append_padded(out, static_cast<unsigned>(hms.minutes().count()), 2);
-  out.push_back(':');
-  append_padded(out, static_cast<unsigned>(hms.seconds().count()), 2);
-  out.push_back('.');
-  append_padded(out, static_cast<unsigned>(hms.subseconds().count()), 3);
-  out.push_back('Z');
+  auto two = [&](char* at, unsigned v) {
+    at[0] = static_cast<char>('0' + v / 10);
+    at[1] = static_cast<char>('0' + v % 10);
+  };
+  const auto y = static_cast<unsigned>(static_cast<int>(ymd.year()));
+  const auto milli = static_cast<unsigned>(hms.subseconds().count());
+  two(p, y / 100);
+  two(p + 2, y % 100);
+  p[4] = '-';
+  two(p + 5, static_cast<unsigned>(ymd.month()));
+  p[7] = '-';
+  two(p + 8, static_cast<unsigned>(ymd.day()));
+  p[10] = 'T';
+  two(p + 11, static_cast<unsigned>(hms.hours().count()));
+  p[13] = ':';
+  two(p + 14, static_cast<unsigned>(hms.minutes().count()));
+  p[16] = ':';
+  two(p + 17, static_cast<unsigned>(hms.seconds().count()));
+  p[19] = '.';
+  p[20] = static_cast<char>('0' + milli / 100);
+  two(p + 21, milli % 100);
+  p[23] = 'Z';
 }
 
-void append_audit_line(std::string& out, const audit_record& r) {
-  bool first = true;
+// Writes a line into `out` through a cursor: each piece is one bounds check and one memcpy of
+// a size mostly known at compile time. With std::string::append per piece (an out-of-line
+// call with its own checks, about 25 of them per line) the formatting was most of the audit
+// line's cost. flush() trims `out` to what was written, for code that appends to it directly;
+// resume() continues after it.
+class line_writer {
+ public:
+  explicit line_writer(std::string& out) : out_(out), pos_(out.size()) {}
+  template <std::size_t N>
+  void literal(const char (&s)[N]) {
+    std::memcpy(room(N - 1), s, N - 1);
+    pos_ += N - 1;
+  }
+  void string(std::string_view s) {
+    if (!needs_no_escaping(s)) {
+      append_json_string(flush(), s);
+      resume();
+      return;
+    }
+    char* p = room(s.size() + 2);
+    p[0] = '"';
+    if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    pos_ += s.size() + 2;
+  }
+  void number(std::uint64_t v) {
+    char* p = room(20);  // 18446744073709551615
+    pos_ += static_cast<std::size_t>(std::to_chars(p, p + 20, v).ptr - p);
+  }
+  void padded(unsigned v, int width) {
+    append_padded(flush(), v, width);
+    resume();
+  }
+  void time(std::chrono::system_clock::time_point t) {
+    format_rfc3339_utc(room(rfc3339_size), t);
+    pos_ += rfc3339_size;
+  }
+  std::string& flush() {
+    out_.resize(pos_);
+    return out_;
+  }
+  void resume() { pos_ = out_.size(); }
+
+ private:
+  char* room(std::size_t n) {
+    // Grows by more than asked, so that a line usually makes room once.
+    if (out_.size() - pos_ < n) out_.resize(pos_ + n + 384);
+    return out_.data() + pos_;
+  }
+  std::string& out_;
+  std::size_t pos_;
+};
+
+// The keys most exchanges lack, each absent when empty.
+void append_optional_keys(std::string& out, const audit_record& r) {
   auto key = [&](std::string_view k) {
-    out.append(first ? "\"" : ",\"");
-    first = false;
+    out.append(",\"");
     out.append(k);
     out.append("\":");
   };
@@ -169,46 +233,6 @@ void append_audit_line(std::string& out, const audit_record& r) {
     key(k);
     append_json_string(out, v);
   };
-  auto num = [&](std::string_view k, std::uint64_t v) {
-    key(k);
-    append_int(out, v);
-  };
-
-  out.push_back('{');
-  key("time");
-  out.push_back('"');
-  append_rfc3339_utc(out, r.time);
-  out.push_back('"');
-  str("agent", r.agent);
-  str("method", r.method);
-  str("scheme", r.scheme);
-  str("host", r.host);
-  num("port", r.port);
-  str("path", r.path);
-  str("protocol", r.protocol);
-  if (!r.upstream_protocol.empty()) str("upstream_protocol", r.upstream_protocol);
-  key("rule");
-  if (r.rule.empty()) {
-    out.append("null");
-  } else {
-    append_json_string(out, r.rule);
-  }
-  str("decision", r.decision);
-  str("reason", r.reason);
-  str("detail", r.detail);
-  num("status", r.status);
-  num("bytes_in", r.bytes_in);
-  num("bytes_out", r.bytes_out);
-  // Milliseconds with three decimals from the integer microseconds: a plain decimal number
-  // (Boost.JSON would print a double as 1.2345E1, which is valid JSON but hard to read).
-  key("duration_ms");
-  auto us = r.duration.count() < 0 ? 0 : static_cast<std::uint64_t>(r.duration.count());
-  append_int(out, us / 1000);
-  out.push_back('.');
-  append_padded(out, static_cast<unsigned>(us % 1000), 3);
-  str("upstream", r.upstream);
-  str("client", r.client);
-  str("policy_version", r.policy_version);
   if (!r.redactions.empty()) {
     key("redactions");
     out.push_back('{');
@@ -287,7 +311,77 @@ void append_audit_line(std::string& out, const audit_record& r) {
     }
     out.push_back('}');
   }
-  out.append("}\n");
+}
+
+}  // namespace
+
+void append_rfc3339_utc(std::string& out, std::chrono::system_clock::time_point t) {
+  char buf[rfc3339_size];
+  format_rfc3339_utc(buf, t);
+  out.append(buf, rfc3339_size);
+}
+
+void append_audit_line(std::string& out, const audit_record& r) {
+  line_writer w(out);
+  w.literal("{\"time\":\"");
+  w.time(r.time);
+  w.literal("\",\"agent\":");
+  w.string(r.agent);
+  w.literal(",\"method\":");
+  w.string(r.method);
+  w.literal(",\"scheme\":");
+  w.string(r.scheme);
+  w.literal(",\"host\":");
+  w.string(r.host);
+  w.literal(",\"port\":");
+  w.number(r.port);
+  w.literal(",\"path\":");
+  w.string(r.path);
+  w.literal(",\"protocol\":");
+  w.string(r.protocol);
+  if (!r.upstream_protocol.empty()) {
+    w.literal(",\"upstream_protocol\":");
+    w.string(r.upstream_protocol);
+  }
+  w.literal(",\"rule\":");
+  if (r.rule.empty()) {
+    w.literal("null");
+  } else {
+    w.string(r.rule);
+  }
+  w.literal(",\"decision\":");
+  w.string(r.decision);
+  w.literal(",\"reason\":");
+  w.string(r.reason);
+  w.literal(",\"detail\":");
+  w.string(r.detail);
+  w.literal(",\"status\":");
+  w.number(r.status);
+  w.literal(",\"bytes_in\":");
+  w.number(r.bytes_in);
+  w.literal(",\"bytes_out\":");
+  w.number(r.bytes_out);
+  // Milliseconds with three decimals from the integer microseconds: a plain decimal number
+  // (Boost.JSON would print a double as 1.2345E1, which is valid JSON but hard to read).
+  w.literal(",\"duration_ms\":");
+  auto us = r.duration.count() < 0 ? 0 : static_cast<std::uint64_t>(r.duration.count());
+  w.number(us / 1000);
+  w.literal(".");
+  w.padded(static_cast<unsigned>(us % 1000), 3);
+  w.literal(",\"upstream\":");
+  w.string(r.upstream);
+  w.literal(",\"client\":");
+  w.string(r.client);
+  w.literal(",\"policy_version\":");
+  w.string(r.policy_version);
+  // What most exchanges lack (each absent when empty), with std::string's own appends.
+  if (!r.redactions.empty() || !r.binary.empty() || !r.injected.empty() || !r.dlp.empty() ||
+      !r.mcp.empty() || r.websocket) {
+    append_optional_keys(w.flush(), r);
+    w.resume();
+  }
+  w.literal("}\n");
+  w.flush();
 }
 
 }  // namespace airlock::telemetry

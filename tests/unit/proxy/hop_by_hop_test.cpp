@@ -50,6 +50,22 @@ TEST(HopByHop, RemovesTheFixedSet) {
   EXPECT_EQ(lines(req), (v{"Host: h.test", "Accept: */*", "Content-Length: 0"}));
 }
 
+TEST(HopByHop, ConnectionNamingTheFixedSetBesideOthers) {
+  // Tokens naming fields of the fixed set (any case) are left to the walk over the fields; the
+  // others are erased by name, every instance, and an Upgrade named there is still reported.
+  auto req = parse(
+      "Host: h.test\r\n"
+      "Connection: Keep-Alive, TE, X-A, UPGRADE\r\n"
+      "keep-alive: timeout=5\r\n"
+      "X-A: 1\r\n"
+      "te: trailers\r\n"
+      "x-a: 2\r\n"
+      "Upgrade: WebSocket\r\n"
+      "X-B: 3\r\n");
+  EXPECT_EQ(strip_hop_by_hop(req), "websocket");
+  EXPECT_EQ(lines(req), (v{"Host: h.test", "X-B: 3"}));
+}
+
 TEST(HopByHop, RemovesHeadersNamedByConnection) {
   auto req = parse(
       "Host: h.test\r\n"

@@ -152,6 +152,30 @@ TEST(AuditFormat, LineHasAllKeysInOrderAndTypes) {
   EXPECT_EQ(v.at("bytes_out").as_uint64(), 18446744073709551615ull);
 }
 
+TEST(AuditFormat, AppendsAfterWhatTheStringHoldsWhateverItsLength) {
+  // The line is written through a cursor that makes room ahead: what `out` held stays, long
+  // values grow it as often as needed, and nothing of the room made ahead is left over.
+  audit_record r;
+  const std::string long_path = "/" + std::string(5000, 'p');
+  const std::string long_detail(700, 'd');
+  const std::pair<std::string_view, std::uint64_t> hits[] = {{"email", 2}};
+  r.agent = "coder";
+  r.path = long_path;
+  r.detail = long_detail;
+  r.redactions = hits;
+  std::string alone;
+  append_audit_line(alone, r);
+  std::string line = "previous line\n";
+  append_audit_line(line, r);
+  EXPECT_EQ(line, "previous line\n" + alone);
+  EXPECT_EQ(alone.find('\n'), alone.size() - 1);
+  auto v = boost::json::parse(alone).as_object();
+  EXPECT_EQ(v.at("path").as_string(), long_path);
+  EXPECT_EQ(v.at("detail").as_string(), long_detail);
+  EXPECT_EQ(v.at("redactions").as_object().at("email").to_number<std::uint64_t>(), 2u);
+  EXPECT_NE(alone.find(R"("redactions":{"email":2}})"), std::string::npos) << alone;
+}
+
 TEST(AuditFormat, RedactionsAndInjectedSecretsByNameOnly) {
   audit_record r;
   const std::pair<std::string_view, std::uint64_t> hits[] = {{"secret:github", 3}, {"email", 1}};
