@@ -97,11 +97,29 @@ errc check_client_hello(const net::client_hello& hello, const filters::exchange&
   return errc::ok;
 }
 
+// An intercepted CONNECT first looks for an idle TLS connection to its origin that an earlier
+// tunnel left (verified for the same name by the same interception, h2 offered alike), whose
+// address still passes the policy as it is now: no TCP connect, no upstream handshake.
+bool take_tls_pooled(session_context& s, const filters::exchange& ex, const interception& tls,
+                     const upstream_request& request, std::optional<tls_upstream>& into,
+                     connect_outcome& outcome) {
+  asio::ip::tcp::endpoint peer;
+  auto taken = s.w.tls_pool().take(
+      tls_pool_key(ex.target.host.text, ex.target.port, upstream_h2_allowed(ex)), &peer, &tls);
+  if (taken && !still_allowed(peer, ex.snapshot->guard(), request)) taken.reset();
+  if (auto* m = s.w.shared().metrics) m->pool_reuse(taken.has_value(), true);
+  if (!taken) return false;
+  into.emplace(std::move(*taken));
+  outcome.endpoint = peer;
+  return true;
+}
+
 }  // namespace
 
 asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
                                          const active_policy& active, beast::tcp_stream& upstream,
-                                         connect_outcome* made) {
+                                         connect_outcome* made,
+                                         std::optional<tls_upstream>* pooled) {
   auto& rec = ex.record;
   const auto& snap = *ex.snapshot;
   const auto& rule = *ex.rule;
@@ -111,9 +129,11 @@ asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& 
     co_await send_answer(s.client, rec, version, false);
     co_return tunnel_mode::ended;
   }
-  auto outcome = co_await connect_upstream(
-      upstream, snap.guard(),
-      upstream_for(ex.target, rule, snap.limits(), s.w.shared().own_guard.get()));
+  const auto request = upstream_for(ex.target, rule, snap.limits(), s.w.shared().own_guard.get());
+  connect_outcome outcome;
+  const bool reused =
+      pooled && rule.inspect && take_tls_pooled(s, ex, *active.tls, request, *pooled, outcome);
+  if (!reused) outcome = co_await connect_upstream(upstream, snap.guard(), request);
   if (outcome.error != errc::ok) {
     rec.connect_failed(outcome.error);
     rec.refuse(outcome.error, outcome.detail);
@@ -250,17 +270,33 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
       m->upstream_tls_time(std::chrono::duration_cast<std::chrono::microseconds>(
           std::chrono::steady_clock::now() - started));
     t.upstream_text = to_string(outcome.endpoint);
+    t.upstream_peer = outcome.endpoint;
+    t.upstream_offered_h2 = offer_h2;
+    t.upstream_reused = false;
     co_return outcome;
   }
   co_return connect_outcome{};  // not reached: the second attempt always returns
 }
 
+void keep_tls_upstream(session_context& s, tunnel_context& t) {
+  if (!t.upstream || !t.tls || s.entry->cut || s.w.shared().draining.load()) return;
+  // (An upstream the origin picked h2 for is t.h2's, unless no request took it up.)
+  if (tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2) return;
+  t.upstream->next_layer().expires_never();
+  s.w.tls_pool().put(tls_pool_key(t.target.host.text, t.target.port, t.upstream_offered_h2),
+                     std::move(*t.upstream), t.upstream_peer, t.tls);
+  t.upstream.reset();
+}
+
 asio::awaitable<std::vector<tls::leaf_name>> origin_names(session_context& s, tunnel_context& t,
                                                           const filters::exchange& ex) {
   // h2 offered as the CONNECT's rule allows: an origin that speaks only h2 must still serve
-  // the tunnel's requests over this connection (ensure_tunnel_upstream takes it up).
-  const auto outcome = co_await connect_tls_upstream(s, t, ex, upstream_h2_allowed(ex));
-  if (outcome.error != errc::ok) co_return std::vector<tls::leaf_name>{};
+  // the tunnel's requests over this connection (ensure_tunnel_upstream takes it up). A pooled
+  // connection (open_tunnel) was verified the same way and carries the same certificate.
+  if (!t.upstream) {
+    const auto outcome = co_await connect_tls_upstream(s, t, ex, upstream_h2_allowed(ex));
+    if (outcome.error != errc::ok) co_return std::vector<tls::leaf_name>{};
+  }
   X509* peer = SSL_get0_peer_certificate(t.upstream->native_handle());
   if (peer == nullptr) co_return std::vector<tls::leaf_name>{};
   co_return tls::subject_alt_names(peer);

@@ -13,6 +13,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace airlock::proxy {
@@ -27,10 +28,14 @@ enum class tunnel_mode {
 };
 
 // `made`, when given, is set to the connection `upstream` got (its address and connect time).
+// With `pooled`, an inspecting rule first takes an idle verified TLS connection to the origin
+// from the worker's TLS pool (one an earlier tunnel left): `pooled` then holds it, `upstream`
+// stays unconnected, and `made` has its address and no connect time.
 boost::asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
                                                 const active_policy& active,
                                                 boost::beast::tcp_stream& upstream,
-                                                connect_outcome* made = nullptr);
+                                                connect_outcome* made = nullptr,
+                                                std::optional<tls_upstream>* pooled = nullptr);
 
 // Relays an opaque tunnel until either side ends it or it idles out.
 boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange& ex,
@@ -45,6 +50,11 @@ boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange&
 boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
                                                              const filters::exchange& ex,
                                                              bool offer_h2 = false);
+
+// An intercepted tunnel that ends with its HTTP/1.1 upstream idle (the last exchange complete,
+// nothing unread) leaves it in the worker's TLS pool for the next tunnel to the same origin; not
+// while draining, nor when the kill switch cut the tunnel.
+void keep_tls_upstream(session_context& s, tunnel_context& t);
 
 // For an IP-literal CONNECT that is intercepted: connects the TLS upstream before the client's
 // handshake and returns the names its verified certificate carries, for the minted leaf (a

@@ -1,5 +1,7 @@
 #include "proxy/connection_pool.hpp"
 
+#include "core/str_cat.hpp"
+
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -7,19 +9,38 @@
 namespace airlock::proxy {
 namespace {
 
-// An idle HTTP/1.1 upstream connection must have nothing to read: EOF means the server
-// closed it, and data means it sent something unsolicited (we must not parse it as the next
-// response). Either way it is unusable.
+boost::asio::ip::tcp::socket& socket_of(boost::asio::ip::tcp::socket& s) {
+  return s;
+}
+boost::asio::ip::tcp::socket& socket_of(tls_upstream& s) {
+  return s.next_layer().socket();
+}
+
+// An idle upstream connection must have nothing to read: EOF means the server closed it, and
+// data means it sent something unsolicited (we must not parse it as the next response; over
+// TLS, most often a close_notify alert). Either way it is unusable.
 bool still_usable(boost::asio::ip::tcp::socket& s) {
   char byte;
   ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+template <class Connection>
+void close_connection(Connection& c) {
+  boost::system::error_code ignored;
+  socket_of(c).close(ignored);
+}
+
 }  // namespace
 
-std::optional<boost::asio::ip::tcp::socket> connection_pool::take(
-    const std::string& key, boost::asio::ip::tcp::endpoint* peer) {
+std::string tls_pool_key(const std::string& host, std::uint16_t port, bool offered_h2) {
+  return core::str_cat(host, ':', port, offered_h2 ? "+h2" : "");
+}
+
+template <class Connection>
+std::optional<Connection> idle_pool<Connection>::take(const std::string& key,
+                                                      boost::asio::ip::tcp::endpoint* peer,
+                                                      const void* owner) {
   auto it = idle_.find(key);
   if (it == idle_.end()) return std::nullopt;
   auto now = std::chrono::steady_clock::now();
@@ -28,57 +49,69 @@ std::optional<boost::asio::ip::tcp::socket> connection_pool::take(
     entry e = std::move(list.back());
     list.pop_back();
     --total_;
-    if (now - e.since < options_.max_idle && still_usable(e.socket)) {
+    if (now - e.since < options_.max_idle && e.owner.get() == owner &&
+        still_usable(socket_of(e.connection))) {
       // An emptied list keeps its place (and capacity) for the put() that usually follows;
       // evict_expired() drops empty ones.
       if (peer) *peer = e.peer;
-      return std::move(e.socket);
+      return std::move(e.connection);
     }
-    boost::system::error_code ignored;
-    e.socket.close(ignored);
+    close_connection(e.connection);
   }
   return std::nullopt;
 }
 
-void connection_pool::put(const std::string& key, boost::asio::ip::tcp::socket socket,
-                          const boost::asio::ip::tcp::endpoint& peer) {
+template <class Connection>
+void idle_pool<Connection>::put(const std::string& key, Connection connection,
+                                const boost::asio::ip::tcp::endpoint& peer,
+                                std::shared_ptr<const void> owner) {
+  if (!socket_of(connection).is_open()) return;
   auto now = std::chrono::steady_clock::now();
   if (now - last_sweep_ > options_.max_idle) evict_expired(now);
   auto& list = idle_[key];
   if (list.size() >= options_.max_per_key || total_ >= options_.max_total) {
-    boost::system::error_code ignored;
-    socket.close(ignored);
+    close_connection(connection);
     if (list.empty()) idle_.erase(key);
     return;
   }
-  list.push_back(entry{std::move(socket), now, peer});
+  list.push_back(entry{std::move(connection), now, peer, std::move(owner)});
   ++total_;
 }
 
-void connection_pool::evict_expired(std::chrono::steady_clock::time_point now) {
+template <class Connection>
+void idle_pool<Connection>::evict_expired(std::chrono::steady_clock::time_point now) {
   last_sweep_ = now;
   for (auto it = idle_.begin(); it != idle_.end();) {
-    auto& list = it->second;
-    std::erase_if(list, [&](entry& e) {
-      if (now - e.since < options_.max_idle) return false;
-      boost::system::error_code ignored;
-      e.socket.close(ignored);
-      --total_;
-      return true;
-    });
-    it = list.empty() ? idle_.erase(it) : std::next(it);
+    // Rebuilt by moving the survivors (a TLS stream can be moved but not move-assigned, which
+    // erase_if would need).
+    std::vector<entry> kept;
+    for (auto& e : it->second) {
+      if (now - e.since < options_.max_idle) {
+        kept.push_back(std::move(e));
+      } else {
+        close_connection(e.connection);
+        --total_;
+      }
+    }
+    if (kept.empty()) {
+      it = idle_.erase(it);
+    } else {
+      it->second.swap(kept);
+      ++it;
+    }
   }
 }
 
-void connection_pool::clear() {
-  for (auto& [key, list] : idle_) {
-    for (auto& e : list) {
-      boost::system::error_code ignored;
-      e.socket.close(ignored);
-    }
-  }
+template <class Connection>
+void idle_pool<Connection>::clear() {
+  for (auto& [key, list] : idle_)
+    for (auto& e : list)
+      close_connection(e.connection);
   idle_.clear();
   total_ = 0;
 }
+
+template class idle_pool<boost::asio::ip::tcp::socket>;
+template class idle_pool<tls_upstream>;
 
 }  // namespace airlock::proxy

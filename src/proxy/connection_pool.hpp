@@ -1,13 +1,19 @@
 #pragma once
-// Idle upstream connections for plain HTTP, kept per worker thread so that taking and
-// returning one needs no lock (each worker runs its own io_context on one thread).
+// Idle upstream connections, kept per worker thread so that taking and returning one needs no
+// lock (each worker runs its own io_context on one thread): plain TCP for http:// requests, and
+// TLS streams whose handshake verified the origin for intercepted tunnels (a new tunnel to the
+// same origin then skips the TCP connect and the upstream handshake).
 //
 // Thread safety: none; use only from the owning worker's thread.
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -15,7 +21,10 @@
 
 namespace airlock::proxy {
 
-class connection_pool {
+using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;
+
+template <class Connection>
+class idle_pool {
  public:
   struct options {
     // As many as the clients that use one origin at once, or every exchange past the cap
@@ -25,26 +34,33 @@ class connection_pool {
     std::size_t max_total = 1024;
     std::chrono::milliseconds max_idle{15'000};
   };
-  connection_pool() : connection_pool(options{}) {}
-  explicit connection_pool(options o) : options_(o) {}
+  idle_pool() : idle_pool(options{}) {}
+  explicit idle_pool(options o) : options_(o) {}
 
-  // A live idle connection for key (host:port), or nullopt. Connections that were closed by
-  // the peer, sent unexpected bytes, or idled too long are dropped on the way. `peer`, when
-  // given, is set to the address put() was told (unspecified if it was not).
-  std::optional<boost::asio::ip::tcp::socket> take(const std::string& key,
-                                                   boost::asio::ip::tcp::endpoint* peer = nullptr);
+  // A live idle connection for key, or nullopt. Connections that were closed by the peer, sent
+  // unexpected bytes, idled too long, or were put by another owner than `owner` are dropped on
+  // the way. `peer`, when given, is set to the address put() was told (unspecified if it was
+  // not).
+  std::optional<Connection> take(const std::string& key,
+                                 boost::asio::ip::tcp::endpoint* peer = nullptr,
+                                 const void* owner = nullptr);
   // `peer`: the address the connection goes to, kept so that take() need not ask the kernel
-  // again (a getpeername per request).
-  void put(const std::string& key, boost::asio::ip::tcp::socket socket,
-           const boost::asio::ip::tcp::endpoint& peer = {});
+  // again (a getpeername per request). `owner`: what the connection was made under (for TLS,
+  // the interception whose context verified the origin), held so that its address cannot be
+  // reused by a later one while the connection waits here; take() hands the connection only to
+  // the same owner. A closed connection is not kept.
+  void put(const std::string& key, Connection connection,
+           const boost::asio::ip::tcp::endpoint& peer = {},
+           std::shared_ptr<const void> owner = nullptr);
   void clear();
   std::size_t size() const noexcept { return total_; }
 
  private:
   struct entry {
-    boost::asio::ip::tcp::socket socket;
+    Connection connection;
     std::chrono::steady_clock::time_point since;
     boost::asio::ip::tcp::endpoint peer;
+    std::shared_ptr<const void> owner;
   };
   void evict_expired(std::chrono::steady_clock::time_point now);
   options options_;
@@ -52,5 +68,19 @@ class connection_pool {
   std::size_t total_ = 0;
   std::chrono::steady_clock::time_point last_sweep_{};
 };
+
+// Plain HTTP upstream connections, keyed host:port.
+using connection_pool = idle_pool<boost::asio::ip::tcp::socket>;
+// Verified TLS upstream connections of intercepted tunnels that spoke HTTP/1.1, keyed by
+// tls_pool_key and owned by their interception.
+using tls_connection_pool = idle_pool<tls_upstream>;
+
+extern template class idle_pool<boost::asio::ip::tcp::socket>;
+extern template class idle_pool<tls_upstream>;
+
+// The TLS pool's key: the name the origin's certificate was verified for (also the SNI), the
+// port, and whether ALPN offered h2 (a connection made without offering it must not serve a
+// rule that allows h2, nor the other way round).
+std::string tls_pool_key(const std::string& host, std::uint16_t port, bool offered_h2);
 
 }  // namespace airlock::proxy

@@ -59,23 +59,32 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
 
 asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, tunnel_context& t,
                                         filters::exchange& ex, filters::chain& chain,
-                                        h1::request_parser& req_p, const forward_params& fp,
+                                        h1::request_parser& req_p, forward_params& fp,
                                         bool keep_after_refusal) {
   auto& rec = ex.record;
-  // HTTP/2 to the origin when it picks h2 (the tunnel keeps that connection), else HTTP/1.1.
-  if (!co_await ensure_tunnel_upstream(s, t, ex))
-    co_return co_await send_answer(client, rec, fp.version, keep_after_refusal);
-  if (t.h2 && t.h2->usable() && upstream_h2_allowed(ex)) {
-    auto up = t.h2;  // (held: a later request may replace the tunnel's)
-    rec.upstream_protocol = "h2";
-    co_return co_await forward_h1_over_h2(s, client, *up, ex, chain, req_p, fp);
+  forward_result result;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // HTTP/2 to the origin when it picks h2 (the tunnel keeps that connection), else HTTP/1.1.
+    if (!co_await ensure_tunnel_upstream(s, t, ex))
+      co_return co_await send_answer(client, rec, fp.version, keep_after_refusal);
+    if (t.h2 && t.h2->usable() && upstream_h2_allowed(ex)) {
+      auto up = t.h2;  // (held: a later request may replace the tunnel's)
+      rec.upstream_protocol = "h2";
+      co_return co_await forward_h1_over_h2(s, client, *up, ex, chain, req_p, fp);
+    }
+    rec.upstream = t.upstream_text;
+    // An upstream that carried an exchange before may have been closed by the origin while it
+    // idled (servers close idle connections): a bodiless request that finds it so goes again,
+    // once, on a new connection.
+    fp.retry_if_stale = attempt == 0 && t.upstream_reused && !ex.has_body;
+    s.entry->upstream = &t.upstream->next_layer().socket();
+    result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p, chain,
+                              ex.snapshot->limits(), fp);
+    s.entry->upstream = nullptr;
+    t.upstream_reused = result.upstream_reusable;
+    if (!result.upstream_reusable) t.upstream.reset();
+    if (!result.stale_connection) break;
   }
-  rec.upstream = t.upstream_text;
-  s.entry->upstream = &t.upstream->next_layer().socket();
-  auto result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p,
-                                 chain, ex.snapshot->limits(), fp);
-  s.entry->upstream = nullptr;
-  if (!result.upstream_reusable) t.upstream.reset();
   co_return result.client_continues;
 }
 

@@ -22,10 +22,12 @@ boost::asio::awaitable<bool> forward_plain(session_context& s, filters::exchange
                                            filters::chain& chain, h1::request_parser& req_p,
                                            forward_params& fp, bool keep_after_refusal);
 
-// Inside an intercepted tunnel: the tunnel's TLS upstream, (re)connected when needed.
+// Inside an intercepted tunnel: the tunnel's TLS upstream, (re)connected when needed; one that
+// carried an exchange before (in this tunnel or, from the worker's TLS pool, an earlier one) and
+// that the origin closed meanwhile is replaced once for a bodiless request.
 boost::asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client,
                                                tunnel_context& t, filters::exchange& ex,
                                                filters::chain& chain, h1::request_parser& req_p,
-                                               const forward_params& fp, bool keep_after_refusal);
+                                               forward_params& fp, bool keep_after_refusal);
 
 }  // namespace airlock::proxy

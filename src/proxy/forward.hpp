@@ -14,6 +14,7 @@
 #include "websocket/deflate.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
 
 #include <optional>
 #include <string>
@@ -191,11 +192,13 @@ inline bool interim_response(unsigned status) {
 
 // A reused pooled connection the origin closed as we sent on it (a race no check can close):
 // nothing was answered, and a bodiless request may be sent again on a fresh connection.
+// Over TLS, an origin that closed without a close_notify alert reads as stream_truncated.
 inline bool stale_connection(const boost::system::error_code& ec, const forward_params& fp,
                              const boost::beast::flat_buffer& up_buffer) {
   return ec && fp.retry_if_stale && up_buffer.size() == 0 &&
          (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
-          ec == boost::asio::error::eof);
+          ec == boost::asio::error::eof || ec == boost::asio::error::broken_pipe ||
+          ec == boost::asio::ssl::error::stream_truncated);
 }
 
 // Records why the response head could not be read.
@@ -331,6 +334,10 @@ boost::asio::awaitable<forward_result> forward(
           co_await h1::write_buffers(upstream, std::array{boost::asio::buffer(head)});
     } else {
       std::tie(wec, std::ignore) = co_await h1::async_write(upstream, req_sr);
+    }
+    if (stale_connection(wec, fp, up_buffer)) {
+      out.stale_connection = true;
+      co_return out;
     }
     if (wec) {
       rec.failed_upstream(core::errc::upstream_error);

@@ -89,7 +89,7 @@ std::unique_ptr<tunnel_context> h2_connection::take_upstream() {
     return u;
   }
   auto u = std::make_unique<tunnel_context>(
-      tunnel_context{t_.target, t_.agent, t_.tls, {}, {}, {}, false, nullptr, {}, {}, {}});
+      tunnel_context{.target = t_.target, .agent = t_.agent, .tls = t_.tls});
   // The first upstream takes the connection the CONNECT made to check the origin.
   u->early = std::move(t_.early);
   u->early_peer = t_.early_peer;

@@ -7,21 +7,16 @@
 #include "net/host.hpp"
 #include "proxy/policy_diff.hpp"
 #include "proxy/relay_listener.hpp"
-#include "proxy/session.hpp"
+#include "proxy/worker_start.hpp"
 #include "telemetry/audit_event.hpp"
 #include "telemetry/audit_log.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/leaf_cache.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <grp.h>
 #include <sys/socket.h>
@@ -39,61 +34,6 @@
 namespace airlock::proxy {
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-asio::awaitable<void> accept_loop(worker& w) {
-  auto& shared = w.shared();
-  for (;;) {
-    auto [ec, socket] = co_await w.acceptor->async_accept(use_tuple);
-    if (ec) {
-      if (ec == asio::error::operation_aborted || !w.acceptor->is_open()) co_return;
-      // EMFILE and friends: back off briefly instead of spinning.
-      AIRLOCK_LOG(warn, "proxy", "accept failed: ", ec.message());
-      asio::steady_timer t(w.context(), std::chrono::milliseconds(50));
-      co_await t.async_wait(use_tuple);
-      continue;
-    }
-    boost::system::error_code pec;
-    if (shared.draining.load()) {
-      socket.close(pec);  // accepted just as the drain began
-      continue;
-    }
-    auto peer = socket.remote_endpoint(pec);
-    if (pec) continue;
-    auto snap = shared.current();
-    const auto& limits = snap->limits();
-    if (!shared.limiter.try_acquire(peer.address(), limits.max_connections,
-                                    limits.max_connections_per_client)) {
-      // Over a cap: say so in one short answer and close, without reading the request.
-      static constexpr std::string_view busy =
-          "HTTP/1.1 503 Service Unavailable\r\n"
-          "Proxy-Status: airlock; error=connection_limit_reached; details=\"too many "
-          "connections\"\r\n"
-          "X-Airlock-Reason: too_many_connections\r\nContent-Type: text/plain\r\n"
-          "Content-Length: 35\r\nConnection: close\r\n\r\n"
-          "airlock: too many connections (503)";
-      socket.non_blocking(true, pec);
-      ::send(socket.native_handle(), busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      socket.shutdown(tcp::socket::shutdown_both, pec);
-      socket.close(pec);
-      AIRLOCK_LOG(debug, "proxy", "connection from ", peer.address().to_string(),
-                  " refused: connection cap");
-      continue;
-    }
-    asio::co_spawn(
-        w.context(),
-        [&w, s = std::move(socket), addr = peer.address()]() mutable -> asio::awaitable<void> {
-          client_slot slot(w.shared().limiter, addr);
-          co_await run_session(w, std::move(s));
-        },
-        asio::detached);
-  }
-}
-
-}  // namespace
 
 std::optional<tcp::endpoint> parse_listen(std::string_view text) {
   auto a = net::parse_authority(text, 0, true);
@@ -149,21 +89,7 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
   unsigned threads = options_.threads ? options_.threads : std::thread::hardware_concurrency();
   if (threads == 0) threads = 1;
   try {
-    for (unsigned i = 0; i < threads; ++i) {
-      auto w = std::make_unique<worker>(shared_);
-      w->acceptor.emplace(w->context());
-      auto& a = *w->acceptor;
-      tcp::endpoint ep = i == 0 ? *listen : endpoint_;
-      a.open(ep.protocol());
-      a.set_option(tcp::acceptor::reuse_address(true));
-      // One acceptor per worker on the same port; the kernel balances new connections.
-      int one = 1;
-      ::setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-      a.bind(ep);
-      a.listen(asio::socket_base::max_listen_connections);
-      if (i == 0) endpoint_ = a.local_endpoint();
-      workers_.push_back(std::move(w));
-    }
+    workers_ = listen_workers(shared_, *listen, threads, endpoint_);
   } catch (const boost::system::system_error& e) {
     errors.push_back(core::str_cat("cannot listen on ", listen_text, ": ", e.code().message()));
     workers_.clear();
@@ -235,21 +161,7 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
   }
   if (shared_.metrics) shared_.metrics->policy_loaded(true, initial->version(), "startup");
 
-  for (auto& w : workers_) {
-    asio::co_spawn(w->context(), accept_loop(*w), asio::detached);
-    w->keep_timer_floor();
-    w->thread = std::thread([ctx = &w->context()] {
-      for (;;) {
-        try {
-          ctx->run();
-          return;
-        } catch (const std::exception& e) {
-          // A handler threw: that session is gone, the worker carries on.
-          AIRLOCK_LOG(error, "proxy", "worker: unexpected exception: ", e.what());
-        }
-      }
-    });
-  }
+  run_workers(workers_);
   return true;
 }
 
@@ -364,6 +276,7 @@ void server::shutdown() {
       w->acceptor->close(ignored);
       w->close_sessions(false);
       w->pool().clear();
+      w->tls_pool().clear();
     });
   }
   // In-flight exchanges finish on their own; each session ends after its current exchange.

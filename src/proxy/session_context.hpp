@@ -35,7 +35,7 @@ struct session_context {
   std::optional<net::peer_binary> relay_binary;  // relay connections: the program, if known
 };
 
-using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;
+// tls_upstream: connection_pool.hpp
 
 // An intercepted CONNECT, or one the client speaks plain HTTP through (`plain`: no TLS either
 // side, each request goes out on a pooled connection as a plain request would). Intercepted: the
@@ -45,10 +45,10 @@ using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;
 struct tunnel_context {
   net::authority target;
   std::string agent;  // identified at CONNECT; inner requests cannot change it
-  std::shared_ptr<const interception> tls;
-  std::optional<tls_upstream> upstream;
-  boost::beast::flat_buffer upstream_buffer;
-  std::string upstream_text;
+  std::shared_ptr<const interception> tls = nullptr;
+  std::optional<tls_upstream> upstream = std::nullopt;
+  boost::beast::flat_buffer upstream_buffer = {};
+  std::string upstream_text = {};
   bool plain = false;  // the client speaks plain HTTP inside (no TLS, no upstream kept here)
   // The origin picked h2: the tunnel's requests go as streams on this one connection
   // (h2_upstream.hpp); `upstream` is then empty unless a request needed HTTP/1.1 (an upgrade).
@@ -58,6 +58,13 @@ struct tunnel_context {
   std::optional<boost::asio::ip::tcp::socket> early = std::nullopt;
   boost::asio::ip::tcp::endpoint early_peer = {};
   std::chrono::microseconds early_connect_time{0};
+  // How `upstream` came to be: the address it goes to, whether ALPN offered h2 (its pool key),
+  // and whether it carried an exchange before (in this tunnel, or in an earlier one that left it
+  // in the worker's TLS pool): then a bodiless request that finds it closed is sent again on a
+  // new connection.
+  boost::asio::ip::tcp::endpoint upstream_peer = {};
+  bool upstream_offered_h2 = false;
+  bool upstream_reused = false;
 };
 
 }  // namespace airlock::proxy

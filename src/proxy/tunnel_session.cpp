@@ -7,6 +7,7 @@
 #include "proxy/connect.hpp"
 #include "proxy/h2_session.hpp"
 #include "proxy/h2_upstream.hpp"
+#include "proxy/h2_upstream_exchange.hpp"
 #include "telemetry/metrics.hpp"
 #include "tls/contexts.hpp"
 #include "tls/leaf_cache.hpp"
@@ -27,16 +28,32 @@ void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
   if (!carried_requests && rec.reason == errc::ok) rec.detail = "the tunnel carried no request";
 }
 
-// After the TLS handshake with the client: serve the decrypted requests one by one.
-// `checked`: the TCP connection the CONNECT made to the origin, which the first TLS upstream
+// The tunnel's first upstream: a verified TLS connection from the worker's pool (`pooled`), or
+// `checked`, the TCP connection the CONNECT made to the origin, which the first TLS upstream
 // then uses (one connection to the origin per tunnel, not two).
-asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
-                                        const active_policy& active, inner_exchanges inner,
-                                        beast::tcp_stream& checked, const connect_outcome& made) {
-  tunnel_context t{ex.target, ex.record.agent, active.tls, {}, {}, {}, false, nullptr, {}, {}, {}};
+void first_upstream(tunnel_context& t, const filters::exchange& ex, beast::tcp_stream& checked,
+                    const connect_outcome& made, std::optional<tls_upstream>& pooled) {
+  if (pooled) {
+    t.upstream.emplace(std::move(*pooled));
+    pooled.reset();
+    t.upstream_peer = made.endpoint;
+    t.upstream_text = to_string(made.endpoint);
+    t.upstream_offered_h2 = upstream_h2_allowed(ex);
+    t.upstream_reused = true;
+    return;
+  }
   t.early.emplace(std::move(checked.socket()));
   t.early_peer = made.endpoint;
   t.early_connect_time = made.connect_time;
+}
+
+// After the TLS handshake with the client: serve the decrypted requests one by one.
+asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& ex,
+                                        const active_policy& active, inner_exchanges inner,
+                                        beast::tcp_stream& checked, const connect_outcome& made,
+                                        std::optional<tls_upstream>& pooled) {
+  tunnel_context t{.target = ex.target, .agent = ex.record.agent, .tls = active.tls};
+  first_upstream(t, ex, checked, made, pooled);
   tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
   std::vector<tls::leaf_name> also;  // an IP literal's leaf also names the origin's names
@@ -64,6 +81,9 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   }
   const auto before = s.requests;
   if (tls::negotiated_alpn(client_tls.native_handle()) == tls::alpn_h2) {
+    // The HTTP/2 client's streams connect their own upstreams (h2_connection::take_upstream,
+    // which has no retry for a connection found closed): a pooled one goes back for the next.
+    keep_tls_upstream(s, t);
     s.entry->idle = false;
     co_await serve_h2(s, client_tls, t);
   } else {
@@ -73,8 +93,10 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
       if (!co_await inner.tls(s, client_tls, &t)) break;
     }
   }
-  // The origin's HTTP/2 connection, if the tunnel had one, ends with the tunnel.
+  // The origin's HTTP/2 connection, if the tunnel had one, ends with the tunnel; an HTTP/1.1
+  // one left idle serves the next tunnel to the origin.
   if (t.h2) t.h2->close(true);
+  keep_tls_upstream(s, t);
   end_tunnel_record(ex.record, s.requests > before);
   s.client.expires_after(std::chrono::seconds(2));
   co_await client_tls.async_shutdown(use_tuple);
@@ -84,7 +106,7 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
 // intercepted tunnel, without TLS. The tunnel is recorded by its requests when it carried any.
 asio::awaitable<void> serve_plain_tunnel(session_context& s, filters::exchange& ex,
                                          inner_exchanges inner) {
-  tunnel_context t{ex.target, ex.record.agent, nullptr, {}, {}, {}, true, nullptr, {}, {}, {}};
+  tunnel_context t{.target = ex.target, .agent = ex.record.agent, .plain = true};
   const auto before = s.requests;
   for (;;) {
     s.entry->idle = true;
@@ -116,7 +138,8 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
     }
   } cut_recorded{*s.entry, ex.record};
   connect_outcome made;
-  const auto mode = co_await open_tunnel(s, ex, active, upstream, &made);
+  std::optional<tls_upstream> pooled;
+  const auto mode = co_await open_tunnel(s, ex, active, upstream, &made, &pooled);
   if (mode == tunnel_mode::ended) co_return;
   auto* metrics = s.w.shared().metrics;
   if (metrics) metrics->tunnel_opened();
@@ -132,7 +155,7 @@ asio::awaitable<void> serve_connect(session_context& s, filters::exchange& ex,
     upstream.close();
     co_return co_await serve_plain_tunnel(s, ex, inner);
   }
-  co_await serve_intercepted(s, ex, active, inner, upstream, made);
+  co_await serve_intercepted(s, ex, active, inner, upstream, made, pooled);
 }
 
 }  // namespace airlock::proxy

@@ -8,6 +8,7 @@
 #include "net/address_guard.hpp"
 #include "net/host.hpp"
 #include "policy/model.hpp"
+#include "proxy/connection_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -23,8 +24,6 @@ struct compiled_rule;
 }
 
 namespace airlock::proxy {
-
-class connection_pool;
 
 struct upstream_request {
   const net::normalized_host* host = nullptr;

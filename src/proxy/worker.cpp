@@ -12,7 +12,10 @@ void worker::close_sessions(bool all) {
       if (e.upstream) e.upstream->close(ignored);
     }
   }
-  if (all) pool_.clear();
+  if (all) {
+    pool_.clear();
+    tls_pool_.clear();
+  }
 }
 
 void worker::keep_timer_floor() {

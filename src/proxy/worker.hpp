@@ -106,6 +106,7 @@ class worker {
   boost::asio::io_context& context() noexcept { return ioc_; }
   shared_state& shared() noexcept { return shared_; }
   connection_pool& pool() noexcept { return pool_; }
+  tls_connection_pool& tls_pool() noexcept { return tls_pool_; }
 
   std::list<session_entry>::iterator add_session(boost::asio::ip::tcp::socket* client) {
     session_entry e;
@@ -159,6 +160,10 @@ class worker {
   boost::asio::steady_timer floor_{ioc_};
   shared_state& shared_;
   connection_pool pool_;
+  // A TLS connection holds about 80 KiB (OpenSSL's and Asio's record buffers): fewer are kept
+  // than plain ones, enough for the tunnels one origin usually has open at once.
+  tls_connection_pool tls_pool_{
+      {.max_per_key = 64, .max_total = 128, .max_idle = std::chrono::milliseconds(15'000)}};
   std::list<session_entry> sessions_;
   std::vector<std::unique_ptr<char[]>> spare_buffers_;
 };

@@ -186,8 +186,11 @@ void metrics::websocket_messages(std::string_view rule, std::string_view directi
       .Increment(static_cast<double>(count));
 }
 
-void metrics::pool_reuse(bool hit) noexcept {
-  (hit ? impl_->pool_hit : impl_->pool_miss).Increment();
+void metrics::pool_reuse(bool hit, bool tls) noexcept {
+  if (tls)
+    (hit ? impl_->tls_pool_hit : impl_->tls_pool_miss).Increment();
+  else
+    (hit ? impl_->pool_hit : impl_->pool_miss).Increment();
 }
 
 void metrics::leaf_minted() noexcept {

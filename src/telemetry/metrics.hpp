@@ -57,7 +57,9 @@ class metrics {
   void upstream_connect_time(std::chrono::microseconds d) noexcept;
   void upstream_tls_time(std::chrono::microseconds d) noexcept;
   void upstream_error(std::string_view kind);
-  void pool_reuse(bool hit) noexcept;  // plain-HTTP upstream connection reused or new
+  // An upstream connection reused from the pool or new: plain HTTP (tcp), or the first upstream
+  // of an intercepted tunnel (tls).
+  void pool_reuse(bool hit, bool tls = false) noexcept;
 
   // An agent's circuit breaker tripped (airlock_breaker_trips_total{agent}); agent names come
   // from the policy, so the label set is bounded by it.

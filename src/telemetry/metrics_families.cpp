@@ -147,11 +147,13 @@ metrics::impl::impl(std::size_t max_series)
                     .Register(*registry)),
       pool(prometheus::BuildCounter()
                .Name("airlock_upstream_pool_total")
-               .Help("Plain-HTTP upstream connections taken from the pool (hit) or opened "
-                     "(miss).")
+               .Help("Upstream connections taken from the pool (hit) or opened (miss), by "
+                     "transport: tcp for plain HTTP, tls for an intercepted tunnel's first.")
                .Register(*registry)),
-      pool_hit(pool.Add({{"result", "hit"}})),
-      pool_miss(pool.Add({{"result", "miss"}})),
+      pool_hit(pool.Add({{"result", "hit"}, {"transport", "tcp"}})),
+      pool_miss(pool.Add({{"result", "miss"}, {"transport", "tcp"}})),
+      tls_pool_hit(pool.Add({{"result", "hit"}, {"transport", "tls"}})),
+      tls_pool_miss(pool.Add({{"result", "miss"}, {"transport", "tls"}})),
       leaf_mints(prometheus::BuildCounter()
                      .Name("airlock_tls_leaf_mints_total")
                      .Help("Leaf certificates minted for TLS interception.")

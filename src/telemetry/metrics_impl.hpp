@@ -118,6 +118,8 @@ struct metrics::impl {
   prometheus::Family<prometheus::Counter>& pool;
   prometheus::Counter& pool_hit;
   prometheus::Counter& pool_miss;
+  prometheus::Counter& tls_pool_hit;
+  prometheus::Counter& tls_pool_miss;
   prometheus::Counter& leaf_mints;
   prometheus::Counter& leaf_cache_hits;
   prometheus::Family<prometheus::Counter>& reloads;

@@ -1,6 +1,7 @@
-"""How many connections an intercepted CONNECT opens to the origin: one. The TCP connection the
-proxy makes to check the origin before answering 200 is the one its TLS upstream then uses; when
-the origin closed that connection meanwhile (servers close idle connections), the proxy connects
+"""How many connections an intercepted CONNECT opens to the origin: at most one. The TCP
+connection the proxy makes to check the origin before answering 200 is the one its TLS upstream
+then uses (none when an earlier tunnel left an idle one: test_tls_upstream_pool.py); when the
+origin closed that connection meanwhile (servers close idle connections), the proxy connects
 anew and the request is served all the same.
 """
 
@@ -108,10 +109,12 @@ class InterceptConnectionsTest(ProxyTestCase):
             self.assertEqual(json.loads(r.body)["path"], "/echo/one-conn-%s" % m)
             rec = self.assert_audit(path="/echo/one-conn-%s" % m)
             self.assertEqual(rec.get("decision"), "allow", rec)
-        # Three tunnels, three connections (the check before the 200 and the TLS upstream are
-        # one), and three TLS handshakes on them.
-        self.assertEqual(self.good.accepted, 3)
-        self.assertEqual(len(self.good.alpn) - handshakes, 3)
+        # The check before the 200 and the TLS upstream are one connection: as many handshakes
+        # as connections. A later tunnel that meets the same worker takes the connection an
+        # earlier one left idle (test_tls_upstream_pool.py), so there is at most one per worker.
+        self.assertGreaterEqual(self.good.accepted, 1)
+        self.assertEqual(len(self.good.alpn) - handshakes, self.good.accepted)
+        self.assertLessEqual(self.good.accepted, self.threads)
 
     def test_h2_client_tunnel_uses_the_checked_connection_too(self):
         # The client speaks h2 to the proxy; its streams go out on HTTP/1.1 upstreams (the

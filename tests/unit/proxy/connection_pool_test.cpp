@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,8 +246,66 @@ TEST_F(ConnectionPoolTest, ClosedSocketIsNotReturned) {
   connection_pool pool;
   tcp::socket never_opened(io_);
   pool.put("k", std::move(never_opened));
+  EXPECT_EQ(pool.size(), 0u) << "a closed connection is not kept";
   EXPECT_FALSE(pool.take("k"));
+}
+
+TEST_F(ConnectionPoolTest, OnlyTheOwnerTakesAConnection) {
+  connection_pool pool;
+  auto owner = std::make_shared<int>(1);
+  auto other = std::make_shared<int>(2);
+  auto [up, origin] = conn();
+  const auto port = up.local_endpoint().port();
+  pool.put("k", std::move(up), {}, owner);
+  auto [up2, origin2] = conn();
+  pool.put("k", std::move(up2), {}, other);
+  EXPECT_EQ(pool.size(), 2u);
+  // The other owner's connection is met first (the newest): it is closed on the way.
+  auto got = pool.take("k", nullptr, owner.get());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->local_endpoint().port(), port);
+  EXPECT_TRUE(peer_sees_eof(origin2));
   EXPECT_EQ(pool.size(), 0u);
+  auto [up3, origin3] = conn();
+  pool.put("k", std::move(up3), {}, owner);
+  EXPECT_FALSE(pool.take("k")) << "a connection with an owner is not handed out without one";
+}
+
+TEST_F(ConnectionPoolTest, TheOwnerIsHeldWhileItsConnectionWaits) {
+  // Held, so that a later owner allocated at the same address cannot take the connection.
+  connection_pool pool;
+  auto owner = std::make_shared<int>(1);
+  std::weak_ptr<int> watch = owner;
+  auto [up, origin] = conn();
+  pool.put("k", std::move(up), {}, std::move(owner));
+  EXPECT_FALSE(watch.expired());
+  pool.clear();
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(TlsPoolKey, NamePortAndAlpnOfferAllCount) {
+  EXPECT_EQ(tls_pool_key("api.test", 443, false), "api.test:443");
+  EXPECT_NE(tls_pool_key("api.test", 443, true), tls_pool_key("api.test", 443, false));
+  EXPECT_NE(tls_pool_key("api.test", 443, false), tls_pool_key("api.test", 8443, false));
+  EXPECT_NE(tls_pool_key("a.api.test", 443, false), tls_pool_key("api.test", 443, false));
+}
+
+TEST_F(ConnectionPoolTest, TlsStreamsArePooledByTheirSocket) {
+  asio::ssl::context ctx(asio::ssl::context::tls_client);
+  tls_connection_pool pool({.max_per_key = 10, .max_total = 10, .max_idle = 30ms});
+  auto [up, origin] = conn();
+  const auto port = up.local_endpoint().port();
+  tls_upstream stream(boost::beast::tcp_stream(std::move(up)), ctx);
+  pool.put("k", std::move(stream));
+  auto got = pool.take("k");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->next_layer().socket().local_endpoint().port(), port);
+  // Bytes waiting (a close_notify alert, say) make it unusable: closed, not handed out.
+  pool.put("k", std::move(*got));
+  asio::write(origin, asio::buffer("x", 1));
+  std::this_thread::sleep_for(20ms);  // (loopback delivers at once; margin for a busy host)
+  EXPECT_FALSE(pool.take("k"));
+  EXPECT_TRUE(peer_sees_eof(origin));
 }
 
 }  // namespace

@@ -246,6 +246,7 @@ TEST(Metrics, ConnectionsTunnelsPoolAndTls) {
   m.pool_reuse(true);
   m.pool_reuse(true);
   m.pool_reuse(false);
+  m.pool_reuse(true, true);
   m.leaf_minted();
   m.leaf_cache_hit();
   m.leaf_cache_hit();
@@ -255,8 +256,12 @@ TEST(Metrics, ConnectionsTunnelsPoolAndTls) {
   EXPECT_EQ(gauge(m, "airlock_connections_active"), 2);
   EXPECT_EQ(counter(m, "airlock_connections_total"), 3);
   EXPECT_EQ(gauge(m, "airlock_tunnels_active"), 1);
-  EXPECT_EQ(counter(m, "airlock_upstream_pool_total", {{"result", "hit"}}), 2);
-  EXPECT_EQ(counter(m, "airlock_upstream_pool_total", {{"result", "miss"}}), 1);
+  EXPECT_EQ(counter(m, "airlock_upstream_pool_total", {{"result", "hit"}, {"transport", "tcp"}}),
+            2);
+  EXPECT_EQ(counter(m, "airlock_upstream_pool_total", {{"result", "miss"}, {"transport", "tcp"}}),
+            1);
+  EXPECT_EQ(counter(m, "airlock_upstream_pool_total", {{"result", "hit"}, {"transport", "tls"}}),
+            1);
   EXPECT_EQ(counter(m, "airlock_tls_leaf_mints_total"), 1);
   EXPECT_EQ(counter(m, "airlock_tls_leaf_cache_hits_total"), 2);
   EXPECT_EQ(histogram_count(m, "airlock_upstream_connect_duration_seconds"), 1u);
