@@ -35,12 +35,15 @@ class KeepAliveTlsOrigin:
     drop_request=N: on the Nth request of a connection, read it and close without answering
     (an origin that closed the idle connection just as the request went out).
     close_after=S: close each connection S seconds after its first answer, unasked (an origin
-    that closes idle connections)."""
+    that closes idle connections).
+    surplus=True: send a second, unasked answer right after each one, in a TLS record of its
+    own (an origin that answers twice: what follows must not be taken for the next answer)."""
 
-    def __init__(self, context, drop_request=None, close_after=None):
+    def __init__(self, context, drop_request=None, close_after=None, surplus=False):
         self.context = context
         self.drop_request = drop_request
         self.close_after = close_after
+        self.surplus = surplus
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.2)
         self.port = self.listener.getsockname()[1]
@@ -94,6 +97,8 @@ class KeepAliveTlsOrigin:
                                        "path": path}).encode()
                     tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                    if self.surplus:
+                        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
                     if self.close_after is not None:
                         threading.Event().wait(self.close_after)
                         return
@@ -123,8 +128,9 @@ class TlsUpstreamPoolTest(ProxyTestCase):
         cls.dropping_post = KeepAliveTlsOrigin(good, drop_request=2)
         cls.closing = KeepAliveTlsOrigin(good, close_after=0.1)
         cls.reloaded = KeepAliveTlsOrigin(good)
+        cls.surplus = KeepAliveTlsOrigin(good, surplus=True)
         cls.origins = [cls.shared, cls.names, cls.dropping, cls.dropping_post, cls.closing,
-                       cls.reloaded]
+                       cls.reloaded, cls.surplus]
         cls.upstream_ca_copy = cls.certs.ca_cert + ".copy.pem"
         shutil.copyfile(cls.certs.ca_cert, cls.upstream_ca_copy)
 
@@ -234,6 +240,16 @@ class TlsUpstreamPoolTest(ProxyTestCase):
         self.assert_answer(r2, "upstream_error", 502)
         self.assertEqual(rec.get("reason"), "upstream_error", rec)
         self.assertEqual(self.dropping_post.accepted, 1)
+
+    def test_bytes_after_an_answer_are_never_the_next_tunnels_answer(self):
+        for i in range(3):
+            path = "/surplus-%d-%s" % (i, marker())
+            r, rec = self.tunnel_request(self.surplus, path)
+            self.assertEqual(r.status, 200, r)
+            self.assertNotEqual(r.body, b"forged")
+            self.assertEqual(json.loads(r.body), {"connection": i + 1, "request": 1,
+                                                  "path": path})
+        self.assertEqual(self.surplus.accepted, 3)
 
     def test_a_reload_that_changes_the_upstream_trust_makes_new_connections(self):
         r1, _ = self.tunnel_request(self.reloaded, "/reload-1-%s" % marker())
