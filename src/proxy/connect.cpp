@@ -280,13 +280,9 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
 
 void keep_tls_upstream(session_context& s, tunnel_context& t) {
   if (!t.upstream || !t.tls || s.entry->cut || s.w.shared().draining.load()) return;
-  SSL* ssl = t.upstream->native_handle();
   // (An upstream the origin picked h2 for is t.h2's, unless no request took it up.)
-  if (tls::negotiated_alpn(ssl) == tls::alpn_h2) return;
-  // Bytes the origin sent past its last answer, already read from the socket (decrypted, or
-  // still in the memory BIO Asio feeds OpenSSL from), would be taken for the next tunnel's
-  // answer; the pool's own check sees only the socket.
-  if (SSL_has_pending(ssl) || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0) return;
+  if (tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2) return;
+  if (!nothing_buffered(*t.upstream)) return;
   t.upstream->next_layer().expires_never();
   s.w.tls_pool().put(tls_pool_key(t.target.host.text, t.target.port, t.upstream_offered_h2),
                      std::move(*t.upstream), t.upstream_peer, t.tls);

@@ -33,6 +33,11 @@ void close_connection(Connection& c) {
 
 }  // namespace
 
+bool nothing_buffered(tls_upstream& stream) {
+  SSL* ssl = stream.native_handle();
+  return !SSL_has_pending(ssl) && BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0;
+}
+
 std::string tls_pool_key(const std::string& host, std::uint16_t port, bool offered_h2) {
   return core::str_cat(host, ':', port, offered_h2 ? "+h2" : "");
 }

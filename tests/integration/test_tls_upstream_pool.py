@@ -251,6 +251,20 @@ class TlsUpstreamPoolTest(ProxyTestCase):
                                                   "path": path})
         self.assertEqual(self.surplus.accepted, 3)
 
+    def test_bytes_after_an_answer_are_not_the_next_answer_in_the_same_tunnel(self):
+        before = self.surplus.accepted
+        t = TlsTunnel(self.proxy.port, "insp.test:%d" % self.surplus.port, self.ica.cert)
+        self.addCleanup(t.close)
+        self.assertIsNotNone(t.tls, "CONNECT answered %r" % t.connect_response)
+        paths = ["/surplus-same-%d-%s" % (i, marker()) for i in range(2)]
+        for i, path in enumerate(paths):
+            t.send("GET %s HTTP/1.1\r\nHost: insp.test\r\n\r\n" % path)
+            responses = t.read_responses(i + 1)
+            self.assertEqual(len(responses), i + 1)
+            self.assertEqual(json.loads(responses[i].body)["path"], path)
+        # The connection that answered twice is not asked again: one connection per request.
+        self.assertEqual(self.surplus.accepted - before, 2)
+
     def test_a_reload_that_changes_the_upstream_trust_makes_new_connections(self):
         r1, _ = self.tunnel_request(self.reloaded, "/reload-1-%s" % marker())
         self.assertEqual(r1.status, 200)
