@@ -102,10 +102,11 @@ asio::awaitable<bool> send_request(h2_connection& c, h2_stream_state& ss, filter
 }
 
 // Gives the upstream connection back to the connection's idle ones as soon as its answer has
-// been read whole (before the last bytes reach the client, who may ask again at once).
+// been read whole (before the last bytes reach the client, who may ask again at once), unless
+// the origin sent more than its answer (the next request would take that for its own).
 void give_back(h2_connection& c, h2_stream_state& ss, std::unique_ptr<tunnel_context>& up) {
   ss.upstream = nullptr;
-  c.put_upstream(std::move(up));
+  if (nothing_buffered(*up->upstream)) c.put_upstream(std::move(up));
 }
 
 // The origin's answer: head through the chain, then the body piece by piece through the chain's

@@ -18,6 +18,7 @@ import unittest
 
 from harness import env
 from harness.base import ProxyTestCase, marker
+from harness.h2_client import H2Tunnel
 from harness.ops_admin import OpsAirlock, ops_policy
 from harness.proxy import origin_rule
 from harness.tls_support import AirlockCA, OriginCerts, TlsTunnel
@@ -263,6 +264,19 @@ class TlsUpstreamPoolTest(ProxyTestCase):
             self.assertEqual(len(responses), i + 1)
             self.assertEqual(json.loads(responses[i].body)["path"], path)
         # The connection that answered twice is not asked again: one connection per request.
+        self.assertEqual(self.surplus.accepted - before, 2)
+
+    def test_bytes_after_an_answer_are_not_the_next_answer_of_an_h2_client(self):
+        # An HTTP/2 client's streams go out on HTTP/1.1 upstreams its connection keeps idle.
+        before = self.surplus.accepted
+        t = H2Tunnel(self.proxy.port, "insp.test:%d" % self.surplus.port, self.ica.cert)
+        self.addCleanup(t.close)
+        self.assertEqual(t.alpn, "h2")
+        for i in range(2):
+            path = "/surplus-h2-%d-%s" % (i, marker())
+            [r] = t.wait(t.request(path))
+            self.assertEqual(r["headers"][":status"], "200", r)
+            self.assertEqual(json.loads(r["body"])["path"], path)
         self.assertEqual(self.surplus.accepted - before, 2)
 
     def test_a_reload_that_changes_the_upstream_trust_makes_new_connections(self):
