@@ -97,21 +97,29 @@ errc check_client_hello(const net::client_hello& hello, const filters::exchange&
   return errc::ok;
 }
 
-// An intercepted CONNECT first looks for an idle TLS connection to its origin that an earlier
-// tunnel left (verified for the same name by the same interception, h2 offered alike), whose
-// address still passes the policy as it is now: no TCP connect, no upstream handshake.
+// An idle TLS connection to `target` that an earlier tunnel left in the worker's pool (verified
+// for the same name by the same interception, h2 offered alike), whose address still passes the
+// policy as it is now: no TCP connect, no upstream handshake. `peer` is set to its address.
+std::optional<tls_upstream> take_tls_pooled(session_context& s, const net::authority& target,
+                                            const interception& tls, bool offer_h2,
+                                            const net::address_guard& guard,
+                                            const upstream_request& request,
+                                            asio::ip::tcp::endpoint& peer) {
+  auto taken =
+      s.w.tls_pool().take(tls_pool_key(target.host.text, target.port, offer_h2), &peer, &tls);
+  if (taken && !still_allowed(peer, guard, request)) taken.reset();
+  if (auto* m = s.w.shared().metrics) m->pool_reuse(taken.has_value(), true);
+  return taken;
+}
+
+// An intercepted CONNECT first looks in the pool (above).
 bool take_tls_pooled(session_context& s, const filters::exchange& ex, const interception& tls,
                      const upstream_request& request, std::optional<tls_upstream>& into,
                      connect_outcome& outcome) {
-  asio::ip::tcp::endpoint peer;
-  auto taken = s.w.tls_pool().take(
-      tls_pool_key(ex.target.host.text, ex.target.port, upstream_h2_allowed(ex)), &peer, &tls);
-  if (taken && !still_allowed(peer, ex.snapshot->guard(), request)) taken.reset();
-  if (auto* m = s.w.shared().metrics) m->pool_reuse(taken.has_value(), true);
-  if (!taken) return false;
-  into.emplace(std::move(*taken));
-  outcome.endpoint = peer;
-  return true;
+  auto taken = take_tls_pooled(s, ex.target, tls, upstream_h2_allowed(ex), ex.snapshot->guard(),
+                               request, outcome.endpoint);
+  if (taken) into.emplace(std::move(*taken));
+  return taken.has_value();
 }
 
 }  // namespace
@@ -218,10 +226,24 @@ bool closed_meanwhile(const boost::system::error_code& ec) {
 }  // namespace
 
 asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
-                                                      const filters::exchange& ex, bool offer_h2) {
+                                                      const filters::exchange& ex, bool offer_h2,
+                                                      bool from_pool) {
   const auto& snap = *ex.snapshot;
   const auto& limits = snap.limits();
   const auto request = upstream_for(t.target, *ex.rule, limits, s.w.shared().own_guard.get());
+  if (from_pool && !t.early) {
+    connect_outcome outcome;
+    if (auto taken = take_tls_pooled(s, t.target, *t.tls, offer_h2, snap.guard(), request,
+                                     outcome.endpoint)) {
+      t.upstream.emplace(std::move(*taken));
+      t.upstream_buffer.clear();
+      t.upstream_text = to_string(outcome.endpoint);
+      t.upstream_peer = outcome.endpoint;
+      t.upstream_offered_h2 = offer_h2;
+      t.upstream_reused = true;
+      co_return outcome;
+    }
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     t.upstream.emplace(s.client.get_executor(), *t.tls->client_context);
     t.upstream_buffer.clear();

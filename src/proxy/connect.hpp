@@ -45,11 +45,14 @@ boost::asio::awaitable<void> relay_opaque(session_context& s, filters::exchange&
 // guard (the first time, the CONNECT's own connection, t.early, when its address still passes;
 // a new one if the origin closed it meanwhile), then a handshake that verifies the origin's
 // certificate for the CONNECT name. With
-// `offer_h2`, ALPN offers "h2" too (tls::negotiated_alpn then says what the origin picked). On
-// failure the tunnel's upstream is empty and the outcome says why.
+// `offer_h2`, ALPN offers "h2" too (tls::negotiated_alpn then says what the origin picked).
+// `from_pool`: when there is no CONNECT connection to use, an idle one from the worker's TLS
+// pool is taken first (t.upstream_reused says so; the caller must be ready to replace it if the
+// origin closed it). On failure the tunnel's upstream is empty and the outcome says why.
 boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel_context& t,
                                                              const filters::exchange& ex,
-                                                             bool offer_h2 = false);
+                                                             bool offer_h2 = false,
+                                                             bool from_pool = false);
 
 // An intercepted tunnel that ends with its HTTP/1.1 upstream idle (the last exchange complete,
 // nothing unread) leaves it in the worker's TLS pool for the next tunnel to the same origin; not

@@ -193,12 +193,14 @@ inline bool interim_response(unsigned status) {
 // A reused pooled connection the origin closed as we sent on it (a race no check can close):
 // nothing was answered, and a bodiless request may be sent again on a fresh connection.
 // Over TLS, an origin that closed without a close_notify alert reads as stream_truncated.
+inline bool closed_by_peer(const boost::system::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
+         ec == boost::asio::error::eof || ec == boost::asio::error::broken_pipe ||
+         ec == boost::asio::ssl::error::stream_truncated;
+}
 inline bool stale_connection(const boost::system::error_code& ec, const forward_params& fp,
                              const boost::beast::flat_buffer& up_buffer) {
-  return ec && fp.retry_if_stale && up_buffer.size() == 0 &&
-         (ec == http::error::end_of_stream || ec == boost::asio::error::connection_reset ||
-          ec == boost::asio::error::eof || ec == boost::asio::error::broken_pipe ||
-          ec == boost::asio::ssl::error::stream_truncated);
+  return ec && fp.retry_if_stale && up_buffer.size() == 0 && closed_by_peer(ec);
 }
 
 // Records why the response head could not be read.

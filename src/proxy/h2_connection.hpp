@@ -57,9 +57,10 @@ class h2_connection final : public h2::observer {
   std::size_t stream_buffer() const noexcept { return limits_.stream_buffer; }
   void kick() { write_wanted_.notify(); }
   bool closing() const noexcept { return closing_; }
-  // An idle upstream of this connection, or a fresh context to connect (h2 streams to an
-  // HTTP/1.1 origin: one upstream connection per stream in flight, kept for the next).
-  std::unique_ptr<tunnel_context> take_upstream();
+  // An idle upstream of this connection (unless !idle_ok), or a fresh context to connect (h2
+  // streams to an HTTP/1.1 origin: one upstream connection per stream in flight, kept for the
+  // next).
+  std::unique_ptr<tunnel_context> take_upstream(bool idle_ok = true);
   void put_upstream(std::unique_ptr<tunnel_context> u);
   // The connection's HTTP/2 upstream while it takes new streams (null otherwise), and a new one
   // (an origin that picked h2) which replaces it, the old one closing once its streams end.
@@ -113,6 +114,19 @@ boost::asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& s
 boost::asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
                                        filters::exchange_record& rec,
                                        std::chrono::milliseconds idle);
+
+// Waits for the stream to change (body bytes, its end, its close, room for output) for at most
+// `limit`. False on timeout or when the connection is going away. (h2_stream.cpp)
+boost::asio::awaitable<bool> await_change(h2_connection& c, h2_stream_state& ss,
+                                          std::chrono::steady_clock::duration limit);
+
+// The stream's request (head rewritten for the upstream; `held`: its body read whole) over an
+// HTTP/1.1 upstream, or over the connection's HTTP/2 upstream when the origin picks h2, and the
+// answer back. (h2_stream_h1_upstream.cpp)
+boost::asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss,
+                                            filters::chain& chain,
+                                            http::request<http::buffer_body>& req,
+                                            const std::optional<std::string>& held);
 
 // The stream's request over the connection's HTTP/2 upstream `up`, both ways at once (a gRPC
 // bidirectional call needs it): the body and trailers up through the chain's request hooks,

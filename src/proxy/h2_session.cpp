@@ -5,6 +5,7 @@
 #include "core/log.hpp"
 #include "core/steady_ns.hpp"
 #include "policy/snapshot.hpp"
+#include "proxy/connect.hpp"
 #include "proxy/h2_connection.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -82,8 +83,8 @@ asio::awaitable<void> h2_connection::serve(std::shared_ptr<h2_stream_state> ss) 
   if (--active_ == 0) streams_done_.notify();
 }
 
-std::unique_ptr<tunnel_context> h2_connection::take_upstream() {
-  if (!idle_upstreams_.empty()) {
+std::unique_ptr<tunnel_context> h2_connection::take_upstream(bool idle_ok) {
+  if (idle_ok && !idle_upstreams_.empty()) {
     auto u = std::move(idle_upstreams_.back());
     idle_upstreams_.pop_back();
     return u;
@@ -232,6 +233,10 @@ asio::awaitable<void> h2_connection::run() {
   }
   while (active_ > 0)
     co_await streams_done_.wait(std::chrono::milliseconds(100));
+  // The upstreams left idle serve the next tunnels to the origin (the worker's TLS pool).
+  for (auto& u : idle_upstreams_)
+    keep_tls_upstream(s_, *u);
+  idle_upstreams_.clear();
   // The writer sends what is left (the GOAWAY among it) and ends, given two seconds.
   for (int i = 0; i < 40 && !writer_done_; ++i) {
     kick();

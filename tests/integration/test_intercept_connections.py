@@ -73,11 +73,14 @@ class InterceptConnectionsTest(ProxyTestCase):
         cls.ica = AirlockCA()
         cls.certs = OriginCerts()
         cls.good = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
+        # Its own origin: no other test's connection waits in the pool for it.
+        cls.single = AlpnOrigin(OriginCerts.server_context(cls.certs.good)).start()
         cls.closing = CloseFirstOrigin(OriginCerts.server_context(cls.certs.good))
 
     @classmethod
     def extra_teardown(cls):
         cls.good.stop()
+        cls.single.stop()
         cls.closing.stop()
         cls.certs.cleanup()
         cls.ica.cleanup()
@@ -86,6 +89,7 @@ class InterceptConnectionsTest(ProxyTestCase):
     def policy(cls):
         return make_policy([origin_rule(cls.origin.port),
                             inspect_rule(cls.good.port, "inspected"),
+                            inspect_rule(cls.single.port, "single"),
                             inspect_rule(cls.closing.port, "closing")],
                            tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                                 "upstream_ca": cls.certs.ca_cert})
@@ -100,11 +104,11 @@ class InterceptConnectionsTest(ProxyTestCase):
         return responses[0]
 
     def test_one_origin_connection_per_intercepted_tunnel(self):
-        self.good.reset()
-        handshakes = len(self.good.alpn)
+        self.single.reset()
+        handshakes = len(self.single.alpn)
         marks = [marker() for _ in range(3)]
         for m in marks:
-            r = self.get_in_tunnel(self.good.port, "/echo/one-conn-%s" % m)
+            r = self.get_in_tunnel(self.single.port, "/echo/one-conn-%s" % m)
             self.assertEqual(r.status, 200)
             self.assertEqual(json.loads(r.body)["path"], "/echo/one-conn-%s" % m)
             rec = self.assert_audit(path="/echo/one-conn-%s" % m)
@@ -112,9 +116,9 @@ class InterceptConnectionsTest(ProxyTestCase):
         # The check before the 200 and the TLS upstream are one connection: as many handshakes
         # as connections. A later tunnel that meets the same worker takes the connection an
         # earlier one left idle (test_tls_upstream_pool.py), so there is at most one per worker.
-        self.assertGreaterEqual(self.good.accepted, 1)
-        self.assertEqual(len(self.good.alpn) - handshakes, self.good.accepted)
-        self.assertLessEqual(self.good.accepted, self.threads)
+        self.assertGreaterEqual(self.single.accepted, 1)
+        self.assertEqual(len(self.single.alpn) - handshakes, self.single.accepted)
+        self.assertLessEqual(self.single.accepted, self.threads)
 
     def test_h2_client_tunnel_uses_the_checked_connection_too(self):
         # The client speaks h2 to the proxy; its streams go out on HTTP/1.1 upstreams (the

@@ -14,6 +14,7 @@ import shutil
 import socket
 import ssl
 import threading
+import time
 import unittest
 
 from harness import env
@@ -96,10 +97,15 @@ class KeepAliveTlsOrigin:
                     path = head.split(b" ")[1].decode()
                     body = json.dumps({"connection": number, "request": request,
                                        "path": path}).encode()
+                    if self.surplus:
+                        # Both records leave in one segment (tcp(7) TCP_CORK): the proxy reads
+                        # the second with the first, whatever the threads' timing.
+                        tls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
                     tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
                     if self.surplus:
                         tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+                        tls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
                     if self.close_after is not None:
                         threading.Event().wait(self.close_after)
                         return
@@ -130,8 +136,10 @@ class TlsUpstreamPoolTest(ProxyTestCase):
         cls.closing = KeepAliveTlsOrigin(good, close_after=0.1)
         cls.reloaded = KeepAliveTlsOrigin(good)
         cls.surplus = KeepAliveTlsOrigin(good, surplus=True)
+        cls.h2_shared = KeepAliveTlsOrigin(good)
+        cls.h2_dropping = KeepAliveTlsOrigin(good, drop_request=2)
         cls.origins = [cls.shared, cls.names, cls.dropping, cls.dropping_post, cls.closing,
-                       cls.reloaded, cls.surplus]
+                       cls.reloaded, cls.surplus, cls.h2_shared, cls.h2_dropping]
         cls.upstream_ca_copy = cls.certs.ca_cert + ".copy.pem"
         shutil.copyfile(cls.certs.ca_cert, cls.upstream_ca_copy)
 
@@ -278,6 +286,46 @@ class TlsUpstreamPoolTest(ProxyTestCase):
             self.assertEqual(r["headers"][":status"], "200", r)
             self.assertEqual(json.loads(r["body"])["path"], path)
         self.assertEqual(self.surplus.accepted - before, 2)
+
+    def h2_tunnel_request(self, origin, path):
+        """One HTTP/2 client tunnel, one stream; waits until the proxy has let the connection go
+        (its idle upstreams are in the pool by then). Returns the stream's answer."""
+        t = H2Tunnel(self.proxy.port, "insp.test:%d" % origin.port, self.ica.cert)
+        self.addCleanup(t.close)
+        self.assertEqual(t.alpn, "h2")
+        client_port = t.sock.getsockname()[1]
+        [r] = t.wait(t.request(path))
+        t.close()
+        deadline = time.monotonic() + env.t(10)
+        while self.proxy.holds_connection_from(client_port) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertFalse(self.proxy.holds_connection_from(client_port))
+        return r
+
+    def test_h2_client_tunnels_share_the_connection_too(self):
+        # An HTTP/2 client's streams go out on HTTP/1.1 upstreams (the origin offers only
+        # http/1.1); the one its connection leaves idle serves the next tunnel.
+        answers = []
+        for i in range(3):
+            path = "/h2-pooled-%d-%s" % (i, marker())
+            r = self.h2_tunnel_request(self.h2_shared, path)
+            self.assertEqual(r["headers"][":status"], "200", r)
+            answer = json.loads(r["body"])
+            self.assertEqual(answer["path"], path)
+            answers.append((answer["connection"], answer["request"]))
+        self.assertEqual(answers, [(1, 1), (1, 2), (1, 3)])
+        self.assertEqual(self.h2_shared.accepted, 1)
+
+    def test_h2_client_request_on_a_connection_closed_meanwhile_goes_again(self):
+        r1 = self.h2_tunnel_request(self.h2_dropping, "/h2-drop-1-%s" % marker())
+        self.assertEqual(r1["headers"][":status"], "200", r1)
+        path = "/h2-drop-2-%s" % marker()
+        r2 = self.h2_tunnel_request(self.h2_dropping, path)
+        self.assertEqual(r2["headers"][":status"], "200", r2)
+        self.assertEqual(json.loads(r2["body"]), {"connection": 2, "request": 1, "path": path})
+        rec = self.assert_audit(path=path)
+        self.assertEqual(rec.get("status"), 200, rec)
+        self.assertEqual(self.h2_dropping.accepted, 2)
 
     def test_a_reload_that_changes_the_upstream_trust_makes_new_connections(self):
         r1, _ = self.tunnel_request(self.reloaded, "/reload-1-%s" % marker())
