@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lib import controls, credentials, dlp, procfs, redaction, report, scenarios  # noqa: E402
-from lib import shared_state  # noqa: E402
+from lib import connect_newconn, shared_state  # noqa: E402
 from lib import tls_report  # noqa: E402
 from lib import tls_scenarios  # noqa: E402
 from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
@@ -49,6 +49,8 @@ SHARED_STATE_SCENARIOS = ("shared_state",)
 REDACTION_SCENARIOS = ("redaction",)
 DLP_SCENARIOS = ("dlp", "dlp_throughput")
 TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
+# New opaque CONNECT tunnels (TLS with the origin through them): part of `plain`, like connect.
+TUNNEL_SCENARIOS = (connect_newconn.KEY,)
 TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
 
@@ -256,7 +258,8 @@ class Run:
     def ok(self, target, key):
         """False once the target is broken in `key` or could not be verified."""
         res = self.results.get(target.name, {})
-        verify = "tls_verify" if key.startswith("tls_") else "verify"
+        verify = "tls_verify" if key.startswith("tls_") or key == connect_newconn.KEY \
+            else "verify"
         return "broken" not in res.get(verify, {}) and "broken" not in res.get(key, {})
 
     def raw(self, target, key, rnd=None):
@@ -668,6 +671,10 @@ class Run:
                      f"{passes}), {r['redactions']:,} redactions, "
                      f"others used {r['other_processes_machine_share']:.0%} of the machine")
 
+    def run_tunnels(self, targets, client):
+        """(c2) new opaque CONNECT tunnels per second (lib/connect_newconn.py)."""
+        connect_newconn.run(self, targets, client, len(SMALL_BODY), aggregate_tls)
+
     def run_tls(self, targets, client, mint_names):
         """The HTTPS-inspection scenarios (those of --scenarios)."""
         s = self.s
@@ -750,26 +757,29 @@ def _interrupt(signum, frame):
 
 
 def parse_scenarios(p, text):
-    """--scenarios: names of PLAIN_SCENARIOS, `plain`, `controls`, `credentials`, `shared_state`,
-    `redaction`, `dlp`, `dlp_throughput`,
-    `tls` (its three parts), tls_keepalive, tls_newconn, tls_handshake, or `all`."""
+    """--scenarios: names of PLAIN_SCENARIOS, connect_newconn, `plain` (those and
+    connect_newconn), `controls`, `credentials`, `shared_state`, `redaction`, `dlp`,
+    `dlp_throughput`, `tls` (its three parts), tls_keepalive, tls_newconn, tls_handshake, or
+    `all`."""
     out = []
     for name in (n.strip() for n in text.split(",") if n.strip()):
         if name == "all":
             out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + \
                 list(CREDENTIALS_SCENARIOS) + list(SHARED_STATE_SCENARIOS) + \
-                list(REDACTION_SCENARIOS) + list(DLP_SCENARIOS) + list(TLS_SCENARIOS)
+                list(REDACTION_SCENARIOS) + list(DLP_SCENARIOS) + list(TLS_SCENARIOS) + \
+                list(TUNNEL_SCENARIOS)
         elif name == "plain":
-            out += list(PLAIN_SCENARIOS)
+            out += list(PLAIN_SCENARIOS) + list(TUNNEL_SCENARIOS)
         elif name == "tls":
             out += list(TLS_SCENARIOS)
         elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + CREDENTIALS_SCENARIOS + \
-                SHARED_STATE_SCENARIOS + REDACTION_SCENARIOS + DLP_SCENARIOS + TLS_SCENARIOS:
+                SHARED_STATE_SCENARIOS + REDACTION_SCENARIOS + DLP_SCENARIOS + TLS_SCENARIOS + \
+                TUNNEL_SCENARIOS:
             out.append(name)
         else:
             p.error(f"unknown scenario {name!r} (known: all, plain, "
-                    f"{', '.join(PLAIN_SCENARIOS)}, controls, credentials, shared_state, "
-                    f"redaction, dlp, dlp_throughput, tls, "
+                    f"{', '.join(PLAIN_SCENARIOS + TUNNEL_SCENARIOS)}, controls, credentials, "
+                    f"shared_state, redaction, dlp, dlp_throughput, tls, "
                     f"{', '.join(TLS_SCENARIOS)})")
     if not out:
         p.error("--scenarios names no scenario")
@@ -786,7 +796,7 @@ def main():
                         "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
     p.add_argument("--scenarios", default="all",
                    help="comma-separated: small,small_c1,small_c4,small_many,large,connect,"
-                        "idle (or plain), "
+                        "connect_newconn,idle (or plain), "
                         "controls, credentials, shared_state, dlp, dlp_throughput and "
                         "redaction (airlock only), tls (or "
                         "tls_keepalive,"
@@ -840,6 +850,8 @@ def main():
         args.scenarios = [n for n in args.scenarios if n != "dlp_throughput"]
     plain_wanted = [n for n in args.scenarios if n in PLAIN_SCENARIOS]
     tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
+    tunnel_wanted = connect_newconn.KEY in args.scenarios and \
+        bool({"direct", "squid", "airlock"} & set(targets))
     # Airlock against itself: only when airlock is a target.
     controls_wanted = "controls" in args.scenarios and "airlock" in targets
     credentials_wanted = "credentials" in args.scenarios and "airlock" in targets
@@ -855,8 +867,8 @@ def main():
         p.error("--redaction-bench BIN is required for the redaction scenario (bench/run.sh "
                 "builds it)")
     # The redaction scenario needs no server: with it alone, none is started.
-    servers_wanted = bool(plain_wanted or tls_wanted or controls_wanted or credentials_wanted
-                          or shared_state_wanted or dlp_wanted)
+    servers_wanted = bool(plain_wanted or tls_wanted or tunnel_wanted or controls_wanted
+                          or credentials_wanted or shared_state_wanted or dlp_wanted)
     if "airlock" in targets and not args.airlock:
         p.error("--airlock BIN is required to benchmark airlock")
     tools = ["curl", "nginx"] if servers_wanted else []
@@ -866,12 +878,13 @@ def main():
         tools.append("redis-server")
     if "squid" in targets:
         tools.append("squid")
-    if tls_wanted:
+    if tls_wanted or tunnel_wanted:
         tools.append("openssl")
-        if "mitmproxy" in targets:
+        if "mitmproxy" in targets and tls_wanted:
             tools.append("mitmdump")
         if not args.tls_client or not os.access(args.tls_client, os.X_OK):
-            p.error("--tls-client BIN is required for the tls scenarios (bench/run.sh builds it)")
+            p.error("--tls-client BIN is required for the tls and connect_newconn scenarios "
+                    "(bench/run.sh builds it)")
     for tool in tools:
         if not shutil.which(tool):
             p.error(f"{tool} not found (bench/run.sh installs it)")
@@ -898,7 +911,7 @@ def main():
     state_proxies = []
     # (g)'s secret: made afresh, handed to that airlock's environment only.
     secret = credentials.new_secret() if credentials_wanted else None
-    live, tls_live = [], []
+    live, tls_live, tunnel_live = [], [], []
     try:
         # First, while no server of ours runs: it needs a core to itself more than anything.
         if redaction_wanted:
@@ -906,7 +919,7 @@ def main():
         if dlp_tool_wanted:
             run.run_dlp_throughput(args.dlp_bench)
         files = {"small": write_small}
-        if plain_wanted or controls_wanted:
+        if plain_wanted or controls_wanted or tunnel_wanted:
             files["1m"] = write_random(MIB)
         if "connect" in plain_wanted:
             files["big"] = write_random(BIG_SIZE)
@@ -915,7 +928,7 @@ def main():
         if dlp_wanted:
             files.update(dlp.origin_files())
         tls = None
-        if tls_wanted:
+        if tls_wanted or tunnel_wanted:
             tls = TlsFiles(workdir, args.airlock if "airlock" in targets else None)
         if servers_wanted:
             origin = Origin(workdir, files,
@@ -938,6 +951,10 @@ def main():
                        for t in targets if t != "direct"]
             if "direct" in targets:
                 tls_live.append(tls_scenarios.TlsTarget("direct", origin, None, tls.origin_ca))
+        if tunnel_wanted:
+            wanted += [f"{t}_tunnel" for t in targets if t in ("squid", "airlock")]
+            if "direct" in targets:
+                tunnel_live.append(connect_newconn.target("direct", origin, None, tls))
         if controls_wanted:
             wanted.append("airlock_controls")
         if credentials_wanted:
@@ -965,6 +982,9 @@ def main():
                 elif name == "airlock_tls":
                     proxy = Airlock(workdir, args.airlock, origin.tls_port, args.threads,
                                     name="airlock_tls", tls=tls)
+                elif name in connect_newconn.PROXIES:
+                    proxy = connect_newconn.make_proxy(name, workdir, args.airlock, origin,
+                                                       args.threads)
                 elif name == "airlock_controls":
                     proxy = controls.AirlockControls(workdir, args.airlock, origin.port,
                                                      args.threads)
@@ -989,6 +1009,9 @@ def main():
                 continue
             if name in ("squid_bump", "mitmproxy", "airlock_tls"):
                 tls_live.append(tls_scenarios.TlsTarget(name, origin, proxy, tls.ca_cert))
+                continue
+            if name in connect_newconn.PROXIES:
+                tunnel_live.append(connect_newconn.target(name, origin, proxy, tls))
                 continue
             if name == "airlock_controls":
                 controls_proxy = proxy
@@ -1029,12 +1052,14 @@ def main():
             run.run_dlp(dlp_proxy, origin)
         if len(state_proxies) == 2:
             run.run_shared_state(state_proxies, redis, origin)
+        if tunnel_live:
+            run.run_tunnels(tunnel_live, args.tls_client)
         if tls_live:
             run.run_tls(tls_live, args.tls_client, mint_names)
         if audit_target:
             audit_target.proxy.stop()  # flushes the audit log
             run.check_audit(audit_target)
-        for t in live + tls_live + state_proxies + \
+        for t in live + tls_live + tunnel_live + state_proxies + \
                 [p for p in (controls_proxy, credentials_proxy, dlp_proxy) if p]:
             proxy = t if isinstance(t, Airlock) else t.proxy
             if isinstance(proxy, Airlock):
@@ -1078,6 +1103,7 @@ def main():
             if any(r[t] is not None for t in ("direct", "squid", "airlock"))]
     tls_rows = [r for r in tls_report.rows(run.results, run.s)
                 if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
+    tunnel_rows = connect_newconn.rows(run.results, run.s)
     controls_summary = controls.summary(run.results, run.s)
     credentials_summary = credentials.summary(run.results, run.s)
     shared_state_summary = shared_state.summary(run.results, run.s)
@@ -1151,6 +1177,12 @@ def main():
               f"--threads {s['airlock_threads']}, squid ssl-bump 1 process (+ certgen helper), "
               f"mitmproxy 1 process, nginx 1 worker; GET /small ({len(SMALL_BODY)} bytes)")
         print(tls_report.table(tls_rows, run.results))
+    if tunnel_rows:
+        print(f"\nNew opaque CONNECT tunnels (connect_newconn), loopback, {os.cpu_count()} CPUs; "
+              f"one-thread client doing TLS with the origin through the tunnel, airlock "
+              f"--threads {s['airlock_threads']} (a rule without inspect), squid 1 process (no "
+              f"bump), nginx 1 worker; GET /small ({len(SMALL_BODY)} bytes)")
+        print(connect_newconn.table(tunnel_rows, run.results))
     print(f"\nother processes used {foreign:.1f} CPU-seconds ({foreign_share:.0%} of the machine) "
           f"during the {wall:.0f} s run")
     if foreign_share > 0.05:
@@ -1174,6 +1206,7 @@ def main():
         "redaction_summary": redaction_summary,
         "dlp_summary": dlp_summary,
         "tls_summary": tls_rows,
+        "connect_newconn_summary": tunnel_rows,
         "results": run.results,
         "broken": run.broken,
     }

@@ -4,7 +4,8 @@
 #
 #   bench/run.sh [bench.py options]     e.g. --quick, --targets direct,squid, --threads 2,
 #                                       --scenarios tls (HTTPS inspection only),
-#                                       --scenarios shared_state (state: redis vs local)
+#                                       --scenarios shared_state (state: redis vs local),
+#                                       --scenarios connect_newconn (new opaque CONNECT tunnels)
 #   bench/run.sh h2 [bench/h2.py options]   the HTTP/2 scenario alone (h2load through Airlock
 #                                       and mitmproxy to nghttpd, and direct), e.g. --quick
 #

@@ -107,7 +107,7 @@ def rows(results):
 def _fmt(v, unit):
     if v is None:
         return "-"
-    if unit in ("req/s",):
+    if unit in ("req/s", "conn/s"):
         return f"{v:,.0f}"
     if unit == "s":
         return f"{v:.2f}"
