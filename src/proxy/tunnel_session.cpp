@@ -81,8 +81,8 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   }
   const auto before = s.requests;
   if (tls::negotiated_alpn(client_tls.native_handle()) == tls::alpn_h2) {
-    // The HTTP/2 client's streams connect their own upstreams (h2_connection::take_upstream,
-    // which has no retry for a connection found closed): a pooled one goes back for the next.
+    // The HTTP/2 client's streams take their upstreams themselves (h2_stream_h1_upstream.cpp):
+    // a pooled one goes back to the pool, where the first stream that needs one finds it.
     keep_tls_upstream(s, t);
     s.entry->idle = false;
     co_await serve_h2(s, client_tls, t);
