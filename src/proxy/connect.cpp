@@ -112,16 +112,6 @@ std::optional<tls_upstream> take_tls_pooled(session_context& s, const net::autho
   return taken;
 }
 
-// An intercepted CONNECT first looks in the pool (above).
-bool take_tls_pooled(session_context& s, const filters::exchange& ex, const interception& tls,
-                     const upstream_request& request, std::optional<tls_upstream>& into,
-                     connect_outcome& outcome) {
-  auto taken = take_tls_pooled(s, ex.target, tls, upstream_h2_allowed(ex), ex.snapshot->guard(),
-                               request, outcome.endpoint);
-  if (taken) into.emplace(std::move(*taken));
-  return taken.has_value();
-}
-
 }  // namespace
 
 asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& ex,
@@ -139,9 +129,13 @@ asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& 
   }
   const auto request = upstream_for(ex.target, rule, snap.limits(), s.w.shared().own_guard.get());
   connect_outcome outcome;
-  const bool reused =
-      pooled && rule.inspect && take_tls_pooled(s, ex, *active.tls, request, *pooled, outcome);
-  if (!reused) outcome = co_await connect_upstream(upstream, snap.guard(), request);
+  // An intercepted CONNECT first looks in the pool.
+  if (pooled && rule.inspect) {
+    if (auto taken = take_tls_pooled(s, ex.target, *active.tls, upstream_h2_allowed(ex),
+                                     snap.guard(), request, outcome.endpoint))
+      pooled->emplace(std::move(*taken));
+  }
+  if (!pooled || !*pooled) outcome = co_await connect_upstream(upstream, snap.guard(), request);
   if (outcome.error != errc::ok) {
     rec.connect_failed(outcome.error);
     rec.refuse(outcome.error, outcome.detail);
@@ -235,12 +229,7 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
     connect_outcome outcome;
     if (auto taken = take_tls_pooled(s, t.target, *t.tls, offer_h2, snap.guard(), request,
                                      outcome.endpoint)) {
-      t.upstream.emplace(std::move(*taken));
-      t.upstream_buffer.clear();
-      t.upstream_text = to_string(outcome.endpoint);
-      t.upstream_peer = outcome.endpoint;
-      t.upstream_offered_h2 = offer_h2;
-      t.upstream_reused = true;
+      adopt_pooled(t, std::move(*taken), outcome.endpoint, offer_h2);
       co_return outcome;
     }
   }
@@ -298,6 +287,16 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
     co_return outcome;
   }
   co_return connect_outcome{};  // not reached: the second attempt always returns
+}
+
+void adopt_pooled(tunnel_context& t, tls_upstream pooled, const asio::ip::tcp::endpoint& peer,
+                  bool offered_h2) {
+  t.upstream.emplace(std::move(pooled));
+  t.upstream_buffer.clear();
+  t.upstream_text = to_string(peer);
+  t.upstream_peer = peer;
+  t.upstream_offered_h2 = offered_h2;
+  t.upstream_reused = true;
 }
 
 void keep_tls_upstream(session_context& s, tunnel_context& t) {

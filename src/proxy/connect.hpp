@@ -54,6 +54,11 @@ boost::asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s,
                                                              bool offer_h2 = false,
                                                              bool from_pool = false);
 
+// Makes `pooled` (a connection from the worker's TLS pool to `peer`, made with h2 offered or not)
+// the tunnel's upstream, marked reused: the caller replaces it if the origin closed it.
+void adopt_pooled(tunnel_context& t, tls_upstream pooled,
+                  const boost::asio::ip::tcp::endpoint& peer, bool offered_h2);
+
 // An intercepted tunnel that ends with its HTTP/1.1 upstream idle (the last exchange complete,
 // nothing unread) leaves it in the worker's TLS pool for the next tunnel to the same origin; not
 // while draining, nor when the kill switch cut the tunnel.

@@ -34,12 +34,8 @@ void end_tunnel_record(filters::exchange_record& rec, bool carried_requests) {
 void first_upstream(tunnel_context& t, const filters::exchange& ex, beast::tcp_stream& checked,
                     const connect_outcome& made, std::optional<tls_upstream>& pooled) {
   if (pooled) {
-    t.upstream.emplace(std::move(*pooled));
+    adopt_pooled(t, std::move(*pooled), made.endpoint, upstream_h2_allowed(ex));
     pooled.reset();
-    t.upstream_peer = made.endpoint;
-    t.upstream_text = to_string(made.endpoint);
-    t.upstream_offered_h2 = upstream_h2_allowed(ex);
-    t.upstream_reused = true;
     return;
   }
   t.early.emplace(std::move(checked.socket()));
