@@ -2,12 +2,12 @@
 
 #include "core/str_cat.hpp"
 #include "h2/nv.hpp"
+#include "h2/session_glue.hpp"
 
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 
 namespace airlock::h2 {
 
@@ -51,9 +51,7 @@ struct client_callbacks {
       st->oversized = true;
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    auto& list = st->head_done ? st->trailers : st->headers;
-    list.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
-                      std::string(reinterpret_cast<const char*>(value), valuelen));
+    glue::store_field(*st, name, namelen, value, valuelen);
     return 0;
   }
 
@@ -88,31 +86,15 @@ struct client_callbacks {
 
   static int data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
                         const std::uint8_t* data, std::size_t len, void* user) {
-    auto* st = find(session, id);
-    if (!st) {
-      nghttp2_session_consume(session, id, len);
-      return 0;
-    }
-    st->body.append(reinterpret_cast<const char*>(data), len);
-    st->unconsumed += len;
-    self(user).observer_.on_activity(*st);
-    return 0;
+    return glue::receive_data<client_stream>(
+        session, id, data, len, [&](auto& st) { self(user).observer_.on_activity(st); });
   }
 
   static int stream_close(nghttp2_session* session, std::int32_t id, std::uint32_t error_code,
                           void* user) {
     auto& s = self(user);
-    auto it = s.streams_.find(id);
-    if (it == s.streams_.end()) return 0;
-    auto st = std::move(it->second);
-    s.streams_.erase(it);
-    st->closed = true;
-    st->close_error = error_code;
-    // Bytes still held count against the connection's window: given back, or the other
-    // streams would starve.
-    if (st->unconsumed > 0) nghttp2_session_consume_connection(session, st->unconsumed);
-    st->unconsumed = 0;
-    nghttp2_session_set_stream_user_data(session, id, nullptr);
+    auto st = glue::release(session, s.streams_, id, error_code);
+    if (!st) return 0;
     s.observer_.on_activity(*st);
     s.observer_.on_connection();  // a slot is free
     return 0;
@@ -121,26 +103,8 @@ struct client_callbacks {
   static ssize_t read_body(nghttp2_session* session, std::int32_t, std::uint8_t* buf,
                            std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
                            void* user) {
-    auto& s = self(user);
-    auto* st = static_cast<client_stream*>(source->ptr);
-    const std::size_t n = std::min(length, st->out_pending());
-    if (n > 0) std::memcpy(buf, st->out.data() + st->out_sent, n);
-    st->out_sent += n;
-    if (st->out_sent == st->out.size()) {
-      st->out.clear();
-      st->out_sent = 0;
-    }
-    if (n == 0 && !st->out_end) return NGHTTP2_ERR_DEFERRED;
-    if (st->out_end && st->out_pending() == 0) {
-      *flags |= NGHTTP2_DATA_FLAG_EOF;
-      if (!st->out_trailers.empty()) {
-        auto nv = to_nv(st->out_trailers);
-        if (nghttp2_submit_trailer(session, st->id, nv.data(), nv.size()) == 0)
-          *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      }
-    }
-    if (n > 0) s.observer_.on_activity(*st);  // room for the producer
-    return static_cast<ssize_t>(n);
+    return glue::send_body<client_stream>(session, source, buf, length, flags,
+                                          [&](auto& st) { self(user).observer_.on_activity(st); });
   }
 };
 
@@ -154,13 +118,10 @@ client_session::client_session(const client_limits& l, client_observer& o)
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &client_callbacks::data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &client_callbacks::stream_close);
 
-  nghttp2_option* opt = nullptr;
-  nghttp2_option_new(&opt);
-  nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_max_deflate_dynamic_table_size(opt, limits_.max_encoder_table);
-  nghttp2_option_set_max_settings(opt, limits_.max_settings);
-  nghttp2_option_set_max_outbound_ack(opt, limits_.max_outbound_ack);
-  nghttp2_option_set_max_continuations(opt, limits_.max_continuations);
+  nghttp2_option* opt = glue::new_options({.max_encoder_table = limits_.max_encoder_table,
+                                           .max_settings = limits_.max_settings,
+                                           .max_outbound_ack = limits_.max_outbound_ack,
+                                           .max_continuations = limits_.max_continuations});
   // Until the origin's SETTINGS say otherwise, no more streams than our own cap.
   nghttp2_option_set_peer_max_concurrent_streams(opt, limits_.max_streams);
   nghttp2_session_client_new2(&session_, cbs, this, opt);
@@ -178,10 +139,7 @@ client_session::client_session(const client_limits& l, client_observer& o)
 }
 
 client_session::~client_session() {
-  for (auto& [id, st] : streams_) {
-    st->closed = true;
-    st->close_error = NGHTTP2_CANCEL;
-  }
+  glue::cancel_all(streams_);
   nghttp2_session_del(session_);
 }
 
@@ -197,10 +155,8 @@ bool client_session::recv(std::span<const char> bytes) {
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
   const auto n = nghttp2_session_mem_recv(session_, data, bytes.size());
   if (n < 0) {
-    const bool flood = n == NGHTTP2_ERR_FLOODED || n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS ||
-                       n == NGHTTP2_ERR_TOO_MANY_SETTINGS;
     fail(core::str_cat("HTTP/2 origin: ", nghttp2_strerror(static_cast<int>(n))),
-         flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+         glue::recv_error_code(n));
     return false;
   }
   return true;
@@ -209,16 +165,10 @@ bool client_session::recv(std::span<const char> bytes) {
 bool client_session::fill_output(std::string& out, std::size_t max) {
   // (Abandoned: the streams' data sources are gone, nghttp2 must not be asked for frames.)
   if (abandoned_) return false;
-  while (out.size() < max) {
-    const std::uint8_t* data = nullptr;
-    const auto n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) {
-      fail(core::str_cat("HTTP/2 origin: ", nghttp2_strerror(static_cast<int>(n))),
-           NGHTTP2_INTERNAL_ERROR);
-      return false;
-    }
-    if (n == 0) break;
-    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  if (const auto n = glue::send_into(session_, out, max); n < 0) {
+    fail(core::str_cat("HTTP/2 origin: ", nghttp2_strerror(static_cast<int>(n))),
+         NGHTTP2_INTERNAL_ERROR);
+    return false;
   }
   return true;
 }
@@ -263,10 +213,7 @@ void client_session::resume(client_stream& s) {
 }
 
 void client_session::consume(client_stream& s, std::size_t n) {
-  n = std::min<std::size_t>(n, s.unconsumed);
-  if (n == 0 || s.closed) return;
-  s.unconsumed -= n;
-  nghttp2_session_consume(session_, s.id, n);
+  glue::consume(session_, s, n);
 }
 
 void client_session::reset(client_stream& s, std::uint32_t error_code) {

@@ -3,11 +3,11 @@
 #include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
 #include "h2/nv.hpp"
+#include "h2/session_glue.hpp"
 
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace airlock::h2 {
 
@@ -44,9 +44,7 @@ struct callbacks {
       st->oversized_head = true;
       return 0;
     }
-    auto& list = st->head_done ? st->trailers : st->headers;
-    list.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
-                      std::string(reinterpret_cast<const char*>(value), valuelen));
+    glue::store_field(*st, name, namelen, value, valuelen);
     return 0;
   }
 
@@ -82,32 +80,15 @@ struct callbacks {
 
   static int data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
                         const std::uint8_t* data, std::size_t len, void* user) {
-    auto* st = find(session, id);
-    if (!st) {
-      // Not a stream we serve: its bytes are given back at once.
-      nghttp2_session_consume(session, id, len);
-      return 0;
-    }
-    st->body.append(reinterpret_cast<const char*>(data), len);
-    st->unconsumed += len;
-    self(user).observer_.on_activity(*st);
-    return 0;
+    return glue::receive_data<stream>(session, id, data, len,
+                                      [&](auto& st) { self(user).observer_.on_activity(st); });
   }
 
   static int stream_close(nghttp2_session* session, std::int32_t id, std::uint32_t error_code,
                           void* user) {
     auto& s = self(user);
-    auto it = s.streams_.find(id);
-    if (it == s.streams_.end()) return 0;
-    auto st = std::move(it->second);
-    s.streams_.erase(it);
-    st->closed = true;
-    st->close_error = error_code;
-    // Bytes the driver still held count against the connection's window: given back, or the
-    // other streams would starve.
-    if (st->unconsumed > 0) nghttp2_session_consume_connection(session, st->unconsumed);
-    st->unconsumed = 0;
-    nghttp2_session_set_stream_user_data(session, id, nullptr);
+    auto st = glue::release(session, s.streams_, id, error_code);
+    if (!st) return 0;
     s.observer_.on_activity(*st);
     return 0;
   }
@@ -115,26 +96,8 @@ struct callbacks {
   static ssize_t read_body(nghttp2_session* session, std::int32_t, std::uint8_t* buf,
                            std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
                            void* user) {
-    auto& s = self(user);
-    auto* st = static_cast<stream*>(source->ptr);
-    const std::size_t n = std::min(length, st->out_pending());
-    if (n > 0) std::memcpy(buf, st->out.data() + st->out_sent, n);
-    st->out_sent += n;
-    if (st->out_sent == st->out.size()) {
-      st->out.clear();
-      st->out_sent = 0;
-    }
-    if (n == 0 && !st->out_end) return NGHTTP2_ERR_DEFERRED;
-    if (st->out_end && st->out_pending() == 0) {
-      *flags |= NGHTTP2_DATA_FLAG_EOF;
-      if (!st->out_trailers.empty()) {
-        auto nv = to_nv(st->out_trailers);
-        if (nghttp2_submit_trailer(session, st->id, nv.data(), nv.size()) == 0)
-          *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      }
-    }
-    if (n > 0) s.observer_.on_activity(*st);  // room for the producer
-    return static_cast<ssize_t>(n);
+    return glue::send_body<stream>(session, source, buf, length, flags,
+                                   [&](auto& st) { self(user).observer_.on_activity(st); });
   }
 };
 
@@ -147,14 +110,10 @@ server_session::server_session(const limits& l, observer& o) : limits_(l), obser
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &callbacks::data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &callbacks::stream_close);
 
-  nghttp2_option* opt = nullptr;
-  nghttp2_option_new(&opt);
-  // The window is given back as bytes go on (consume), not as they arrive.
-  nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_max_deflate_dynamic_table_size(opt, limits_.max_encoder_table);
-  nghttp2_option_set_max_settings(opt, limits_.max_settings);
-  nghttp2_option_set_max_outbound_ack(opt, limits_.max_outbound_ack);
-  nghttp2_option_set_max_continuations(opt, limits_.max_continuations);
+  nghttp2_option* opt = glue::new_options({.max_encoder_table = limits_.max_encoder_table,
+                                           .max_settings = limits_.max_settings,
+                                           .max_outbound_ack = limits_.max_outbound_ack,
+                                           .max_continuations = limits_.max_continuations});
   // nghttp2's own reset limit stays as a backstop behind ours (count_reset), which answers
   // with ENHANCE_YOUR_CALM.
   nghttp2_option_set_stream_reset_rate_limit(opt, 2ULL * limits_.reset_burst,
@@ -178,10 +137,7 @@ server_session::server_session(const limits& l, observer& o) : limits_(l), obser
 }
 
 server_session::~server_session() {
-  for (auto& [id, st] : streams_) {
-    st->closed = true;
-    st->close_error = NGHTTP2_CANCEL;
-  }
+  glue::cancel_all(streams_);
   nghttp2_session_del(session_);
 }
 
@@ -227,28 +183,18 @@ bool server_session::recv(std::span<const char> bytes) {
   const auto n = nghttp2_session_mem_recv(session_, data, bytes.size());
   if (failed_) return false;
   if (n < 0) {
-    // nghttp2 queued the GOAWAY for protocol errors; for floods (too many acks queued,
-    // CONTINUATION frames, SETTINGS entries) it did not say why: ENHANCE_YOUR_CALM.
-    const bool flood = n == NGHTTP2_ERR_FLOODED || n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS ||
-                       n == NGHTTP2_ERR_TOO_MANY_SETTINGS;
+    // nghttp2 queued the GOAWAY for protocol errors, not for floods (recv_error_code).
     fail(core::str_cat("HTTP/2: ", nghttp2_strerror(static_cast<int>(n))),
-         flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+         glue::recv_error_code(n));
     return false;
   }
   return true;
 }
 
 bool server_session::fill_output(std::string& out, std::size_t max) {
-  while (out.size() < max) {
-    const std::uint8_t* data = nullptr;
-    const auto n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) {
-      fail(core::str_cat("HTTP/2: ", nghttp2_strerror(static_cast<int>(n))),
-           NGHTTP2_INTERNAL_ERROR);
-      return false;
-    }
-    if (n == 0) break;
-    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  if (const auto n = glue::send_into(session_, out, max); n < 0) {
+    fail(core::str_cat("HTTP/2: ", nghttp2_strerror(static_cast<int>(n))), NGHTTP2_INTERNAL_ERROR);
+    return false;
   }
   return true;
 }
@@ -284,10 +230,7 @@ void server_session::resume(stream& s) {
 }
 
 void server_session::consume(stream& s, std::size_t n) {
-  n = std::min<std::size_t>(n, s.unconsumed);
-  if (n == 0 || s.closed) return;
-  s.unconsumed -= n;
-  nghttp2_session_consume(session_, s.id, n);
+  glue::consume(session_, s, n);
 }
 
 void server_session::reset(stream& s, std::uint32_t error_code) {
