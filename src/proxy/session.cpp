@@ -6,6 +6,8 @@
 #include "proxy/session.hpp"
 
 #include <type_traits>
+#include <utility>
+
 #include "filters/chain.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
@@ -17,6 +19,7 @@
 #include "proxy/session_context.hpp"
 #include "proxy/tunnel_session.hpp"
 #include "telemetry/metrics.hpp"
+#include "tls/contexts.hpp"
 
 namespace airlock::proxy {
 namespace asio = boost::asio;
@@ -102,6 +105,10 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   h1::request_parser req_p;
   if (auto ended = co_await h1::read_request_head(client, s.buffer, req_p, limits, rec))
     co_return *ended;
+  if constexpr (std::is_same_v<Client, tls_client>) {
+    // An answer is next, whatever it is: the TLS 1.3 session ticket goes out with it.
+    if (std::exchange(tunnel->ticket_due, false)) tls::queue_session_ticket(client.native_handle());
+  }
   auto& req = req_p.get();
   ex.request = &req;
   const unsigned version = req.version();

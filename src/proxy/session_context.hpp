@@ -65,6 +65,9 @@ struct tunnel_context {
   boost::asio::ip::tcp::endpoint upstream_peer = {};
   bool upstream_offered_h2 = false;
   bool upstream_reused = false;
+  // The client's TLS 1.3 session ticket waits for the first request's head, so that it leaves
+  // with the answer (tls::queue_session_ticket).
+  bool ticket_due = false;
 };
 
 }  // namespace airlock::proxy

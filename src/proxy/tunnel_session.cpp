@@ -77,12 +77,15 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   }
   const auto before = s.requests;
   if (tls::negotiated_alpn(client_tls.native_handle()) == tls::alpn_h2) {
+    // The server preface (SETTINGS) is written at once: the ticket goes with it.
+    tls::queue_session_ticket(client_tls.native_handle());
     // The HTTP/2 client's streams take their upstreams themselves (h2_stream_h1_upstream.cpp):
     // a pooled one goes back to the pool, where the first stream that needs one finds it.
     keep_tls_upstream(s, t);
     s.entry->idle = false;
     co_await serve_h2(s, client_tls, t);
   } else {
+    t.ticket_due = true;
     for (;;) {
       s.entry->idle = true;
       if (s.w.shared().draining.load()) break;

@@ -108,8 +108,9 @@ std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string& erro
   // encoding and encryption (about 160K instructions, 3% of a new intercepted connection). A
   // ticket is for one use (RFC 8446 appendix C.4) and a resumed handshake brings a new one, so
   // a client that reconnects in sequence always has one; two only serve a second connection
-  // opened in parallel, which then makes a full handshake.
-  SSL_CTX_set_num_tickets(native, 1);
+  // opened in parallel, which then makes a full handshake. None is sent as the handshake ends:
+  // the proxy queues it with the first answer (queue_session_ticket).
+  SSL_CTX_set_num_tickets(native, 0);
   // Ticket keys rotated hourly rather than OpenSSL's one key for the context's life.
   if (!ticket_keys::install(native, std::make_unique<ticket_keys>())) {
     error = core::str_cat("server TLS context: cannot install the session ticket keys: ",
@@ -216,6 +217,11 @@ void offer_h2(SSL* ssl, bool allow) {
   // Any non-null pointer marks the connection; nothing is owned.
   static char mark;
   SSL_set_ex_data(ssl, h2_index(), allow ? &mark : nullptr);
+}
+
+bool queue_session_ticket(SSL* ssl) {
+  // SSL_new_session_ticket(3): sent with the next write (or read) once the handshake is done.
+  return SSL_version(ssl) == TLS1_3_VERSION && SSL_new_session_ticket(ssl) == 1;
 }
 
 bool offer_upstream_h2(SSL* ssl) {

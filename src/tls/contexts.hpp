@@ -78,6 +78,13 @@ void offer_h2(SSL* ssl, bool allow);
 // "http/1.1" alone), so an origin that speaks HTTP/2 may pick it. Call before the handshake.
 bool offer_upstream_h2(SSL* ssl);
 
+// Server side, TLS 1.3: queues this connection's one session ticket (RFC 8446 section 4.6.1)
+// to leave with the next record written, the first answer, rather than in a write of its own
+// as the handshake ends: one send (and one wake-up of the client) less per new connection.
+// OpenSSL also sends it on the next read, so call it when an answer is next. False (nothing
+// queued) on TLS 1.2, whose ticket comes inside the handshake.
+bool queue_session_ticket(SSL* ssl);
+
 // The ALPN protocol agreed on this connection, "" when none. Points into ssl's memory: valid
 // while ssl lives.
 std::string_view negotiated_alpn(const SSL* ssl);

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import ssl
 import subprocess
 import tempfile
@@ -144,7 +145,6 @@ class InterceptionTest(InterceptionCase):
 
     def test_curl_get_through_inspected_rule(self):
         m = marker()
-        names_before = len(self.good.tls_server_names)
         r = self.curl_ica(self.insp_url("/echo/allowed-%s?q=1" % m), args=["-v"])
         self.assertEqual(r.returncode, 0, r)
         self.assertEqual(r.responses[0].status, 200, "CONNECT answer: %r" % r.responses)
@@ -155,7 +155,7 @@ class InterceptionTest(InterceptionCase):
         host = [v for k, v in echo["headers"] if k.lower() == "host"]
         self.assertEqual(host, ["insp.test:%d" % self.good.port])
         # The proxy spoke TLS to the origin with SNI = the CONNECT name, offering http/1.1.
-        self.assertIn("insp.test", self.good.tls_server_names[names_before:])
+        self.assertEqual(echo["sni"], "insp.test")
         self.assertIn("http/1.1", self.good.alpn)
         # curl offers h2 and http/1.1; the proxy picks h2 (the rule's protocols allow it; the
         # origin is still spoken to over HTTP/1.1).
@@ -485,6 +485,44 @@ class InterceptionTest(InterceptionCase):
             self.assertIn(b"HTTP/1.1 200", out.stdout, (version, out.stderr[-2000:]))
             self.assertIn(b"Verify return code: 0 (ok)", out.stdout)
             self.assertIn(b"ALPN protocol: http/1.1", out.stdout, version)
+
+    def resumed_get(self, ctx, path, session=None):
+        """CONNECT, TLS with `ctx` (offering `session`), one GET; returns (answer status,
+        whether the session was resumed, the session after the answer, whether the proxy had
+        sent anything between the handshake and the request)."""
+        raw = self.raw(timeout=env.t(10))
+        authority = "insp.test:%d" % self.good.port
+        raw.send("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority))
+        self.assertEqual(raw.read_response(tunnel=True).status, 200)
+        with ctx.wrap_socket(raw.sock, server_hostname="insp.test", session=session) as tls:
+            early, _, _ = select.select([tls], [], [], env.t(0.5))
+            tls.sendall(http_get(path, "insp.test"))
+            data = b""
+            while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+                chunk = tls.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            return data.split(b" ", 2)[1], tls.session_reused, tls.session, bool(early)
+
+    def test_clients_resume_their_tls_sessions(self):
+        """A client resumes its TLS session with the proxy (TLS 1.3 ticket, TLS 1.2 ticket), and
+        each resumption brings the next ticket. In TLS 1.3 the ticket comes with the first answer:
+        nothing follows the handshake before the client asks."""
+        for version in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
+            ctx = ssl.create_default_context(cafile=self.ica.cert)
+            ctx.maximum_version = version
+            ctx.set_alpn_protocols(["http/1.1"])
+            status, resumed, session, early = self.resumed_get(ctx, "/echo/allowed-r1-" + marker())
+            self.assertEqual((status, resumed), (b"200", False), version)
+            self.assertTrue(session.has_ticket, version)
+            if version == ssl.TLSVersion.TLSv1_3:
+                self.assertFalse(early, "the proxy wrote after the handshake, unasked")
+            for _ in range(2):
+                status, resumed, session, _ = self.resumed_get(ctx, "/echo/allowed-r-" + marker(),
+                                                               session)
+                self.assertEqual((status, resumed), (b"200", True), version)
+                self.assertTrue(session.has_ticket, version)
 
     def test_sni_other_than_connect_host_refused(self):
         m = marker()

@@ -3,8 +3,9 @@ endpoints, and a raw TCP server that records bytes and replies with whatever a t
 
 HTTP endpoints (OriginServer):
   /echo[/...]      JSON: method, target, path, query, http_version, headers (list of pairs),
-                   body_length, body_sha256, chunked (bool), conn_id. Reads Content-Length and
-                   chunked bodies. `?set-header=Name:Value` (repeatable) adds response headers.
+                   body_length, body_sha256, chunked (bool), conn_id, sni (TLS: the server
+                   name the connection's client sent). Reads Content-Length and chunked bodies.
+                   `?set-header=Name:Value` (repeatable) adds response headers.
   /bytes/N         N bytes of pattern() with Content-Length, written in 64 KiB pieces
   /chunked/N       N bytes of pattern(), chunked, 64 KiB chunks
   /slow/MS         sleeps MS milliseconds, then answers a small JSON body
@@ -164,6 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
             "http_version": self.request_version,
             "headers": [[k, v] for k, v in self.headers.items()],
             "conn_id": self.conn_id,
+            # TLS: the server name the connection's client sent (None: none, or plain HTTP).
+            "sni": getattr(self.connection, "sni", None),
             "complete": False,
             "body_length": None,
             "time": time.time(),
@@ -391,6 +394,7 @@ class OriginServer:
     def _sni(self, sslobj, server_name, ctx):
         with self._lock:
             self.tls_server_names.append(server_name)
+        sslobj.sni = server_name  # the connection's own, for its requests' records
 
     def _accepted(self):
         with self._lock:

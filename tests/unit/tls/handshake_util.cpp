@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -50,6 +51,8 @@ handshake_result run_handshake(ssl::context& server_ctx, const leaf_certificate*
     }
     std::array<char, 4> buf{};
     if (auto [ec, n] = co_await net::async_read(server, net::buffer(buf), tuple); ec) co_return;
+    // As the proxy does once a request's head is in: the ticket leaves with the answer.
+    queue_session_ticket(server.native_handle());
     if (auto [ec, n] = co_await net::async_write(server, net::buffer("pong", 4), tuple); ec) {
       co_return;
     }
@@ -63,6 +66,15 @@ handshake_result run_handshake(ssl::context& server_ctx, const leaf_certificate*
       client.next_layer().close();
       co_return;
     }
+    // What the server sent after the handshake, before anything was asked of it: it is in our
+    // socket's queue by the time its handshake is done (a loopback send is delivered at once).
+    net::steady_timer wait(ioc);
+    while (!r.server_done) {
+      wait.expires_after(1ms);
+      co_await wait.async_wait(tuple);
+    }
+    boost::system::error_code unread_ec;
+    r.unread_after_handshake = client.next_layer().available(unread_ec);
     if (auto [ec, n] = co_await net::async_write(client, net::buffer("ping", 4), tuple); ec) {
       co_return;
     }

@@ -35,13 +35,16 @@ struct handshake_result {
   std::string cipher;
   bool resumed = false;
   std::string echoed;  // what the client read back after the handshake ("pong")
+  // Bytes the server had sent once both handshakes were done, before the client's "ping".
+  std::size_t unread_after_handshake = 0;
   bool clean_shutdown = false;
   session_ptr session;
 };
 
 // One handshake over a real loopback TCP connection, both ends in one io_context (bounded
 // to 10 s). After a successful handshake the client sends "ping" and the server answers
-// "pong", which also delivers TLS 1.3 session tickets to the client. client_setup runs on
+// "pong" with the TLS 1.3 session ticket queued before it (queue_session_ticket), as the proxy
+// answers a request. client_setup runs on
 // the client's SSL before the handshake (the server name, a session cache, ...).
 handshake_result run_handshake(ssl::context& server_ctx, const leaf_certificate* leaf,
                                ssl::context& client_ctx,
