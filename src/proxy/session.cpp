@@ -215,11 +215,4 @@ asio::awaitable<void> serve_connection(worker& w, tcp::socket socket, tcp::endpo
   s.client.close();
 }
 
-asio::awaitable<void> run_session(worker& w, tcp::socket socket) {
-  boost::system::error_code ec;
-  auto endpoint = socket.remote_endpoint(ec);
-  if (ec) co_return;
-  co_await serve_connection(w, std::move(socket), endpoint, std::string{});
-}
-
 }  // namespace airlock::proxy

@@ -14,12 +14,10 @@ namespace airlock::proxy {
 
 class worker;
 
-// Runs on the worker's io_context until the client connection ends.
-boost::asio::awaitable<void> run_session(worker& w, boost::asio::ip::tcp::socket socket);
-
-// The same for a connection whose peer is known otherwise: `endpoint` is recorded as the
-// client, and a non-empty `relay_agent` is the identity of every request on it, whatever the
-// requests themselves claim (the launcher's relay vouches for it).
+// Runs on the worker's io_context until the client connection ends. `endpoint` is the peer
+// (from accept, or known otherwise) recorded as the client; a non-empty `relay_agent` is the
+// identity of every request on it, whatever the requests themselves claim (the launcher's relay
+// vouches for it).
 // `relay_binary` is the program the relay found behind the connection (rules' `binaries`).
 boost::asio::awaitable<void> serve_connection(
     worker& w, boost::asio::ip::tcp::socket socket, boost::asio::ip::tcp::endpoint endpoint,

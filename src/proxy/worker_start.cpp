@@ -42,7 +42,9 @@ void refuse_over_cap(tcp::socket& socket) {
 asio::awaitable<void> accept_loop(worker& w) {
   auto& shared = w.shared();
   for (;;) {
-    auto [ec, socket] = co_await w.acceptor->async_accept(use_tuple);
+    // The peer's address comes with accept(2) itself: no getpeername(2) per connection.
+    tcp::endpoint peer;
+    auto [ec, socket] = co_await w.acceptor->async_accept(peer, use_tuple);
     if (ec) {
       if (ec == asio::error::operation_aborted || !w.acceptor->is_open()) co_return;
       // EMFILE and friends: back off briefly instead of spinning.
@@ -56,8 +58,6 @@ asio::awaitable<void> accept_loop(worker& w) {
       socket.close(pec);  // accepted just as the drain began
       continue;
     }
-    auto peer = socket.remote_endpoint(pec);
-    if (pec) continue;
     auto snap = shared.current();
     const auto& limits = snap->limits();
     if (!shared.limiter.try_acquire(peer.address(), limits.max_connections,
@@ -69,9 +69,9 @@ asio::awaitable<void> accept_loop(worker& w) {
     }
     asio::co_spawn(
         w.context(),
-        [&w, s = std::move(socket), addr = peer.address()]() mutable -> asio::awaitable<void> {
-          client_slot slot(w.shared().limiter, addr);
-          co_await run_session(w, std::move(s));
+        [&w, s = std::move(socket), peer]() mutable -> asio::awaitable<void> {
+          client_slot slot(w.shared().limiter, peer.address());
+          co_await serve_connection(w, std::move(s), peer, std::string{});
         },
         asio::detached);
   }
