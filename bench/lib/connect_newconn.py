@@ -11,8 +11,6 @@ directly, a plain Squid (CONNECT to any port, no bump) and Airlock with a rule f
 TLS port without `inspect`. The goals are reported in the table, never asserted.
 """
 
-import os
-
 from . import report, tls_scenarios
 from .servers import LOOPBACK, Airlock, BenchError, Squid
 
@@ -20,22 +18,6 @@ KEY = "connect_newconn"
 # Result names of the targets, in the table's columns (report.table's direct, squid, airlock).
 COLUMNS = (("direct", "direct"), ("squid", "squid_tunnel"), ("airlock", "airlock_tunnel"))
 PROXIES = ("squid_tunnel", "airlock_tunnel")
-
-
-class SquidTunnel(Squid):
-    """The plain Squid's configuration (CONNECT to any port, no bump, one process) plus a
-    hosts_file that maps the bench name to the loopback origin, as the ssl-bump Squid has:
-    the client asks for `CONNECT www.bench.test:PORT`, and no DNS may be used."""
-
-    def __init__(self, workdir):
-        super().__init__(workdir, name="squid_tunnel")
-
-    def extra_conf(self):
-        return f"hosts_file {self.dir}/hosts\n"
-
-    def prepare(self):
-        with open(os.path.join(self.dir, "hosts"), "w") as f:
-            f.write(f"{LOOPBACK} {tls_scenarios.HOST}\n")
 
 
 class AirlockTunnel(Airlock):
@@ -64,7 +46,10 @@ rules:
 def make_proxy(name, workdir, airlock_bin, origin, threads):
     """The proxy process of target `name` (one of PROXIES), not started."""
     if name == "squid_tunnel":
-        return SquidTunnel(workdir)
+        # The plain Squid's settings (CONNECT to any port, no bump, one process), the bench name
+        # pinned to the loopback origin as for the ssl-bump Squid: the client asks for
+        # `CONNECT www.bench.test:PORT`, and no DNS may be used.
+        return Squid(workdir, name="squid_tunnel", hosts=[tls_scenarios.HOST])
     return AirlockTunnel(workdir, airlock_bin, origin.tls_port, threads)
 
 

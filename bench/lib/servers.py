@@ -219,13 +219,16 @@ class Squid(Process):
 
     name = "squid"
 
-    def __init__(self, workdir, name="squid"):
+    def __init__(self, workdir, name="squid", hosts=()):
         super().__init__()
         self.name = name
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir)
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "cache.log")
+        # Names pinned to the loopback origin through a hosts_file, so no DNS is used (the TLS
+        # scenarios' *.bench.test).
+        self.hosts = list(hosts)
 
     def http_port_line(self):
         return f"http_port {LOOPBACK}:{self.port}"
@@ -239,6 +242,11 @@ class Squid(Process):
     def start(self):
         d = self.dir
         self.prepare()
+        hosts_line = ""
+        if self.hosts:
+            with open(os.path.join(d, "hosts"), "w") as f:
+                f.write("".join(f"{LOOPBACK} {n}\n" for n in self.hosts))
+            hosts_line = f"hosts_file {d}/hosts"
         conf = os.path.join(d, "squid.conf")
         with open(conf, "w") as f:
             f.write(f"""
@@ -259,6 +267,7 @@ shutdown_lifetime 0 seconds
 acl bench_clients src 127.0.0.0/8
 http_access allow bench_clients
 http_access deny all
+{hosts_line}
 {self.extra_conf()}""")
         if os.geteuid() == 0:
             # Squid refuses to keep running as root and switches to its user, which must be
@@ -287,9 +296,8 @@ class SquidBump(Squid):
     is used. Otherwise the plain Squid's settings: one process, no cache, no access log."""
 
     def __init__(self, workdir, tls, names, name="squid_bump"):
-        super().__init__(workdir, name=name)
+        super().__init__(workdir, name=name, hosts=names)
         self.tls = tls
-        self.names = names
         self.ca_cert = os.path.join(self.dir, "ca.crt")
         self.ca_key = os.path.join(self.dir, "ca.key")
         self.ssl_db = os.path.join(self.dir, "ssl_db")
@@ -307,7 +315,6 @@ acl step1 at_step SslBump1
 ssl_bump peek step1
 ssl_bump bump all
 tls_outgoing_options cafile={self.tls.origin_ca} min-version=1.2
-hosts_file {self.dir}/hosts
 """
 
     def prepare(self):
@@ -317,8 +324,6 @@ hosts_file {self.dir}/hosts
         shutil.copyfile(self.tls.ca_key, self.ca_key)
         os.chmod(self.ca_key, 0o600)
         shutil.copyfile(self.tls.origin_ca, os.path.join(self.dir, "origin-ca.crt"))
-        with open(os.path.join(self.dir, "hosts"), "w") as f:
-            f.write("".join(f"{LOOPBACK} {n}\n" for n in self.names))
         run = subprocess.run([SQUID_CERTGEN, "-c", "-s", self.ssl_db, "-M", "16MB"],
                              capture_output=True, text=True, timeout=30)
         if run.returncode != 0:

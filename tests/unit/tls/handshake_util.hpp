@@ -1,6 +1,7 @@
 #pragma once
 // The tls tests' real handshakes: one client and one server stream over a loopback TCP
-// connection, and the fixture with a CA, its leaf minter and the proxy's two contexts.
+// connection, and the fixture with a CA, its leaf minter (MinterTest) and the proxy's two
+// contexts.
 
 #include "tls/ca.hpp"
 #include "tls/contexts.hpp"
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "minter_fixture.hpp"
 #include "test_util.hpp"
 
 namespace airlock::tls::test {
@@ -57,25 +59,16 @@ int ssl_reason(const boost::system::error_code& ec);
 // A client_setup that names the upstream host (set_upstream_host).
 std::function<void(SSL*)> upstream(std::string host);
 
-class TlsHandshakeTest : public ::testing::Test {
+class TlsHandshakeTest : public MinterTest {
  protected:
   void SetUp() override {
-    ca_ = test::make_ca(dir_.path());
-    ASSERT_TRUE(ca_);
+    MinterTest::SetUp();
+    if (HasFatalFailure()) return;
     std::string error;
-    minter_ = leaf_minter::create(ca_, error);
-    ASSERT_TRUE(minter_) << error;
     server_ctx_ = make_server_context(error);
     ASSERT_TRUE(server_ctx_) << error;
     client_ctx_ = make_client_context(dir_.path() / "ca.crt", error);
     ASSERT_TRUE(client_ctx_) << error;
-  }
-
-  std::shared_ptr<const leaf_certificate> mint(std::string_view host) {
-    std::string error;
-    auto leaf = minter_->mint(host, error);
-    EXPECT_TRUE(leaf) << error;
-    return leaf;
   }
 
   // A client context that verifies nothing and speaks exactly [min, max].
@@ -92,9 +85,6 @@ class TlsHandshakeTest : public ::testing::Test {
     return ctx;
   }
 
-  test::temp_dir dir_;
-  std::shared_ptr<const certificate_authority> ca_;
-  std::shared_ptr<const leaf_minter> minter_;
   std::shared_ptr<ssl::context> server_ctx_;
   std::shared_ptr<ssl::context> client_ctx_;
 };

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "minter_fixture.hpp"
 #include "test_util.hpp"
 
 namespace airlock::tls {
@@ -18,25 +19,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class TlsLeafCacheTest : public ::testing::Test {
+class TlsLeafCacheTest : public test::MinterTest {
  protected:
-  void SetUp() override {
-    auto ca = test::make_ca(dir_.path());
-    ASSERT_TRUE(ca);
-    std::string error;
-    minter_ = leaf_minter::create(ca, error);
-    ASSERT_TRUE(minter_) << error;
-  }
-
   std::shared_ptr<const leaf_certificate> get(leaf_cache& cache, std::string_view host) {
     std::string error;
     auto leaf = cache.get(host, error);
     EXPECT_TRUE(leaf) << host << ": " << error;
     return leaf;
   }
-
-  test::temp_dir dir_;
-  std::shared_ptr<const leaf_minter> minter_;
 };
 
 TEST_F(TlsLeafCacheTest, SecondLookupHits) {

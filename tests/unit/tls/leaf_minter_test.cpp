@@ -10,6 +10,7 @@
 #include <ctime>
 #include <set>
 
+#include "minter_fixture.hpp"
 #include "test_util.hpp"
 
 namespace airlock::tls {
@@ -17,23 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class TlsLeafMinterTest : public ::testing::Test {
+class TlsLeafMinterTest : public test::MinterTest {
  protected:
-  void SetUp() override {
-    ca_ = test::make_ca(dir_.path());
-    ASSERT_TRUE(ca_);
-    std::string error;
-    minter_ = leaf_minter::create(ca_, error);
-    ASSERT_TRUE(minter_) << error;
-  }
-
-  std::shared_ptr<const leaf_certificate> mint(std::string_view host) {
-    std::string error;
-    auto leaf = minter_->mint(host, error);
-    EXPECT_TRUE(leaf) << error;
-    return leaf;
-  }
-
   // X509_verify_cert of leaf against a store holding only our CA, as a TLS client would
   // (purpose sslserver). host / ip, when given, must match too. Returns the verify error.
   int verify(const leaf_certificate& leaf, const char* host, const char* ip) {
@@ -73,10 +59,6 @@ class TlsLeafMinterTest : public ::testing::Test {
     int idx = X509_get_ext_by_NID(cert, nid, -1);
     return idx >= 0 && X509_EXTENSION_get_critical(X509_get_ext(cert, idx)) == 1;
   }
-
-  test::temp_dir dir_;
-  std::shared_ptr<const certificate_authority> ca_;
-  std::shared_ptr<const leaf_minter> minter_;
 };
 
 TEST_F(TlsLeafMinterTest, DnsLeafHasTheLeafProfile) {
