@@ -72,7 +72,9 @@ class chain {
   verdict apply(verdict v);
 
   exchange& ex_;
-  std::array<std::byte, 512> inline_;
+  // The filters of one exchange and the list of them, inline: every filter a rule can have
+  // fits (the redaction filter alone took the arena past 512 bytes, a heap block per request).
+  std::array<std::byte, 1536> inline_;
   std::pmr::monotonic_buffer_resource arena_;
   std::pmr::vector<filter*> filters_;
   std::size_t next_head_ = 0;  // the next filter whose request head hook runs
