@@ -15,24 +15,18 @@ Exit status: 0 when every scenario ran cleanly (goals met or not), 1 when a scen
 broken (errors, wrong answers, a server died), 2 on bad usage.
 """
 
-import argparse
-import datetime
-import json
 import os
-import platform
 import resource
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import controls, credentials, dlp, procfs, redaction, report, scenarios  # noqa: E402
-from lib import connect_newconn, shared_state  # noqa: E402
-from lib import tls_report  # noqa: E402
+from lib import cli, controls, credentials, dlp, procfs, redaction, scenarios  # noqa: E402
+from lib import connect_newconn, printout, shared_state  # noqa: E402
 from lib import tls_scenarios  # noqa: E402
 from lib.servers import Airlock, BenchError, Mitmproxy, Origin, Squid, SquidBump  # noqa: E402
 from lib.tls_certs import DOMAIN, TlsFiles  # noqa: E402
@@ -42,16 +36,6 @@ MIB = 1 << 20
 SMALL_BODY = b"airlock bench: a small keep-alive response body of about one hundred bytes.\n" \
              b"0123456789abcdef0123\n"
 BIG_SIZE = 512 * MIB
-PLAIN_SCENARIOS = ("small", "small_c1", "small_c4", "small_many", "large", "connect", "idle")
-CONTROLS_SCENARIOS = ("controls",)
-CREDENTIALS_SCENARIOS = ("credentials",)
-SHARED_STATE_SCENARIOS = ("shared_state",)
-REDACTION_SCENARIOS = ("redaction",)
-DLP_SCENARIOS = ("dlp", "dlp_throughput")
-TLS_SCENARIOS = ("tls_keepalive", "tls_newconn", "tls_handshake")
-# New opaque CONNECT tunnels (TLS with the origin through them): part of `plain`, like connect.
-TUNNEL_SCENARIOS = (connect_newconn.KEY,)
-TARGETS = ("direct", "squid", "mitmproxy", "airlock")
 
 
 def write_small(path):
@@ -121,38 +105,6 @@ def settings_for(args):
                  tls_warmup_seconds=0.5, tls_mint_names=30)
     return s
 
-
-def versions(airlock_bin):
-    def first_line(cmd):
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
-            text = (r.stdout or r.stderr).strip().splitlines()
-            return text[0] if text else ""
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    git = first_line(["git", "-C", os.path.dirname(HERE), "rev-parse", "--short", "HEAD"])
-    return {
-        "airlock": first_line([airlock_bin, "--version"]) if airlock_bin else None,
-        "airlock_git": git,
-        "squid": first_line(["squid", "-v"]),
-        "squid_ssl_bump": squid_has_openssl(),
-        "mitmproxy": first_line(["mitmdump", "--version"]) if shutil.which("mitmdump") else None,
-        "openssl": first_line(["openssl", "version"]),
-        "nginx": first_line(["nginx", "-v"]),
-        "wrk": first_line(["wrk", "-v"]),
-        "curl": first_line(["curl", "--version"]),
-        "kernel": platform.release(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def squid_has_openssl():
-    """Whether the installed Squid can ssl-bump (Debian's squid-openssl build)."""
-    try:
-        out = subprocess.run(["squid", "-v"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return "--with-openssl" in out
 
 
 def _median(values):
@@ -756,138 +708,13 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def parse_scenarios(p, text):
-    """--scenarios: names of PLAIN_SCENARIOS, connect_newconn, `plain` (those and
-    connect_newconn), `controls`, `credentials`, `shared_state`, `redaction`, `dlp`,
-    `dlp_throughput`, `tls` (its three parts), tls_keepalive, tls_newconn, tls_handshake, or
-    `all`."""
-    out = []
-    for name in (n.strip() for n in text.split(",") if n.strip()):
-        if name == "all":
-            out += list(PLAIN_SCENARIOS) + list(CONTROLS_SCENARIOS) + \
-                list(CREDENTIALS_SCENARIOS) + list(SHARED_STATE_SCENARIOS) + \
-                list(REDACTION_SCENARIOS) + list(DLP_SCENARIOS) + list(TLS_SCENARIOS) + \
-                list(TUNNEL_SCENARIOS)
-        elif name == "plain":
-            out += list(PLAIN_SCENARIOS) + list(TUNNEL_SCENARIOS)
-        elif name == "tls":
-            out += list(TLS_SCENARIOS)
-        elif name in PLAIN_SCENARIOS + CONTROLS_SCENARIOS + CREDENTIALS_SCENARIOS + \
-                SHARED_STATE_SCENARIOS + REDACTION_SCENARIOS + DLP_SCENARIOS + TLS_SCENARIOS + \
-                TUNNEL_SCENARIOS:
-            out.append(name)
-        else:
-            p.error(f"unknown scenario {name!r} (known: all, plain, "
-                    f"{', '.join(PLAIN_SCENARIOS + TUNNEL_SCENARIOS)}, controls, credentials, "
-                    f"shared_state, redaction, dlp, dlp_throughput, tls, "
-                    f"{', '.join(TLS_SCENARIOS)})")
-    if not out:
-        p.error("--scenarios names no scenario")
-    return list(dict.fromkeys(out))
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--airlock", help="airlock binary (required unless --targets omits it)")
-    p.add_argument("--targets", default=",".join(TARGETS),
-                   help="comma-separated subset of direct,squid,mitmproxy,airlock (default: "
-                        "all). In the HTTPS scenario squid is Squid ssl-bump and airlock an "
-                        "inspecting rule; mitmproxy takes part in the HTTPS scenario only")
-    p.add_argument("--scenarios", default="all",
-                   help="comma-separated: small,small_c1,small_c4,small_many,large,connect,"
-                        "connect_newconn,idle (or plain), "
-                        "controls, credentials, shared_state, dlp, dlp_throughput and "
-                        "redaction (airlock only), tls (or "
-                        "tls_keepalive,"
-                        "tls_newconn,"
-                        "tls_handshake); default all")
-    p.add_argument("--tls-client", help="airlock_bench_tls_client binary (for the tls "
-                                        "scenarios; bench/run.sh builds it)")
-    p.add_argument("--redaction-bench", help="airlock_redaction_bench binary (for the "
-                                             "redaction scenario; bench/run.sh builds it)")
-    p.add_argument("--dlp-bench", help="airlock_dlp_bench binary (for the dlp_throughput "
-                                       "scenario; bench/run.sh builds it)")
-    p.add_argument("--no-dlp-bench", action="store_true",
-                   help="leave the dlp_throughput scenario out of `all` (bench/run.sh passes it "
-                        "when it has no tool)")
-    p.add_argument("--no-redaction", action="store_true",
-                   help="leave the redaction scenario out of `all` (bench/run.sh passes it when "
-                        "it has no tool)")
-    p.add_argument("--threads", type=int, default=int(os.environ.get("AIRLOCK_THREADS", "1")),
-                   help="airlock --threads (default 1: Squid is one process, too)")
-    p.add_argument("--no-audit", action="store_true", help="skip the audit-cost run")
-    p.add_argument("--connections", type=int, default=None, metavar="N",
-                   help="client connections of scenario small_many (default 256); naming it "
-                        "adds small_many and its reference small_c4 to --scenarios")
-    p.add_argument("--quick", action="store_true", help="2 s per scenario: a smoke test")
-    p.add_argument("--rounds", type=int, default=2,
-                   help="rounds per scenario, targets interleaved (default 2)")
-    p.add_argument("--results-dir", default=os.path.join(HERE, "results"))
-    args = p.parse_args()
-    targets = [t for t in args.targets.split(",") if t]
-    if not set(targets) <= set(TARGETS) or not targets:
-        p.error(f"bad --targets {args.targets!r}")
-    named = {n.strip() for n in args.scenarios.split(",")}
-    args.scenarios = parse_scenarios(p, args.scenarios)
-    if args.connections is not None:
-        if not 1 <= args.connections <= 4096:
-            p.error("--connections N: 1 to 4096 (Airlock's per-client limit in the bench policy)")
-        for name in ("small_c4", "small_many"):
-            if name not in args.scenarios:
-                args.scenarios.append(name)
-    else:
-        args.connections = 256
-    if args.no_redaction and "airlock" in targets:
-        if "redaction" in named:
-            p.error("--scenarios names redaction, but there is no redaction tool "
-                    "(--redaction-bench, or REDACTION_BENCH_BIN for bench/run.sh)")
-        args.scenarios = [n for n in args.scenarios if n != "redaction"]
-    if args.no_dlp_bench and "airlock" in targets:
-        if "dlp_throughput" in named:
-            p.error("--scenarios names dlp_throughput, but there is no DLP tool "
-                    "(--dlp-bench, or DLP_BENCH_BIN for bench/run.sh)")
-        args.scenarios = [n for n in args.scenarios if n != "dlp_throughput"]
-    plain_wanted = [n for n in args.scenarios if n in PLAIN_SCENARIOS]
-    tls_wanted = [n for n in args.scenarios if n in TLS_SCENARIOS]
-    tunnel_wanted = connect_newconn.KEY in args.scenarios and \
-        bool({"direct", "squid", "airlock"} & set(targets))
-    # Airlock against itself: only when airlock is a target.
-    controls_wanted = "controls" in args.scenarios and "airlock" in targets
-    credentials_wanted = "credentials" in args.scenarios and "airlock" in targets
-    shared_state_wanted = "shared_state" in args.scenarios and "airlock" in targets
-    redaction_wanted = "redaction" in args.scenarios and "airlock" in targets
-    dlp_wanted = "dlp" in args.scenarios and "airlock" in targets
-    dlp_tool_wanted = "dlp_throughput" in args.scenarios and "airlock" in targets
-    if dlp_tool_wanted and (not args.dlp_bench or not os.access(args.dlp_bench, os.X_OK)):
-        p.error("--dlp-bench BIN is required for the dlp_throughput scenario (bench/run.sh "
-                "builds it)")
-    if redaction_wanted and (not args.redaction_bench or
-                             not os.access(args.redaction_bench, os.X_OK)):
-        p.error("--redaction-bench BIN is required for the redaction scenario (bench/run.sh "
-                "builds it)")
-    # The redaction scenario needs no server: with it alone, none is started.
-    servers_wanted = bool(plain_wanted or tls_wanted or tunnel_wanted or controls_wanted
-                          or credentials_wanted or shared_state_wanted or dlp_wanted)
-    if "airlock" in targets and not args.airlock:
-        p.error("--airlock BIN is required to benchmark airlock")
-    tools = ["curl", "nginx"] if servers_wanted else []
-    if plain_wanted or controls_wanted or credentials_wanted or shared_state_wanted or dlp_wanted:
-        tools.append("wrk")
-    if shared_state_wanted:
-        tools.append("redis-server")
-    if "squid" in targets:
-        tools.append("squid")
-    if tls_wanted or tunnel_wanted:
-        tools.append("openssl")
-        if "mitmproxy" in targets and tls_wanted:
-            tools.append("mitmdump")
-        if not args.tls_client or not os.access(args.tls_client, os.X_OK):
-            p.error("--tls-client BIN is required for the tls and connect_newconn scenarios "
-                    "(bench/run.sh builds it)")
-    for tool in tools:
-        if not shutil.which(tool):
-            p.error(f"{tool} not found (bench/run.sh installs it)")
+    args, targets, wanted = cli.parse_args(__doc__, os.path.join(HERE, "results"))
+    plain_wanted, tls_wanted, tunnel_wanted = wanted.plain, wanted.tls, wanted.tunnel
+    controls_wanted, credentials_wanted = wanted.controls, wanted.credentials
+    shared_state_wanted, dlp_wanted = wanted.shared_state, wanted.dlp
+    redaction_wanted, dlp_tool_wanted = wanted.redaction, wanted.dlp_tool
+    servers_wanted = wanted.servers
 
     # A proxy from the environment would put curl (and only curl) behind it.
     for k in list(os.environ):
@@ -1098,124 +925,7 @@ def main():
     wall = time.monotonic() - started
     foreign = max(0.0, procfs.machine_busy_seconds() - busy0 - ours)
     foreign_share = foreign / (wall * os.cpu_count())
-    # Rows of scenarios that were not run (or broke everywhere) are left out.
-    rows = [r for r in report.rows(run.results)
-            if any(r[t] is not None for t in ("direct", "squid", "airlock"))]
-    tls_rows = [r for r in tls_report.rows(run.results, run.s)
-                if any(r[t] is not None for t, _ in tls_report.COLUMNS)]
-    tunnel_rows = connect_newconn.rows(run.results, run.s)
-    controls_summary = controls.summary(run.results, run.s)
-    credentials_summary = credentials.summary(run.results, run.s)
-    shared_state_summary = shared_state.summary(run.results, run.s)
-    redaction_summary = redaction.summary(run.results, run.s)
-    dlp_summary = dlp.summary(run.results, run.s)
-    extra = []
-    audit = run.results.get("airlock_audit", {}).get("small")
-    plain = run.results.get("airlock", {}).get("small")
-    if audit and "broken" not in audit and plain and "broken" not in plain:
-        extra.append(
-            f"  audit to a file: {audit['requests_per_second']:,.0f} req/s "
-            f"({audit['requests_per_second'] / plain['requests_per_second']:.2f}x of no audit), "
-            f"{audit['cpu_us_per_request']} us CPU/req "
-            f"({audit['cpu_us_per_request'] - plain['cpu_us_per_request']:+.1f} us), "
-            f"{audit.get('audit_lines', '?')} lines for {audit['requests']} responses")
-    s = run.s
-    if rows:
-        print()
-        print(f"Airlock benchmark, loopback, {os.cpu_count()} CPUs shared by client, proxy and "
-              f"origin; wrk -t{s['wrk_threads']}, airlock --threads {s['airlock_threads']}, "
-              f"squid 1 process, nginx 1 worker")
-        print(report.table(rows, extra))
-    if controls_summary:
-        cs = controls_summary
-        print()
-        print(f"Request controls (issue 4), one airlock --threads {s['airlock_threads']}: agent "
-              f"bare (a rule with no controls) vs agent ctrl (rate limits, quotas, byte "
-              f"throttles, concurrency cap, breaker; method, path, query and header checks); "
-              f"wrk -t{s['wrk_threads']} -c{cs['connections']}, {cs['rounds']} rounds x "
-              f"{cs['seconds_per_run']} s each, alternating")
-        print(controls.table(cs))
-    if credentials_summary:
-        cs = credentials_summary
-        print()
-        print(f"Credential injection and response redaction (issue 5), one airlock --threads "
-              f"{s['airlock_threads']}: rule bare (bare.test: no inject, no redact) vs rule cred "
-              f"(cred.test: inject Authorization: Bearer ${{secrets.{credentials.SECRET_NAME}}}, "
-              f"redact {', '.join(credentials.REDACTORS)}); wrk -t{s['wrk_threads']} "
-              f"-c{cs['connections']}, {cs['rounds']} rounds x {cs['seconds_per_run']} s each "
-              f"per body, alternating")
-        print(credentials.table(cs))
-    if shared_state_summary:
-        ss = shared_state_summary
-        print()
-        print(f"Shared state (issue 19), one airlock --threads {s['airlock_threads']} each: a rule "
-              f"with a request rate limit and an hourly quota (never reached), state: local vs "
-              f"state: redis (redis-server on loopback); wrk -t{s['wrk_threads']} "
-              f"-c{ss['connections']}, {ss['rounds']} rounds x {ss['seconds_per_run']} s each, "
-              f"alternating")
-        print(shared_state.table(ss))
-    if dlp_summary:
-        print()
-        print(f"Content inspection (issue 16), one airlock --threads {s['airlock_threads']}: agent "
-              f"bare (a rule without scanning) vs agent dlp (the same rule with dlp: "
-              f"{{action: block, entropy: true}}); GET {dlp.PATH}, "
-              f"{len(dlp.article())} B text/plain; wrk -t{s['wrk_threads']} "
-              f"-c{s['small_connections']}, {s['dlp_rounds']} rounds x {s['dlp_seconds']} s "
-              f"each, alternating")
-        print(dlp.table(dlp_summary))
-    if redaction_summary:
-        rs = redaction_summary
-        m = rs.get("redaction") or rs.get("redaction_dense")
-        print()
-        print(f"Response redaction throughput (issue 5), bench/redaction: the full built-in "
-              f"library + 1 literal secret ({m['patterns']} patterns), one thread, "
-              f"{rs['chunk_kib']} KiB chunks, {rs['passes']} timed passes per body")
-        print(redaction.table(rs))
-    if tls_rows:
-        print()
-        print(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
-              f"--threads {s['airlock_threads']}, squid ssl-bump 1 process (+ certgen helper), "
-              f"mitmproxy 1 process, nginx 1 worker; GET /small ({len(SMALL_BODY)} bytes)")
-        print(tls_report.table(tls_rows, run.results))
-    if tunnel_rows:
-        print(f"\nNew opaque CONNECT tunnels (connect_newconn), loopback, {os.cpu_count()} CPUs; "
-              f"one-thread client doing TLS with the origin through the tunnel, airlock "
-              f"--threads {s['airlock_threads']} (a rule without inspect), squid 1 process (no "
-              f"bump), nginx 1 worker; GET /small ({len(SMALL_BODY)} bytes)")
-        print(connect_newconn.table(tunnel_rows, run.results))
-    print(f"\nother processes used {foreign:.1f} CPU-seconds ({foreign_share:.0%} of the machine) "
-          f"during the {wall:.0f} s run")
-    if foreign_share > 0.05:
-        print("WARNING: the machine was not idle; numbers are noisy. Run again on a quiet machine.")
-    if run.broken:
-        print("\nBROKEN scenarios (their numbers are missing above):")
-        for b in run.broken:
-            print(f"  {b['target']}/{b['scenario']}: {b['error']}")
-    doc = {
-        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "elapsed_seconds": round(wall, 1),
-        "other_processes_cpu_seconds": round(foreign, 1),
-        "other_processes_machine_share": round(foreign_share, 3),
-        "versions": versions(args.airlock),
-        "settings": s,
-        "scenarios": args.scenarios,
-        "summary": rows,
-        "controls_summary": controls_summary,
-        "credentials_summary": credentials_summary,
-        "shared_state_summary": shared_state_summary,
-        "redaction_summary": redaction_summary,
-        "dlp_summary": dlp_summary,
-        "tls_summary": tls_rows,
-        "connect_newconn_summary": tunnel_rows,
-        "results": run.results,
-        "broken": run.broken,
-    }
-    out = os.path.join(args.results_dir, "latest.json")
-    with open(out, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    print(f"\nresults: {out} (raw client output in {run.raw_dir})")
-    return 1 if run.broken else 0
+    return printout.finish(run, args, len(SMALL_BODY), wall, foreign, foreign_share)
 
 
 if __name__ == "__main__":
