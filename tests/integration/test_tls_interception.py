@@ -486,15 +486,19 @@ class InterceptionTest(InterceptionCase):
             self.assertIn(b"Verify return code: 0 (ok)", out.stdout)
             self.assertIn(b"ALPN protocol: http/1.1", out.stdout, version)
 
-    def resumed_get(self, ctx, path, session=None):
-        """CONNECT, TLS with `ctx` (offering `session`), one GET; returns (answer status,
-        whether the session was resumed, the session after the answer, whether the proxy had
-        sent anything between the handshake and the request)."""
+    def open_tls(self, ctx, session=None):
+        """CONNECT insp.test, then TLS with `ctx`, offering `session`."""
         raw = self.raw(timeout=env.t(10))
         authority = "insp.test:%d" % self.good.port
         raw.send("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority))
         self.assertEqual(raw.read_response(tunnel=True).status, 200)
-        with ctx.wrap_socket(raw.sock, server_hostname="insp.test", session=session) as tls:
+        return ctx.wrap_socket(raw.sock, server_hostname="insp.test", session=session)
+
+    def resumed_get(self, ctx, path, session=None):
+        """CONNECT, TLS with `ctx` (offering `session`), one GET; returns (answer status,
+        whether the session was resumed, the session after the answer, whether the proxy had
+        sent anything between the handshake and the request)."""
+        with self.open_tls(ctx, session) as tls:
             early, _, _ = select.select([tls], [], [], env.t(0.5))
             tls.sendall(http_get(path, "insp.test"))
             data = b""
@@ -523,6 +527,27 @@ class InterceptionTest(InterceptionCase):
                                                                session)
                 self.assertEqual((status, resumed), (b"200", True), version)
                 self.assertTrue(session.has_ticket, version)
+
+    def test_http2_clients_resume_too(self):
+        """An HTTP/2 client's TLS 1.3 ticket comes with the proxy's server preface, and the
+        client resumes with it (each resumption bringing the next)."""
+        ctx = ssl.create_default_context(cafile=self.ica.cert)
+        ctx.set_alpn_protocols(["h2"])
+        session = None
+        for attempt in range(3):
+            with self.open_tls(ctx, session) as tls:
+                self.assertEqual(tls.selected_alpn_protocol(), "h2")
+                self.assertEqual(tls.session_reused, attempt > 0, attempt)
+                head = b""
+                while len(head) < 9:
+                    chunk = tls.recv(9 - len(head))
+                    if not chunk:
+                        break
+                    head += chunk
+                # RFC 9113 section 3.4: the server preface is a SETTINGS frame (type 4).
+                self.assertEqual(head[3:4], b"\x04", head)
+                session = tls.session
+                self.assertTrue(session.has_ticket, attempt)
 
     def test_sni_other_than_connect_host_refused(self):
         m = marker()
