@@ -488,26 +488,22 @@ class InterceptionTest(InterceptionCase):
 
     def open_tls(self, ctx, session=None):
         """CONNECT insp.test, then TLS with `ctx`, offering `session`."""
-        raw = self.raw(timeout=env.t(10))
-        authority = "insp.test:%d" % self.good.port
-        raw.send("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority))
-        self.assertEqual(raw.read_response(tunnel=True).status, 200)
-        return ctx.wrap_socket(raw.sock, server_hostname="insp.test", session=session)
+        t = TlsTunnel(self.proxy.port, "insp.test:%d" % self.good.port, self.ica.cert, ctx=ctx,
+                      session=session)
+        self.addCleanup(t.close)
+        self.assertEqual(t.connect_response.status, 200)
+        return t
 
     def resumed_get(self, ctx, path, session=None):
         """CONNECT, TLS with `ctx` (offering `session`), one GET; returns (answer status,
         whether the session was resumed, the session after the answer, whether the proxy had
         sent anything between the handshake and the request)."""
-        with self.open_tls(ctx, session) as tls:
-            early, _, _ = select.select([tls], [], [], env.t(0.5))
-            tls.sendall(http_get(path, "insp.test"))
-            data = b""
-            while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
-                chunk = tls.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            return data.split(b" ", 2)[1], tls.session_reused, tls.session, bool(early)
+        t = self.open_tls(ctx, session)
+        early, _, _ = select.select([t.tls], [], [], env.t(0.5))
+        t.send(http_get(path, "insp.test"))
+        responses = t.read_responses()
+        self.assertTrue(responses, "no answer")
+        return responses[0].status, t.tls.session_reused, t.tls.session, bool(early)
 
     def test_clients_resume_their_tls_sessions(self):
         """A client resumes its TLS session with the proxy (TLS 1.3 ticket, TLS 1.2 ticket), and
@@ -518,14 +514,14 @@ class InterceptionTest(InterceptionCase):
             ctx.maximum_version = version
             ctx.set_alpn_protocols(["http/1.1"])
             status, resumed, session, early = self.resumed_get(ctx, "/echo/allowed-r1-" + marker())
-            self.assertEqual((status, resumed), (b"200", False), version)
+            self.assertEqual((status, resumed), (200, False), version)
             self.assertTrue(session.has_ticket, version)
             if version == ssl.TLSVersion.TLSv1_3:
                 self.assertFalse(early, "the proxy wrote after the handshake, unasked")
             for _ in range(2):
                 status, resumed, session, _ = self.resumed_get(ctx, "/echo/allowed-r-" + marker(),
                                                                session)
-                self.assertEqual((status, resumed), (b"200", True), version)
+                self.assertEqual((status, resumed), (200, True), version)
                 self.assertTrue(session.has_ticket, version)
 
     def test_http2_clients_resume_too(self):
@@ -535,19 +531,19 @@ class InterceptionTest(InterceptionCase):
         ctx.set_alpn_protocols(["h2"])
         session = None
         for attempt in range(3):
-            with self.open_tls(ctx, session) as tls:
-                self.assertEqual(tls.selected_alpn_protocol(), "h2")
-                self.assertEqual(tls.session_reused, attempt > 0, attempt)
-                head = b""
-                while len(head) < 9:
-                    chunk = tls.recv(9 - len(head))
-                    if not chunk:
-                        break
-                    head += chunk
-                # RFC 9113 section 3.4: the server preface is a SETTINGS frame (type 4).
-                self.assertEqual(head[3:4], b"\x04", head)
-                session = tls.session
-                self.assertTrue(session.has_ticket, attempt)
+            tls = self.open_tls(ctx, session).tls
+            self.assertEqual(tls.selected_alpn_protocol(), "h2")
+            self.assertEqual(tls.session_reused, attempt > 0, attempt)
+            head = b""
+            while len(head) < 9:
+                chunk = tls.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+            # RFC 9113 section 3.4: the server preface is a SETTINGS frame (type 4).
+            self.assertEqual(head[3:4], b"\x04", head)
+            session = tls.session
+            self.assertTrue(session.has_ticket, attempt)
 
     def test_sni_other_than_connect_host_refused(self):
         m = marker()

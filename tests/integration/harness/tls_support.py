@@ -189,9 +189,11 @@ def verify(cafile, leaf_pem, untrusted_pems=(), args=()):
 class TlsTunnel:
     """CONNECT through the proxy, then TLS (Python's ssl) to the proxy's minted leaf; send
     hand-written HTTP/1.1 inside and read the answers. `connect_response` is the proxy's
-    answer to the CONNECT."""
+    answer to the CONNECT. `ctx` replaces the default context (trusting `cafile`, ALPN
+    http/1.1); `session` is offered for resumption."""
 
-    def __init__(self, proxy_port, authority, cafile, server_name=None, timeout=None):
+    def __init__(self, proxy_port, authority, cafile, server_name=None, timeout=None, ctx=None,
+                 session=None):
         self.timeout = env.t(10) if timeout is None else timeout
         self.raw = RawClient(proxy_port, timeout=self.timeout)
         self.raw.send("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority))
@@ -201,12 +203,13 @@ class TlsTunnel:
         self.eof = False
         if self.connect_response is None or self.connect_response.status != 200:
             return
-        ctx = ssl.create_default_context(cafile=cafile)
-        ctx.set_alpn_protocols(["http/1.1"])
+        if ctx is None:
+            ctx = ssl.create_default_context(cafile=cafile)
+            ctx.set_alpn_protocols(["http/1.1"])
         host = authority.rsplit(":", 1)[0].strip("[]")
         if server_name is None:
             server_name = host
-        self.tls = ctx.wrap_socket(self.raw.sock, server_hostname=server_name)
+        self.tls = ctx.wrap_socket(self.raw.sock, server_hostname=server_name, session=session)
 
     def send(self, data):
         self.tls.sendall(data.encode("latin-1") if isinstance(data, str) else data)
