@@ -47,6 +47,18 @@ def squid_has_openssl():
     return "--with-openssl" in out
 
 
+def _section(title, table):
+    print()
+    print(title)
+    print(table)
+
+
+def _wrk_runs(s, connections, rounds, seconds, each="each"):
+    """How an alternating comparison was loaded: wrk's threads and connections, the rounds."""
+    return (f"wrk -t{s['wrk_threads']} -c{connections}, {rounds} rounds x {seconds} s {each}, "
+            "alternating")
+
+
 def finish(run, args, small_body_size, wall, foreign, foreign_share):
     """Prints the tables of what ran and writes latest.json; returns the exit status (1 when
     a scenario broke). `foreign`: CPU-seconds other processes used during the run."""
@@ -72,69 +84,61 @@ def finish(run, args, small_body_size, wall, foreign, foreign_share):
             f"({audit['cpu_us_per_request'] - plain['cpu_us_per_request']:+.1f} us), "
             f"{audit.get('audit_lines', '?')} lines for {audit['requests']} responses")
     s = run.s
+    threads = s["airlock_threads"]
     if rows:
-        print()
-        print(f"Airlock benchmark, loopback, {os.cpu_count()} CPUs shared by client, proxy and "
-              f"origin; wrk -t{s['wrk_threads']}, airlock --threads {s['airlock_threads']}, "
-              f"squid 1 process, nginx 1 worker")
-        print(report.table(rows, extra))
+        _section(f"Airlock benchmark, loopback, {os.cpu_count()} CPUs shared by client, proxy and "
+                 f"origin; wrk -t{s['wrk_threads']}, airlock --threads {threads}, squid 1 "
+                 f"process, nginx 1 worker",
+                 report.table(rows, extra))
     if controls_summary:
         cs = controls_summary
-        print()
-        print(f"Request controls (issue 4), one airlock --threads {s['airlock_threads']}: agent "
-              f"bare (a rule with no controls) vs agent ctrl (rate limits, quotas, byte "
-              f"throttles, concurrency cap, breaker; method, path, query and header checks); "
-              f"wrk -t{s['wrk_threads']} -c{cs['connections']}, {cs['rounds']} rounds x "
-              f"{cs['seconds_per_run']} s each, alternating")
-        print(controls.table(cs))
+        _section(f"Request controls (issue 4), one airlock --threads {threads}: agent bare (a rule "
+                 f"with no controls) vs agent ctrl (rate limits, quotas, byte throttles, "
+                 f"concurrency cap, breaker; method, path, query and header checks); "
+                 + _wrk_runs(s, cs["connections"], cs["rounds"], cs["seconds_per_run"]),
+                 controls.table(cs))
     if credentials_summary:
         cs = credentials_summary
-        print()
-        print(f"Credential injection and response redaction (issue 5), one airlock --threads "
-              f"{s['airlock_threads']}: rule bare (bare.test: no inject, no redact) vs rule cred "
-              f"(cred.test: inject Authorization: Bearer ${{secrets.{credentials.SECRET_NAME}}}, "
-              f"redact {', '.join(credentials.REDACTORS)}); wrk -t{s['wrk_threads']} "
-              f"-c{cs['connections']}, {cs['rounds']} rounds x {cs['seconds_per_run']} s each "
-              f"per body, alternating")
-        print(credentials.table(cs))
+        _section(f"Credential injection and response redaction (issue 5), one airlock --threads "
+                 f"{threads}: rule bare (bare.test: no inject, no redact) vs rule cred "
+                 f"(cred.test: inject Authorization: Bearer "
+                 f"${{secrets.{credentials.SECRET_NAME}}}, "
+                 f"redact {', '.join(credentials.REDACTORS)}); "
+                 + _wrk_runs(s, cs["connections"], cs["rounds"], cs["seconds_per_run"],
+                             "each per body"),
+                 credentials.table(cs))
     if shared_state_summary:
         ss = shared_state_summary
-        print()
-        print(f"Shared state (issue 19), one airlock --threads {s['airlock_threads']} each: a rule "
-              f"with a request rate limit and an hourly quota (never reached), state: local vs "
-              f"state: redis (redis-server on loopback); wrk -t{s['wrk_threads']} "
-              f"-c{ss['connections']}, {ss['rounds']} rounds x {ss['seconds_per_run']} s each, "
-              f"alternating")
-        print(shared_state.table(ss))
+        _section(f"Shared state (issue 19), one airlock --threads {threads} each: a rule with a "
+                 f"request rate limit and an hourly quota (never reached), state: local vs "
+                 f"state: redis (redis-server on loopback); "
+                 + _wrk_runs(s, ss["connections"], ss["rounds"], ss["seconds_per_run"]),
+                 shared_state.table(ss))
     if dlp_summary:
-        print()
-        print(f"Content inspection (issue 16), one airlock --threads {s['airlock_threads']}: agent "
-              f"bare (a rule without scanning) vs agent dlp (the same rule with dlp: "
-              f"{{action: block, entropy: true}}); GET {dlp.PATH}, "
-              f"{len(dlp.article())} B text/plain; wrk -t{s['wrk_threads']} "
-              f"-c{s['small_connections']}, {s['dlp_rounds']} rounds x {s['dlp_seconds']} s "
-              f"each, alternating")
-        print(dlp.table(dlp_summary))
+        _section(f"Content inspection (issue 16), one airlock --threads {threads}: agent bare (a "
+                 f"rule without scanning) vs agent dlp (the same rule with dlp: "
+                 f"{{action: block, entropy: true}}); GET {dlp.PATH}, "
+                 f"{len(dlp.article())} B text/plain; "
+                 + _wrk_runs(s, s["small_connections"], s["dlp_rounds"], s["dlp_seconds"]),
+                 dlp.table(dlp_summary))
     if redaction_summary:
         rs = redaction_summary
         m = rs.get("redaction") or rs.get("redaction_dense")
-        print()
-        print(f"Response redaction throughput (issue 5), bench/redaction: the full built-in "
-              f"library + 1 literal secret ({m['patterns']} patterns), one thread, "
-              f"{rs['chunk_kib']} KiB chunks, {rs['passes']} timed passes per body")
-        print(redaction.table(rs))
+        _section(f"Response redaction throughput (issue 5), bench/redaction: the full built-in "
+                 f"library + 1 literal secret ({m['patterns']} patterns), one thread, "
+                 f"{rs['chunk_kib']} KiB chunks, {rs['passes']} timed passes per body",
+                 redaction.table(rs))
     if tls_rows:
-        print()
-        print(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
-              f"--threads {s['airlock_threads']}, squid ssl-bump 1 process (+ certgen helper), "
-              f"mitmproxy 1 process, nginx 1 worker; GET /small ({small_body_size} bytes)")
-        print(tls_report.table(tls_rows, run.results))
+        _section(f"HTTPS inspection, loopback, {os.cpu_count()} CPUs; one-thread client, airlock "
+                 f"--threads {threads}, squid ssl-bump 1 process (+ certgen helper), mitmproxy 1 "
+                 f"process, nginx 1 worker; GET /small ({small_body_size} bytes)",
+                 tls_report.table(tls_rows, run.results))
     if tunnel_rows:
-        print(f"\nNew opaque CONNECT tunnels (connect_newconn), loopback, {os.cpu_count()} CPUs; "
-              f"one-thread client doing TLS with the origin through the tunnel, airlock "
-              f"--threads {s['airlock_threads']} (a rule without inspect), squid 1 process (no "
-              f"bump), nginx 1 worker; GET /small ({small_body_size} bytes)")
-        print(connect_newconn.table(tunnel_rows, run.results))
+        _section(f"New opaque CONNECT tunnels (connect_newconn), loopback, {os.cpu_count()} "
+                 f"CPUs; one-thread client doing TLS with the origin through the tunnel, airlock "
+                 f"--threads {threads} (a rule without inspect), squid 1 process (no bump), nginx "
+                 f"1 worker; GET /small ({small_body_size} bytes)",
+                 connect_newconn.table(tunnel_rows, run.results))
     print(f"\nother processes used {foreign:.1f} CPU-seconds ({foreign_share:.0%} of the machine) "
           f"during the {wall:.0f} s run")
     if foreign_share > 0.05:
