@@ -96,6 +96,10 @@ certificate_authority::certificate_authority(x509_ptr cert, evp_pkey_ptr key,
   fingerprint_ = sha256_fingerprint(cert_.get());
   not_before_ = to_time_point(X509_get0_notBefore(cert_.get()));
   not_after_ = to_time_point(X509_get0_notAfter(cert_.get()));
+  // The signature checked too: a self-issued certificate of a key rollover names itself as
+  // issuer but is signed by another key, and the client needs it sent.
+  self_signed_ = X509_self_signed(cert_.get(), 1) == 1;
+  clear_openssl_errors();
 }
 
 ca_load_result certificate_authority::load(const std::filesystem::path& cert_path,

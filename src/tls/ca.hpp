@@ -43,6 +43,9 @@ class certificate_authority {
   const std::string& fingerprint() const noexcept { return fingerprint_; }  // SHA-256
   std::chrono::system_clock::time_point not_before() const noexcept { return not_before_; }
   std::chrono::system_clock::time_point not_after() const noexcept { return not_after_; }
+  // A root (signed by its own key) rather than an intermediate under another CA: a client that
+  // accepts our leaves holds it already as a trust anchor.
+  bool self_signed() const noexcept { return self_signed_; }
 
   // Takes ownership; load() is the checked way to get one.
   certificate_authority(x509_ptr cert, evp_pkey_ptr key, std::filesystem::path cert_path);
@@ -55,6 +58,7 @@ class certificate_authority {
   std::string fingerprint_;
   std::chrono::system_clock::time_point not_before_;
   std::chrono::system_clock::time_point not_after_;
+  bool self_signed_ = false;
 };
 
 struct ca_load_result {

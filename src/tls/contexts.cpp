@@ -130,7 +130,7 @@ bool use_leaf(SSL* ssl, const leaf_certificate& leaf, std::string& error) {
   clear_openssl_errors();
   // SSL_use_* and SSL_add1_chain_cert take their own references.
   if (SSL_use_certificate(ssl, leaf.cert()) != 1 || SSL_use_PrivateKey(ssl, leaf.key()) != 1 ||
-      SSL_add1_chain_cert(ssl, leaf.ca_cert()) != 1) {
+      (leaf.chain_cert() && SSL_add1_chain_cert(ssl, leaf.chain_cert()) != 1)) {
     error = core::str_cat("cannot install the leaf for ", leaf.name().text, ": ",
                           openssl_error_string());
     return false;

@@ -45,7 +45,7 @@ inline constexpr std::string_view alpn_h2 = "h2";
 // on failure.
 std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string& error);
 
-// Presents `leaf` (its certificate, key, and the CA certificate as chain) on this one
+// Presents `leaf` (its certificate, key, and its chain_cert when there is one) on this one
 // connection. Call before the server handshake. The SSL holds its own references, so the
 // leaf may be released afterwards.
 bool use_leaf(SSL* ssl, const leaf_certificate& leaf, std::string& error);

@@ -125,11 +125,12 @@ std::vector<leaf_name> subject_alt_names(X509* cert, std::size_t max) {
   return out;
 }
 
-leaf_certificate::leaf_certificate(x509_ptr cert, evp_pkey_ptr key, x509_ptr ca_cert,
+leaf_certificate::leaf_certificate(x509_ptr cert, evp_pkey_ptr key, x509_ptr ca_cert, bool send_ca,
                                    leaf_name name)
     : cert_(std::move(cert)),
       key_(std::move(key)),
       ca_cert_(std::move(ca_cert)),
+      send_ca_(send_ca),
       name_(std::move(name)) {
   not_before_ = to_time_point(X509_get0_notBefore(cert_.get()));
   not_after_ = to_time_point(X509_get0_notAfter(cert_.get()));
@@ -228,11 +229,19 @@ std::shared_ptr<const leaf_certificate> leaf_minter::mint(const leaf_name& name,
         core::str_cat("cannot mint a certificate for ", name.text, ": ", openssl_error_string());
     return nullptr;
   }
+  // Read back from its DER: a decoded certificate keeps the encoding of its signed part, so
+  // each handshake that sends it copies bytes instead of encoding it again field by field.
+  cert = reparsed(cert.get());
+  if (!cert) {
+    error = core::str_cat("cannot mint a certificate for ", name.text,
+                          ": cannot read it back: ", openssl_error_string());
+    return nullptr;
+  }
   // Fill the lazily computed extension cache now, while this thread owns the certificate,
   // rather than on first use from several threads.
   X509_check_purpose(cert.get(), -1, 0);
   return std::make_shared<const leaf_certificate>(std::move(cert), up_ref(leaf_key_.get()),
-                                                  up_ref(ca_->cert()), name);
+                                                  up_ref(ca_->cert()), !ca_->self_signed(), name);
 }
 
 }  // namespace airlock::tls

@@ -24,15 +24,22 @@
 namespace airlock::tls {
 
 // A minted leaf and what a server needs to present it: the certificate, the shared leaf key
-// and the issuing CA certificate (sent as the chain).
+// and the issuing CA certificate.
 class leaf_certificate {
  public:
-  leaf_certificate(x509_ptr cert, evp_pkey_ptr key, x509_ptr ca_cert, leaf_name name);
+  // send_ca: whether the CA certificate goes after the leaf in the handshake (chain_cert).
+  leaf_certificate(x509_ptr cert, evp_pkey_ptr key, x509_ptr ca_cert, bool send_ca, leaf_name name);
 
   // Owned by this object (counted references); valid for its lifetime. Do not modify.
   X509* cert() const noexcept { return cert_.get(); }
   EVP_PKEY* key() const noexcept { return key_.get(); }
   X509* ca_cert() const noexcept { return ca_cert_.get(); }
+  // What the handshake sends after the leaf: the CA certificate when it is an intermediate,
+  // which the client cannot know; null when it is a self-signed root, which a client that
+  // accepts the leaf holds already as its trust anchor (RFC 8446 section 4.4.2 lets the sender
+  // omit it). Sending a root anyway costs every client handshake a certificate to parse and
+  // the wire about 500 bytes.
+  X509* chain_cert() const noexcept { return send_ca_ ? ca_cert_.get() : nullptr; }
 
   const leaf_name& name() const noexcept { return name_; }
   std::chrono::system_clock::time_point not_before() const noexcept { return not_before_; }
@@ -44,6 +51,7 @@ class leaf_certificate {
   x509_ptr cert_;
   evp_pkey_ptr key_;
   x509_ptr ca_cert_;
+  bool send_ca_;
   leaf_name name_;
   std::chrono::system_clock::time_point not_before_;
   std::chrono::system_clock::time_point not_after_;

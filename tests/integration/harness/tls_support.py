@@ -30,7 +30,7 @@ def openssl(*args, input=None, cwd=None, timeout=None):
                           timeout=env.t(30) if timeout is None else timeout)
 
 
-def _checked(*args, cwd=None):
+def openssl_checked(*args, cwd=None):
     proc = openssl(*args, cwd=cwd)
     if proc.returncode != 0:
         raise RuntimeError("openssl %s failed: %s" % (" ".join(args[:2]),
@@ -52,7 +52,7 @@ class AirlockCA:
         self.init_output = out.stdout
         self.cert = os.path.join(self.directory, "ca.crt")
         self.key = os.path.join(self.directory, "ca.key")
-        self.subject = _checked("x509", "-in", self.cert, "-noout", "-subject",
+        self.subject = openssl_checked("x509", "-in", self.cert, "-noout", "-subject",
                                 "-nameopt", "RFC2253").strip().partition("=")[2]
 
     def cleanup(self):
@@ -75,7 +75,7 @@ class OriginCerts:
         self.directory = self._tmp.name
         self.ca_cert = self._path("origin-ca.crt")
         self.ca_key = self._path("origin-ca.key")
-        _checked("req", "-x509", *self._ec(), "-keyout", self.ca_key, "-out", self.ca_cert,
+        openssl_checked("req", "-x509", *self._ec(), "-keyout", self.ca_key, "-out", self.ca_cert,
                  "-days", "2", "-subj", "/CN=airlock itest origin CA",
                  "-addext", "basicConstraints=critical,CA:TRUE",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign")
@@ -96,20 +96,20 @@ class OriginCerts:
 
     def issue(self, stem, names, ips):
         cert, key, csr, ext = (self._path(stem + s) for s in (".crt", ".key", ".csr", ".ext"))
-        _checked("req", "-new", *self._ec(), "-keyout", key, "-out", csr,
+        openssl_checked("req", "-new", *self._ec(), "-keyout", key, "-out", csr,
                  "-subj", "/CN=%s" % (tuple(names) + tuple(ips))[0])
         with open(ext, "w") as f:
             f.write("subjectAltName=%s\n" % self._san(names, ips))
             f.write("basicConstraints=critical,CA:FALSE\n")
             f.write("keyUsage=critical,digitalSignature\n")
             f.write("extendedKeyUsage=serverAuth\n")
-        _checked("x509", "-req", "-in", csr, "-CA", self.ca_cert, "-CAkey", self.ca_key,
+        openssl_checked("x509", "-req", "-in", csr, "-CA", self.ca_cert, "-CAkey", self.ca_key,
                  "-CAcreateserial", "-out", cert, "-days", "2", "-sha256", "-extfile", ext)
         return cert, key
 
     def _self_signed(self, stem, names, ips):
         cert, key = self._path(stem + ".crt"), self._path(stem + ".key")
-        _checked("req", "-x509", *self._ec(), "-keyout", key, "-out", cert, "-days", "2",
+        openssl_checked("req", "-x509", *self._ec(), "-keyout", key, "-out", cert, "-days", "2",
                  "-subj", "/CN=%s" % names[0],
                  "-addext", "subjectAltName=%s" % self._san(names, ips),
                  "-addext", "extendedKeyUsage=serverAuth")

@@ -31,7 +31,11 @@ std::shared_ptr<const certificate_authority> make_ca(const std::filesystem::path
   return loaded.ca;
 }
 
-void write_self_signed(const cert_spec& spec, const std::filesystem::path& cert_path,
+namespace {
+
+// The certificate of spec with a new P-256 key, signed by issuer (null: by that key itself).
+void write_certificate(const cert_spec& spec, const certificate_authority* issuer,
+                       const std::filesystem::path& cert_path,
                        const std::filesystem::path& key_path) {
   evp_pkey_ptr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   ASSERT_TRUE(key);
@@ -47,10 +51,11 @@ void write_self_signed(const cert_spec& spec, const std::filesystem::path& cert_
                 name, NID_commonName, MBSTRING_UTF8,
                 reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1, 0),
             1);
-  ASSERT_EQ(X509_set_issuer_name(cert.get(), name), 1);
+  ASSERT_EQ(X509_set_issuer_name(cert.get(), issuer ? X509_get_subject_name(issuer->cert()) : name),
+            1);
   ASSERT_EQ(X509_set_pubkey(cert.get(), key.get()), 1);
   X509V3_CTX ctx;
-  X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
+  X509V3_set_ctx(&ctx, issuer ? issuer->cert() : cert.get(), cert.get(), nullptr, nullptr, 0);
   auto add = [&](int nid, const char* value) {
     x509_extension_ptr ext(X509V3_EXT_nconf_nid(nullptr, &ctx, nid, value));
     ASSERT_TRUE(ext) << value;
@@ -60,11 +65,26 @@ void write_self_signed(const cert_spec& spec, const std::filesystem::path& cert_
     add(NID_basic_constraints, spec.ca ? "critical,CA:TRUE" : "critical,CA:FALSE");
   if (spec.key_usage != nullptr) add(NID_key_usage, spec.key_usage);
   add(NID_subject_key_identifier, "hash");
-  ASSERT_GT(X509_sign(cert.get(), key.get(), EVP_sha256()), 0);
+  // Which key signed it (RFC 5280 section 4.2.1.1): how a verifier tells a CA issued under
+  // another key with the same name (a rollover) from a self-signed one.
+  if (issuer) add(NID_authority_key_identifier, "keyid:always");
+  ASSERT_GT(X509_sign(cert.get(), issuer ? issuer->key() : key.get(), EVP_sha256()), 0);
   write_file(cert_path, to_pem(cert.get()));
   write_file(key_path, to_pem(key.get()));
   std::filesystem::permissions(
       key_path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
+}  // namespace
+
+void write_self_signed(const cert_spec& spec, const std::filesystem::path& cert_path,
+                       const std::filesystem::path& key_path) {
+  write_certificate(spec, nullptr, cert_path, key_path);
+}
+
+void write_issued(const cert_spec& spec, const certificate_authority& issuer,
+                  const std::filesystem::path& cert_path, const std::filesystem::path& key_path) {
+  write_certificate(spec, &issuer, cert_path, key_path);
 }
 
 std::string read_file(const std::filesystem::path& p) {

@@ -39,6 +39,9 @@ struct cert_spec {
 // Writes a self-signed certificate and its (P-256) key as PEM files cert and key (0600).
 void write_self_signed(const cert_spec& spec, const std::filesystem::path& cert,
                        const std::filesystem::path& key);
+// The same, signed by issuer (an intermediate CA under it, with spec's defaults).
+void write_issued(const cert_spec& spec, const certificate_authority& issuer,
+                  const std::filesystem::path& cert, const std::filesystem::path& key);
 
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, std::string_view data);
