@@ -35,13 +35,17 @@ std::function<void(SSL*)> upstream_counting(std::string host) {
   };
 }
 
-// A CA loaded from files written in dir: issued by `issuer`, named `common_name`.
-std::shared_ptr<const certificate_authority> load_issued(const temp_dir& dir,
-                                                         const certificate_authority& issuer,
-                                                         const std::string& common_name) {
+// A CA loaded from files written in dir, named `common_name`: issued by `issuer`, or
+// self-signed (with no path length limit, unlike `airlock ca init`'s) when that is null.
+std::shared_ptr<const certificate_authority> load_ca(const temp_dir& dir,
+                                                     const certificate_authority* issuer,
+                                                     const std::string& common_name) {
   cert_spec spec;
   spec.common_name = common_name;
-  write_issued(spec, issuer, dir / "ca.crt", dir / "ca.key");
+  if (issuer)
+    write_issued(spec, *issuer, dir / "ca.crt", dir / "ca.key");
+  else
+    write_self_signed(spec, dir / "ca.crt", dir / "ca.key");
   auto loaded = certificate_authority::load(dir / "ca.crt", dir / "ca.key");
   EXPECT_TRUE(loaded.ca) << loaded.error;
   return loaded.ca;
@@ -83,15 +87,11 @@ TEST_F(TlsLeafChainTest, ARootCaIsNotSentAfterTheLeaf) {
 }
 
 TEST_F(TlsLeafChainTest, AnIntermediateCaIsSentAndTheClientOfTheRootVerifies) {
-  // A root that allows intermediates (`airlock ca init` makes pathlen:0 roots), as an
-  // organisation's would be.
+  // A root that allows intermediates below it, as an organisation's would.
   temp_dir root_dir, int_dir;
-  cert_spec spec;
-  spec.common_name = "Organisation Root CA";
-  write_self_signed(spec, root_dir / "ca.crt", root_dir / "ca.key");
-  auto root = certificate_authority::load(root_dir / "ca.crt", root_dir / "ca.key").ca;
+  auto root = load_ca(root_dir, nullptr, "Organisation Root CA");
   ASSERT_TRUE(root);
-  auto intermediate = load_issued(int_dir, *root, "Test Intermediate CA");
+  auto intermediate = load_ca(int_dir, root.get(), "Test Intermediate CA");
   ASSERT_TRUE(intermediate);
   EXPECT_FALSE(intermediate->self_signed());
   std::string error;
@@ -114,13 +114,10 @@ TEST_F(TlsLeafChainTest, ASelfIssuedCaSignedByAnotherKeyIsSent) {
   // A key rollover: the new CA names itself as issuer, but the old key signed it, so a client
   // holding the old root needs it.
   temp_dir old_dir, new_dir;
-  cert_spec spec;
-  spec.common_name = "Rollover CA";
-  write_self_signed(spec, old_dir / "ca.crt", old_dir / "ca.key");
-  auto old_root = certificate_authority::load(old_dir / "ca.crt", old_dir / "ca.key").ca;
+  auto old_root = load_ca(old_dir, nullptr, "Rollover CA");
   ASSERT_TRUE(old_root);
   EXPECT_TRUE(old_root->self_signed());
-  auto rolled = load_issued(new_dir, *old_root, "Rollover CA");
+  auto rolled = load_ca(new_dir, old_root.get(), "Rollover CA");
   ASSERT_TRUE(rolled);
   EXPECT_EQ(
       X509_NAME_cmp(X509_get_subject_name(rolled->cert()), X509_get_issuer_name(rolled->cert())),
