@@ -2,6 +2,8 @@
 Airlock's ratios to each, and the goals (reported, never asserted): issue 21's for Squid
 ssl-bump and CPU, issue 3's for mitmproxy."""
 
+import os
+
 from .report import _fmt, _get, _ratio
 
 
@@ -67,6 +69,26 @@ def rows(results, s):
     return out
 
 
+def _saturation_notes(results):
+    """How busy the machine was during Airlock's runs: when client, origin and proxy together
+    kept every core busy, the rate follows the sum of their CPU per request, not the proxy's."""
+    notes = []
+    cores = os.cpu_count() or 1
+    for key, label in (("tls_keepalive", "keep-alive"), ("tls_newconn", "new connection")):
+        a = _get(results, "airlock_tls", key)
+        if not a or not a.get("seconds") or "origin_cpu_seconds" not in a:
+            continue
+        secs = a["seconds"]
+        shares = [a["cpu_seconds"] / secs, a["origin_cpu_seconds"] / secs,
+                  a["client_cpu_seconds"] / secs]
+        busy = sum(shares)
+        notes.append(f"  the machine during airlock's {label} run: proxy {shares[0]:.0%} + origin "
+                     f"{shares[1]:.0%} + client {shares[2]:.0%} of a core = {busy:.2f} of "
+                     f"{cores} cores" + (" -- saturated: the rate follows the three's CPU per "
+                                         "request together" if busy > 0.9 * cores else ""))
+    return notes
+
+
 def table(rows_, results):
     head = ("metric", *(label for _, label in COLUMNS), "A/squid-bump", "A/mitmproxy",
             "A/direct", "goal", "met")
@@ -100,6 +122,7 @@ def table(rows_, results):
             notes.append(f"  the client's own ceiling, direct {label}: it used {share:.0%} of a "
                          "core" + (" -- the client is the bottleneck, direct is a floor"
                                    if share > 0.9 else ""))
+    notes.extend(_saturation_notes(results))
     for key, label, issue in (("tls_keepalive", "keep-alive", 0.24),
                               ("tls_newconn", "new connection", 0.12)):
         sq, d = _get(results, "squid_bump", key, "requests_per_second"), \
