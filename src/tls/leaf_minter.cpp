@@ -229,9 +229,10 @@ std::shared_ptr<const leaf_certificate> leaf_minter::mint(const leaf_name& name,
         core::str_cat("cannot mint a certificate for ", name.text, ": ", openssl_error_string());
     return nullptr;
   }
-  // Read back from its DER: a decoded certificate keeps the encoding of its signed part, so
-  // each handshake that sends it copies bytes instead of encoding it again field by field.
-  cert = reparsed(cert.get());
+  // Read back from its DER (X509_dup encodes and decodes): a decoded certificate keeps the
+  // encoding of its signed part, so each handshake that sends it copies bytes instead of
+  // encoding it again field by field.
+  cert.reset(X509_dup(cert.get()));
   if (!cert) {
     error = core::str_cat("cannot mint a certificate for ", name.text,
                           ": cannot read it back: ", openssl_error_string());

@@ -128,14 +128,4 @@ x509_ptr x509_from_pem(std::string_view pem) {
   return x509_ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
 }
 
-x509_ptr reparsed(const X509* cert) {
-  unsigned char* der = nullptr;
-  const int len = i2d_X509(cert, &der);
-  if (len <= 0) return nullptr;
-  const unsigned char* in = der;
-  x509_ptr copy(d2i_X509(nullptr, &in, len));
-  OPENSSL_free(der);
-  return copy;
-}
-
 }  // namespace airlock::tls

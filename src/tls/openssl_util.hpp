@@ -69,9 +69,5 @@ std::string to_pem(const X509* cert);
 // PKCS#8, unencrypted. The caller owns the secret; wipe it with OPENSSL_cleanse when done.
 std::string to_pem(const EVP_PKEY* key);
 x509_ptr x509_from_pem(std::string_view pem);
-// The certificate encoded and decoded again: an equal certificate that keeps its DER encoding
-// (OpenSSL caches the encoding of a decoded tbsCertificate; a built one is encoded field by
-// field each time it is sent). Null on failure.
-x509_ptr reparsed(const X509* cert);
 
 }  // namespace airlock::tls
