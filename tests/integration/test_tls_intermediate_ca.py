@@ -12,7 +12,8 @@ import requests
 
 from harness import env
 from harness.base import marker
-from harness.tls_support import openssl_checked, pem_certificates, s_client, verify, x509_field
+from harness.tls_support import (EC_NEW_KEY, openssl_checked, pem_certificates, s_client,
+                                 verify, x509_field)
 from test_tls_interception import InterceptionCase, http_get
 
 
@@ -23,25 +24,24 @@ class OrganisationCa:
     def __init__(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="airlock-itest-orgca-")
         d = self._tmp.name
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         self.root = os.path.join(d, "root.crt")
         root_key = os.path.join(d, "root.key")
-        openssl_checked("req", "-x509", *ec, "-keyout", root_key, "-out", self.root, "-days", "2",
-                 "-subj", "/CN=airlock itest organisation root",
-                 "-addext", "basicConstraints=critical,CA:TRUE",
-                 "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        openssl_checked("req", "-x509", *EC_NEW_KEY, "-keyout", root_key, "-out", self.root,
+                        "-days", "2", "-subj", "/CN=airlock itest organisation root",
+                        "-addext", "basicConstraints=critical,CA:TRUE",
+                        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         self.cert = os.path.join(d, "intermediate.crt")
         self.key = os.path.join(d, "intermediate.key")
         csr, ext = os.path.join(d, "intermediate.csr"), os.path.join(d, "intermediate.ext")
-        openssl_checked("req", "-new", *ec, "-keyout", self.key, "-out", csr,
-                 "-subj", "/CN=airlock itest intermediate")
+        openssl_checked("req", "-new", *EC_NEW_KEY, "-keyout", self.key, "-out", csr,
+                        "-subj", "/CN=airlock itest intermediate")
         with open(ext, "w") as f:
             f.write("basicConstraints=critical,CA:TRUE,pathlen:0\n"
                     "keyUsage=critical,keyCertSign,cRLSign\n"
                     "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always\n")
         openssl_checked("x509", "-req", "-in", csr, "-CA", self.root, "-CAkey", root_key,
-                 "-CAcreateserial", "-out", self.cert, "-days", "2", "-sha256",
-                 "-extfile", ext)
+                        "-CAcreateserial", "-out", self.cert, "-days", "2", "-sha256",
+                        "-extfile", ext)
         os.chmod(self.key, 0o600)
 
     def cleanup(self):

@@ -30,6 +30,10 @@ def openssl(*args, input=None, cwd=None, timeout=None):
                           timeout=env.t(30) if timeout is None else timeout)
 
 
+# `openssl req` arguments for a new unencrypted P-256 key.
+EC_NEW_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+
+
 def openssl_checked(*args, cwd=None):
     proc = openssl(*args, cwd=cwd)
     if proc.returncode != 0:
@@ -75,17 +79,13 @@ class OriginCerts:
         self.directory = self._tmp.name
         self.ca_cert = self._path("origin-ca.crt")
         self.ca_key = self._path("origin-ca.key")
-        openssl_checked("req", "-x509", *self._ec(), "-keyout", self.ca_key, "-out", self.ca_cert,
-                 "-days", "2", "-subj", "/CN=airlock itest origin CA",
-                 "-addext", "basicConstraints=critical,CA:TRUE",
-                 "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        openssl_checked("req", "-x509", *EC_NEW_KEY, "-keyout", self.ca_key, "-out", self.ca_cert,
+                        "-days", "2", "-subj", "/CN=airlock itest origin CA",
+                        "-addext", "basicConstraints=critical,CA:TRUE",
+                        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         self.good = self.issue("good", names, ips)
         self.other_name = self.issue("other-name", ("elsewhere.test",), ())
         self.self_signed = self._self_signed("self-signed", names, ips)
-
-    @staticmethod
-    def _ec():
-        return ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
     def _path(self, name):
         return os.path.join(self.directory, name)
@@ -96,23 +96,23 @@ class OriginCerts:
 
     def issue(self, stem, names, ips):
         cert, key, csr, ext = (self._path(stem + s) for s in (".crt", ".key", ".csr", ".ext"))
-        openssl_checked("req", "-new", *self._ec(), "-keyout", key, "-out", csr,
-                 "-subj", "/CN=%s" % (tuple(names) + tuple(ips))[0])
+        openssl_checked("req", "-new", *EC_NEW_KEY, "-keyout", key, "-out", csr,
+                        "-subj", "/CN=%s" % (tuple(names) + tuple(ips))[0])
         with open(ext, "w") as f:
             f.write("subjectAltName=%s\n" % self._san(names, ips))
             f.write("basicConstraints=critical,CA:FALSE\n")
             f.write("keyUsage=critical,digitalSignature\n")
             f.write("extendedKeyUsage=serverAuth\n")
         openssl_checked("x509", "-req", "-in", csr, "-CA", self.ca_cert, "-CAkey", self.ca_key,
-                 "-CAcreateserial", "-out", cert, "-days", "2", "-sha256", "-extfile", ext)
+                        "-CAcreateserial", "-out", cert, "-days", "2", "-sha256", "-extfile", ext)
         return cert, key
 
     def _self_signed(self, stem, names, ips):
         cert, key = self._path(stem + ".crt"), self._path(stem + ".key")
-        openssl_checked("req", "-x509", *self._ec(), "-keyout", key, "-out", cert, "-days", "2",
-                 "-subj", "/CN=%s" % names[0],
-                 "-addext", "subjectAltName=%s" % self._san(names, ips),
-                 "-addext", "extendedKeyUsage=serverAuth")
+        openssl_checked("req", "-x509", *EC_NEW_KEY, "-keyout", key, "-out", cert, "-days", "2",
+                        "-subj", "/CN=%s" % names[0],
+                        "-addext", "subjectAltName=%s" % self._san(names, ips),
+                        "-addext", "extendedKeyUsage=serverAuth")
         return cert, key
 
     @staticmethod
