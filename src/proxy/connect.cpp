@@ -206,7 +206,7 @@ bool adopt_early(tunnel_context& t, const net::address_guard& guard,
   asio::ip::tcp::socket early = std::move(*t.early);
   t.early.reset();
   if (!early.is_open() || !still_allowed(t.early_peer, guard, request)) return false;
-  t.upstream->next_layer().socket() = std::move(early);
+  t.upstream->transport().socket() = std::move(early);
   return true;
 }
 
@@ -243,7 +243,7 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
       outcome.connect_time = t.early_connect_time;  // recorded by the first request only
     } else {
       attempt = 1;  // a new connection is not tried twice
-      outcome = co_await connect_upstream(t.upstream->next_layer(), snap.guard(), request);
+      outcome = co_await connect_upstream(t.upstream->transport(), snap.guard(), request);
       if (outcome.error != errc::ok) {
         t.upstream.reset();
         co_return outcome;
@@ -265,7 +265,7 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
     // A session from an earlier verified handshake with this name saves the full handshake.
     t.tls->upstream_sessions->resume(t.upstream->native_handle());
     auto started = std::chrono::steady_clock::now();
-    t.upstream->next_layer().expires_after(limits.connect_timeout);
+    t.upstream->expires_after(limits.connect_timeout);
     auto [ec] = co_await t.upstream->async_handshake(asio::ssl::stream_base::client, use_tuple);
     if (ec && early && closed_meanwhile(ec)) continue;
     if (ec) {
@@ -304,7 +304,7 @@ void keep_tls_upstream(session_context& s, tunnel_context& t) {
   // (An upstream the origin picked h2 for is t.h2's, unless no request took it up.)
   if (tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2) return;
   if (!nothing_buffered(*t.upstream)) return;
-  t.upstream->next_layer().expires_never();
+  t.upstream->expires_never();
   s.w.tls_pool().put(tls_pool_key(t.target.host.text, t.target.port, t.upstream_offered_h2),
                      std::move(*t.upstream), t.upstream_peer, t.tls);
   t.upstream.reset();

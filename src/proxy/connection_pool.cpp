@@ -13,7 +13,7 @@ boost::asio::ip::tcp::socket& socket_of(boost::asio::ip::tcp::socket& s) {
   return s;
 }
 boost::asio::ip::tcp::socket& socket_of(tls_upstream& s) {
-  return s.next_layer().socket();
+  return s.socket();
 }
 
 // An idle upstream connection must have nothing to read: EOF means the server closed it, and
@@ -34,8 +34,7 @@ void close_connection(Connection& c) {
 }  // namespace
 
 bool nothing_buffered(tls_upstream& stream) {
-  SSL* ssl = stream.native_handle();
-  return !SSL_has_pending(ssl) && BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0;
+  return stream.nothing_buffered();
 }
 
 std::string tls_pool_key(const std::string& host, std::uint16_t port, bool offered_h2) {

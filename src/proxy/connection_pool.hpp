@@ -6,8 +6,9 @@
 //
 // Thread safety: none; use only from the owning worker's thread.
 
+#include "tls/socket_stream.hpp"
+
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
@@ -21,7 +22,7 @@
 
 namespace airlock::proxy {
 
-using tls_upstream = boost::asio::ssl::stream<boost::beast::tcp_stream>;
+using tls_upstream = tls::socket_stream<boost::beast::tcp_stream>;
 
 template <class Connection>
 class idle_pool {
@@ -78,8 +79,8 @@ using tls_connection_pool = idle_pool<tls_upstream>;
 extern template class idle_pool<boost::asio::ip::tcp::socket>;
 extern template class idle_pool<tls_upstream>;
 
-// Whether nothing the origin sent waits above the socket: decrypted in OpenSSL, or ciphertext in
-// the memory BIO Asio feeds it from. Bytes there past an answer would be taken for the next
+// Whether nothing the origin sent waits above the socket: a record, decrypted or not, in
+// OpenSSL's buffer. Bytes there past an answer would be taken for the next
 // request's answer, and the pool's check (a peek at the socket) does not see them.
 bool nothing_buffered(tls_upstream& stream);
 

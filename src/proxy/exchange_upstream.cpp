@@ -77,7 +77,7 @@ asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, 
     // idled (servers close idle connections): a bodiless request that finds it so goes again,
     // once, on a new connection.
     fp.retry_if_stale = attempt == 0 && t.upstream_reused && !ex.has_body;
-    s.entry->upstream = &t.upstream->next_layer().socket();
+    s.entry->upstream = &t.upstream->socket();
     result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p, chain,
                               ex.snapshot->limits(), fp);
     s.entry->upstream = nullptr;

@@ -7,14 +7,15 @@
 #include "filters/chain.hpp"
 #include "proxy/forward.hpp"
 #include "proxy/session_context.hpp"
+#include "tls/socket_stream.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 namespace airlock::proxy {
 
 // The client side of an intercepted tunnel.
-using tls_client = boost::asio::ssl::stream<boost::beast::tcp_stream&>;
+using tls_client = tls::socket_stream<boost::beast::tcp_stream&>;
 
 // A plain request's upstream: a pooled connection or a new one; a pooled one the origin closed
 // as it was reused is replaced once for a bodiless request.

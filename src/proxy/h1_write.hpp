@@ -6,14 +6,15 @@
 // buffer_sequence_adapter building the iovecs): on a small kept-alive request, about 28K of the
 // proxy's 89K instructions went there (callgrind). Here the sequence is walked once: small
 // buffers are copied together, large ones (a body piece) are passed by reference, and the result
-// is written with one asio::async_write. An ssl::stream copies the sequence into one record
-// itself (Asio's write_op linearises up to 8 KiB), so for it Beast's path is kept: counted, the
+// is written with one asio::async_write. A TLS stream copies the sequence into one record
+// itself (tls::socket_stream linearises up to 8 KiB, as Asio's ssl write did), so for it
+// Beast's path is kept: counted, the
 // gathering cost it about 2K instructions more per request.
 
 #include "proxy/session_io.hpp"
+#include "tls/socket_stream.hpp"
 
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/stream_traits.hpp>
@@ -152,7 +153,7 @@ boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write
 template <class Stream>
 struct is_tls_stream : std::false_type {};
 template <class Next>
-struct is_tls_stream<boost::asio::ssl::stream<Next>> : std::true_type {};
+struct is_tls_stream<tls::socket_stream<Next>> : std::true_type {};
 
 // `buffers` written as write_gathered writes a piece: offered to a plain socket at once, the
 // rest by the stream.

@@ -207,7 +207,7 @@ void h2_connection::cut() {
 asio::awaitable<void> h2_connection::run() {
   last_read_ns_ = last_write_ns_ = core::steady_now_ns();
   // The handshake's deadline no longer applies: the watchdog keeps time from here.
-  s_.client.expires_never();
+  client_.expires_never();
   auto ex = s_.client.get_executor();
   asio::co_spawn(ex, write_loop(), asio::detached);
   asio::co_spawn(ex, watchdog(), asio::detached);
@@ -226,7 +226,7 @@ asio::awaitable<void> h2_connection::run() {
     if (auto ss = w.lock()) {
       if (ss->upstream && ss->upstream->upstream) {
         boost::system::error_code ignored;
-        ss->upstream->upstream->next_layer().socket().close(ignored);
+        ss->upstream->upstream->socket().close(ignored);
       }
       ss->changed.notify();
     }

@@ -104,7 +104,7 @@ asio::any_io_executor h2_upstream::codec_executor() {
 
 void h2_upstream::start() {
   last_busy_ns_ = core::steady_now_ns();
-  stream_.next_layer().expires_never();
+  stream_.expires_never();
   reading_ = true;
   asio::co_spawn(stream_.get_executor(), read_loop(), asio::detached);
   asio::co_spawn(stream_.get_executor(), write_loop(), asio::detached);
@@ -162,7 +162,7 @@ void h2_upstream::cut() {
   cut_ = true;
   closed_ = true;
   boost::system::error_code ignored;
-  stream_.next_layer().socket().close(ignored);
+  stream_.socket().close(ignored);
   codec_.abandon(NGHTTP2_CANCEL);
   write_wanted_.notify();
   output_drained_.notify();

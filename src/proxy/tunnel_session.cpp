@@ -64,7 +64,7 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   tls::offer_h2(client_tls.native_handle(),
                 !source || (source->protocols & policy::model::protocol_h2) != 0);
   // The ClientHello we already read for the SNI check is handed to the handshake.
-  s.client.expires_after(ex.snapshot->limits().head_timeout);
+  client_tls.expires_after(ex.snapshot->limits().head_timeout);
   auto [ec, used] = co_await client_tls.async_handshake(asio::ssl::stream_base::server,
                                                         s.buffer.data(), use_tuple);
   s.buffer.consume(used);
@@ -97,7 +97,7 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   if (t.h2) t.h2->close(true);
   keep_tls_upstream(s, t);
   end_tunnel_record(ex.record, s.requests > before);
-  s.client.expires_after(std::chrono::seconds(2));
+  client_tls.expires_after(std::chrono::seconds(2));
   co_await client_tls.async_shutdown(use_tuple);
 }
 

@@ -145,14 +145,16 @@ def sha256_hex(text):
 
 
 def read_audit(path):
-    """Every JSON line of an audit file (an unparsable one as {"_unparsable": text})."""
+    """Every complete JSON line of an audit file (an unparsable one as {"_unparsable": text}).
+    A last line without its newline is a write still in progress (a read(2) of a regular file
+    may see part of a concurrent write(2)), so it is left for the next read."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return []
     records = []
-    for line in data.split(b"\n"):
+    for line in data.split(b"\n")[:-1]:
         line = line.strip()
         if line:
             try:

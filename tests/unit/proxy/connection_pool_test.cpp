@@ -299,7 +299,7 @@ TEST_F(ConnectionPoolTest, TlsStreamsArePooledByTheirSocket) {
   pool.put("k", std::move(stream));
   auto got = pool.take("k");
   ASSERT_TRUE(got);
-  EXPECT_EQ(got->next_layer().socket().local_endpoint().port(), port);
+  EXPECT_EQ(got->socket().local_endpoint().port(), port);
   // Bytes waiting (a close_notify alert, say) make it unusable: closed, not handed out.
   pool.put("k", std::move(*got));
   asio::write(origin, asio::buffer("x", 1));
