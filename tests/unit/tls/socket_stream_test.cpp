@@ -82,6 +82,13 @@ class SocketStreamTest : public test::TlsHandshakeTest {
     EXPECT_FALSE(ec) << ec.message();
   }
 
+  // The server waits for one byte; `ec` is how the read ended.
+  net::awaitable<void> server_reads_one(boost::system::error_code& ec) {
+    char c;
+    auto [read_ec, n] = co_await server_->async_read_some(net::buffer(&c, 1), tuple);
+    ec = read_ec;
+  }
+
   // Both handshakes, then `server_side` and `client_side` at once.
   void after_handshakes(std::function<net::awaitable<void>()> server_side,
                         std::function<net::awaitable<void>()> client_side) {
@@ -164,16 +171,11 @@ TEST_F(SocketStreamTest, HandshakeTakesTheBytesReadBeforeIt) {
 
 TEST_F(SocketStreamTest, ACloseWithoutCloseNotifyIsATruncation) {
   boost::system::error_code read_ec;
-  after_handshakes(
-      [&]() -> net::awaitable<void> {
-        char c;
-        auto [ec, n] = co_await server_->async_read_some(net::buffer(&c, 1), tuple);
-        read_ec = ec;
-      },
-      [&]() -> net::awaitable<void> {
-        client_->socket().close();
-        co_return;
-      });
+  after_handshakes([&]() -> net::awaitable<void> { co_await server_reads_one(read_ec); },
+                   [&]() -> net::awaitable<void> {
+                     client_->socket().close();
+                     co_return;
+                   });
   EXPECT_EQ(read_ec, net::ssl::error::stream_truncated) << read_ec.message();
 }
 
@@ -182,9 +184,7 @@ TEST_F(SocketStreamTest, AReadPastItsDeadlineTimesOutAndClosesTheSocket) {
   after_handshakes(
       [&]() -> net::awaitable<void> {
         server_->expires_after(50ms);
-        char c;
-        auto [ec, n] = co_await server_->async_read_some(net::buffer(&c, 1), tuple);
-        read_ec = ec;
+        co_await server_reads_one(read_ec);
         EXPECT_FALSE(server_->socket().is_open());
       },
       [&]() -> net::awaitable<void> { co_return; });
@@ -224,10 +224,8 @@ TEST_F(SocketStreamTest, ADeadlineMovedEarlierEndsTheReadThen) {
         server_->expires_after(60s);
         server_->expires_after(50ms);
         const auto start = std::chrono::steady_clock::now();
-        char c;
-        auto [ec, n] = co_await server_->async_read_some(net::buffer(&c, 1), tuple);
+        co_await server_reads_one(read_ec);
         waited = std::chrono::steady_clock::now() - start;
-        read_ec = ec;
       },
       [&]() -> net::awaitable<void> { co_return; });
   EXPECT_EQ(read_ec, boost::beast::error::timeout) << read_ec.message();
@@ -249,16 +247,11 @@ TEST_F(SocketStreamTest, AnOperationStartedAfterTheDeadlineTimesOutAtOnce) {
 
 TEST_F(SocketStreamTest, CancellingTheTransportEndsAWaitingRead) {
   boost::system::error_code read_ec;
-  after_handshakes(
-      [&]() -> net::awaitable<void> {
-        char c;
-        auto [ec, n] = co_await server_->async_read_some(net::buffer(&c, 1), tuple);
-        read_ec = ec;
-      },
-      [&]() -> net::awaitable<void> {
-        co_await sleep_for(50ms);
-        server_->cancel();
-      });
+  after_handshakes([&]() -> net::awaitable<void> { co_await server_reads_one(read_ec); },
+                   [&]() -> net::awaitable<void> {
+                     co_await sleep_for(50ms);
+                     server_->cancel();
+                   });
   EXPECT_EQ(read_ec, net::error::operation_aborted) << read_ec.message();
 }
 
