@@ -65,7 +65,7 @@ struct io_op {
         return complete(self);
       case stage::received:
         io_ec = core->end_wait(io_ec);
-        core->received(n);
+        core->received(n);  // (ends the receive too)
         if (io_ec == boost::asio::error::eof)
           core->received_eof();  // OpenSSL tells a clean close from a truncation
         else if (io_ec)
@@ -81,6 +81,12 @@ struct io_op {
     }
     const step s = call(*core);
     if (s.next == want::done) return finish(self, s);
+    if (s.next == want::read && core->receiving()) {
+      // A second operation that wants to read while one receives: a write that wants the
+      // peer's bytes, which only renegotiation (refused, stream_core.cpp) would ask for. Fail
+      // rather than let two receives share the input buffer.
+      return finish(self, {want::done, boost::asio::error::in_progress, 0});
+    }
     suspended = true;
     core->begin_wait();
     if (s.next == want::read) {
@@ -214,7 +220,7 @@ class socket_stream {
     set_role(type);
     std::string bytes(boost::asio::buffer_size(already_read), '\0');
     const std::size_t size = boost::asio::buffer_copy(boost::asio::buffer(bytes), already_read);
-    core_->set_prefix(std::move(bytes));
+    core_->set_prefix(bytes);
     return start<true>(detail::handshake_call{}, std::forward<Token>(token), size);
   }
 

@@ -106,6 +106,7 @@ boost::asio::mutable_buffer stream_core::input_space() {
     in_size_ = input_size;
     in_ = std::make_unique_for_overwrite<char[]>(in_size_);
   }
+  receiving_ = true;
   if (in_pos_ == in_end_) {
     in_pos_ = in_end_ = 0;
   } else if (in_end_ == in_size_) {  // (OpenSSL wants more only once it took all; kept safe)

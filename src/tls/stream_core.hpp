@@ -64,9 +64,14 @@ class stream_core : public std::enable_shared_from_this<stream_core> {
   // Whether nothing received waits above the socket: no record or part of one in OpenSSL's
   // buffer or in the input buffer.
   bool nothing_buffered() const noexcept;
-  // Where the next receive goes (called when OpenSSL took everything), and what it brought.
+  // Where the next receive goes (called when OpenSSL took everything; one receive at a time),
+  // and what it brought.
   boost::asio::mutable_buffer input_space();
-  void received(std::size_t n) noexcept { in_end_ += n; }
+  bool receiving() const noexcept { return receiving_; }
+  void received(std::size_t n) noexcept {
+    in_end_ += n;
+    receiving_ = false;
+  }
   // The peer closed its side: OpenSSL's next read sees EOF (a close without close_notify is
   // then ssl::error::stream_truncated).
   void received_eof() noexcept { eof_ = true; }
@@ -105,6 +110,7 @@ class stream_core : public std::enable_shared_from_this<stream_core> {
   std::size_t in_size_ = 0;
   std::size_t in_pos_ = 0;
   std::size_t in_end_ = 0;
+  bool receiving_ = false;
   int errno_ = 0;     // the socket error behind the last call's failure, if any
   bool eof_ = false;  // the peer closed its side
 
