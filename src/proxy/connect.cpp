@@ -305,6 +305,7 @@ void keep_tls_upstream(session_context& s, tunnel_context& t) {
   if (tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2) return;
   if (!nothing_buffered(*t.upstream)) return;
   t.upstream->expires_never();
+  t.upstream->release_buffers();  // its three buffers (about 50 KiB) wait unallocated
   s.w.tls_pool().put(tls_pool_key(t.target.host.text, t.target.port, t.upstream_offered_h2),
                      std::move(*t.upstream), t.upstream_peer, t.tls);
   t.upstream.reset();

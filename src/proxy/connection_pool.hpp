@@ -80,8 +80,8 @@ extern template class idle_pool<boost::asio::ip::tcp::socket>;
 extern template class idle_pool<tls_upstream>;
 
 // Whether nothing the origin sent waits above the socket: a record, decrypted or not, in
-// OpenSSL's buffer. Bytes there past an answer would be taken for the next
-// request's answer, and the pool's check (a peek at the socket) does not see them.
+// OpenSSL's buffer or the stream's input buffer. Bytes there past an answer would be taken for
+// the next request's answer, and the pool's check (a peek at the socket) does not see them.
 bool nothing_buffered(tls_upstream& stream);
 
 // The TLS pool's key: the name the origin's certificate was verified for (also the SNI), the

@@ -8,8 +8,7 @@
 // buffers are copied together, large ones (a body piece) are passed by reference, and the result
 // is written with one asio::async_write. A TLS stream copies the sequence into one record
 // itself (tls::socket_stream linearises up to 8 KiB, as Asio's ssl write did), so for it
-// Beast's path is kept: counted, the
-// gathering cost it about 2K instructions more per request.
+// Beast's path is kept: counted, the gathering cost it about 2K instructions more per request.
 
 #include "proxy/session_io.hpp"
 #include "tls/socket_stream.hpp"

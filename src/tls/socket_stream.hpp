@@ -196,6 +196,8 @@ class socket_stream {
 
   // Whether nothing received waits above the socket (stream_core::nothing_buffered).
   bool nothing_buffered() const noexcept { return core_->nothing_buffered(); }
+  // For a stream left idle (a pooled upstream): its buffers go back (stream_core).
+  bool release_buffers() noexcept { return core_->release_buffers(); }
 
   template <class MutableBuffers, class Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {

@@ -101,6 +101,13 @@ bool stream_core::nothing_buffered() const noexcept {
   return SSL_has_pending(ssl_) == 0 && in_pos_ == in_end_;
 }
 
+bool stream_core::release_buffers() noexcept {
+  if (receiving_ || !nothing_buffered() || SSL_free_buffers(ssl_) != 1) return false;
+  in_.reset();
+  in_size_ = in_pos_ = in_end_ = 0;
+  return true;
+}
+
 boost::asio::mutable_buffer stream_core::input_space() {
   if (!in_) {
     in_size_ = input_size;
@@ -131,6 +138,11 @@ int stream_core::bio_read(BIO* bio, char* out, std::size_t size, std::size_t* go
 }
 
 int stream_core::bio_write(BIO* bio, const char* in, std::size_t size, std::size_t* put) {
+  if (socket_ == nullptr) {  // (every SSL call is an operation's, which attaches it first)
+    *put = 0;
+    errno_ = EBADF;
+    return 0;
+  }
   const ssize_t n = ::send(socket_->native_handle(), in, size, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n >= 0) {
     *put = static_cast<std::size_t>(n);

@@ -64,6 +64,10 @@ class stream_core : public std::enable_shared_from_this<stream_core> {
   // Whether nothing received waits above the socket: no record or part of one in OpenSSL's
   // buffer or in the input buffer.
   bool nothing_buffered() const noexcept;
+  // An idle stream gives back OpenSSL's two 16 KiB buffers and the input buffer, when nothing
+  // waits in them (SSL_free_buffers(3)); the next call allocates them again. False when
+  // something does.
+  bool release_buffers() noexcept;
   // Where the next receive goes (called when OpenSSL took everything; one receive at a time),
   // and what it brought.
   boost::asio::mutable_buffer input_space();

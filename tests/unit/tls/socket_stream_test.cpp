@@ -2,7 +2,8 @@
 // handshake (with bytes read before it), data both ways (a mebibyte, so that sends fill the
 // socket and OpenSSL wants to write), a clean close and a truncated one, the deadline (passed,
 // moved later, moved earlier, cleared, passed before the operation), cancellation, what
-// nothing_buffered sees, OpenSSL's errors, and a stale entry in the thread's error queue.
+// nothing_buffered sees, buffers given back while idle, OpenSSL's errors, and a stale entry in
+// the thread's error queue.
 #include "tls/socket_stream.hpp"
 
 #include <gtest/gtest.h>
@@ -277,6 +278,33 @@ TEST_F(SocketStreamTest, NothingBufferedSeesRecordsNotReadYet) {
   EXPECT_FALSE(partly);
   EXPECT_FALSE(two_records);
   EXPECT_TRUE(after);
+}
+
+TEST_F(SocketStreamTest, AnIdleStreamGivesItsBuffersBackAndGoesOn) {
+  bool with_unread = true, idle = false;
+  std::string got(4, '\0');
+  after_handshakes(
+      [&]() -> net::awaitable<void> {
+        co_await sleep_for(100ms);  // "ab" is in by then
+        std::array<char, 1> one{};
+        co_await net::async_read(*server_, net::buffer(one), tuple);  // "a"; "b" waits
+        with_unread = server_->release_buffers();
+        co_await net::async_read(*server_, net::buffer(one), tuple);  // "b"
+        idle = server_->release_buffers();
+        co_await net::async_read(*server_, net::buffer(got), tuple);  // after the release
+        co_await net::async_write(*server_, net::buffer(got), tuple);
+      },
+      [&]() -> net::awaitable<void> {
+        co_await net::async_write(*client_, net::buffer("ab", 2), tuple);
+        co_await sleep_for(300ms);
+        co_await net::async_write(*client_, net::buffer("more", 4), tuple);
+        std::string echo(4, '\0');
+        co_await net::async_read(*client_, net::buffer(echo), tuple);
+        EXPECT_EQ(echo, "more");
+      });
+  EXPECT_FALSE(with_unread);  // "b" was still in OpenSSL's buffer
+  EXPECT_TRUE(idle);
+  EXPECT_EQ(got, "more");
 }
 
 TEST_F(SocketStreamTest, AFailedVerificationIsReportedInOpenSslsTerms) {
