@@ -303,7 +303,7 @@ void keep_tls_upstream(session_context& s, tunnel_context& t) {
   if (!t.upstream || !t.tls || s.entry->cut || s.w.shared().draining.load()) return;
   // (An upstream the origin picked h2 for is t.h2's, unless no request took it up.)
   if (tls::negotiated_alpn(t.upstream->native_handle()) == tls::alpn_h2) return;
-  if (!nothing_buffered(*t.upstream)) return;
+  if (!t.upstream->nothing_buffered()) return;
   t.upstream->expires_never();
   t.upstream->release_buffers();  // its three buffers (about 50 KiB) wait unallocated
   s.w.tls_pool().put(tls_pool_key(t.target.host.text, t.target.port, t.upstream_offered_h2),

@@ -33,10 +33,6 @@ void close_connection(Connection& c) {
 
 }  // namespace
 
-bool nothing_buffered(tls_upstream& stream) {
-  return stream.nothing_buffered();
-}
-
 std::string tls_pool_key(const std::string& host, std::uint16_t port, bool offered_h2) {
   return core::str_cat(host, ':', port, offered_h2 ? "+h2" : "");
 }

@@ -79,11 +79,6 @@ using tls_connection_pool = idle_pool<tls_upstream>;
 extern template class idle_pool<boost::asio::ip::tcp::socket>;
 extern template class idle_pool<tls_upstream>;
 
-// Whether nothing the origin sent waits above the socket: a record, decrypted or not, in
-// OpenSSL's buffer or the stream's input buffer. Bytes there past an answer would be taken for
-// the next request's answer, and the pool's check (a peek at the socket) does not see them.
-bool nothing_buffered(tls_upstream& stream);
-
 // The TLS pool's key: the name the origin's certificate was verified for (also the SNI), the
 // port, and whether ALPN offered h2 (a connection made without offering it must not serve a
 // rule that allows h2, nor the other way round).

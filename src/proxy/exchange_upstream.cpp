@@ -81,7 +81,7 @@ asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, 
     result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p, chain,
                               ex.snapshot->limits(), fp);
     s.entry->upstream = nullptr;
-    t.upstream_reused = result.upstream_reusable && nothing_buffered(*t.upstream);
+    t.upstream_reused = result.upstream_reusable && t.upstream->nothing_buffered();
     if (!t.upstream_reused) t.upstream.reset();
     if (!result.stale_connection) break;
   }

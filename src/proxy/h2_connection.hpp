@@ -65,7 +65,9 @@ class h2_connection final : public h2::observer {
   // The connection's HTTP/2 upstream while it takes new streams (null otherwise), and a new one
   // (an origin that picked h2) which replaces it, the old one closing once its streams end.
   std::shared_ptr<h2_upstream> upstream_h2() const;
-  void set_upstream_h2(std::shared_ptr<h2_upstream> up);
+  // Makes `up` the connection's HTTP/2 upstream, unless another stream's, made meanwhile, is
+  // already there and usable: returns the one to use.
+  std::shared_ptr<h2_upstream> adopt_upstream_h2(std::shared_ptr<h2_upstream> up);
 
   void on_request(const std::shared_ptr<h2::stream>& st) override;
   void on_activity(h2::stream& st) override;

@@ -71,9 +71,16 @@ std::shared_ptr<h2_upstream> h2_connection::upstream_h2() const {
   return upstream_h2_ && upstream_h2_->usable() && !closing_ ? upstream_h2_ : nullptr;
 }
 
-void h2_connection::set_upstream_h2(std::shared_ptr<h2_upstream> up) {
-  if (upstream_h2_ && upstream_h2_ != up) upstream_h2_->close();
-  upstream_h2_ = std::move(up);
+std::shared_ptr<h2_upstream> h2_connection::adopt_upstream_h2(std::shared_ptr<h2_upstream> up) {
+  // Two streams that found none connected at once: the first one made stays (streams may be
+  // waiting there for a slot), the later one, with no stream yet, is closed.
+  if (auto first = upstream_h2(); first && first != up) {
+    up->close();
+    return first;
+  }
+  if (upstream_h2_ && upstream_h2_ != up) upstream_h2_->close();  // unusable: GOAWAY or cut
+  upstream_h2_ = up;
+  return up;
 }
 
 asio::awaitable<void> h2_connection::serve(std::shared_ptr<h2_stream_state> ss) {

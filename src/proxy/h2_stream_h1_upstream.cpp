@@ -102,7 +102,7 @@ asio::awaitable<sent> send_request(h2_connection& c, h2_stream_state& ss, filter
 // the origin sent more than its answer (the next request would take that for its own).
 void give_back(h2_connection& c, h2_stream_state& ss, std::unique_ptr<tunnel_context>& up) {
   ss.upstream = nullptr;
-  if (!nothing_buffered(*up->upstream)) return;
+  if (!up->upstream->nothing_buffered()) return;
   up->upstream_reused = true;
   c.put_upstream(std::move(up));
 }
@@ -228,7 +228,7 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
                                                h2_client_limits(limits), limits.idle_timeout);
           up->upstream.reset();
           h2up->start();
-          c.set_upstream_h2(h2up);
+          h2up = c.adopt_upstream_h2(std::move(h2up));
         }
       }
     }

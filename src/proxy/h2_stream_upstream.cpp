@@ -191,24 +191,11 @@ asio::awaitable<void> forward_h2_over_h2(h2_connection& c, h2_stream_state& ss,
   const auto& limits = ex.snapshot->limits();
   rec.upstream = up.text();
   const bool has_body = held ? !held->empty() || !ss.stream->trailers.empty() : ex.has_body;
-  const auto fields = h2_request_fields(req);
-  auto call = co_await up.open(fields, has_body, limits.connect_timeout);
-  const h2_upstream* used = &up;
-  // Two streams that found no origin connection connected at once, and the second one's
-  // replaced the first's (set_upstream_h2 closes it with a GOAWAY): a stream still waiting for
-  // a slot on the closed one goes to its replacement rather than failing.
-  std::shared_ptr<h2_upstream> replacement;
-  if (!call && !up.usable()) replacement = c.upstream_h2();
-  if (replacement && replacement.get() != &up) {
-    rec.upstream = replacement->text();
-    call = co_await replacement->open(fields, has_body, limits.connect_timeout);
-    used = replacement.get();
-  }
+  auto call = co_await up.open(h2_request_fields(req), has_body, limits.connect_timeout);
   if (!call) {
     rec.failed_upstream(errc::upstream_error);
-    rec.refuse(errc::upstream_error,
-               core::str_cat("HTTP/2 origin takes no more streams",
-                             used->error().empty() ? "" : ": ", used->error()));
+    rec.refuse(errc::upstream_error, core::str_cat("HTTP/2 origin takes no more streams",
+                                                   up.error().empty() ? "" : ": ", up.error()));
     co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   }
   ss.call = call.get();

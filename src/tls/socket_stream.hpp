@@ -33,7 +33,6 @@
 #include <array>
 #include <cstring>
 #include <memory>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -194,7 +193,9 @@ class socket_stream {
   void cancel() { transport_.cancel(); }
   void close() { transport_.close(); }
 
-  // Whether nothing received waits above the socket (stream_core::nothing_buffered).
+  // Whether nothing received waits above the socket: a record, decrypted or not, in OpenSSL's
+  // buffer or the input buffer. Bytes there past an origin's answer would be taken for the next
+  // answer, and the pool's own check (a peek at the socket) does not see them.
   bool nothing_buffered() const noexcept { return core_->nothing_buffered(); }
   // For a stream left idle (a pooled upstream): its buffers go back (stream_core).
   bool release_buffers() noexcept { return core_->release_buffers(); }
@@ -220,9 +221,8 @@ class socket_stream {
   template <class ConstBuffer, class Token>
   auto async_handshake(handshake_type type, const ConstBuffer& already_read, Token&& token) {
     set_role(type);
-    std::string bytes(boost::asio::buffer_size(already_read), '\0');
-    const std::size_t size = boost::asio::buffer_copy(boost::asio::buffer(bytes), already_read);
-    core_->set_prefix(bytes);
+    const std::size_t size = boost::asio::buffer_copy(
+        core_->prefix_space(boost::asio::buffer_size(already_read)), already_read);
     return start<true>(detail::handshake_call{}, std::forward<Token>(token), size);
   }
 

@@ -89,12 +89,12 @@ stream_core::~stream_core() {
   SSL_free(ssl_);
 }
 
-void stream_core::set_prefix(std::string_view bytes) {
-  in_size_ = std::max(input_size, bytes.size());
+boost::asio::mutable_buffer stream_core::prefix_space(std::size_t size) {
+  in_size_ = std::max(input_size, size);
   in_ = std::make_unique_for_overwrite<char[]>(in_size_);
-  std::memcpy(in_.get(), bytes.data(), bytes.size());
   in_pos_ = 0;
-  in_end_ = bytes.size();
+  in_end_ = size;
+  return {in_.get(), size};
 }
 
 bool stream_core::nothing_buffered() const noexcept {

@@ -28,7 +28,6 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <string_view>
 
 namespace airlock::tls::detail {
 
@@ -58,9 +57,9 @@ class stream_core : public std::enable_shared_from_this<stream_core> {
   void attach(boost::asio::ip::tcp::socket& socket) noexcept { socket_ = &socket; }
   boost::asio::ip::tcp::socket& socket() noexcept { return *socket_; }
 
-  // Bytes already read from the socket (a ClientHello read to look at its SNI), for OpenSSL to
-  // read first.
-  void set_prefix(std::string_view bytes);
+  // Room for `size` bytes already read from the socket (a ClientHello read to look at its
+  // SNI), for OpenSSL to read first; the caller copies them there.
+  boost::asio::mutable_buffer prefix_space(std::size_t size);
   // Whether nothing received waits above the socket: no record or part of one in OpenSSL's
   // buffer or in the input buffer.
   bool nothing_buffered() const noexcept;
