@@ -23,6 +23,9 @@ packages=(
   git python3-pip openjdk-17-jdk-headless systemd
   # wget (GnuTLS: trusts only the system bundle), for the launcher's trust tests
   wget
+  # xxd and hexdump (bsdextrautils), tools an agent hides a key with (test_dlp.py's shell
+  # encodings)
+  xxd bsdextrautils
   # the BIP-39 English word list (mnemonic/wordlist/english.txt), compiled into the DLP
   # seed-phrase detector (src/filters/dlp/sources.cmake)
   python3-mnemonic

@@ -11,6 +11,7 @@ import base64
 import binascii
 import gzip
 import json
+import subprocess
 import urllib.parse
 
 from harness.base import ProxyTestCase, marker
@@ -177,6 +178,36 @@ class DlpTest(ProxyTestCase):
                      body=b"deadbeef0011" + spellings["hex"].encode() + b"0a00ff",
                      headers=[("Content-Type", "application/octet-stream")])
         self.blocked("/api/x7Kp2mQ9vR4sL8nW1bY6cT3fA0jH5dE/status", "high-entropy", "path")
+
+    def test_encodings_a_shell_writes(self):
+        # What an agent's shell makes of ~/.aws/credentials on its way out, with the tools
+        # themselves: `base64` wraps at 76 columns, `xxd -p` at 60, `xxd` and `hexdump -C`
+        # dump 16 bytes a line, and each cuts the key id (bytes 49..69) in two; `gzip | base64`; the wrapped base64 inside a JSON string
+        # (each line break written "\n"); JSON's "\u0041"; a GIF signature in front.
+        creds = ("[default]\nregion = eu-west-1\naws_access_key_id = %s\n"
+                 "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n" % AWS).encode()
+
+        def shell(cmd):
+            return subprocess.run(["sh", "-c", cmd], input=creds, capture_output=True,
+                                  check=True).stdout
+
+        wrapped = shell("base64")
+        self.assertIn(b"\n", wrapped.strip(), "base64 did not wrap")
+        bodies = {
+            "base64": wrapped,
+            "xxd -p": shell("xxd -p"),
+            "xxd": shell("xxd"),
+            "hexdump -C": shell("hexdump -C"),
+            "gzip | base64": shell("gzip -c | base64"),
+            "base64 in JSON": json.dumps({"file": wrapped.decode()}).encode(),
+            "\\u0041 in JSON": ('{"key": "\\u0041KI\\u0041%s"}' % AWS[4:]).encode(),
+            "GIF signature": base64.b64encode(b"GIF89a " + creds),
+        }
+        for name, body in bodies.items():
+            with self.subTest(encoding=name):
+                self.blocked("", "aws-access-key", "body", method="POST", body=body,
+                             headers=[("Content-Type", "application/octet-stream")],
+                             secret=AWS)
 
     # -- benign look-alikes ---------------------------------------------------------------------
 

@@ -62,6 +62,19 @@ constexpr std::array<std::pair<std::uint32_t, char>, 40> kLookalikes{{
     {0x03A5, 'Y'}, {0x03A7, 'X'}, {0x03BF, 'o'}, {0x03BD, 'v'},
 }};
 
+// The length of the UTF-8 sequence `s` starts with (RFC 3629 section 4: a lead byte C2..F4, then
+// continuation bytes 80..BF), or 1 when it does not start one. A lead byte whose continuation
+// bytes are missing must not take the bytes after it: "\xE2" before " AKIA..." would hide the
+// space and the 'A'.
+std::size_t utf8_length(std::string_view s) noexcept {
+  const auto c = static_cast<unsigned char>(s[0]);
+  const std::size_t len = c < 0xC2 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 1;
+  if (len > s.size()) return 1;
+  for (std::size_t k = 1; k < len; ++k)
+    if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) return 1;
+  return len;
+}
+
 bool invisible(std::uint32_t cp) noexcept {
   return (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF ||
          cp == 0x00AD || cp == 0x180E;
@@ -153,6 +166,143 @@ std::optional<std::string> hex_decode(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// One line of a hex dump: its bytes appended to `out`; false when it is not such a line.
+bool hexdump_line(std::string_view line, std::string& out) {
+  std::size_t i = 0;
+  while (i < line.size() && hex_value(line[i]) >= 0)
+    ++i;
+  if (i < 6 || i == line.size() || (line[i] != ':' && line[i] != ' ')) return false;
+  i += line[i] == ':' ? 1 : 0;
+  const std::size_t start = out.size();
+  while (out.size() - start < 16) {
+    std::size_t gap = 0;
+    while (i + gap < line.size() && line[i + gap] == ' ')
+      ++gap;
+    if (gap == 0 || gap > 2) break;
+    i += gap;
+    std::size_t digits = 0;
+    while (i + digits < line.size() && hex_value(line[i + digits]) >= 0)
+      ++digits;
+    if (digits == 0 || digits % 2 != 0 || out.size() - start + digits / 2 > 16) break;
+    for (std::size_t k = 0; k < digits; k += 2)
+      out.push_back(static_cast<char>(hex_value(line[i + k]) * 16 + hex_value(line[i + k + 1])));
+    i += digits;
+  }
+  return out.size() > start;
+}
+
+}  // namespace
+
+std::optional<std::string> hexdump_decode(std::string_view s) {
+  std::string out;
+  std::optional<std::string> found;
+  std::size_t lines = 0;
+  for (std::size_t pos = 0; pos < s.size();) {
+    auto eol = s.find('\n', pos);
+    if (eol == std::string_view::npos) eol = s.size();
+    std::string_view line = s.substr(pos, eol - pos);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    pos = eol + 1;
+    if (hexdump_line(line, out)) {
+      ++lines;
+      continue;
+    }
+    // A dump ended: keep it when it was one (two lines or more), else forget the line.
+    if (lines >= 2) found = found ? *found + out : out;
+    out.clear();
+    lines = 0;
+  }
+  if (lines >= 2) found = found ? *found + out : out;
+  if (found && found->empty()) return std::nullopt;
+  return found;
+}
+
+std::optional<std::string> json_unescape(std::string_view s) {
+  auto at = s.find('\\');
+  if (at == std::string_view::npos) return std::nullopt;
+  auto hex4 = [&](std::size_t i) -> int {
+    if (i + 4 > s.size()) return -1;
+    int v = 0;
+    for (std::size_t k = i; k < i + 4; ++k) {
+      const int d = hex_value(s[k]);
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    return v;
+  };
+  std::string out(s.substr(0, at));
+  out.reserve(s.size());
+  bool changed = false;
+  for (std::size_t i = at; i < s.size();) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    const char e = s[i + 1];
+    static constexpr char kEscapes[] = "\"\\/bfnrt";
+    static constexpr char kMeaning[] = "\"\\/\b\f\n\r\t";
+    const char* simple = e == 0 ? nullptr : std::strchr(kEscapes, e);
+    if (simple != nullptr) {
+      out.push_back(kMeaning[simple - kEscapes]);
+      i += 2;
+      changed = true;
+      continue;
+    }
+    const int u = e == 'u' ? hex4(i + 2) : -1;
+    if (u < 0) {  // not an escape JSON knows: kept
+      out.push_back(s[i++]);
+      continue;
+    }
+    std::uint32_t cp = static_cast<std::uint32_t>(u);
+    i += 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
+      const int low = hex4(i + 2);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(low) - 0xDC00);
+        i += 6;
+      }
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
+    put_utf8(out, cp);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
+bool json_escapes_may_hide(std::string_view s) {
+  auto base64_byte = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/' || c == '=' || c == '_' || c == '-';
+  };
+  for (auto at = s.find('\\'); at != std::string_view::npos && at + 1 < s.size();
+       at = s.find('\\', at + 2)) {
+    const char e = s[at + 1];
+    if (e == '/' &&
+        ((at > 0 && base64_byte(s[at - 1])) || (at + 2 < s.size() && base64_byte(s[at + 2]))))
+      return true;
+    if (e != 'u' || at + 6 > s.size()) continue;
+    int cp = 0;
+    for (std::size_t k = at + 2; k < at + 6 && cp >= 0; ++k) {
+      const int d = hex_value(s[k]);
+      cp = d < 0 ? -1 : cp * 16 + d;
+    }
+    if (cp < 0) continue;
+    const auto u = static_cast<std::uint32_t>(cp);
+    if (u < 0x80) {
+      if (u > 0x20 && u < 0x7F && u != '<' && u != '>' && u != '&' && u != '"' && u != '\'')
+        return true;
+      continue;
+    }
+    if (invisible(u) || (u >= 0xFF01 && u <= 0xFF5E)) return true;
+    for (const auto& [from, to] : kLookalikes)
+      if (from == u) return true;
+  }
+  return false;
+}
+
 std::optional<std::string> fold_confusables(std::string_view s) {
   // Nothing to fold in ASCII, which is nearly every text: eight bytes at a time, any high bit.
   std::size_t first = 0;
@@ -170,8 +320,8 @@ std::optional<std::string> fold_confusables(std::string_view s) {
   bool changed = false;
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (len == 1 || i + len > s.size()) {
+    const std::size_t len = utf8_length(s.substr(i));
+    if (len <= 1) {
       out.push_back(s[i]);
       ++i;
       continue;

@@ -26,10 +26,31 @@ std::optional<std::string> base32_decode(std::string_view s);
 // ("41-4b-49"); nullopt on an odd count or a foreign byte.
 std::optional<std::string> hex_decode(std::string_view s);
 
+// The bytes of a hex dump as `xxd`, `hexdump -C` and `od -A x -t x1z` write one: lines of an
+// offset (six hex digits or more, then ':' or a space), then 16 bytes in hex (in pairs or groups,
+// one or two spaces apart), then the bytes as text, which is left out: the text column cuts a
+// key at every 16 bytes, the joined hex does not. Nullopt unless two such lines follow each
+// other. Lines of other widths are not read.
+std::optional<std::string> hexdump_decode(std::string_view s);
+
+// JSON string escapes (RFC 8259 section 7) undone wherever they stand: \" \\ \/ \b \f \n \r \t
+// and \uXXXX (a surrogate pair joined; a lone surrogate becomes U+FFFD), as the receiving end's
+// JSON parser reads them. An unknown or cut escape is kept. Returns nullopt when nothing changed.
+std::optional<std::string> json_unescape(std::string_view s);
+
+// Whether undoing JSON's escapes in `s` could show what the escaped text hides: a \uXXXX for a
+// letter, a digit or a character of a secret's alphabet, or for one fold_confusables() folds or
+// removes; or a "\/" next to a byte of base64 (inside base64 or a URL). Not the escapes
+// every JSON encoder writes between words: "\n", "\t", "\"", \u for other non-ASCII
+// characters (Python's json.dumps writes one for each) or for '<', '>', '&' (Go's encoding/json
+// writes those).
+bool json_escapes_may_hide(std::string_view s);
+
 // Text as a person reads it: zero-width and invisible format characters removed (U+200B..U+200F,
 // U+2060..U+2064, U+FEFF, U+00AD, U+180E), full-width ASCII (U+FF01..U+FF5E) folded to ASCII, and
 // the Cyrillic and Greek letters that look like Latin ones (Unicode confusables, UTS #39) mapped
-// to them. Returns nullopt when nothing changed (the common case: no copy).
+// to them. A byte that does not start a well-formed UTF-8 sequence is kept as it is and never
+// swallows the bytes after it. Returns nullopt when nothing changed (the common case: no copy).
 std::optional<std::string> fold_confusables(std::string_view s);
 
 // printable_share and shannon_entropy (core/text_stats.hpp), which data-like host names share.

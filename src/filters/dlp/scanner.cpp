@@ -3,7 +3,9 @@
 #include "core/str_cat.hpp"
 #include "filters/dlp/decode.hpp"
 #include "filters/dlp/seed_phrase.hpp"
+#include "filters/dlp/token_runs.hpp"
 #include "filters/redaction/builtin.hpp"
+#include "filters/redaction/decoder.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,15 +13,11 @@
 namespace airlock::filters::dlp {
 namespace {
 
-constexpr int kMaxDepth = 2;           // decoded text is read again this many levels deep
-constexpr std::size_t kMinToken = 16;  // shorter runs are not worth decoding
-constexpr std::size_t kMaxToken = 64 * 1024;
-constexpr int kMaxPercentRounds = 6;
+using detail::kMaxToken;
+using detail::kMinToken;
 
-bool token_byte(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-         c == '/' || c == '_' || c == '-' || c == ':';
-}
+constexpr int kMaxDepth = 2;  // decoded text is read again this many levels deep
+constexpr int kMaxPercentRounds = 6;
 
 bool all_of(std::string_view s, bool (*pred)(unsigned char)) {
   return std::all_of(s.begin(), s.end(),
@@ -46,7 +44,9 @@ std::string printable_runs(std::string_view bytes) {
 }
 
 // File signatures of the binary content that rides in base64 legitimately (data: URIs, uploads):
-// PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF.
+// PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF. Such a token is not judged for its entropy (an
+// image is as random as a key), but what it decodes to is still read: four bytes of "GIF8" in
+// front of a secret must not hide it.
 bool binary_magic(std::string_view d) {
   for (std::string_view m :
        {std::string_view("\x89PNG", 4), std::string_view("\xFF\xD8\xFF", 3),
@@ -54,6 +54,17 @@ bool binary_magic(std::string_view d) {
         std::string_view("PK\x03\x04", 4), std::string_view("RIFF")})
     if (d.starts_with(m)) return true;
   return false;
+}
+
+constexpr std::size_t kMaxInflated = 256 * 1024;
+
+// The start of a gzip stream (`tar cz ~/.ssh | base64`, `gzip -c creds | base64`) inflated, at
+// most kMaxInflated bytes of it (a bomb costs no more); what comes before corrupt or cut data.
+std::string inflate_some(std::string_view gz) {
+  redaction::decoder d(redaction::content_coding::gzip);
+  std::string out;
+  (void)d.decode(gz, out, kMaxInflated);
+  return out;
 }
 
 }  // namespace
@@ -142,6 +153,11 @@ void scanner::scan(std::string_view text, kind how, std::string_view location, f
     text = cleaned;
   }
   read(text, 0, location, out, engine_quiet && cleaned.empty());
+  // JSON's escapes, as the receiving end's parser undoes them ("\u0041KIA...", base64 with
+  // "\/" for '/'), when they may hide something: a second reading costs as much as the first.
+  // (A "\n" between base64 lines is a gap the token runs know.)
+  if (json_escapes_may_hide(text))
+    if (auto unescaped = json_unescape(text)) read(*unescaped, 0, location, out);
   // Nothing to decode: no '%', and no '+' where a query spells a space so.
   if (text.find('%') == std::string_view::npos &&
       (how != kind::url || text.find('+') == std::string_view::npos))
@@ -193,41 +209,58 @@ void scanner::read(std::string_view text, int depth, std::string_view location, 
   }
   if (seed_ && has_seed_phrase(text)) add_finding(out, kSeedPhrase, location);
   if (auto folded = fold_confusables(text)) read(*folded, depth, location, out);
-  if (depth < kMaxDepth) read_tokens(text, depth, location, out);
+  if (depth < kMaxDepth) {
+    read_tokens(text, depth, location, out);
+    if (auto dumped = hexdump_decode(text)) read_decoded(*dumped, depth, location, out);
+  }
 }
 
 void scanner::read_tokens(std::string_view text, int depth, std::string_view location,
                           findings& out) const {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (!token_byte(static_cast<unsigned char>(text[i]))) {
-      ++i;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < text.size() && token_byte(static_cast<unsigned char>(text[j])))
-      ++j;
-    while (j < text.size() && text[j] == '=')  // base64 / base32 padding
-      ++j;
-    std::string_view token = text.substr(i, j - i);
-    i = j;
+  detail::run_joiner hex_run(detail::run_joiner::kind::hex);
+  detail::run_joiner base64_run(detail::run_joiner::kind::base64_lines);
+  auto read_hex = [&](const std::string& joined) {
+    if (auto decoded = hex_decode(joined)) read_decoded(*decoded, depth, location, out);
+  };
+  auto read_base64 = [&](const std::string& joined) {
+    if (auto decoded = base64_decode(joined)) read_decoded(*decoded, depth, location, out);
+  };
+  detail::token_span t;
+  for (std::size_t i = 0; detail::next_token(text, i, t); i = t.padded) {
+    hex_run.offer(text, t, read_hex);
+    base64_run.offer(text, t, read_base64);
+    const std::string_view token = text.substr(t.begin, t.padded - t.begin);
     if (token.size() < kMinToken || token.size() > kMaxToken) continue;
-    std::optional<std::string> decoded = hex_decode(token);
+    // Without the '=' after it: hex has no padding, and one '=' too many must not hide it.
+    const auto bare = text.substr(t.begin, t.end - t.begin);
+    std::optional<std::string> decoded;
+    if (t.hex || (bare.size() > 2 && (bare[2] == '-' || bare[2] == ':')))  // "41-4b", "41:4B"
+      decoded = hex_decode(bare);
     if (!decoded) {
       auto upper = [](unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= '2' && c <= '7'); };
       auto lower = [](unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '2' && c <= '7'); };
-      const auto bare = token.substr(0, token.find('='));
       if (all_of(bare, upper) || all_of(bare, lower)) decoded = base32_decode(token);
       if (!decoded || printable_share(*decoded) < 0.9) decoded = base64_decode(token);
     }
-    if (decoded && binary_magic(*decoded)) continue;  // an image or an archive, not a key
-    if (entropy_ && entropic(token)) add_finding(out, kHighEntropy, location);
-    if (!decoded || decoded->empty()) continue;
-    if (printable_share(*decoded) >= 0.9)
-      read(*decoded, depth + 1, location, out);
-    else if (std::string runs = printable_runs(*decoded); !runs.empty())
-      read(runs, depth + 1, location, out);
+    const bool binary = decoded && binary_magic(*decoded);  // an image or an archive
+    if (entropy_ && !binary && entropic(token)) add_finding(out, kHighEntropy, location);
+    if (decoded) read_decoded(*decoded, depth, location, out);
   }
+  hex_run.finish(read_hex);
+  base64_run.finish(read_base64);
+}
+
+void scanner::read_decoded(std::string_view decoded, int depth, std::string_view location,
+                           findings& out, bool inflate) const {
+  if (decoded.empty()) return;
+  // What gzip inflates to is read (once: no gzip in gzip), and the bytes as they are too: a
+  // gzip signature in front of plain text is no gzip stream.
+  if (inflate && decoded.starts_with("\x1F\x8B"))
+    read_decoded(inflate_some(decoded), depth, location, out, false);
+  if (printable_share(decoded) >= 0.9)
+    read(decoded, depth + 1, location, out);
+  else if (std::string runs = printable_runs(decoded); !runs.empty())
+    read(runs, depth + 1, location, out);
 }
 
 // A token that looks random: long, upper and lower case letters and digits mixed, and close

@@ -5,11 +5,12 @@
 //
 // Each text is read as sent and through the encodings agents and attackers use: percent-encoding
 // (repeated; three or more layers are a finding of their own, "nested-encoding"), base64 and
-// base64url, base32 and hex (also "41-4b-49"), with zero-width characters removed and
-// confusable letters folded. Decoded text is read again, two levels deep. The classes are the
-// redactor library's (redaction/builtin.hpp) and the policy's custom redactors, the policy's
-// own secrets ("secret:<name>"), "seed-phrase" (BIP-39 with its checksum) and, when asked,
-// "high-entropy" tokens.
+// base64url, base32 and hex (also "41-4b-49", "41 4b 49" and xxd's "414b 4941"), base64 wrapped
+// in lines, gzip inside any of these, JSON string escapes ("\u0041"), with zero-width
+// characters removed and confusable letters folded. Decoded text is read again, two levels deep.
+// The classes are the redactor library's (redaction/builtin.hpp) and the policy's custom redactors,
+// the policy's own secrets ("secret:<name>"), "seed-phrase" (BIP-39 with its checksum) and, when
+// asked, "high-entropy" tokens.
 //
 // @par Thread Safety
 // Immutable after build(); shared by every exchange.
@@ -85,8 +86,14 @@ class scanner {
   // from it).
   void read(std::string_view text, int depth, std::string_view location, findings& out,
             bool engine_quiet = false) const;
+  // Each token decoded, and each run of tokens that decodes only joined (hex pairs with
+  // spaces, base64 wrapped in lines: token_runs.hpp).
   void read_tokens(std::string_view text, int depth, std::string_view location,
                    findings& out) const;
+  // What a token or run decoded to, read one level deeper: whole when it is text, else its
+  // printable stretches; gzip inflated first (when `inflate`).
+  void read_decoded(std::string_view decoded, int depth, std::string_view location, findings& out,
+                    bool inflate = true) const;
   bool entropic(std::string_view token) const;
 
   std::shared_ptr<const redaction::engine> engine_;

@@ -27,6 +27,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seed_phrase.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scanner.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/token_runs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/injection.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dlp_filter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/response_scan.cpp)

@@ -4,8 +4,9 @@
 
 #include "filters/redaction/decoder.hpp"
 
+#include "deflate_text.hpp"
+
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 
@@ -20,17 +21,7 @@ constexpr std::string_view kInjection =
 constexpr std::string_view kBenign = "The weather in Lisbon is sunny, 21 degrees.\n";
 
 std::string gzip(std::string_view text) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, static_cast<uLong>(text.size())) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+  return test::deflate_text(text);
 }
 
 std::string gunzip(std::string_view body) {

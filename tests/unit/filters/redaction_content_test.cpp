@@ -7,8 +7,9 @@
 #include "filters/redaction/engine.hpp"
 #include "filters/redaction/stream.hpp"
 
+#include "deflate_text.hpp"
+
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <random>
 #include <string>
@@ -68,17 +69,7 @@ std::string sample_json(std::size_t n) {
 }
 
 std::string compress_with(std::string_view in, int window_bits) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
+  return test::deflate_text(in, window_bits);
 }
 
 struct decoded {

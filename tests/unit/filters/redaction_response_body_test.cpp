@@ -4,9 +4,9 @@
 #include "filters/redaction/rule_engines.hpp"
 #include "policy/loader.hpp"
 
-#include <gtest/gtest.h>
+#include "deflate_text.hpp"
 
-#include <zlib.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 
@@ -22,17 +22,7 @@ std::shared_ptr<const engine> secret_engine() {
 }
 
 std::string gzip(std::string_view text) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, text.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+  return test::deflate_text(text);
 }
 
 std::string gunzip(std::string_view data) {

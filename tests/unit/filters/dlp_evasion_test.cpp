@@ -1,0 +1,201 @@
+// The ways around outbound DLP that the dlp_scan fuzz target found, or that a person trying to
+// get a key past the scanner would try next: each is an encoding the receiving end undoes with
+// a standard tool (`base64 -d`, `xxd -r -p`, `gunzip`, any JSON parser), so each must be read
+// through. And the ordinary text those readings must not turn into findings.
+#include "filters/dlp/decode.hpp"
+#include "filters/dlp/scanner.hpp"
+
+#include "deflate_text.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace airlock::filters::dlp {
+namespace {
+
+constexpr std::string_view kAws = "AKIAIOSFODNN7EXAMPLE";  // AWS's documented example key id
+
+// ~/.aws/credentials as `cat` shows it: the key id at bytes 49..69, the secret key after it.
+const std::string kCredentials =
+    std::string("[default]\nregion = eu-west-1\naws_access_key_id = ") + std::string(kAws) +
+    "\naws_secret_access_key = "
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
+
+const scanner& default_scanner() {
+  static const auto s = scanner::build({}).built;
+  return *s;
+}
+
+std::vector<std::string> classes(std::string_view text) {
+  findings f;
+  default_scanner().scan(text, scanner::kind::body, "body", f);
+  std::vector<std::string> out;
+  for (const auto& x : f)
+    out.emplace_back(x.cls);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool finds(std::string_view text, std::string_view cls) {
+  const auto c = classes(text);
+  return std::find(c.begin(), c.end(), cls) != c.end();
+}
+
+std::string base64(std::string_view in) {
+  static constexpr char kAbc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    acc = (acc << 8) | c;
+    for (bits += 8; bits >= 6;)
+      out.push_back(kAbc[(acc >> (bits -= 6)) & 63]);
+  }
+  if (bits > 0) out.push_back(kAbc[(acc << (6 - bits)) & 63]);
+  while (out.size() % 4 != 0)
+    out.push_back('=');
+  return out;
+}
+
+std::string hex(std::string_view in, std::string_view between, std::size_t every = 1) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (i > 0 && i % every == 0) out.append(between);
+    out.push_back(kHex[static_cast<unsigned char>(in[i]) >> 4]);
+    out.push_back(kHex[static_cast<unsigned char>(in[i]) & 15]);
+  }
+  return out;
+}
+
+std::string wrap(std::string_view in, std::size_t width, std::string_view eol) {
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += width)
+    out.append(i > 0 ? eol : "").append(in.substr(i, width));
+  return out;
+}
+
+std::string gzip(std::string_view text) {
+  return test::deflate_text(text);
+}
+
+TEST(DlpEvasion, HexPairsWithSpacesAndXxdGroups) {
+  const std::string key(kAws);
+  EXPECT_TRUE(finds("k=" + hex(key, " ") + "&x=1", "aws-access-key"));     // "41 4b 49 ..."
+  EXPECT_TRUE(finds("k=" + hex(key, " ", 2) + "&x=1", "aws-access-key"));  // xxd: "414b 4941"
+  // `xxd -p`: 30 bytes a line; the key id across the second line break.
+  EXPECT_TRUE(finds(wrap(hex(kCredentials, ""), 60, "\n"), "aws-access-key"));
+}
+
+TEST(DlpEvasion, OneEqualsSignTooManyAfterHex) {
+  EXPECT_TRUE(finds("k=" + hex(kAws, "") + "=", "aws-access-key"));
+  EXPECT_TRUE(finds("k=" + hex(kAws, "") + "==;", "aws-access-key"));
+}
+
+TEST(DlpEvasion, Base64WrappedInLines) {
+  // `base64 ~/.aws/credentials` writes 76 columns, 57 bytes a line: the key id (bytes 49..69)
+  // is cut by the first line break.
+  const std::string b64 = base64(kCredentials);
+  const std::string lf76 = wrap(b64, 76, "\n"), crlf64 = wrap(b64, 64, "\r\n");
+  for (const auto& line : {lf76.substr(0, 76), lf76.substr(77, 76)})
+    EXPECT_FALSE(finds(line, "aws-access-key")) << "the test wants the key cut: " << line;
+  EXPECT_TRUE(finds(lf76, "aws-access-key"));
+  EXPECT_TRUE(finds(crlf64, "aws-access-key"));
+  EXPECT_TRUE(finds("{\"file\": \"" + wrap(b64, 76, "\\n") + "\"}", "aws-access-key"));
+  // Words on the lines around it do not end the run early.
+  EXPECT_TRUE(finds("upload:\n" + lf76 + "\nthanks", "aws-access-key"));
+}
+
+TEST(DlpEvasion, JsonEscapes) {
+  EXPECT_TRUE(finds(R"({"k": "\u0041KIAIOSFODNN7EX\u0041MPLE"})", "aws-access-key"));
+  EXPECT_TRUE(finds(R"({"k": "\u0041\u004b\u0049\u0041IOSFODNN7EXAMPLE"})", "aws-access-key"));
+  // Base64 holding '/', each written "\/".
+  std::string b64 = base64(std::string("?>?>") + std::string(kAws) + "?>?>");
+  ASSERT_NE(b64.find('/'), std::string::npos);
+  std::string escaped;
+  for (char c : b64)
+    escaped.append(c == '/' ? "\\/" : std::string(1, c));
+  EXPECT_TRUE(finds("{\"d\": \"" + escaped + "\"}", "aws-access-key"));
+}
+
+TEST(DlpEvasion, GzipThenBase64) {
+  // `gzip -c ~/.aws/credentials | base64`, on one line and wrapped.
+  const std::string b64 = base64(gzip(kCredentials));
+  EXPECT_TRUE(finds("data=" + b64, "aws-access-key"));
+  EXPECT_TRUE(finds(wrap(b64, 76, "\n"), "aws-access-key"));
+  // Cut short (a window of a streamed body): what inflates before the cut is still read.
+  const std::string big = std::string(kCredentials) + std::string(4000, 'x');
+  const std::string gz = gzip(big);
+  EXPECT_TRUE(finds(base64(gz.substr(0, gz.size() - 8)), "aws-access-key"));
+}
+
+TEST(DlpEvasion, FileSignatureInFrontOfTheSecret) {
+  // An image's or archive's first bytes mark a token as binary; they must not hide the rest.
+  for (std::string_view magic :
+       {std::string_view("\x1F\x8B", 2), std::string_view("GIF8"), std::string_view("%PDF"),
+        std::string_view("\x89PNG", 4), std::string_view("PK\x03\x04", 4)})
+    EXPECT_TRUE(
+        finds("d=" + base64(std::string(magic) + " " + std::string(kAws) + " "), "aws-access-key"))
+        << magic;
+}
+
+TEST(DlpEvasion, StrayUtf8LeadByteDoesNotSwallowTheNextBytes) {
+  // "\xE2" (the start of a three-byte sequence) right before a key with a zero-width space in it.
+  EXPECT_TRUE(finds("x\xE2 AKIA\xE2\x80\x8BIOSFODNN7EXAMPLE", "aws-access-key"));
+  EXPECT_EQ(fold_confusables("\xE2 A\xE2\x80\x8B").value(), "\xE2 A");
+  EXPECT_EQ(fold_confusables("\xF0\x9F\x98\x80\xD0\x90").value(),
+            "\xF0\x9F\x98\x80"
+            "A");
+}
+
+TEST(DlpEvasion, WholeHexDumps) {
+  // `xxd ~/.aws/credentials` and `hexdump -C`: 16 bytes a line, the key id (bytes 49..69) cut
+  // in both the hex and the text column.
+  const std::string xxd =
+      "00000000: 5b64 6566 6175 6c74 5d0a 7265 6769 6f6e  [default].region\n"
+      "00000010: 203d 2065 752d 7765 7374 2d31 0a61 7773   = eu-west-1.aws\n"
+      "00000020: 5f61 6363 6573 735f 6b65 795f 6964 203d  _access_key_id =\n"
+      "00000030: 2041 4b49 4149 4f53 464f 444e 4e37 4558   AKIAIOSFODNN7EX\n"
+      "00000040: 414d 504c 450a                           AMPLE.\n";
+  EXPECT_TRUE(finds(xxd, "aws-access-key"));
+  const std::string hexdump_c =
+      "00000030  20 41 4b 49 41 49 4f 53  46 4f 44 4e 4e 37 45 58  | AKIAIOSFODNN7EX|\n"
+      "00000040  41 4d 50 4c 45 0a                                 |AMPLE.|\n"
+      "00000046\n";
+  EXPECT_TRUE(finds("dump:\n" + hexdump_c, "aws-access-key"));
+  EXPECT_EQ(hexdump_decode(hexdump_c).value(), " AKIAIOSFODNN7EXAMPLE\n");
+  // One line is no dump; nor are lines of numbers that do not start with an offset.
+  EXPECT_FALSE(hexdump_decode("00000030  20 41 4b 49  | AKI|\n").has_value());
+  EXPECT_FALSE(hexdump_decode("12 34 56 78\n90 12 34 56\n").has_value());
+}
+
+TEST(DlpDecode, JsonUnescape) {
+  EXPECT_FALSE(json_unescape("plain text").has_value());
+  EXPECT_EQ(json_unescape(R"(a\"b\\c\/d\n\t)").value(), "a\"b\\c/d\n\t");
+  EXPECT_EQ(json_unescape(R"(\u0041\u00e9)").value(), "A\xC3\xA9");
+  EXPECT_EQ(json_unescape(R"(\ud83d\ude00)").value(), "\xF0\x9F\x98\x80");  // a surrogate pair
+  EXPECT_EQ(json_unescape(R"(\ud83d!)").value(), "\xEF\xBF\xBD!");          // a lone surrogate
+  EXPECT_FALSE(json_unescape(R"(\x41 \u12 \)").has_value());                // not JSON escapes
+  EXPECT_EQ(json_unescape(R"(\\u0041)").value(), "\\u0041");                // an escaped '\'
+}
+
+// The new readings on text that holds no secret: JSON full of escapes, tables of numbers and
+// hex words, base64 images wrapped in lines, a gzip body that is no gzip.
+TEST(DlpEvasion, OrdinaryTextStaysQuiet) {
+  const std::vector<std::string> benign = {
+      R"({"messages": [{"role": "user", "content": "Line one\nLine two\t\"quoted\" \u00e9t\u00e9 https:\/\/example.com\/a"}]})",
+      "10 20 30 40 50 60 70 80 90 11 22 33 44 55 66 77 88 99\n12 34 56 78 90 12 34 56 78 90",
+      "dead beef cafe babe face feed 0123 4567 89ab cdef",
+      wrap(base64(std::string("\x89PNG\r\n\x1A\n", 8) + std::string(300, '\x07')), 76, "\n"),
+      base64(std::string("\x1F\x8B", 2) + "not a gzip stream at all"),
+      wrap(base64(gzip("hello world, nothing to see here\n")), 76, "\n"),
+  };
+  for (const auto& text : benign)
+    EXPECT_EQ(classes(text), std::vector<std::string>{}) << text;
+}
+
+}  // namespace
+}  // namespace airlock::filters::dlp
