@@ -1,5 +1,7 @@
 #include "filters/dlp/decode.hpp"
 
+#include "core/utf8.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -8,13 +10,6 @@
 
 namespace airlock::filters::dlp {
 namespace {
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 int base64_value(char c) noexcept {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -30,24 +25,6 @@ int base32_value(char c) noexcept {
   if (c >= 'a' && c <= 'z') return c - 'a';
   if (c >= '2' && c <= '7') return c - '2' + 26;
   return -1;
-}
-
-void put_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // Cyrillic and Greek capitals and small letters that render like a Latin letter (UTS #39
@@ -81,6 +58,19 @@ bool invisible(std::uint32_t cp) noexcept {
 }
 
 }  // namespace
+
+// The spaces that are not ASCII's (Unicode category Zs): a reader, and a model, sees a space.
+bool unicode_space(std::uint32_t cp) noexcept {
+  return cp == 0x00A0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 std::string percent_decode(std::string_view s, bool plus_space) {
   std::string out;
@@ -219,87 +209,10 @@ std::optional<std::string> hexdump_decode(std::string_view s) {
   return found;
 }
 
-std::optional<std::string> json_unescape(std::string_view s) {
-  auto at = s.find('\\');
-  if (at == std::string_view::npos) return std::nullopt;
-  auto hex4 = [&](std::size_t i) -> int {
-    if (i + 4 > s.size()) return -1;
-    int v = 0;
-    for (std::size_t k = i; k < i + 4; ++k) {
-      const int d = hex_value(s[k]);
-      if (d < 0) return -1;
-      v = v * 16 + d;
-    }
-    return v;
-  };
-  std::string out(s.substr(0, at));
-  out.reserve(s.size());
-  bool changed = false;
-  for (std::size_t i = at; i < s.size();) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out.push_back(s[i++]);
-      continue;
-    }
-    const char e = s[i + 1];
-    static constexpr char kEscapes[] = "\"\\/bfnrt";
-    static constexpr char kMeaning[] = "\"\\/\b\f\n\r\t";
-    const char* simple = e == 0 ? nullptr : std::strchr(kEscapes, e);
-    if (simple != nullptr) {
-      out.push_back(kMeaning[simple - kEscapes]);
-      i += 2;
-      changed = true;
-      continue;
-    }
-    const int u = e == 'u' ? hex4(i + 2) : -1;
-    if (u < 0) {  // not an escape JSON knows: kept
-      out.push_back(s[i++]);
-      continue;
-    }
-    std::uint32_t cp = static_cast<std::uint32_t>(u);
-    i += 6;
-    if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
-      const int low = hex4(i + 2);
-      if (low >= 0xDC00 && low <= 0xDFFF) {
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(low) - 0xDC00);
-        i += 6;
-      }
-    }
-    if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
-    put_utf8(out, cp);
-    changed = true;
-  }
-  if (!changed) return std::nullopt;
-  return out;
-}
-
-bool json_escapes_may_hide(std::string_view s) {
-  auto base64_byte = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-           c == '/' || c == '=' || c == '_' || c == '-';
-  };
-  for (auto at = s.find('\\'); at != std::string_view::npos && at + 1 < s.size();
-       at = s.find('\\', at + 2)) {
-    const char e = s[at + 1];
-    if (e == '/' &&
-        ((at > 0 && base64_byte(s[at - 1])) || (at + 2 < s.size() && base64_byte(s[at + 2]))))
-      return true;
-    if (e != 'u' || at + 6 > s.size()) continue;
-    int cp = 0;
-    for (std::size_t k = at + 2; k < at + 6 && cp >= 0; ++k) {
-      const int d = hex_value(s[k]);
-      cp = d < 0 ? -1 : cp * 16 + d;
-    }
-    if (cp < 0) continue;
-    const auto u = static_cast<std::uint32_t>(cp);
-    if (u < 0x80) {
-      if (u > 0x20 && u < 0x7F && u != '<' && u != '>' && u != '&' && u != '"' && u != '\'')
-        return true;
-      continue;
-    }
-    if (invisible(u) || (u >= 0xFF01 && u <= 0xFF5E)) return true;
-    for (const auto& [from, to] : kLookalikes)
-      if (from == u) return true;
-  }
+bool folds_away(std::uint32_t cp) noexcept {
+  if (invisible(cp) || unicode_space(cp) || (cp >= 0xFF01 && cp <= 0xFF5E)) return true;
+  for (const auto& [from, to] : kLookalikes)
+    if (from == cp) return true;
   return false;
 }
 
@@ -334,6 +247,11 @@ std::optional<std::string> fold_confusables(std::string_view s) {
       changed = true;
       continue;
     }
+    if (unicode_space(cp)) {
+      out.push_back(' ');
+      changed = true;
+      continue;
+    }
     if (cp >= 0xFF01 && cp <= 0xFF5E) {  // full-width ASCII
       out.push_back(static_cast<char>(cp - 0xFF01 + 0x21));
       changed = true;
@@ -347,7 +265,7 @@ std::optional<std::string> fold_confusables(std::string_view s) {
         break;
       }
     }
-    if (!mapped) put_utf8(out, cp);
+    if (!mapped) core::append_utf8(out, cp);
   }
   if (!changed) return std::nullopt;
   return out;

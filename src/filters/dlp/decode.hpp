@@ -6,11 +6,15 @@
 #include "core/text_stats.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace airlock::filters::dlp {
+
+// The value of one hex digit, either case, or -1.
+int hex_value(char c) noexcept;
 
 // One round of percent-decoding (RFC 3986 section 2.1); `plus_space`: '+' is a space, as in a
 // form or a query (WHATWG application/x-www-form-urlencoded). A '%' not followed by two hex
@@ -33,25 +37,17 @@ std::optional<std::string> hex_decode(std::string_view s);
 // other. Lines of other widths are not read.
 std::optional<std::string> hexdump_decode(std::string_view s);
 
-// JSON string escapes (RFC 8259 section 7) undone wherever they stand: \" \\ \/ \b \f \n \r \t
-// and \uXXXX (a surrogate pair joined; a lone surrogate becomes U+FFFD), as the receiving end's
-// JSON parser reads them. An unknown or cut escape is kept. Returns nullopt when nothing changed.
-std::optional<std::string> json_unescape(std::string_view s);
-
-// Whether undoing JSON's escapes in `s` could show what the escaped text hides: a \uXXXX for a
-// letter, a digit or a character of a secret's alphabet, or for one fold_confusables() folds or
-// removes; or a "\/" next to a byte of base64 (inside base64 or a URL). Not the escapes
-// every JSON encoder writes between words: "\n", "\t", "\"", \u for other non-ASCII
-// characters (Python's json.dumps writes one for each) or for '<', '>', '&' (Go's encoding/json
-// writes those).
-bool json_escapes_may_hide(std::string_view s);
-
 // Text as a person reads it: zero-width and invisible format characters removed (U+200B..U+200F,
-// U+2060..U+2064, U+FEFF, U+00AD, U+180E), full-width ASCII (U+FF01..U+FF5E) folded to ASCII, and
+// U+2060..U+2064, U+FEFF, U+00AD, U+180E), the other spaces (U+00A0, U+2000..U+200A, U+3000...)
+// made ASCII spaces, full-width ASCII (U+FF01..U+FF5E) folded to ASCII, and
 // the Cyrillic and Greek letters that look like Latin ones (Unicode confusables, UTS #39) mapped
 // to them. A byte that does not start a well-formed UTF-8 sequence is kept as it is and never
 // swallows the bytes after it. Returns nullopt when nothing changed (the common case: no copy).
 std::optional<std::string> fold_confusables(std::string_view s);
+// Whether fold_confusables() removes `cp` or maps it to ASCII.
+bool folds_away(std::uint32_t cp) noexcept;
+// A space that is not ASCII's (Unicode category Zs: U+00A0, U+2000..U+200A, U+3000, ...).
+bool unicode_space(std::uint32_t cp) noexcept;
 
 // printable_share and shannon_entropy (core/text_stats.hpp), which data-like host names share.
 using core::printable_share;

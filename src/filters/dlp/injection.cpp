@@ -1,6 +1,7 @@
 #include "filters/dlp/injection.hpp"
 
 #include "filters/dlp/decode.hpp"
+#include "filters/dlp/escapes.hpp"
 
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -49,6 +50,32 @@ struct compiled_patterns {
   std::unique_ptr<re2::RE2::Set> any;
 };
 
+// What separates two words of a phrase, besides ASCII white space (the patterns' \s): a
+// line break or tab escaped in a JSON string ("ignore all\nprevious"), a no-break space
+// written as a character reference (the text is folded first, so the characters themselves
+// are spaces by then), an HTML tag ("ignore <b>all</b> previous"), Markdown emphasis
+// ("ignore **all** previous"). A reader, and a model, sees the words next to each other.
+constexpr std::string_view kGap =
+    R"((?:\s|\\[nrt]|&nbsp;|&#160;|&#x0*a0;|</?[a-z][^<>]{0,64}>|[*_~`]))";
+
+// A pattern as written (with \s for a gap between words, \n for a line break) made to read
+// the gaps above too.
+std::string with_gaps(std::string_view re) {
+  std::string out;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    if (re[i] == '\\' && i + 1 < re.size() && (re[i + 1] == 's' || re[i + 1] == 'n')) {
+      out.append(re[i + 1] == 's' ? kGap : std::string_view(R"((?:\n|\\n))"));
+      ++i;
+    } else if (re[i] == '\\' && i + 1 < re.size()) {
+      out.append(re.substr(i, 2));  // any other escape, whole (\S, \w, \b, \|, \[)
+      ++i;
+    } else {
+      out.push_back(re[i]);
+    }
+  }
+  return out;
+}
+
 const compiled_patterns& compiled() {
   static const compiled_patterns patterns = [] {
     compiled_patterns out;
@@ -57,8 +84,9 @@ const compiled_patterns& compiled() {
     o.set_max_mem(32 << 20);
     out.any = std::make_unique<re2::RE2::Set>(o, re2::RE2::UNANCHORED);
     for (const auto& p : kPatterns) {
-      out.each.push_back(std::make_unique<re2::RE2>(std::string(p.re), o));
-      out.any->Add(std::string(p.re), nullptr);
+      const std::string re = with_gaps(p.re);
+      out.each.push_back(std::make_unique<re2::RE2>(re, o));
+      out.any->Add(re, nullptr);
     }
     if (!out.any->Compile()) out.any.reset();  // then every pattern runs on its own
     return out;
@@ -191,9 +219,27 @@ std::string lowered(std::string_view in) {
   return out;
 }
 
+// Prompt injection in `original` as it is (folded, lower-cased) and in its base64 runs.
+std::optional<std::string_view> find_as_written(std::string_view original);
+
 }  // namespace
 
 std::optional<std::string_view> find_injection(std::string_view original) {
+  if (auto cls = find_as_written(original)) return cls;
+  // The text as the agent's JSON parser or HTML-to-text step hands it to the model, where an
+  // escape stands for a letter ("\u0069gnore", "&#105;gnore"): read once more unescaped.
+  if (json_escapes_may_hide(original))
+    if (auto unescaped = json_unescape(original))
+      if (auto cls = find_as_written(*unescaped)) return cls;
+  if (html_references_may_hide(original))
+    if (auto unescaped = html_unescape(original))
+      if (auto cls = find_as_written(*unescaped)) return cls;
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<std::string_view> find_as_written(std::string_view original) {
   const auto folded = fold_confusables(original);
   const std::string text = lowered(folded ? std::string_view(*folded) : original);
   if (auto cls = find_in(text)) return cls;
@@ -222,5 +268,7 @@ std::optional<std::string_view> find_injection(std::string_view original) {
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 }  // namespace airlock::filters::dlp

@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "filters/dlp/decode.hpp"
+#include "filters/dlp/escapes.hpp"
 #include "filters/dlp/seed_phrase.hpp"
 #include "filters/dlp/token_runs.hpp"
 #include "filters/redaction/builtin.hpp"

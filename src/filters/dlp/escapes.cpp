@@ -1,0 +1,174 @@
+#include "filters/dlp/escapes.hpp"
+
+#include "core/utf8.hpp"
+#include "filters/dlp/decode.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+namespace airlock::filters::dlp {
+namespace {
+
+// A character that, once unescaped, can be part of a secret or of a word: ASCII letters,
+// digits and the punctuation of secrets and URLs (not the '<', '>', '&', '"', '\'' encoders
+// escape for HTML's sake), and what fold_confusables() turns into ASCII or removes, but for
+// spaces (&#160; is everywhere, and the injection patterns read escaped spaces as spaces).
+bool code_point_may_hide(std::uint32_t u) {
+  if (u < 0x80)
+    return u > 0x20 && u < 0x7F && u != '<' && u != '>' && u != '&' && u != '"' && u != '\'';
+  return folds_away(u) && !unicode_space(u);
+}
+
+// A numeric character reference at `at` ("&#105;", "&#x69;", the ';' optional): its code point
+// and length, or false.
+bool numeric_reference(std::string_view s, std::size_t at, std::uint32_t& cp, std::size_t& len) {
+  std::size_t i = at + 2;
+  if (at + 2 >= s.size() || s[at] != '&' || s[at + 1] != '#') return false;
+  const bool hex = s[i] == 'x' || s[i] == 'X';
+  i += hex ? 1 : 0;
+  const std::size_t digits_from = i;
+  std::uint64_t v = 0;
+  for (; i < s.size() && i - digits_from < 8; ++i) {
+    const int d = hex ? hex_value(s[i]) : (s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1);
+    if (d < 0) break;
+    v = v * (hex ? 16 : 10) + static_cast<std::uint64_t>(d);
+  }
+  if (i == digits_from) return false;
+  if (i < s.size() && s[i] == ';') ++i;
+  cp = v == 0 || v > 0x10FFFF ? 0xFFFD : static_cast<std::uint32_t>(v);
+  len = i - at;
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> json_unescape(std::string_view s) {
+  auto at = s.find('\\');
+  if (at == std::string_view::npos) return std::nullopt;
+  auto hex4 = [&](std::size_t i) -> int {
+    if (i + 4 > s.size()) return -1;
+    int v = 0;
+    for (std::size_t k = i; k < i + 4; ++k) {
+      const int d = hex_value(s[k]);
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    return v;
+  };
+  std::string out(s.substr(0, at));
+  out.reserve(s.size());
+  bool changed = false;
+  for (std::size_t i = at; i < s.size();) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    const char e = s[i + 1];
+    static constexpr char kEscapes[] = "\"\\/bfnrt";
+    static constexpr char kMeaning[] = "\"\\/\b\f\n\r\t";
+    const char* simple = e == 0 ? nullptr : std::strchr(kEscapes, e);
+    if (simple != nullptr) {
+      out.push_back(kMeaning[simple - kEscapes]);
+      i += 2;
+      changed = true;
+      continue;
+    }
+    const int u = e == 'u' ? hex4(i + 2) : -1;
+    if (u < 0) {  // not an escape JSON knows: kept
+      out.push_back(s[i++]);
+      continue;
+    }
+    std::uint32_t cp = static_cast<std::uint32_t>(u);
+    i += 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
+      const int low = hex4(i + 2);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(low) - 0xDC00);
+        i += 6;
+      }
+    }
+    core::append_utf8(out, cp);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
+bool json_escapes_may_hide(std::string_view s) {
+  auto base64_byte = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/' || c == '=' || c == '_' || c == '-';
+  };
+  for (auto at = s.find('\\'); at != std::string_view::npos && at + 1 < s.size();
+       at = s.find('\\', at + 2)) {
+    const char e = s[at + 1];
+    if (e == '/' &&
+        ((at > 0 && base64_byte(s[at - 1])) || (at + 2 < s.size() && base64_byte(s[at + 2]))))
+      return true;
+    if (e != 'u' || at + 6 > s.size()) continue;
+    int cp = 0;
+    for (std::size_t k = at + 2; k < at + 6 && cp >= 0; ++k) {
+      const int d = hex_value(s[k]);
+      cp = d < 0 ? -1 : cp * 16 + d;
+    }
+    if (cp < 0) continue;
+    const auto u = static_cast<std::uint32_t>(cp);
+    if (code_point_may_hide(u)) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> html_unescape(std::string_view s) {
+  auto at = s.find('&');
+  if (at == std::string_view::npos) return std::nullopt;
+  static constexpr std::array<std::pair<std::string_view, char>, 6> kNamed{{
+      {"&nbsp;", ' '},
+      {"&amp;", '&'},
+      {"&lt;", '<'},
+      {"&gt;", '>'},
+      {"&quot;", '"'},
+      {"&apos;", '\''},
+  }};
+  std::string out(s.substr(0, at));
+  out.reserve(s.size());
+  bool changed = false;
+  for (std::size_t i = at; i < s.size();) {
+    if (s[i] != '&') {
+      out.push_back(s[i++]);
+      continue;
+    }
+    std::uint32_t cp = 0;
+    std::size_t len = 0;
+    if (numeric_reference(s, i, cp, len)) {
+      core::append_utf8(out, cp);
+      i += len;
+      changed = true;
+      continue;
+    }
+    bool named = false;
+    for (const auto& [name, c] : kNamed) {
+      if (s.substr(i, name.size()) == name) {
+        out.push_back(c);
+        i += name.size();
+        named = changed = true;
+        break;
+      }
+    }
+    if (!named) out.push_back(s[i++]);
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
+bool html_references_may_hide(std::string_view s) {
+  for (auto at = s.find("&#"); at != std::string_view::npos; at = s.find("&#", at + 2)) {
+    std::uint32_t cp = 0;
+    std::size_t len = 0;
+    if (numeric_reference(s, at, cp, len) && code_point_may_hide(cp)) return true;
+  }
+  return false;
+}
+
+}  // namespace airlock::filters::dlp

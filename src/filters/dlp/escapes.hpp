@@ -1,0 +1,38 @@
+#pragma once
+// The escapes of the formats a secret or an instruction travels in, undone as the reader at the
+// other end undoes them: JSON's (a JSON parser: the agent's HTTP client, the exfiltration
+// endpoint) and HTML's character references (a browser, or the HTML-to-text step of an agent's
+// fetch tool). Each comes with a cheap test of whether undoing it could show anything a
+// scanner does not already see: a second reading of a body costs as much as the first.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace airlock::filters::dlp {
+
+// JSON string escapes (RFC 8259 section 7) undone wherever they stand: \" \\ \/ \b \f \n \r \t
+// and \uXXXX (a surrogate pair joined; a lone surrogate becomes U+FFFD). An unknown or cut
+// escape is kept. Returns nullopt when nothing changed.
+std::optional<std::string> json_unescape(std::string_view s);
+
+// Whether undoing JSON's escapes in `s` could show what the escaped text hides: a \uXXXX for a
+// letter, a digit or a character of a secret's alphabet, or for one fold_confusables() folds or
+// removes; or a "\/" next to a byte of base64 (inside base64 or a URL). Not the escapes every
+// JSON encoder writes between words: "\n", "\t", "\"", \u for other non-ASCII characters
+// (Python's json.dumps writes one for each) or for '<', '>', '&' (Go's encoding/json writes
+// those).
+bool json_escapes_may_hide(std::string_view s);
+
+// HTML character references (WHATWG HTML 13.5, "character reference state") undone: numeric
+// ones (&#105; &#x69;, the ';' optional as browsers allow) and the named ones text uses
+// between words (&nbsp; &amp; &lt; &gt; &quot; &apos;). Other named references are kept.
+// Returns nullopt when nothing changed.
+std::optional<std::string> html_unescape(std::string_view s);
+
+// Whether `s` has a numeric character reference for a letter or a digit, or for a character
+// fold_confusables() folds or removes ("&#105;gnore previous instructions"); the references
+// pages use for punctuation and typography (&#39; &#8217; &#160;) are not.
+bool html_references_may_hide(std::string_view s);
+
+}  // namespace airlock::filters::dlp
