@@ -25,6 +25,7 @@
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "fuzz_input.hpp"
+#include "policy/token.hpp"
 
 #include <algorithm>
 #include <array>
@@ -48,23 +49,14 @@ const scanner& dlp() {
 
 constexpr std::string_view kHex = "0123456789abcdef";
 
+// Base64 (RFC 4648 section 4), or base64url (section 5), padded or not.
 std::string base64(std::string_view in, bool url, bool pad) {
-  const char* abc = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                        : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(abc[(acc >> bits) & 63]);
-    }
+  std::string out = policy::base64_encode(in);
+  if (url) {
+    std::replace(out.begin(), out.end(), '+', '-');
+    std::replace(out.begin(), out.end(), '/', '_');
   }
-  if (bits > 0) out.push_back(abc[(acc << (6 - bits)) & 63]);
-  while (pad && out.size() % 4 != 0)
-    out.push_back('=');
+  if (!pad) out.erase(out.find_last_not_of('=') + 1);
   return out;
 }
 

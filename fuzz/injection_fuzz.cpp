@@ -18,6 +18,7 @@
 
 #include "filters/dlp/injection.hpp"
 #include "fuzz_input.hpp"
+#include "policy/token.hpp"
 
 #include <array>
 #include <cstdio>
@@ -126,22 +127,6 @@ std::string cyrillic(char c) {
   }
 }
 
-std::string base64(std::string_view in) {
-  static constexpr char kAbc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    for (bits += 8; bits >= 6;)
-      out.push_back(kAbc[(acc >> (bits -= 6)) & 63]);
-  }
-  if (bits > 0) out.push_back(kAbc[(acc << (6 - bits)) & 63]);
-  while (out.size() % 4 != 0)
-    out.push_back('=');
-  return out;
-}
-
 std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) {
   switch (how % 16) {
     case 0:
@@ -176,7 +161,7 @@ std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) 
     case 13:
       return letters(phrase, bits, cyrillic);
     case 14:
-      return base64(phrase);
+      return policy::base64_encode(phrase);
     default:
       return gaps(wrap_words(letters(phrase, bits, cyrillic), bits >> 3, "<b>", "</b>"), bits,
                   "&nbsp;");

@@ -6,6 +6,7 @@
 #include "filters/dlp/escapes.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/scanner.hpp"
+#include "policy/token.hpp"
 
 #include "deflate_text.hpp"
 
@@ -47,19 +48,7 @@ bool finds(std::string_view text, std::string_view cls) {
 }
 
 std::string base64(std::string_view in) {
-  static constexpr char kAbc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    for (bits += 8; bits >= 6;)
-      out.push_back(kAbc[(acc >> (bits -= 6)) & 63]);
-  }
-  if (bits > 0) out.push_back(kAbc[(acc << (6 - bits)) & 63]);
-  while (out.size() % 4 != 0)
-    out.push_back('=');
-  return out;
+  return policy::base64_encode(in);
 }
 
 std::string hex(std::string_view in, std::string_view between, std::size_t every = 1) {
