@@ -12,8 +12,8 @@
 // write it; base32; hex, bare or with '-', ':' or ' ' between pairs, or in groups of four as
 // `xxd -p` writes it, or whole `xxd` and `hexdump -C` dumps (on lines of their own);
 // percent-encoding once or twice; zero-width characters inside; look-alike Cyrillic and Greek
-// letters and full-width forms; JSON's "\u0041", "\/" and "\n" inside a
-// JSON string; gzip then base64; two of these stacked; one '=' too many after it. The hidden key
+// letters and full-width forms; JSON's "\u0041", "\/" and "\n" inside a JSON string; HTML's
+// "&#65;"; gzip then base64; two of these stacked; one '=' too many after it. The hidden key
 // stands between arbitrary bytes from the input, separated from them by one byte that is no
 // part of a token (as any field or line is): a stray UTF-8 lead byte, a '%', a file signature
 // or padding next to it must not hide it.
@@ -165,6 +165,22 @@ std::string json_u(std::string_view in, std::uint8_t bits) {
   return out;
 }
 
+// HTML character references for the characters the input's bits pick ("&#65;KIA", "&#x4b;").
+std::string html_references(std::string_view in, std::uint8_t bits) {
+  std::string out;
+  std::size_t i = 0;
+  for (unsigned char c : in) {
+    const std::size_t bit = i++ % 8;
+    if (((bits >> bit) & 1) == 0)
+      out.push_back(static_cast<char>(c));
+    else if (bit % 2 == 0)
+      out.append("&#" + std::to_string(c) + ";");
+    else
+      out.append({'&', '#', 'x', kHex[c >> 4], kHex[c & 15], ';'});
+  }
+  return out;
+}
+
 // '/' written "\/", as PHP's json_encode and others do.
 std::string json_slash(std::string_view in) {
   std::string out;
@@ -223,7 +239,7 @@ std::string in_file(std::string_view key, std::string_view before, std::string_v
 std::string hide(std::string_view key, std::uint8_t how, std::string_view filler) {
   const std::string_view head = filler.substr(0, std::min<std::size_t>(filler.size(), 61));
   const std::string_view tail = filler.substr(head.size(), 40);
-  switch (how % 33) {
+  switch (how % 34) {
     case 0:
       return std::string(key);
     case 1:
@@ -255,9 +271,9 @@ std::string hide(std::string_view key, std::uint8_t how, std::string_view filler
     case 14:
       return percent(base64(key, false, true));
     case 15:
-      return invisible_inside(key, 1 + how / 33 % 5, false);
+      return invisible_inside(key, 1 + how / 34 % 5, false);
     case 16:
-      return invisible_inside(key, 1 + how / 33 % 5, true);
+      return invisible_inside(key, 1 + how / 34 % 5, true);
     case 17:
       return lookalikes(key, static_cast<std::uint8_t>(how * 37));
     case 18:
@@ -288,8 +304,10 @@ std::string hide(std::string_view key, std::uint8_t how, std::string_view filler
       return wrap(base64(gzip(in_file(key, head, tail)), false, true), 76, "\n");
     case 31:
       return hexdump(in_file(key, head, tail), true);
-    default:
+    case 32:
       return hexdump(in_file(key, head, tail), false);
+    default:
+      return html_references(key, static_cast<std::uint8_t>(how * 29));
   }
 }
 
@@ -302,7 +320,7 @@ constexpr std::array<char, 16> kSeparators{'&', ',', ';', '"', '\'', '<',  '>', 
 
 // The encodings (hide()) that write a run of tokens: hex pairs with spaces, base64 in lines.
 bool writes_a_run(std::uint8_t how) {
-  switch (how % 33) {
+  switch (how % 34) {
     case 10:
     case 11:
     case 21:

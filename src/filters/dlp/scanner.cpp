@@ -159,6 +159,9 @@ void scanner::scan(std::string_view text, kind how, std::string_view location, f
   // (A "\n" between base64 lines is a gap the token runs know.)
   if (json_escapes_may_hide(text))
     if (auto unescaped = json_unescape(text)) read(*unescaped, 0, location, out);
+  // HTML's character references ("&#65;KIA..."), as a page or a form field undoes them.
+  if (html_references_may_hide(text))
+    if (auto unescaped = html_unescape(text)) read(*unescaped, 0, location, out);
   // Nothing to decode: no '%', and no '+' where a query spells a space so.
   if (text.find('%') == std::string_view::npos &&
       (how != kind::url || text.find('+') == std::string_view::npos))

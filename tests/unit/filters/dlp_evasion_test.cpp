@@ -112,6 +112,11 @@ TEST(DlpEvasion, JsonEscapes) {
   EXPECT_TRUE(finds("{\"d\": \"" + escaped + "\"}", "aws-access-key"));
 }
 
+TEST(DlpEvasion, HtmlCharacterReferences) {
+  EXPECT_TRUE(finds(R"(<input name="k" value="&#65;&#x4b;IAIOSFODNN7EXAMPLE">)", "aws-access-key"));
+  EXPECT_TRUE(finds("<p>&#x41;KIA&#73;OSFODNN7EXAMPLE</p>", "aws-access-key"));
+}
+
 TEST(DlpEvasion, GzipThenBase64) {
   // `gzip -c ~/.aws/credentials | base64`, on one line and wrapped.
   const std::string b64 = base64(gzip(kCredentials));
