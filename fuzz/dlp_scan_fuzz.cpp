@@ -12,7 +12,8 @@
 // write it; base32; hex, bare or with '-', ':' or ' ' between pairs, or in groups of four as
 // `xxd -p` writes it, or whole `xxd` and `hexdump -C` dumps (on lines of their own);
 // percent-encoding once or twice; zero-width characters inside; look-alike Cyrillic and Greek
-// letters and full-width forms; JSON's "\u0041", "\/" and "\n" inside a JSON string; HTML's
+// letters, full-width forms and mathematical letters; JSON's "\u0041", "\/" and "\n" inside a JSON
+// string; HTML's
 // "&#65;"; gzip then base64; two of these stacked; one '=' too many after it. The hidden key
 // stands between arbitrary bytes from the input, separated from them by one byte that is no
 // part of a token (as any field or line is): a stray UTF-8 lead byte, a '%', a file signature
@@ -165,6 +166,27 @@ std::string json_u(std::string_view in, std::uint8_t bits) {
   return out;
 }
 
+// The key's letters and digits as the mathematical ones of one of 13 styles (U+1D400 + 52 per
+// style: "𝐀𝐊𝐈𝐀" in bold) where the input's bits say so; the digits in one of 5 styles.
+std::string math_letters(std::string_view in, std::uint8_t bits, unsigned style) {
+  std::string out;
+  std::size_t i = 0;
+  for (char c : in) {
+    char32_t cp = 0;
+    if ((bits >> (i++ % 8)) & 1) {
+      if (c >= 'A' && c <= 'Z') cp = 0x1D400 + 52 * style + (c - 'A');
+      if (c >= '0' && c <= '9') cp = 0x1D7CE + 10 * (style % 5) + (c - '0');
+    }
+    if (cp == 0) {
+      out.push_back(c);
+      continue;
+    }
+    out.append({static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
+                static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))});
+  }
+  return out;
+}
+
 // HTML character references for the characters the input's bits pick ("&#65;KIA", "&#x4b;").
 std::string html_references(std::string_view in, std::uint8_t bits) {
   std::string out;
@@ -239,7 +261,7 @@ std::string in_file(std::string_view key, std::string_view before, std::string_v
 std::string hide(std::string_view key, std::uint8_t how, std::string_view filler) {
   const std::string_view head = filler.substr(0, std::min<std::size_t>(filler.size(), 61));
   const std::string_view tail = filler.substr(head.size(), 40);
-  switch (how % 34) {
+  switch (how % 35) {
     case 0:
       return std::string(key);
     case 1:
@@ -271,9 +293,9 @@ std::string hide(std::string_view key, std::uint8_t how, std::string_view filler
     case 14:
       return percent(base64(key, false, true));
     case 15:
-      return invisible_inside(key, 1 + how / 34 % 5, false);
+      return invisible_inside(key, 1 + how / 35 % 5, false);
     case 16:
-      return invisible_inside(key, 1 + how / 34 % 5, true);
+      return invisible_inside(key, 1 + how / 35 % 5, true);
     case 17:
       return lookalikes(key, static_cast<std::uint8_t>(how * 37));
     case 18:
@@ -306,8 +328,10 @@ std::string hide(std::string_view key, std::uint8_t how, std::string_view filler
       return hexdump(in_file(key, head, tail), true);
     case 32:
       return hexdump(in_file(key, head, tail), false);
-    default:
+    case 33:
       return html_references(key, static_cast<std::uint8_t>(how * 29));
+    default:
+      return math_letters(key, static_cast<std::uint8_t>(how * 43), how / 35 % 13);
   }
 }
 
@@ -320,7 +344,7 @@ constexpr std::array<char, 16> kSeparators{'&', ',', ';', '"', '\'', '<',  '>', 
 
 // The encodings (hide()) that write a run of tokens: hex pairs with spaces, base64 in lines.
 bool writes_a_run(std::uint8_t how) {
-  switch (how % 34) {
+  switch (how % 35) {
     case 10:
     case 11:
     case 21:

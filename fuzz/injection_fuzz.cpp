@@ -7,8 +7,9 @@
 // breaks between words, or a no-break or ideographic space; inside a JSON string with "\n"
 // between words or \u escapes for letters; HTML character references for letters, &nbsp;,
 // tags or Markdown emphasis around words; zero-width characters inside words; Cyrillic
-// look-alike letters; base64; three of these at once), on a line of its own after a neutral
-// line and between arbitrary bytes from the input, must be found.
+// look-alike letters; mathematical and circled letters; base64; three of these at once), on a
+// line of its own after a neutral line and between arbitrary bytes from the input, must be
+// found.
 //
 // Not covered, by design: a phrase in quotes or after "for example" on its line is a mention
 // (injection.hpp); a tag inside a word ("ig<b></b>nore") is not read through.
@@ -127,8 +128,24 @@ std::string cyrillic(char c) {
   }
 }
 
+// A lower-case letter as a mathematical sans-serif one (U+1D5BA + n) or, for every other letter
+// of the alphabet, a circled one (U+24D0 + n).
+std::string math_sans_or_circled(char c) {
+  if (c < 'a' || c > 'z') return std::string(1, c);
+  const bool circled = (c - 'a') % 2 == 1;
+  const char32_t cp = circled ? 0x24D0 + (c - 'a') : 0x1D5BA + (c - 'a');
+  std::string out;
+  if (cp < 0x10000)
+    out = {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 63)),
+           static_cast<char>(0x80 | (cp & 63))};
+  else
+    out = {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
+           static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))};
+  return out;
+}
+
 std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) {
-  switch (how % 16) {
+  switch (how % 17) {
     case 0:
       return std::string(phrase);
     case 1:
@@ -162,6 +179,8 @@ std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) 
       return letters(phrase, bits, cyrillic);
     case 14:
       return policy::base64_encode(phrase);
+    case 15:
+      return letters(phrase, bits, math_sans_or_circled);
     default:
       return gaps(wrap_words(letters(phrase, bits, cyrillic), bits >> 3, "<b>", "</b>"), bits,
                   "&nbsp;");

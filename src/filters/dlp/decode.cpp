@@ -52,6 +52,25 @@ std::size_t utf8_length(std::string_view s) noexcept {
   return len;
 }
 
+// The ASCII character `cp` is drawn as, or 0: full-width forms (U+FF01..U+FF5E), the
+// mathematical letters and digits (U+1D400..U+1D6A3: 13 styles of A-Z a-z, bold to monospace;
+// U+1D7CE..U+1D7FF: 5 styles of 0-9), circled letters (U+24B6..U+24E9), and the Cyrillic and
+// Greek look-alikes. NFKC (UAX #15) maps all but the look-alikes the same way, and a model
+// reads them all as the letters.
+char ascii_twin(std::uint32_t cp) noexcept {
+  if (cp >= 0xFF01 && cp <= 0xFF5E) return static_cast<char>(cp - 0xFF01 + 0x21);
+  if (cp >= 0x1D400 && cp <= 0x1D6A3) {
+    const auto i = (cp - 0x1D400) % 52;
+    return static_cast<char>(i < 26 ? 'A' + i : 'a' + (i - 26));
+  }
+  if (cp >= 0x1D7CE && cp <= 0x1D7FF) return static_cast<char>('0' + (cp - 0x1D7CE) % 10);
+  if (cp >= 0x24B6 && cp <= 0x24CF) return static_cast<char>('A' + (cp - 0x24B6));
+  if (cp >= 0x24D0 && cp <= 0x24E9) return static_cast<char>('a' + (cp - 0x24D0));
+  for (const auto& [from, to] : kLookalikes)
+    if (from == cp) return to;
+  return 0;
+}
+
 bool invisible(std::uint32_t cp) noexcept {
   return (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF ||
          cp == 0x00AD || cp == 0x180E;
@@ -210,10 +229,7 @@ std::optional<std::string> hexdump_decode(std::string_view s) {
 }
 
 bool folds_away(std::uint32_t cp) noexcept {
-  if (invisible(cp) || unicode_space(cp) || (cp >= 0xFF01 && cp <= 0xFF5E)) return true;
-  for (const auto& [from, to] : kLookalikes)
-    if (from == cp) return true;
-  return false;
+  return invisible(cp) || unicode_space(cp) || ascii_twin(cp) != 0;
 }
 
 std::optional<std::string> fold_confusables(std::string_view s) {
@@ -252,20 +268,12 @@ std::optional<std::string> fold_confusables(std::string_view s) {
       changed = true;
       continue;
     }
-    if (cp >= 0xFF01 && cp <= 0xFF5E) {  // full-width ASCII
-      out.push_back(static_cast<char>(cp - 0xFF01 + 0x21));
+    if (const char twin = ascii_twin(cp)) {
+      out.push_back(twin);
       changed = true;
       continue;
     }
-    bool mapped = false;
-    for (const auto& [from, to] : kLookalikes) {
-      if (from == cp) {
-        out.push_back(to);
-        mapped = changed = true;
-        break;
-      }
-    }
-    if (!mapped) core::append_utf8(out, cp);
+    core::append_utf8(out, cp);
   }
   if (!changed) return std::nullopt;
   return out;

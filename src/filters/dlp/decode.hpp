@@ -39,10 +39,11 @@ std::optional<std::string> hexdump_decode(std::string_view s);
 
 // Text as a person reads it: zero-width and invisible format characters removed (U+200B..U+200F,
 // U+2060..U+2064, U+FEFF, U+00AD, U+180E), the other spaces (U+00A0, U+2000..U+200A, U+3000...)
-// made ASCII spaces, full-width ASCII (U+FF01..U+FF5E) folded to ASCII, and
-// the Cyrillic and Greek letters that look like Latin ones (Unicode confusables, UTS #39) mapped
-// to them. A byte that does not start a well-formed UTF-8 sequence is kept as it is and never
-// swallows the bytes after it. Returns nullopt when nothing changed (the common case: no copy).
+// made ASCII spaces, full-width ASCII (U+FF01..U+FF5E), the mathematical letters and digits
+// (U+1D400.., bold to monospace) and circled letters folded to ASCII, and the Cyrillic and Greek
+// letters that look like Latin ones (Unicode confusables, UTS #39) mapped to them. A byte that does
+// not start a well-formed UTF-8 sequence is kept as it is and never swallows the bytes after it.
+// Returns nullopt when nothing changed (the common case: no copy).
 std::optional<std::string> fold_confusables(std::string_view s);
 // Whether fold_confusables() removes `cp` or maps it to ASCII.
 bool folds_away(std::uint32_t cp) noexcept;

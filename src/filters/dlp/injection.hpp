@@ -5,7 +5,8 @@
 // access"), "tool-directive" (call a tool, run this command, decode and execute, pipe to a
 // shell), "exfiltration-directive" (read or send ~/.ssh, /etc/passwd), and
 // "hidden-instruction" (any of these inside an HTML comment). Text is lower-cased, zero-width
-// characters removed, Unicode spaces made spaces and look-alike letters folded first; JSON's
+// characters removed, Unicode spaces made spaces and look-alike, full-width, mathematical and
+// circled letters folded first (fold_confusables); JSON's
 // "\n", &nbsp;, an HTML tag or Markdown emphasis between two words counts as a space; JSON \u
 // escapes and HTML character references that spell letters are read undone (escapes.hpp);
 // base64 runs are decoded and read too.
