@@ -57,14 +57,15 @@ bool binary_magic(std::string_view d) {
   return false;
 }
 
-constexpr std::size_t kMaxInflated = 256 * 1024;
+constexpr std::size_t kMaxInflated = 256 * 1024;     // of one gzip stream
+constexpr std::size_t kInflateBudget = 1024 * 1024;  // of all of one scan()'s
 
 // The start of a gzip stream (`tar cz ~/.ssh | base64`, `gzip -c creds | base64`) inflated, at
-// most kMaxInflated bytes of it (a bomb costs no more); what comes before corrupt or cut data.
-std::string inflate_some(std::string_view gz) {
+// most `max` bytes of it (a bomb costs no more); what comes before corrupt or cut data.
+std::string inflate_some(std::string_view gz, std::size_t max) {
   redaction::decoder d(redaction::content_coding::gzip);
   std::string out;
-  (void)d.decode(gz, out, kMaxInflated);
+  if (max > 0) (void)d.decode(gz, out, max);
   return out;
 }
 
@@ -153,15 +154,16 @@ void scanner::scan(std::string_view text, kind how, std::string_view location, f
     cleaned = std::move(next);
     text = cleaned;
   }
-  read(text, 0, location, out, engine_quiet && cleaned.empty());
+  reading r{location, out, kInflateBudget};
+  read(text, 0, r, engine_quiet && cleaned.empty());
   // JSON's escapes, as the receiving end's parser undoes them ("\u0041KIA...", base64 with
   // "\/" for '/'), when they may hide something: a second reading costs as much as the first.
   // (A "\n" between base64 lines is a gap the token runs know.)
   if (json_escapes_may_hide(text))
-    if (auto unescaped = json_unescape(text)) read(*unescaped, 0, location, out);
+    if (auto unescaped = json_unescape(text)) read(*unescaped, 0, r);
   // HTML's character references ("&#65;KIA..."), as a page or a form field undoes them.
   if (html_references_may_hide(text))
-    if (auto unescaped = html_unescape(text)) read(*unescaped, 0, location, out);
+    if (auto unescaped = html_unescape(text)) read(*unescaped, 0, r);
   // Nothing to decode: no '%', and no '+' where a query spells a space so.
   if (text.find('%') == std::string_view::npos &&
       (how != kind::url || text.find('+') == std::string_view::npos))
@@ -173,7 +175,7 @@ void scanner::scan(std::string_view text, kind how, std::string_view location, f
     std::string next = percent_decode(layer, how == kind::url);
     if (next == layer) break;
     layer = std::move(next);
-    read(layer, 0, location, out);
+    read(layer, 0, r);
   }
   // Three layers or more: nobody encodes a value that often but to hide it.
   if (rounds >= 3) add_finding(out, kNestedEncoding, location);
@@ -202,32 +204,30 @@ void scanner::scan_query(std::string_view query, findings& out) const {
     if (hits[i] != 0) add_finding(out, engine_->label_name(i), "query");
 }
 
-void scanner::read(std::string_view text, int depth, std::string_view location, findings& out,
-                   bool engine_quiet) const {
+void scanner::read(std::string_view text, int depth, reading& r, bool engine_quiet) const {
   // redact() would look first too, but then copy the text it did not change.
   if (!engine_quiet && engine_->may_match(text)) {
     redaction::hit_counts hits;
     (void)engine_->redact(text, &hits);
     for (std::size_t i = 0; i < hits.size(); ++i)
-      if (hits[i] != 0) add_finding(out, engine_->label_name(i), location);
+      if (hits[i] != 0) add_finding(r.out, engine_->label_name(i), r.location);
   }
-  if (seed_ && has_seed_phrase(text)) add_finding(out, kSeedPhrase, location);
-  if (auto folded = fold_confusables(text)) read(*folded, depth, location, out);
+  if (seed_ && has_seed_phrase(text)) add_finding(r.out, kSeedPhrase, r.location);
+  if (auto folded = fold_confusables(text)) read(*folded, depth, r);
   if (depth < kMaxDepth) {
-    read_tokens(text, depth, location, out);
-    if (auto dumped = hexdump_decode(text)) read_decoded(*dumped, depth, location, out);
+    read_tokens(text, depth, r);
+    if (auto dumped = hexdump_decode(text)) read_decoded(*dumped, depth, r);
   }
 }
 
-void scanner::read_tokens(std::string_view text, int depth, std::string_view location,
-                          findings& out) const {
+void scanner::read_tokens(std::string_view text, int depth, reading& r) const {
   detail::run_joiner hex_run(detail::run_joiner::kind::hex);
   detail::run_joiner base64_run(detail::run_joiner::kind::base64_lines);
   auto read_hex = [&](const std::string& joined) {
-    if (auto decoded = hex_decode(joined)) read_decoded(*decoded, depth, location, out);
+    if (auto decoded = hex_decode(joined)) read_decoded(*decoded, depth, r);
   };
   auto read_base64 = [&](const std::string& joined) {
-    if (auto decoded = base64_decode(joined)) read_decoded(*decoded, depth, location, out);
+    if (auto decoded = base64_decode(joined)) read_decoded(*decoded, depth, r);
   };
   detail::token_span t;
   for (std::size_t i = 0; detail::next_token(text, i, t); i = t.padded) {
@@ -247,24 +247,26 @@ void scanner::read_tokens(std::string_view text, int depth, std::string_view loc
       if (!decoded || printable_share(*decoded) < 0.9) decoded = base64_decode(token);
     }
     const bool binary = decoded && binary_magic(*decoded);  // an image or an archive
-    if (entropy_ && !binary && entropic(token)) add_finding(out, kHighEntropy, location);
-    if (decoded) read_decoded(*decoded, depth, location, out);
+    if (entropy_ && !binary && entropic(token)) add_finding(r.out, kHighEntropy, r.location);
+    if (decoded) read_decoded(*decoded, depth, r);
   }
   hex_run.finish(read_hex);
   base64_run.finish(read_base64);
 }
 
-void scanner::read_decoded(std::string_view decoded, int depth, std::string_view location,
-                           findings& out, bool inflate) const {
+void scanner::read_decoded(std::string_view decoded, int depth, reading& r, bool inflate) const {
   if (decoded.empty()) return;
   // What gzip inflates to is read (once: no gzip in gzip), and the bytes as they are too: a
   // gzip signature in front of plain text is no gzip stream.
-  if (inflate && decoded.starts_with("\x1F\x8B"))
-    read_decoded(inflate_some(decoded), depth, location, out, false);
+  if (inflate && decoded.starts_with("\x1F\x8B")) {
+    const std::string inflated = inflate_some(decoded, std::min(kMaxInflated, r.inflate_left));
+    r.inflate_left -= inflated.size();
+    read_decoded(inflated, depth, r, false);
+  }
   if (printable_share(decoded) >= 0.9)
-    read(decoded, depth + 1, location, out);
+    read(decoded, depth + 1, r);
   else if (std::string runs = printable_runs(decoded); !runs.empty())
-    read(runs, depth + 1, location, out);
+    read(runs, depth + 1, r);
 }
 
 // A token that looks random: long, upper and lower case letters and digits mixed, and close

@@ -82,18 +82,23 @@ class scanner {
  private:
   void scan(std::string_view text, kind how, std::string_view location, findings& out,
             bool engine_quiet) const;
+  // One scan()'s state: where its findings go, and how many bytes gzip may still inflate to
+  // (kInflateBudget a call: a body of many small gzip tokens must not make the worker inflate
+  // and read megabytes).
+  struct reading {
+    std::string_view location;
+    findings& out;
+    std::size_t inflate_left;
+  };
   // engine_quiet: the engine is known to find nothing in `text` itself (not in what decodes
   // from it).
-  void read(std::string_view text, int depth, std::string_view location, findings& out,
-            bool engine_quiet = false) const;
+  void read(std::string_view text, int depth, reading& r, bool engine_quiet = false) const;
   // Each token decoded, and each run of tokens that decodes only joined (hex pairs with
   // spaces, base64 wrapped in lines: token_runs.hpp).
-  void read_tokens(std::string_view text, int depth, std::string_view location,
-                   findings& out) const;
+  void read_tokens(std::string_view text, int depth, reading& r) const;
   // What a token or run decoded to, read one level deeper: whole when it is text, else its
-  // printable stretches; gzip inflated first (when `inflate`).
-  void read_decoded(std::string_view decoded, int depth, std::string_view location, findings& out,
-                    bool inflate = true) const;
+  // printable stretches; gzip inflated first (when `inflate`, within the budget).
+  void read_decoded(std::string_view decoded, int depth, reading& r, bool inflate = true) const;
   bool entropic(std::string_view token) const;
 
   std::shared_ptr<const redaction::engine> engine_;

@@ -5,6 +5,9 @@
 namespace airlock::filters::dlp::detail {
 namespace {
 
+// What a byte is to the tokenizer, from one table.
+enum byte_class : unsigned char { token = 1, hex_digit = 2, base64 = 4 };
+
 constexpr std::array<unsigned char, 256> make_classes() {
   std::array<unsigned char, 256> t{};
   for (int c = 0; c < 256; ++c) {
@@ -29,10 +32,6 @@ bool json_letter_escape(std::string_view text, std::size_t i) noexcept {
 }
 
 }  // namespace
-
-unsigned char classify(unsigned char c) noexcept {
-  return kClasses[c];
-}
 
 std::size_t line_break(std::string_view text, std::size_t i) noexcept {
   const std::string_view rest = text.substr(i < text.size() ? i : text.size());

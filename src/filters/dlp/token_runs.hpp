@@ -23,10 +23,6 @@ namespace airlock::filters::dlp::detail {
 inline constexpr std::size_t kMinToken = 16;  // shorter tokens and runs are not worth decoding
 inline constexpr std::size_t kMaxToken = 64 * 1024;
 
-// What a byte is to the tokenizer, from one table: a token byte, a hex digit, a base64 byte.
-enum byte_class : unsigned char { token = 1, hex_digit = 2, base64 = 4 };
-unsigned char classify(unsigned char c) noexcept;
-
 // The line break at `i`: "\n", "\r\n", or JSON's escaped "\\n" or "\\r\\n": its length, or 0.
 std::size_t line_break(std::string_view text, std::size_t i) noexcept;
 
@@ -56,9 +52,11 @@ class run_joiner {
   };
   explicit run_joiner(kind k) noexcept : kind_(k) {}
 
-  // `f(const std::string& joined)` for each run `t` ends, or the one before it.
+  // Takes the next token `t` of `text`; calls `f(const std::string& joined)` with the run that
+  // `t` ends, or that ended before it.
   template <class F>
   void offer(std::string_view text, const token_span& t, F&& f);
+  // The end of the text: `f` with the run still open, if any.
   template <class F>
   void finish(F&& f) {
     if (tokens_ >= 2 && joined_.size() >= kMinToken) f(std::as_const(joined_));

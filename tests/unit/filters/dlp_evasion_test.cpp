@@ -128,6 +128,20 @@ TEST(DlpEvasion, GzipThenBase64) {
   EXPECT_TRUE(finds(base64(gz.substr(0, gz.size() - 8)), "aws-access-key"));
 }
 
+TEST(DlpEvasion, GzipInflatesWithinABudgetPerScan) {
+  // Each token inflates to 256 KiB (a stream's cap); one scan inflates 1 MiB at most, so a body
+  // of many small gzip tokens costs the worker no more than that. The key at the start of the
+  // first token's text is found; the same key in a fifth token, after four caps, is not read.
+  const std::string bomb = base64(gzip(std::string(kAws) + " " + std::string(300 * 1024, 'a')));
+  const std::string filler = base64(gzip(std::string(300 * 1024, 'b')));
+  ASSERT_LT(bomb.size(), 2048u);
+  EXPECT_TRUE(finds(bomb + "\n" + filler, "aws-access-key"));
+  std::string late;
+  for (int i = 0; i < 4; ++i)
+    late += filler + "\n";
+  EXPECT_FALSE(finds(late + bomb, "aws-access-key"));
+}
+
 TEST(DlpEvasion, FileSignatureInFrontOfTheSecret) {
   // An image's or archive's first bytes mark a token as binary; they must not hide the rest.
   for (std::string_view magic :
