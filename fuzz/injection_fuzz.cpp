@@ -7,12 +7,12 @@
 // breaks between words, or a no-break or ideographic space; inside a JSON string with "\n"
 // between words or \u escapes for letters; HTML character references for letters, &nbsp;,
 // tags or Markdown emphasis around words; zero-width characters inside words; Cyrillic
-// look-alike letters; mathematical and circled letters; base64; three of these at once), on a
-// line of its own after a neutral line and between arbitrary bytes from the input, must be
-// found.
+// look-alike letters; mathematical and circled letters; base64; after a quote that is never
+// closed; three of these at once), on a line of its own after a neutral line and between
+// arbitrary bytes from the input, must be found.
 //
-// Not covered, by design: a phrase in quotes or after "for example" on its line is a mention
-// (injection.hpp); a tag inside a word ("ig<b></b>nore") is not read through.
+// Not covered, by design: a phrase in quotes (opened and closed on its line) or after "for
+// example" is a mention (injection.hpp); a tag inside a word ("ig<b></b>nore") is not read through.
 //
 // Input: byte 0 picks the phrase and the spelling, byte 1 which letters and gaps the spelling
 // changes, byte 2 where the rest is cut into the bytes before and after.
@@ -145,7 +145,7 @@ std::string math_sans_or_circled(char c) {
 }
 
 std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) {
-  switch (how % 17) {
+  switch (how % 18) {
     case 0:
       return std::string(phrase);
     case 1:
@@ -181,6 +181,8 @@ std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) 
       return policy::base64_encode(phrase);
     case 15:
       return letters(phrase, bits, math_sans_or_circled);
+    case 16:
+      return "\"" + std::string(phrase);  // a quote opened, never closed: no mention
     default:
       return gaps(wrap_words(letters(phrase, bits, cyrillic), bits >> 3, "<b>", "</b>"), bits,
                   "&nbsp;");

@@ -111,8 +111,16 @@ bool is_quote(std::string_view text, std::size_t i) {
           static_cast<unsigned char>(text[i + 2]) <= 0x9D);
 }
 
-// Whether the match at [at, ...) is quoted or introduced as an example on its line.
-bool mentioned(std::string_view text, std::size_t at) {
+// Whether a quote closes after `end` on the same line: a quotation is closed; an opening quote
+// alone in front of an instruction makes no mention of it.
+bool closed_after(std::string_view text, std::size_t end) {
+  for (std::size_t i = end; i < text.size() && text[i] != '\n'; ++i)
+    if (is_quote(text, i)) return true;
+  return false;
+}
+
+// Whether the match at [at, end) is quoted or introduced as an example on its line.
+bool mentioned(std::string_view text, std::size_t at, std::size_t end) {
   std::size_t line = text.rfind('\n', at == 0 ? 0 : at - 1);
   line = line == std::string_view::npos ? 0 : line + 1;
   std::size_t quotes = 0, last = 0;
@@ -129,7 +137,8 @@ bool mentioned(std::string_view text, std::size_t at) {
         before == ':' && k >= 2 &&
         text.substr(0, k - 1).find_last_not_of(" \t") != std::string_view::npos &&
         text[text.substr(0, k - 1).find_last_not_of(" \t")] == '"';
-    if (!key_colon && before != '[' && before != ',' && before != '{') return true;
+    if (!key_colon && before != '[' && before != ',' && before != '{' && closed_after(text, end))
+      return true;
   }
   const std::size_t from = at > 24 ? at - 24 : 0;
   const std::string_view before = text.substr(from, at - from);
@@ -175,7 +184,7 @@ std::optional<std::string_view> find_in(std::string_view text) {
            res[k]->Match(input, from, text.size(), re2::RE2::UNANCHORED, &m, 1)) {
       const auto at = static_cast<std::size_t>(m.data() - text.data());
       if (in_comment(text, at)) return "hidden-instruction";
-      if (!mentioned(text, at)) return kPatterns[k].cls;
+      if (!mentioned(text, at, at + m.size())) return kPatterns[k].cls;
       from = at + (m.size() > 0 ? m.size() : 1);
     }
   }

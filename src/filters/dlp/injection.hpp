@@ -12,9 +12,10 @@
 // base64 runs are decoded and read too.
 //
 // False positives: documentation and security writing quote these phrases. A match inside
-// quotes ("...", '...', `...`, curly quotes) on its line, or right after "like", "such as",
-// "e.g.", "for example" or "pattern", is a mention, not an instruction, and does not count
-// (except inside an HTML comment, which a reader never sees).
+// quotes ("...", '...', `...`, curly quotes) on its line, opened before it and closed after it,
+// or right after "like", "such as", "e.g.", "for example" or "pattern", is a mention, not an
+// instruction, and does not count (except inside an HTML comment, which a reader never sees).
+// A quote opened in front of an instruction and never closed makes no mention of it.
 
 #include <optional>
 #include <string_view>
