@@ -12,8 +12,8 @@
 // write it; base32; hex, bare or with '-', ':' or ' ' between pairs, or in groups of four as
 // `xxd -p` writes it, or whole `xxd` and `hexdump -C` dumps (on lines of their own);
 // percent-encoding once or twice; zero-width characters inside; look-alike Cyrillic and Greek
-// letters, full-width forms and mathematical letters; JSON's "\u0041", "\/" and "\n" inside a JSON
-// string; HTML's
+// letters, full-width forms, mathematical and enclosed letters; JSON's "\u0041", "\/" and "\n"
+// inside a JSON string; HTML's
 // "&#65;"; gzip then base64; two of these stacked; one '=' too many after it. The hidden key
 // stands between arbitrary bytes from the input, separated from them by one byte that is no
 // part of a token (as any field or line is): a stray UTF-8 lead byte, a '%', a file signature
@@ -168,21 +168,73 @@ std::string json_u(std::string_view in, std::uint8_t bits) {
 
 // The key's letters and digits as the mathematical ones of one of 13 styles (U+1D400 + 52 per
 // style: "𝐀𝐊𝐈𝐀" in bold) where the input's bits say so; the digits in one of 5 styles.
+// Unicode leaves a hole in a mathematical alphabet where Letterlike Symbols already had the
+// letter (script B is U+212C, not U+1D49D): those capitals of the script, fraktur and
+// double-struck styles, as text has them.
+char32_t letterlike_capital(unsigned style, char c) {
+  static constexpr std::array<std::pair<char, char32_t>, 8> kScript{{{'B', 0x212C},
+                                                                     {'E', 0x2130},
+                                                                     {'F', 0x2131},
+                                                                     {'H', 0x210B},
+                                                                     {'I', 0x2110},
+                                                                     {'L', 0x2112},
+                                                                     {'M', 0x2133},
+                                                                     {'R', 0x211B}}};
+  static constexpr std::array<std::pair<char, char32_t>, 5> kFraktur{
+      {{'C', 0x212D}, {'H', 0x210C}, {'I', 0x2111}, {'R', 0x211C}, {'Z', 0x2128}}};
+  static constexpr std::array<std::pair<char, char32_t>, 7> kDoubleStruck{{{'C', 0x2102},
+                                                                           {'H', 0x210D},
+                                                                           {'N', 0x2115},
+                                                                           {'P', 0x2119},
+                                                                           {'Q', 0x211A},
+                                                                           {'R', 0x211D},
+                                                                           {'Z', 0x2124}}};
+  auto in = [c](const auto& table) -> char32_t {
+    for (const auto& [letter, cp] : table)
+      if (letter == c) return cp;
+    return 0;
+  };
+  return style == 3 ? in(kScript) : style == 5 ? in(kFraktur) : style == 6 ? in(kDoubleStruck) : 0;
+}
+
+std::string utf8(char32_t cp) {
+  if (cp < 0x10000)
+    return {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 63)),
+            static_cast<char>(0x80 | (cp & 63))};
+  return {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
+          static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))};
+}
+
+// The key's capitals as squared, negative circled or negative squared letters or regional
+// indicators (U+1F130.. + 26 each), where the input's bits say so.
+std::string enclosed_letters(std::string_view in, std::uint8_t bits, unsigned kind) {
+  static constexpr std::array<char32_t, 4> kFirst{0x1F130, 0x1F150, 0x1F170, 0x1F1E6};
+  std::string out;
+  std::size_t i = 0;
+  for (char c : in) {
+    if (((bits >> (i++ % 8)) & 1) && c >= 'A' && c <= 'Z')
+      out.append(utf8(kFirst[kind % 4] + static_cast<char32_t>(c - 'A')));
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
 std::string math_letters(std::string_view in, std::uint8_t bits, unsigned style) {
   std::string out;
   std::size_t i = 0;
   for (char c : in) {
     char32_t cp = 0;
     if ((bits >> (i++ % 8)) & 1) {
-      if (c >= 'A' && c <= 'Z') cp = 0x1D400 + 52 * style + (c - 'A');
+      if (c >= 'A' && c <= 'Z') cp = letterlike_capital(style, c);
+      if (c >= 'A' && c <= 'Z' && cp == 0) cp = 0x1D400 + 52 * style + (c - 'A');
       if (c >= '0' && c <= '9') cp = 0x1D7CE + 10 * (style % 5) + (c - '0');
     }
     if (cp == 0) {
       out.push_back(c);
       continue;
     }
-    out.append({static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
-                static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))});
+    out.append(utf8(cp));
   }
   return out;
 }
@@ -261,7 +313,7 @@ std::string in_file(std::string_view key, std::string_view before, std::string_v
 std::string hide(std::string_view key, std::uint8_t how, std::string_view filler) {
   const std::string_view head = filler.substr(0, std::min<std::size_t>(filler.size(), 61));
   const std::string_view tail = filler.substr(head.size(), 40);
-  switch (how % 35) {
+  switch (how % 36) {
     case 0:
       return std::string(key);
     case 1:
@@ -293,9 +345,9 @@ std::string hide(std::string_view key, std::uint8_t how, std::string_view filler
     case 14:
       return percent(base64(key, false, true));
     case 15:
-      return invisible_inside(key, 1 + how / 35 % 5, false);
+      return invisible_inside(key, 1 + how / 36 % 5, false);
     case 16:
-      return invisible_inside(key, 1 + how / 35 % 5, true);
+      return invisible_inside(key, 1 + how / 36 % 5, true);
     case 17:
       return lookalikes(key, static_cast<std::uint8_t>(how * 37));
     case 18:
@@ -330,8 +382,10 @@ std::string hide(std::string_view key, std::uint8_t how, std::string_view filler
       return hexdump(in_file(key, head, tail), false);
     case 33:
       return html_references(key, static_cast<std::uint8_t>(how * 29));
+    case 34:
+      return math_letters(key, static_cast<std::uint8_t>(how * 43), how / 36 % 13);
     default:
-      return math_letters(key, static_cast<std::uint8_t>(how * 43), how / 35 % 13);
+      return enclosed_letters(key, static_cast<std::uint8_t>(how * 43), how / 36);
   }
 }
 
@@ -344,7 +398,7 @@ constexpr std::array<char, 16> kSeparators{'&', ',', ';', '"', '\'', '<',  '>', 
 
 // The encodings (hide()) that write a run of tokens: hex pairs with spaces, base64 in lines.
 bool writes_a_run(std::uint8_t how) {
-  switch (how % 35) {
+  switch (how % 36) {
     case 10:
     case 11:
     case 21:

@@ -52,21 +52,47 @@ std::size_t utf8_length(std::string_view s) noexcept {
   return len;
 }
 
+// The letters of the Letterlike Symbols block that stand in for the mathematical alphabets'
+// holes (the script, fraktur and double-struck capitals and a few small letters Unicode had
+// encoded before U+1D400; UnicodeData.txt maps each to its letter <font>), and the Kelvin and
+// Angstrom signs.
+constexpr std::array<std::pair<std::uint32_t, char>, 26> kLetterlike{{
+    {0x2102, 'C'}, {0x210A, 'g'}, {0x210B, 'H'}, {0x210C, 'H'}, {0x210D, 'H'}, {0x210E, 'h'},
+    {0x2110, 'I'}, {0x2111, 'I'}, {0x2112, 'L'}, {0x2115, 'N'}, {0x2119, 'P'}, {0x211A, 'Q'},
+    {0x211B, 'R'}, {0x211C, 'R'}, {0x211D, 'R'}, {0x2124, 'Z'}, {0x2128, 'Z'}, {0x212A, 'K'},
+    {0x212B, 'A'}, {0x212C, 'B'}, {0x212D, 'C'}, {0x212F, 'e'}, {0x2130, 'E'}, {0x2131, 'F'},
+    {0x2133, 'M'}, {0x2134, 'o'},
+}};
+
 // The ASCII character `cp` is drawn as, or 0: full-width forms (U+FF01..U+FF5E), the
-// mathematical letters and digits (U+1D400..U+1D6A3: 13 styles of A-Z a-z, bold to monospace;
-// U+1D7CE..U+1D7FF: 5 styles of 0-9), circled letters (U+24B6..U+24E9), and the Cyrillic and
-// Greek look-alikes. NFKC (UAX #15) maps all but the look-alikes the same way, and a model
-// reads them all as the letters.
+// mathematical letters and digits (U+1D400..U+1D6A3: 13 styles of A-Z a-z, bold to monospace,
+// with the Letterlike letters for their holes; U+1D7CE..U+1D7FF: 5 styles of 0-9), circled
+// and parenthesized letters (U+249C..U+24E9), squared and negative circled or squared capitals
+// and regional indicators (U+1F130..U+1F1FF), and the Cyrillic and Greek look-alikes. NFKC
+// (UAX #15) maps most of them the same way, and a model reads them all as the letters.
 char ascii_twin(std::uint32_t cp) noexcept {
+  auto letter = [](std::uint32_t from, std::uint32_t cp, char first) {
+    return static_cast<char>(first + (cp - from));
+  };
+  if (cp < 0x2102) {  // below the other ranges: the Cyrillic and Greek look-alikes only
+    for (const auto& [from, to] : kLookalikes)
+      if (from == cp) return to;
+    return 0;
+  }
   if (cp >= 0xFF01 && cp <= 0xFF5E) return static_cast<char>(cp - 0xFF01 + 0x21);
   if (cp >= 0x1D400 && cp <= 0x1D6A3) {
     const auto i = (cp - 0x1D400) % 52;
     return static_cast<char>(i < 26 ? 'A' + i : 'a' + (i - 26));
   }
   if (cp >= 0x1D7CE && cp <= 0x1D7FF) return static_cast<char>('0' + (cp - 0x1D7CE) % 10);
-  if (cp >= 0x24B6 && cp <= 0x24CF) return static_cast<char>('A' + (cp - 0x24B6));
-  if (cp >= 0x24D0 && cp <= 0x24E9) return static_cast<char>('a' + (cp - 0x24D0));
-  for (const auto& [from, to] : kLookalikes)
+  if (cp >= 0x249C && cp <= 0x24B5) return letter(0x249C, cp, 'a');  // (a)
+  if (cp >= 0x24B6 && cp <= 0x24CF) return letter(0x24B6, cp, 'A');  // circled
+  if (cp >= 0x24D0 && cp <= 0x24E9) return letter(0x24D0, cp, 'a');
+  if (cp >= 0x1F130 && cp <= 0x1F149) return letter(0x1F130, cp, 'A');  // squared
+  if (cp >= 0x1F150 && cp <= 0x1F169) return letter(0x1F150, cp, 'A');  // negative circled
+  if (cp >= 0x1F170 && cp <= 0x1F189) return letter(0x1F170, cp, 'A');  // negative squared
+  if (cp >= 0x1F1E6 && cp <= 0x1F1FF) return letter(0x1F1E6, cp, 'A');  // regional indicators
+  for (const auto& [from, to] : kLetterlike)
     if (from == cp) return to;
   return 0;
 }
