@@ -23,6 +23,7 @@
 // input is cut into the prefix and suffix, bytes 3..18 the key's 16 characters; the rest is the
 // prefix and suffix.
 
+#include "core/utf8.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "fuzz_input.hpp"
@@ -198,11 +199,9 @@ char32_t letterlike_capital(unsigned style, char c) {
 }
 
 std::string utf8(char32_t cp) {
-  if (cp < 0x10000)
-    return {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 63)),
-            static_cast<char>(0x80 | (cp & 63))};
-  return {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
-          static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))};
+  std::string out;
+  core::append_utf8(out, cp);
+  return out;
 }
 
 // The key's capitals as squared, negative circled or negative squared letters or regional

@@ -17,6 +17,7 @@
 // Input: byte 0 picks the phrase and the spelling, byte 1 which letters and gaps the spelling
 // changes, byte 2 where the rest is cut into the bytes before and after.
 
+#include "core/utf8.hpp"
 #include "filters/dlp/injection.hpp"
 #include "fuzz_input.hpp"
 #include "policy/token.hpp"
@@ -135,12 +136,7 @@ std::string math_sans_or_circled(char c) {
   const bool circled = (c - 'a') % 2 == 1;
   const char32_t cp = circled ? 0x24D0 + (c - 'a') : 0x1D5BA + (c - 'a');
   std::string out;
-  if (cp < 0x10000)
-    out = {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 63)),
-           static_cast<char>(0x80 | (cp & 63))};
-  else
-    out = {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
-           static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))};
+  core::append_utf8(out, cp);
   return out;
 }
 

@@ -234,6 +234,12 @@ std::optional<std::string> hexdump_decode(std::string_view s) {
   std::string out;
   std::optional<std::string> found;
   std::size_t lines = 0;
+  // A dump ended: kept when it was one (two lines or more), else forgotten.
+  auto end_dump = [&] {
+    if (lines >= 2) found = found ? *found + out : out;
+    out.clear();
+    lines = 0;
+  };
   for (std::size_t pos = 0; pos < s.size();) {
     auto eol = s.find('\n', pos);
     if (eol == std::string_view::npos) eol = s.size();
@@ -244,12 +250,9 @@ std::optional<std::string> hexdump_decode(std::string_view s) {
       ++lines;
       continue;
     }
-    // A dump ended: keep it when it was one (two lines or more), else forget the line.
-    if (lines >= 2) found = found ? *found + out : out;
-    out.clear();
-    lines = 0;
+    end_dump();
   }
-  if (lines >= 2) found = found ? *found + out : out;
+  end_dump();
   if (found && found->empty()) return std::nullopt;
   return found;
 }

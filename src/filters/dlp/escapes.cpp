@@ -21,6 +21,18 @@ bool code_point_may_hide(std::uint32_t u) {
   return folds_away(u) && !unicode_space(u);
 }
 
+// The four hex digits of a JSON \u escape at `i`, or -1.
+int hex4(std::string_view s, std::size_t i) {
+  if (i + 4 > s.size()) return -1;
+  int v = 0;
+  for (std::size_t k = i; k < i + 4; ++k) {
+    const int d = hex_value(s[k]);
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
 // A numeric character reference at `at` ("&#105;", "&#x69;", the ';' optional): its code point
 // and length, or false.
 bool numeric_reference(std::string_view s, std::size_t at, std::uint32_t& cp, std::size_t& len) {
@@ -47,16 +59,6 @@ bool numeric_reference(std::string_view s, std::size_t at, std::uint32_t& cp, st
 std::optional<std::string> json_unescape(std::string_view s) {
   auto at = s.find('\\');
   if (at == std::string_view::npos) return std::nullopt;
-  auto hex4 = [&](std::size_t i) -> int {
-    if (i + 4 > s.size()) return -1;
-    int v = 0;
-    for (std::size_t k = i; k < i + 4; ++k) {
-      const int d = hex_value(s[k]);
-      if (d < 0) return -1;
-      v = v * 16 + d;
-    }
-    return v;
-  };
   std::string out(s.substr(0, at));
   out.reserve(s.size());
   bool changed = false;
@@ -75,7 +77,7 @@ std::optional<std::string> json_unescape(std::string_view s) {
       changed = true;
       continue;
     }
-    const int u = e == 'u' ? hex4(i + 2) : -1;
+    const int u = e == 'u' ? hex4(s, i + 2) : -1;
     if (u < 0) {  // not an escape JSON knows: kept
       out.push_back(s[i++]);
       continue;
@@ -83,7 +85,7 @@ std::optional<std::string> json_unescape(std::string_view s) {
     std::uint32_t cp = static_cast<std::uint32_t>(u);
     i += 6;
     if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
-      const int low = hex4(i + 2);
+      const int low = hex4(s, i + 2);
       if (low >= 0xDC00 && low <= 0xDFFF) {
         cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(low) - 0xDC00);
         i += 6;
@@ -107,15 +109,8 @@ bool json_escapes_may_hide(std::string_view s) {
     if (e == '/' &&
         ((at > 0 && base64_byte(s[at - 1])) || (at + 2 < s.size() && base64_byte(s[at + 2]))))
       return true;
-    if (e != 'u' || at + 6 > s.size()) continue;
-    int cp = 0;
-    for (std::size_t k = at + 2; k < at + 6 && cp >= 0; ++k) {
-      const int d = hex_value(s[k]);
-      cp = d < 0 ? -1 : cp * 16 + d;
-    }
-    if (cp < 0) continue;
-    const auto u = static_cast<std::uint32_t>(cp);
-    if (code_point_may_hide(u)) return true;
+    const int u = e == 'u' ? hex4(s, at + 2) : -1;
+    if (u >= 0 && code_point_may_hide(static_cast<std::uint32_t>(u))) return true;
   }
   return false;
 }
