@@ -35,4 +35,18 @@ std::optional<std::string> html_unescape(std::string_view s);
 // pages use for punctuation and typography (&#39; &#8217; &#160;) are not.
 bool html_references_may_hide(std::string_view s);
 
+// Calls `f(std::string_view unescaped)` with `s` as a JSON parser and as an HTML reader undo
+// it, each only when its escapes may hide something (above), until `f` returns true; returns
+// whether it did. A second reading costs as much as the first, so ordinary text gets none.
+template <class F>
+bool read_unescaped(std::string_view s, F&& f) {
+  if (json_escapes_may_hide(s))
+    if (auto unescaped = json_unescape(s); unescaped && f(std::string_view(*unescaped)))
+      return true;
+  if (html_references_may_hide(s))
+    if (auto unescaped = html_unescape(s); unescaped && f(std::string_view(*unescaped)))
+      return true;
+  return false;
+}
+
 }  // namespace airlock::filters::dlp

@@ -234,16 +234,15 @@ std::optional<std::string_view> find_as_written(std::string_view original);
 }  // namespace
 
 std::optional<std::string_view> find_injection(std::string_view original) {
-  if (auto cls = find_as_written(original)) return cls;
+  auto cls = find_as_written(original);
   // The text as the agent's JSON parser or HTML-to-text step hands it to the model, where an
   // escape stands for a letter ("\u0069gnore", "&#105;gnore"): read once more unescaped.
-  if (json_escapes_may_hide(original))
-    if (auto unescaped = json_unescape(original))
-      if (auto cls = find_as_written(*unescaped)) return cls;
-  if (html_references_may_hide(original))
-    if (auto unescaped = html_unescape(original))
-      if (auto cls = find_as_written(*unescaped)) return cls;
-  return std::nullopt;
+  if (!cls)
+    read_unescaped(original, [&](std::string_view unescaped) {
+      cls = find_as_written(unescaped);
+      return cls.has_value();
+    });
+  return cls;
 }
 
 namespace {

@@ -156,14 +156,13 @@ void scanner::scan(std::string_view text, kind how, std::string_view location, f
   }
   reading r{location, out, kInflateBudget};
   read(text, 0, r, engine_quiet && cleaned.empty());
-  // JSON's escapes, as the receiving end's parser undoes them ("\u0041KIA...", base64 with
-  // "\/" for '/'), when they may hide something: a second reading costs as much as the first.
-  // (A "\n" between base64 lines is a gap the token runs know.)
-  if (json_escapes_may_hide(text))
-    if (auto unescaped = json_unescape(text)) read(*unescaped, 0, r);
-  // HTML's character references ("&#65;KIA..."), as a page or a form field undoes them.
-  if (html_references_may_hide(text))
-    if (auto unescaped = html_unescape(text)) read(*unescaped, 0, r);
+  // JSON's escapes and HTML's character references, as the receiving end undoes them
+  // ("\u0041KIA...", base64 with "\/" for '/', "&#65;KIA..."). (A "\n" between base64 lines
+  // is a gap the token runs know.)
+  read_unescaped(text, [&](std::string_view unescaped) {
+    read(unescaped, 0, r);
+    return false;  // read both
+  });
   // Nothing to decode: no '%', and no '+' where a query spells a space so.
   if (text.find('%') == std::string_view::npos &&
       (how != kind::url || text.find('+') == std::string_view::npos))
