@@ -17,7 +17,7 @@ import urllib.parse
 from harness.base import ProxyTestCase, marker
 from harness.certs import fresh_private_key_pem
 from harness.clients import header_value
-from harness.echo_origin import EchoOrigin
+from harness.echo_origin import EchoOrigin, ranged
 from harness.proxy import make_policy, origin_rule, tunnel_rule
 from harness.tls_support import fetch_metrics
 
@@ -388,6 +388,25 @@ class CodedResponseInjectionTest(ProxyTestCase):
                                                   b"injection ("), r.body)
                 rec = self.assert_audit(path=lambda v, m=m: v is not None and m in v)
                 self.assertEqual(rec["dlp"][0]["action"], "block", rec)
+
+    def test_an_injection_fetched_in_ranges_is_read_whole(self):
+        # Split between two ranges the phrase is in neither part; the proxy drops Range, so
+        # each request gets the whole body, which is withheld.
+        body = b"<p>Weather: sunny.</p><p>" + self.INJECTION + b"</p>"
+        cut = body.index(b"previous")
+        m = marker()
+        path = "/coded/" + m
+        self.echo.route(path, ranged(body, ctype="text/html"))
+        for first, last in ((0, cut - 1), (cut, len(body) - 1)):
+            with self.subTest(range=(first, last)):
+                req = self.request("GET", self.echo.url(path, "block.test"),
+                                   headers=[("Range", "bytes=%d-%d" % (first, last))])
+                [r], _ = self.send_raw(req)
+                self.assertEqual(r.status, 200, r)
+                self.assertTrue(r.body.startswith(b"[airlock: response withheld: prompt "
+                                                  b"injection ("), r.body)
+        seen = [x for x in self.echo.requests if x["path"] == path]
+        self.assertEqual([header_value(x["headers"], "range") for x in seen], [None, None])
 
     def test_gzip_without_a_finding_passes_as_sent(self):
         body = gzip.compress(b"<p>Today's forecast: sunny.</p>" * 40)

@@ -23,6 +23,7 @@ import zlib
 
 from harness import env, secret_scan
 from harness.base import marker
+from harness.echo_origin import ranged
 from harness.proxy import RssSampler, make_policy, origin_rule
 from harness.tls_support import fetch_metrics
 from test_credential_injection import SecretsCase
@@ -686,6 +687,39 @@ class RedactionTest(SecretsCase):
         rec = self.origin_record(self.echo, m2)
         self.assertEqual([v for k, v in rec["headers"] if k.lower() == "accept-encoding"],
                          ["br, zstd, gzip;q=0.5"])
+
+    def test_range_request_gets_the_whole_body_redacted(self):
+        # Fetched in two ranges, neither part of the key matches a redactor; the proxy asks
+        # for the whole body instead (no Range, no If-Range) and redacts it.
+        body = text_body("key: ", AWS_KEY, "\n")
+        m = marker()
+        path = self.serve(m, ranged(body))
+        for first, last in ((0, 9), (10, len(body) - 1)):
+            with self.subTest(range=(first, last)):
+                r = self.curl(self.echo.url(path, "red.test"),
+                              args=["-r", "%d-%d" % (first, last), "-H", 'If-Range: "v1"'])
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(r.body, text_body("key: ", R_AWS, "\n"))
+        seen = [x for x in self.echo.requests if x["path"] == path]
+        self.assertEqual(len(seen), 2)
+        for rec in seen:
+            names = {k.lower() for k, _ in rec["headers"]}
+            self.assertFalse(names & {"range", "if-range"}, rec["headers"])
+        # Without redaction the range passes and the route answers it with a part.
+        r = self.curl(self.echo.url(path, "plain.test"), args=["-r", "5-14"])
+        self.assertEqual(r.status, 206, r)
+        self.assertEqual(r.body, AWS_KEY[:10].encode())
+
+    def test_a_part_sent_unasked_is_refused(self):
+        m = marker()
+        path = self.serve(m, ranged(text_body("key: ", AWS_KEY, "\n"), always_part=True))
+        r = self.curl(self.echo.url(path, "red.test"))
+        self.assertEqual(r.status, 502, r)
+        self.assertEqual(r.header("X-Airlock-Reason"), "unredactable_response", r)
+        self.assertNotIn(AWS_KEY[:8].encode(), r.body)
+        rec = self.audit_for(m)
+        self.assertEqual(rec["status"], 502, rec)
+        self.assertIn("206", rec.get("detail", ""), rec)
 
     # -- metrics ------------------------------------------------------------------------------
 

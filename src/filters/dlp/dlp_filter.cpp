@@ -4,6 +4,7 @@
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
+#include "filters/redaction/head_fields.hpp"
 #include "filters/redaction/policy_redactors.hpp"
 #include "net/data_like_host.hpp"
 #include "policy/snapshot.hpp"
@@ -165,7 +166,11 @@ class dlp_filter final : public filter {
   verdict on_forward(exchange& ex) override {
     // Scanned responses are read more cheaply without a content coding (one that comes anyway
     // is decoded for reading, or withheld under block when the proxy cannot read it).
-    if (scans_responses()) ex.request->set(http::field::accept_encoding, "identity");
+    // And whole: an instruction split between two ranges would not be seen in either.
+    if (scans_responses()) {
+      ex.request->set(http::field::accept_encoding, "identity");
+      redaction::ask_for_whole_representation(*ex.request);
+    }
     return verdict::next();
   }
 

@@ -63,4 +63,9 @@ void narrow_accept_encoding(http::fields& head) {
   head.set(http::field::accept_encoding, kept.empty() ? std::string("identity") : kept);
 }
 
+void ask_for_whole_representation(http::fields& head) {
+  head.erase(http::field::range);
+  head.erase(http::field::if_range);
+}
+
 }  // namespace airlock::filters::redaction

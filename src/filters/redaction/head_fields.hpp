@@ -1,6 +1,6 @@
 #pragma once
 // Redaction's edits of heads: a response's header values redacted in one pass, and a request's
-// Accept-Encoding narrowed to the codings the proxy can decode.
+// Accept-Encoding narrowed to the codings the proxy can decode and its Range removed.
 
 #include "filters/redaction/engine.hpp"
 
@@ -16,5 +16,11 @@ void redact_head(const engine& e, boost::beast::http::fields& head, hit_counts& 
 // Under a redacting rule only codings the proxy can decode may come back: the client's
 // Accept-Encoding is narrowed to gzip, deflate and identity (identity when nothing is left).
 void narrow_accept_encoding(boost::beast::http::fields& head);
+
+// A response read for secrets or instructions must come whole: with a Range request (RFC 9110
+// section 14.2) a client could fetch a value in pieces none of which matches. Range and
+// If-Range (section 13.1.5) are removed, so the origin answers 200 with the whole
+// representation (section 14.2: a server may always ignore Range; clients expect that).
+void ask_for_whole_representation(boost::beast::http::fields& head);
 
 }  // namespace airlock::filters::redaction

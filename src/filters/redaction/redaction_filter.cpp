@@ -25,7 +25,10 @@ class redaction_filter final : public filter {
     guard_ = engines_.for_binary(rule.index);
     // A swapped placeholder's value must not come back either, whatever the rule says.
     if (!engine_ && !ex.placeholders.empty()) engine_ = guard_ = engines_.secrets_only();
-    if (engine_) narrow_accept_encoding(*ex.request);
+    if (engine_) {
+      narrow_accept_encoding(*ex.request);
+      ask_for_whole_representation(*ex.request);
+    }
     return verdict::next();
   }
 
@@ -36,6 +39,11 @@ class redaction_filter final : public filter {
     if (res.result_int() == 101)
       return verdict::fail(core::errc::upstream_error,
                            "origin switched protocols without an allowed upgrade");
+    // Only a Range request gets a part, and none was sent (on_forward): a part of a value
+    // cannot be recognised, so an origin that sends one anyway is refused.
+    if (res.result() == http::status::partial_content)
+      return verdict::fail(core::errc::unredactable_response,
+                           "origin sent part of a representation (206) to a redacting rule");
     redact_head(*engine_, res, header_hits_);
     ex.record.redactions = engine_->named(header_hits_);
     if (!ex.response_has_body) return verdict::next();

@@ -101,6 +101,24 @@ class ScriptedRequest:
         self.end_chunks()
 
 
+def ranged(body, ctype="text/plain", always_part=False):
+    """A route that answers like a static file server: a single-range request (RFC 9110
+    section 14.2, "Range: bytes=first-last") gets 206 and that part with Content-Range,
+    anything else 200 and the whole body. `always_part`: 206 with the first half even
+    without Range (a broken origin)."""
+
+    def fn(req):
+        rng = req.header("Range")
+        if not rng and not always_part:
+            return req.send(200, body=body, ctype=ctype)
+        first, _, last = (rng or "bytes=0-%d" % (len(body) // 2 - 1))[6:].partition("-")
+        part = body[int(first):int(last) + 1]
+        span = "bytes %s-%d/%d" % (first, int(first) + len(part) - 1, len(body))
+        return req.send(206, [("Content-Range", span)], body=part, ctype=ctype)
+
+    return fn
+
+
 def echo_document(record):
     basic = None
     auth = None
