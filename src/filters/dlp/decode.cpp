@@ -11,7 +11,7 @@
 namespace airlock::filters::dlp {
 namespace {
 
-int base64_value(char c) noexcept {
+constexpr int base64_value(char c) noexcept {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
@@ -133,6 +133,16 @@ std::string percent_decode(std::string_view s, bool plus_space) {
     out.push_back(plus_space && c == '+' ? ' ' : c);
   }
   return out;
+}
+
+bool base64_byte(char c) noexcept {
+  static constexpr auto table = [] {
+    std::array<bool, 256> t{};
+    for (int b = 0; b < 256; ++b)
+      t[static_cast<std::size_t>(b)] = b == '=' || base64_value(static_cast<char>(b)) >= 0;
+    return t;
+  }();
+  return table[static_cast<unsigned char>(c)];
 }
 
 std::optional<std::string> base64_decode(std::string_view s) {

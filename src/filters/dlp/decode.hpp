@@ -24,6 +24,8 @@ std::string percent_decode(std::string_view s, bool plus_space);
 // Base64 (RFC 4648 section 4) or base64url (section 5), padding optional; nullopt on any other
 // byte or an impossible length.
 std::optional<std::string> base64_decode(std::string_view s);
+// Whether `c` can be part of what base64_decode reads: either alphabet, or the padding '='.
+bool base64_byte(char c) noexcept;
 // Base32 (RFC 4648 section 6), either case, padding optional.
 std::optional<std::string> base32_decode(std::string_view s);
 // Hex pairs, either case, optionally separated by one '-', ':' or ' ' between every pair

@@ -99,10 +99,6 @@ std::optional<std::string> json_unescape(std::string_view s) {
 }
 
 bool json_escapes_may_hide(std::string_view s) {
-  auto base64_byte = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-           c == '/' || c == '=' || c == '_' || c == '-';
-  };
   for (auto at = s.find('\\'); at != std::string_view::npos && at + 1 < s.size();
        at = s.find('\\', at + 2)) {
     const char e = s[at + 1];

@@ -196,16 +196,6 @@ std::optional<std::string_view> find_in(std::string_view text) {
 char ascii_lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c;
 }
-constexpr std::array<bool, 256> kBase64Bytes = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 256; ++c)
-    t[static_cast<std::size_t>(c)] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                                     (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '=';
-  return t;
-}();
-bool base64_byte(char c) {
-  return kBase64Bytes[static_cast<unsigned char>(c)];
-}
 
 // A lower-cased copy, in one pass, eight bytes at a time: for each byte that is ASCII and in
 // 'A'..'Z', set bit 5 (the classic SWAR range test on the low seven bits).
