@@ -7,9 +7,10 @@
 // breaks between words, or a no-break or ideographic space; inside a JSON string with "\n"
 // between words or \u escapes for letters; HTML character references for letters, &nbsp;,
 // tags or Markdown emphasis around words; zero-width characters inside words; Cyrillic
-// look-alike letters; mathematical and circled letters; base64; after a quote that is never
-// closed; three of these at once), on a line of its own after a neutral line and between
-// arbitrary bytes from the input, must be found.
+// look-alike letters; mathematical and circled letters; base64 or base64url, after a few
+// bytes that put its '+' or '-' into the first quantums or that are another script or binary; after
+// a quote that is never closed; three of these at once), on a line of its own after a neutral line
+// and between arbitrary bytes from the input, must be found.
 //
 // Not covered, by design: a phrase in quotes (opened and closed on its line) or after "for
 // example" is a mention (injection.hpp); a tag inside a word ("ig<b></b>nore") is not read through.
@@ -140,6 +141,27 @@ std::string math_sans_or_circled(char c) {
   return out;
 }
 
+// The phrase after a prefix `bits` picks, in base64 or (bit 3) base64url (RFC 4648 section 5):
+// some prefixes put a '+' or '/' ('-' or '_') into the first quantums, where a reader that
+// ended the run there would decode the rest out of step; others make the decoded bytes far
+// from all printable ASCII.
+std::string base64_of(std::string_view phrase, std::uint8_t bits) {
+  static constexpr std::array<std::string_view, 7> kPrefixes{
+      "",
+      "a\xCF\x80 ",
+      "\xCF\x80\xCF\x80\xCF\x80 ",
+      ">>> ",
+      "~~",
+      "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E: ",              // another script first
+      std::string_view("\x89PNG\r\n\x1A\n\0\0\0\x0D", 12)};  // binary first
+  std::string out =
+      policy::base64_encode(std::string(kPrefixes[bits % kPrefixes.size()]) + std::string(phrase));
+  if (bits & 8)
+    for (auto& c : out)
+      c = c == '+' ? '-' : c == '/' ? '_' : c;
+  return out;
+}
+
 std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) {
   switch (how % 18) {
     case 0:
@@ -174,7 +196,7 @@ std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) 
     case 13:
       return letters(phrase, bits, cyrillic);
     case 14:
-      return policy::base64_encode(phrase);
+      return base64_of(phrase, bits);
     case 15:
       return letters(phrase, bits, math_sans_or_circled);
     case 16:

@@ -318,4 +318,23 @@ std::optional<std::string> fold_confusables(std::string_view s) {
   return out;
 }
 
+std::string printable_runs(std::string_view bytes) {
+  std::string out;
+  std::size_t start = 0;
+  auto flush = [&](std::size_t end) {
+    if (end - start < 8) return;
+    out.append(bytes.substr(start, end - start));
+    out.push_back('\n');
+  };
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x20 || c >= 0x7F) {
+      flush(i);
+      start = i + 1;
+    }
+  }
+  flush(bytes.size());
+  return out;
+}
+
 }  // namespace airlock::filters::dlp

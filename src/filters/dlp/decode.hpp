@@ -52,6 +52,10 @@ bool folds_away(std::uint32_t cp) noexcept;
 // A space that is not ASCII's (Unicode category Zs: U+00A0, U+2000..U+200A, U+3000, ...).
 bool unicode_space(std::uint32_t cp) noexcept;
 
+// The printable ASCII stretches of decoded bytes (8 bytes or more), one per line: a secret or an
+// instruction embedded in binary ("\xde\xad...AKIA...\x00") is read without the binary around it.
+std::string printable_runs(std::string_view bytes);
+
 // printable_share and shannon_entropy (core/text_stats.hpp), which data-like host names share.
 using core::printable_share;
 using core::shannon_entropy;

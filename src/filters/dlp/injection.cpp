@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace airlock::filters::dlp {
@@ -256,10 +257,13 @@ std::optional<std::string_view> find_as_written(std::string_view original) {
     while (j < original.size() && base64_byte(original[j]))
       ++j;
     if (j - s >= kMinRun) {
-      if (auto d = base64_decode(original.substr(s, j - s)); d && printable_share(*d) >= 0.95) {
-        for (auto& c : *d)
+      // Mostly text is read as it is; otherwise its printable stretches, so that bytes put
+      // around an instruction (another script's letters, binary) do not hide it.
+      if (auto d = base64_decode(original.substr(s, j - s))) {
+        std::string t = printable_share(*d) >= 0.95 ? std::move(*d) : printable_runs(*d);
+        for (auto& c : t)
           c = ascii_lower(c);
-        if (auto cls = find_in(*d)) return cls;
+        if (auto cls = find_in(t)) return cls;
       }
     }
     i = j + 1;

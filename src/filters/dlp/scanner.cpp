@@ -25,25 +25,6 @@ bool all_of(std::string_view s, bool (*pred)(unsigned char)) {
                      [&](char c) { return pred(static_cast<unsigned char>(c)); });
 }
 
-// The printable stretches of decoded bytes (8 bytes or more), one per line: a secret embedded in
-// binary ("\xde\xad...AKIA...\x00") is read without the binary around it.
-std::string printable_runs(std::string_view bytes) {
-  std::string out;
-  std::size_t start = 0;
-  auto flush = [&](std::size_t end) {
-    if (end - start >= 8) out += core::str_cat(bytes.substr(start, end - start), "\n");
-  };
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c < 0x20 || c >= 0x7F) {
-      flush(i);
-      start = i + 1;
-    }
-  }
-  flush(bytes.size());
-  return out;
-}
-
 // File signatures of the binary content that rides in base64 legitimately (data: URIs, uploads):
 // PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF. Such a token is not judged for its entropy (an
 // image is as random as a key), but what it decodes to is still read: four bytes of "GIF8" in
