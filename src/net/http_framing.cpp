@@ -27,6 +27,17 @@ std::string_view framing_problem(const http::request_header<>& req) {
   return {};
 }
 
+std::string_view response_framing_problem(const http::response_header<>& res) {
+  std::size_t transfer_encodings = 0;
+  for (const auto& f : res)
+    if (f.name() == http::field::transfer_encoding) ++transfer_encodings;
+  if (transfer_encodings == 0) return {};
+  if (transfer_encodings > 1 ||
+      !core::iequals(core::trim_ows(res[http::field::transfer_encoding]), "chunked"))
+    return "a transfer coding other than chunked";
+  return {};
+}
+
 }  // namespace airlock::net
 
 namespace airlock::net {

@@ -1,6 +1,6 @@
 #pragma once
-// Request framing checks beyond what Beast's parser enforces (RFC 9112 section 6.3), the
-// smuggling defences of the HTTP/1.1 codec: one Content-Length at most, one Host, never both
+// Request (and response) framing checks beyond what Beast's parser enforces (RFC 9112 section 6.3),
+// the smuggling defences of the HTTP/1.1 codec: one Content-Length at most, one Host, never both
 // framing headers, and "chunked" as the only transfer coding a request may use. Pure: no I/O.
 
 #include <boost/beast/http/message.hpp>
@@ -11,6 +11,12 @@ namespace airlock::net {
 
 // Why the head's framing is refused; empty when it is acceptable.
 std::string_view framing_problem(const boost::beast::http::request_header<>& req);
+
+// Why a response head's framing is refused; empty when it is acceptable. An origin may apply a
+// transfer coding other than chunked (RFC 9112 section 6.1), but the proxy undoes only chunked:
+// "gzip, chunked" passed on would hand the client bytes no filter has read (the client undoes
+// the gzip itself). Beast's parser already refuses two Content-Lengths and both framings.
+std::string_view response_framing_problem(const boost::beast::http::response_header<>& res);
 
 // Whether a chunked body's unparsed bytes must not be handed to Beast's parser yet, while more
 // can come: Beast 1.81 asserts (BOOST_ASSERT(n >= 5) in parse_chunk_header, an abort in any

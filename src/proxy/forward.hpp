@@ -3,7 +3,9 @@
 // body up, the response head and body back, each through the filter chain. Any answer of the
 // proxy's own is sent here; the exchange's record is filled in.
 
+#include "core/str_cat.hpp"
 #include "filters/chain.hpp"
+#include "net/http_framing.hpp"
 #include "policy/model.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/h1_body.hpp"
@@ -213,6 +215,17 @@ inline void record_response_failure(filters::exchange_record& rec,
   rec.refuse(why, core::str_cat("reading response: ", ec.message()));
 }
 
+// A response whose framing the proxy does not undo whole (net::response_framing_problem) is
+// refused; true when it was.
+inline bool refused_response_framing(filters::exchange_record& rec,
+                                     const http::response_header<>& res) {
+  const auto problem = net::response_framing_problem(res);
+  if (problem.empty()) return false;
+  rec.failed_upstream(core::errc::upstream_error);
+  rec.refuse(core::errc::upstream_error, core::str_cat("origin's response has ", problem));
+  return true;
+}
+
 // The response head through the chain (redaction may edit it), re-framed where its body changes
 // or has no framing, then the body through the chain's response filters, or as it is.
 template <class Client, class Upstream>
@@ -364,6 +377,7 @@ boost::asio::awaitable<forward_result> forward(
     record_response_failure(rec, ec);
     co_return co_await answer(client, rec, version);
   }
+  if (refused_response_framing(rec, res_p->get())) co_return co_await answer(client, rec, version);
   auto& res = res_p->get();
   const unsigned status = res.result_int();
   rec.status = status;

@@ -135,6 +135,10 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
     co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return true;
   }
+  if (forward_detail::refused_response_framing(rec, res_p->get())) {
+    co_await h2_answer(c, ss, rec, limits.idle_timeout);
+    co_return true;
+  }
   auto& res = res_p->get();
   const unsigned status = res.result_int();
   rec.status = status;

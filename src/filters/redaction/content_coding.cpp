@@ -2,9 +2,10 @@
 
 #include "core/ascii.hpp"
 
+#include <string>
+
 namespace airlock::filters::redaction {
 using core::iequals;
-namespace {}  // namespace
 
 content_coding parse_content_encoding(std::string_view value) noexcept {
   content_coding result = content_coding::identity;
@@ -26,6 +27,16 @@ content_coding parse_content_encoding(std::string_view value) noexcept {
     value.remove_prefix(comma + 1);
   }
   return result;
+}
+
+content_coding parse_content_encoding(const boost::beast::http::fields& head) {
+  std::string joined;
+  for (const auto& f : head) {
+    if (f.name() != boost::beast::http::field::content_encoding) continue;
+    if (!joined.empty()) joined += ',';
+    joined += f.value();
+  }
+  return parse_content_encoding(std::string_view(joined));
 }
 
 std::string_view to_string(content_coding c) noexcept {

@@ -2,6 +2,8 @@
 // Content-Encoding as far as redaction is concerned: what the proxy can decode and re-encode,
 // and what it must refuse to pass under a redacting rule (it cannot see inside).
 
+#include <boost/beast/http/fields.hpp>
+
 #include <string_view>
 
 namespace airlock::filters::redaction {
@@ -17,6 +19,9 @@ enum class content_coding {
 // were applied (RFC 9110 section 8.4). "identity" and empty members are ignored; one gzip or
 // deflate is supported; anything else makes the whole value unsupported.
 content_coding parse_content_encoding(std::string_view value) noexcept;
+// The same for a whole head: a list field may come as several field lines, which mean their
+// values joined by commas (RFC 9110 section 5.3); reading only the first would miss a coding.
+content_coding parse_content_encoding(const boost::beast::http::fields& head);
 
 std::string_view to_string(content_coding c) noexcept;
 

@@ -4,6 +4,11 @@
 
 #include "filters/redaction/stream.hpp"
 
+#include <boost/beast/http/fields.hpp>
+
+#include <cstddef>
+#include <optional>
+
 #include <string_view>
 
 namespace airlock::filters::redaction {
@@ -11,7 +16,8 @@ namespace airlock::filters::redaction {
 enum class body_kind {
   text,         // redact as one text
   binary,       // pass untouched
-  unsupported,  // text in a charset the patterns cannot see (UTF-16/32): fail closed
+  unsupported,  // text in a charset the patterns cannot see (UTF-16/32, EBCDIC, UTF-7, two
+                // charset parameters): fail closed
 };
 
 struct body_class {
@@ -20,10 +26,22 @@ struct body_class {
 };
 
 // Classifies a Content-Type header value (RFC 9110 section 8.3.1; case-insensitive type and
-// subtype, parameters ignored except charset). Text-like: text/*, application/json and
+// subtype, parameters ignored except charset, which must name an ASCII-compatible charset).
+// Text-like: text/*, application/json and
 // */*+json, NDJSON/JSON Lines/json-seq, application/xml and */*+xml, JavaScript/ECMAScript,
 // application/x-www-form-urlencoded, YAML, GraphQL. An empty or missing value is treated as
 // text: a response that does not say what it is gets redacted rather than trusted.
 body_class classify_content_type(std::string_view content_type) noexcept;
+
+// Whether text is UTF-16 or UTF-32 whatever its label says, as a client finds out: a byte-order
+// mark (the WHATWG Encoding Standard's BOM sniffing), or a NUL byte among its first bytes (RFC
+// 4627 section 3, as Python's requests reads JSON), which text in an ASCII-compatible charset
+// never has. `start` is the text's first kSniffBytes (or all of it).
+inline constexpr std::size_t kSniffBytes = 1024;
+bool sniffs_as_utf16_or_32(std::string_view start) noexcept;
+
+// The head's Content-Type value (empty when absent), or nullopt when it has several field lines:
+// the field is a singleton (RFC 9110 section 8.3) and clients differ in which line they take.
+std::optional<std::string_view> sole_content_type(const boost::beast::http::fields& head);
 
 }  // namespace airlock::filters::redaction

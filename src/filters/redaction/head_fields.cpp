@@ -2,6 +2,7 @@
 
 #include "core/ascii.hpp"
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,34 +12,38 @@ namespace http = boost::beast::http;
 
 namespace {
 
+// The fields the codec frames the body by and the coding the plan was made from: their values
+// were checked (a number, "chunked", a coding the proxy decodes, else refused), and redacting
+// them would break the framing.
 bool framing_field(http::field f) {
   return f == http::field::content_length || f == http::field::transfer_encoding ||
-         f == http::field::content_encoding || f == http::field::content_type;
+         f == http::field::content_encoding;
 }
 
 }  // namespace
 
 void redact_head(const engine& e, http::fields& head, hit_counts& hits) {
-  std::vector<std::string_view> values;
-  for (const auto& f : head)
+  std::vector<std::string_view> values, names;
+  for (const auto& f : head) {
+    names.push_back(f.name_string());
     if (!framing_field(f.name())) values.push_back(f.value());
-  if (values.empty()) return;
+  }
+  if (names.empty()) return;
   auto redacted = redaction::redact_header_values(e, values, &hits);
+  // A name that carries a value has no redacted spelling (brackets are not token characters,
+  // RFC 9110 section 5.1): the field goes.
+  const auto redacted_names = redaction::redact_header_values(e, names, &hits);
   // Fields cannot be edited in place: the changed ones are removed and added back.
   std::vector<std::pair<std::string, std::string>> changed;
-  std::size_t i = 0;
-  for (auto f = head.begin(); f != head.end();) {
-    if (framing_field(f->name())) {
-      ++f;
-      continue;
-    }
-    if (redacted[i] != f->value()) {
+  std::size_t i = 0, n = 0;
+  for (auto f = head.begin(); f != head.end(); ++n) {
+    const bool framing = framing_field(f->name());
+    const bool name_hit = redacted_names[n] != f->name_string();
+    const bool value_hit = !framing && redacted[i] != f->value();
+    if (value_hit && !name_hit)
       changed.emplace_back(std::string(f->name_string()), std::move(redacted[i]));
-      f = head.erase(f);
-    } else {
-      ++f;
-    }
-    ++i;
+    if (!framing) ++i;
+    f = name_hit || value_hit ? head.erase(f) : std::next(f);
   }
   for (auto& [name, value] : changed)
     head.insert(name, value);

@@ -1,5 +1,6 @@
 #include "filters/redaction/redaction_filter.hpp"
 
+#include "core/ascii.hpp"
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
 #include "filters/redaction/head_fields.hpp"
@@ -28,6 +29,8 @@ class redaction_filter final : public filter {
     if (engine_) {
       narrow_accept_encoding(*ex.request);
       ask_for_whole_representation(*ex.request);
+      // gRPC compresses messages inside the body (grpc-encoding), out of the guard's sight.
+      ex.request->set("grpc-accept-encoding", "identity");
     }
     return verdict::next();
   }
@@ -39,34 +42,29 @@ class redaction_filter final : public filter {
     if (res.result_int() == 101)
       return verdict::fail(core::errc::upstream_error,
                            "origin switched protocols without an allowed upgrade");
-    // Only a Range request gets a part, and none was sent (on_forward): a part of a value
-    // cannot be recognised, so an origin that sends one anyway is refused.
-    if (res.result() == http::status::partial_content)
-      return verdict::fail(core::errc::unredactable_response,
-                           "origin sent part of a representation (206) to a redacting rule");
+    if (auto why = unreadable_head(res)) return refuse(ex, *why);
+    const auto plan = plan_response(res);  // before redact_head edits Content-Type
+    // The origin's reason phrase is free text (RFC 9112 section 4): the standard one is sent.
+    res.reason({});
     redact_head(*engine_, res, header_hits_);
     ex.record.redactions = engine_->named(header_hits_);
     if (!ex.response_has_body) return verdict::next();
-    const auto plan =
-        plan_response(res[http::field::content_type], res[http::field::content_encoding]);
-    const auto& rule = *ex.rule;
     switch (plan.treatment) {
       case body_treatment::refuse:
-        return verdict::fail(
-            core::errc::unredactable_response,
-            core::str_cat("rule ", rule.name, " redacts responses; this one is in ", plan.why));
+        return refuse(ex, core::str_cat("this one is in ", plan.why));
       case body_treatment::pass:
-        if (guard_) body_.emplace(guard_, plan, 0, std::string());
+        if (!guard_) break;
+        body_.emplace(guard_, plan, 0, std::string());
+        // A coded body is decoded to be guarded and encoded again: its length may change.
+        if (plan.coding != content_coding::identity) reframe(ex);
         break;
       case body_treatment::redact:
-        max_bytes_ =
-            rule.redact.active ? rule.redact.max_bytes : ex.snapshot->limits().response_bytes;
+        max_bytes_ = ex.rule->redact.active ? ex.rule->redact.max_bytes
+                                            : ex.snapshot->limits().response_bytes;
         body_.emplace(engine_, plan, max_bytes_,
                       core::str_cat("\n[airlock: response cut off after ", max_bytes_,
-                                    " bytes by rule ", rule.name, "]\n"));
-        // Its length changes: the codec re-frames it.
-        res.erase(http::field::content_length);
-        ex.response_reframed = true;
+                                    " bytes by rule ", ex.rule->name, "]\n"));
+        reframe(ex);  // its length changes
         break;
     }
     return verdict::next();
@@ -78,7 +76,7 @@ class redaction_filter final : public filter {
 
   verdict on_response_body(exchange& ex, body_chunk& chunk) override {
     if (!chunk.data.empty() && !body_->write(chunk.data, *chunk.out)) return cut(ex);
-    if (body_->cut_off()) chunk.enough = true;
+    if (body_->read_enough()) chunk.enough = true;
     if (!chunk.last) return verdict::next();
     if (!body_->finish(*chunk.out)) return cut(ex);
     if (body_->cut_off()) {
@@ -113,11 +111,29 @@ class redaction_filter final : public filter {
   // whole-looking response.
   verdict cut(exchange& ex) {
     auto v = verdict::fail(
-        body_->guarding() ? core::errc::unredactable_response : core::errc::upstream_error,
+        body_->unredactable() ? core::errc::unredactable_response : core::errc::upstream_error,
         core::str_cat("response body cut off: ", body_->error()));
     ex.record.detail = v.detail;
     log(ex);
     return v;
+  }
+  // A response the redactors cannot read whole: a part of a representation (only a Range
+  // request gets one, and on_forward removed Range) or gRPC messages in a compression.
+  static std::optional<std::string> unreadable_head(const http::response_header<>& res) {
+    if (res.result() == http::status::partial_content)
+      return "origin sent part of a representation (206)";
+    const auto grpc = res["grpc-encoding"];
+    if (!grpc.empty() && !core::iequals(core::trim_ows(grpc), "identity"))
+      return "its gRPC messages are compressed (grpc-encoding)";
+    return std::nullopt;
+  }
+  verdict refuse(const exchange& ex, std::string_view why) const {
+    return verdict::fail(core::errc::unredactable_response,
+                         core::str_cat("rule ", ex.rule->name, " redacts responses; ", why));
+  }
+  static void reframe(exchange& ex) {
+    ex.response->erase(http::field::content_length);
+    ex.response_reframed = true;
   }
   static void log(const exchange& ex) {
     const auto& r = ex.record;

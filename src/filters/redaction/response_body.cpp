@@ -1,5 +1,6 @@
 #include "filters/redaction/response_body.hpp"
 
+#include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 
 namespace airlock::filters::redaction {
@@ -8,23 +9,42 @@ namespace {
 constexpr std::size_t decode_step = 64 * 1024;
 }
 
-response_plan plan_response(std::string_view content_type, std::string_view content_encoding) {
+namespace {
+// Names a coding in a refusal only when it is one of the registered ones: the value is the
+// origin's and could carry anything, a secret included.
+std::string_view coding_name(std::string_view value) {
+  static constexpr std::string_view kKnown[] = {"br",  "zstd", "compress", "x-compress",
+                                                "dcb", "dcz",  "exi",      "pack200-gzip"};
+  for (std::string_view k : kKnown)
+    if (core::iequals(core::trim_ows(value), k)) return k;
+  return "an unknown or stacked coding";
+}
+}  // namespace
+
+response_plan plan_response(const boost::beast::http::fields& head) {
   response_plan plan;
-  plan.media = classify_content_type(content_type);
-  if (plan.media.kind == body_kind::binary) {
-    plan.treatment = body_treatment::pass;
+  const auto content_type = sole_content_type(head);
+  if (!content_type) {
+    plan.treatment = body_treatment::refuse;
+    plan.why = "several Content-Type fields";
     return plan;
   }
+  plan.media = classify_content_type(*content_type);
   if (plan.media.kind == body_kind::unsupported) {
     plan.treatment = body_treatment::refuse;
     plan.why = "a text charset the redactors cannot read";
     return plan;
   }
-  plan.coding = parse_content_encoding(content_encoding);
+  plan.coding = parse_content_encoding(head);
   if (plan.coding == content_coding::unsupported) {
+    // Binary content too: the guard must see the bytes a client decodes.
     plan.treatment = body_treatment::refuse;
-    plan.why = core::str_cat("Content-Encoding ", content_encoding.substr(0, 40));
+    plan.why = core::str_cat("Content-Encoding ",
+                             coding_name(head[boost::beast::http::field::content_encoding]));
+    return plan;
   }
+  plan.treatment =
+      plan.media.kind == body_kind::binary ? body_treatment::pass : body_treatment::redact;
   return plan;
 }
 
@@ -34,10 +54,7 @@ response_body::response_body(std::shared_ptr<const engine> e, const response_pla
       flush_each_(plan.media.frame != framing::none),
       max_bytes_(max_bytes),
       marker_(std::move(marker)) {
-  if (plan.treatment == body_treatment::pass) {
-    guard_ = true;
-    return;
-  }
+  guard_ = plan.treatment == body_treatment::pass;
   if (plan.coding == content_coding::gzip || plan.coding == content_coding::deflate) {
     decoder_.emplace(plan.coding);
     encoder_.emplace(plan.coding);
@@ -61,30 +78,35 @@ void response_body::emit(std::string& text, std::string& out, bool flush) {
 }
 
 void response_body::take_text(std::string_view text, std::string& out) {
-  if (cut_off_) return;
-  if (decoded_ + text.size() > max_bytes_) {
-    text = text.substr(0, static_cast<std::size_t>(max_bytes_ - decoded_));
-    cut_off_ = true;
+  if (read_enough_) return;
+  // Past the limit, as much again as the stream may hold back is read: a value the cut falls
+  // into is then seen whole and redacted before the output is cut at max_bytes. Cut without
+  // it, the value's first part would match nothing and go out as it is.
+  const std::uint64_t reading_limit = max_bytes_ + stream_.retention_bound();
+  if (decoded_ + text.size() >= reading_limit) {
+    text = text.substr(0, static_cast<std::size_t>(reading_limit - decoded_));
+    read_enough_ = true;
   }
   decoded_ += text.size();
   stream_.write(text, redacted_);
+  clamp(redacted_);
   emit(redacted_, out, flush_each_ && !redacted_.empty());
+}
+
+// Redacted text past max_bytes of output is not sent.
+void response_body::clamp(std::string& text) {
+  const std::uint64_t room = max_bytes_ - std::min(sent_, max_bytes_);
+  if (text.size() > room) text.resize(static_cast<std::size_t>(room));
+  sent_ += text.size();
 }
 
 bool response_body::write(std::string_view piece, std::string& out) {
   if (error_) return false;
-  if (guard_) {
-    stream_.write(piece, redacted_);
-    return guarded(out);
-  }
-  if (!decoder_) {
-    take_text(piece, out);
-    return true;
-  }
-  while (!cut_off_) {
+  if (!decoder_) return take(piece, out);
+  while (!read_enough_) {
     text_.clear();
     const auto st = decoder_->decode(piece, text_, decode_step);
-    take_text(text_, out);
+    if (!take(text_, out)) return false;
     if (st == decoder::status::error) {
       error_ = decoder_->error();
       return false;
@@ -94,9 +116,36 @@ bool response_body::write(std::string_view piece, std::string& out) {
   return true;
 }
 
+// Decoded bytes: guarded (binary) or redacted (text).
+bool response_body::take(std::string_view bytes, std::string& out) {
+  if (guard_) {
+    stream_.write(bytes, redacted_);
+    return guarded(out);
+  }
+  if (!looks_like_ascii_text(bytes)) {
+    error_ =
+        "text in UTF-16 or UTF-32 (a byte-order mark or NUL bytes), which the redactors "
+        "cannot read";
+    unredactable_ = true;
+    return false;
+  }
+  take_text(bytes, out);
+  return true;
+}
+
+// A text body labelled UTF-8, or not labelled, may still be UTF-16 or UTF-32 to a client that
+// sniffs (content_type.hpp): its first kSniffBytes are looked at as they come.
+bool response_body::looks_like_ascii_text(std::string_view bytes) {
+  if (decoded_ >= kSniffBytes) return true;
+  const auto early = bytes.substr(0, static_cast<std::size_t>(kSniffBytes - decoded_));
+  if (lead_.size() < 2) lead_.append(early.substr(0, 2 - lead_.size()));
+  return !sniffs_as_utf16_or_32(lead_) && early.find('\0') == std::string_view::npos;
+}
+
 bool response_body::guarded(std::string& out) {
   if (stream_.redactions() > 0) {
     error_ = "a secret in a body that is not redacted (binary content)";
+    unredactable_ = true;
     redacted_.clear();
     return false;
   }
@@ -106,17 +155,18 @@ bool response_body::guarded(std::string& out) {
 
 bool response_body::finish(std::string& out) {
   if (error_) return false;
-  if (guard_) {
-    stream_.finish(redacted_);
-    return guarded(out);
-  }
-  if (decoder_ && !cut_off_ && !decoder_->complete()) {
+  if (decoder_ && !read_enough_ && !decoder_->complete()) {
     error_ = "compressed body ends early";
     return false;
   }
   stream_.finish(redacted_);
-  if (cut_off_) redacted_ += marker_;
-  emit(redacted_, out, false);
+  if (guard_) {
+    if (!guarded(out)) return false;
+  } else {
+    clamp(redacted_);
+    if (cut_off()) redacted_ += marker_;
+    emit(redacted_, out, false);
+  }
   if (encoder_) encoder_->finish(out);
   return true;
 }

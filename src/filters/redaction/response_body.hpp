@@ -3,12 +3,12 @@
 // encode again in the upstream's coding, with a cap on the decoded size past which the body is
 // cut off and a marker line says so.
 //
-//   auto plan = plan_response(content_type, content_encoding);
+//   auto plan = plan_response(response_head);
 //   if (plan.treatment == body_treatment::refuse) -> 502, nothing sent
 //   if (plan.treatment == body_treatment::redact) {
 //     response_body body(engine, plan, max_bytes, marker);
 //     for each piece: if (!body.write(piece, out)) fail; send(out); out.clear();
-//                     if (body.cut_off()) break;
+//                     if (body.read_enough()) break;
 //     if (!body.finish(out)) fail; send(out);
 //   }
 //
@@ -42,15 +42,18 @@ struct response_plan {
   std::string why;  // for refuse: what could not be read ("Content-Encoding br")
 };
 
-// From the response's Content-Type and Content-Encoding values (empty when absent).
-response_plan plan_response(std::string_view content_type, std::string_view content_encoding);
+// From the response's Content-Type (a singleton: several lines are refused) and its
+// Content-Encoding lines, joined. A binary body in gzip or deflate is guarded decoded (and
+// encoded again); one in a coding the proxy cannot decode is refused like text.
+response_plan plan_response(const boost::beast::http::fields& head);
 
 class response_body {
  public:
   // For a plan to redact: `e` is the rule's engine. For a plan to pass (binary), the body is
   // guarded instead: `e` holds literal secrets only (rule_engines::for_binary), the bytes pass
-  // unchanged, and a body that carries a secret fails (write() or finish() returns false before
-  // any byte of the secret is released), since a secret never goes back to the agent.
+  // unchanged (decoded for the look and encoded again when it came in gzip or deflate), and a
+  // body that carries a secret fails (write() or finish() returns false before any byte of the
+  // secret is released), since a secret never goes back to the agent.
   response_body(std::shared_ptr<const engine> e, const response_plan& plan, std::uint64_t max_bytes,
                 std::string marker);
   ~response_body();
@@ -61,20 +64,31 @@ class response_body {
   // client now. False when the body cannot be decoded (error() says why): the client must not
   // get a whole-looking response then.
   bool write(std::string_view piece, std::string& out);
-  // The upstream body ended (or was cut off): appends the rest, the marker when cut off, and
-  // the coding's trailer. False when the encoded body was truncated or corrupt.
+  // The upstream body ended (or enough was read): appends the rest, the marker when cut off,
+  // and the coding's trailer. False when the encoded body was truncated or corrupt.
   bool finish(std::string& out);
 
-  // More than max_bytes of decoded text arrived: stop reading, then finish().
-  bool cut_off() const noexcept { return cut_off_; }
+  // Enough text was read (max_bytes and the stream's hold-back after it): stop reading, then
+  // finish().
+  bool read_enough() const noexcept { return read_enough_; }
+  // More than max_bytes of decoded text arrived: the output stops at max_bytes, with the
+  // marker. Past the cut, as much as the stream holds back is read first, so that a value the
+  // cut falls into is redacted whole rather than sent in part.
+  bool cut_off() const noexcept { return !guard_ && decoded_ > max_bytes_; }
   std::uint64_t decoded_bytes() const noexcept { return decoded_; }
   const stream& redaction() const noexcept { return stream_; }
   const char* error() const noexcept { return error_; }
   // Guarding a binary body (pass) rather than redacting a text one.
   bool guarding() const noexcept { return guard_; }
+  // The error is the content's, not the transfer's: a secret in a guarded body, or text the
+  // redactors cannot read (else the coded bytes were corrupt or cut short).
+  bool unredactable() const noexcept { return unredactable_; }
 
  private:
+  bool take(std::string_view bytes, std::string& out);
+  bool looks_like_ascii_text(std::string_view bytes);
   void take_text(std::string_view text, std::string& out);
+  void clamp(std::string& text);
   void emit(std::string& text, std::string& out, bool flush);
   bool guarded(std::string& out);
 
@@ -86,10 +100,13 @@ class response_body {
   std::uint64_t max_bytes_;
   std::string marker_;
   std::uint64_t decoded_ = 0;
-  bool cut_off_ = false;
+  std::uint64_t sent_ = 0;  // redacted text given to the client (at most max_bytes)
+  bool read_enough_ = false;
   const char* error_ = nullptr;
+  bool unredactable_ = false;
   std::string text_;      // decoded text of the current piece
   std::string redacted_;  // redacted text waiting to be encoded
+  std::string lead_;      // the text's first two bytes (a byte-order mark?)
 };
 
 }  // namespace airlock::filters::redaction

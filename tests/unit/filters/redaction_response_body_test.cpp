@@ -7,6 +7,7 @@
 #include "deflate_text.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/beast/http/fields.hpp>
 
 #include <cstdlib>
 
@@ -36,9 +37,18 @@ std::string gunzip(std::string_view data) {
   return out;
 }
 
+// The plan for a head with these values (empty: no such field).
+response_plan plan_for(std::string_view content_type, std::string_view content_encoding) {
+  boost::beast::http::fields head;
+  if (!content_type.empty()) head.insert(boost::beast::http::field::content_type, content_type);
+  if (!content_encoding.empty())
+    head.insert(boost::beast::http::field::content_encoding, content_encoding);
+  return plan_response(head);
+}
+
 std::string run(response_body& body, std::string_view input, std::size_t piece) {
   std::string out;
-  for (std::size_t i = 0; i < input.size() && !body.cut_off(); i += piece) {
+  for (std::size_t i = 0; i < input.size() && !body.read_enough(); i += piece) {
     std::string chunk;
     EXPECT_TRUE(body.write(input.substr(i, piece), chunk));
     out += chunk;
@@ -49,15 +59,70 @@ std::string run(response_body& body, std::string_view input, std::size_t piece) 
 }
 
 TEST(ResponsePlan, ByMediaTypeAndCoding) {
-  EXPECT_EQ(plan_response("application/json", "").treatment, body_treatment::redact);
-  EXPECT_EQ(plan_response("", "").treatment, body_treatment::redact);
-  EXPECT_EQ(plan_response("image/png", "br").treatment, body_treatment::pass);
-  EXPECT_EQ(plan_response("text/plain", "gzip").coding, content_coding::gzip);
-  EXPECT_EQ(plan_response("text/plain", "br").treatment, body_treatment::refuse);
-  EXPECT_EQ(plan_response("text/plain", "zstd").treatment, body_treatment::refuse);
-  EXPECT_EQ(plan_response("text/plain", "gzip, br").treatment, body_treatment::refuse);
-  EXPECT_EQ(plan_response("text/plain; charset=utf-16", "").treatment, body_treatment::refuse);
-  EXPECT_EQ(plan_response("text/event-stream", "").media.frame, framing::events);
+  EXPECT_EQ(plan_for("application/json", "").treatment, body_treatment::redact);
+  EXPECT_EQ(plan_for("", "").treatment, body_treatment::redact);
+  EXPECT_EQ(plan_for("image/png", "br").treatment, body_treatment::refuse);
+  EXPECT_EQ(plan_for("image/png", "gzip").treatment, body_treatment::pass);
+  EXPECT_EQ(plan_for("image/png", "gzip").coding, content_coding::gzip);
+  EXPECT_EQ(plan_for("text/plain", "gzip").coding, content_coding::gzip);
+  EXPECT_EQ(plan_for("text/plain", "br").treatment, body_treatment::refuse);
+  EXPECT_EQ(plan_for("text/plain", "zstd").treatment, body_treatment::refuse);
+  EXPECT_EQ(plan_for("text/plain", "gzip, br").treatment, body_treatment::refuse);
+  EXPECT_EQ(plan_for("text/plain; charset=utf-16", "").treatment, body_treatment::refuse);
+  EXPECT_EQ(plan_for("text/event-stream", "").media.frame, framing::events);
+}
+
+TEST(ResponsePlan, CharsetsTheRedactorsCannotReadAreRefused) {
+  for (std::string_view ct :
+       {"text/plain; charset=utf-7", "text/html; charset=cp037", "application/json; charset=UTF_16",
+        "text/plain; charset=utf-8; charset=utf-16", "text/plain; charset=",
+        "text/plain; "
+        "charset=iso-2022-jp",
+        "application/json; charset=\"ibm500\""})
+    EXPECT_EQ(plan_for(ct, "").treatment, body_treatment::refuse) << ct;
+  for (std::string_view ct : {"text/plain; charset=UTF-8", "text/html; charset=\"iso-8859-15\"",
+                              "text/html; charset=windows-1252", "text/html; charset=Shift_JIS",
+                              "application/json; charset=gb18030", "image/png; charset=utf-16"})
+    EXPECT_NE(plan_for(ct, "").treatment, body_treatment::refuse) << ct;
+}
+
+TEST(ResponsePlan, EveryFieldLineCounts) {
+  // Content-Encoding is a list: two lines are one value (RFC 9110 section 5.3).
+  boost::beast::http::fields two_codings;
+  two_codings.insert(boost::beast::http::field::content_encoding, "identity");
+  two_codings.insert(boost::beast::http::field::content_encoding, "gzip");
+  EXPECT_EQ(plan_response(two_codings).coding, content_coding::gzip);
+  two_codings.insert(boost::beast::http::field::content_encoding, "gzip");
+  EXPECT_EQ(plan_response(two_codings).treatment, body_treatment::refuse);
+  // Content-Type is a singleton: two lines are refused, whichever a client would take.
+  boost::beast::http::fields two_types;
+  two_types.insert(boost::beast::http::field::content_type, "image/png");
+  two_types.insert(boost::beast::http::field::content_type, "text/plain");
+  const auto plan = plan_response(two_types);
+  EXPECT_EQ(plan.treatment, body_treatment::refuse);
+  EXPECT_EQ(plan.why, "several Content-Type fields");
+  // A refusal names only a registered coding, never the origin's free text.
+  EXPECT_EQ(plan_for("text/plain", "x-" + std::string(kSecret)).why,
+            "Content-Encoding an unknown or stacked coding");
+}
+
+TEST(ResponseBody, TextInUtf16OrUtf32FailsWhateverItsLabel) {
+  const std::string bom_le = "\xFF\xFE" + std::string("k\0e\0y\0", 6);
+  const std::string nul_be = std::string("\0{\0\"\0k", 7);
+  for (const std::string& text : {bom_le, nul_be, std::string("\xFE\xFF\0a", 4)}) {
+    for (std::size_t piece : {1u, 2u, 64u}) {
+      response_body body(secret_engine(), plan_for("application/json", ""), 1 << 20, "");
+      bool ok = true;
+      std::string out;
+      for (std::size_t i = 0; ok && i < text.size(); i += piece)
+        ok = body.write(std::string_view(text).substr(i, piece), out);
+      if (ok) ok = body.finish(out);
+      EXPECT_FALSE(ok) << piece;
+    }
+  }
+  // A UTF-8 byte-order mark is UTF-8.
+  response_body body(secret_engine(), plan_for("text/plain", ""), 1 << 20, "");
+  EXPECT_EQ(run(body, "\xEF\xBB\xBFplain", 1), "\xEF\xBB\xBFplain");
 }
 
 TEST(ResponseBody, IdentityAtEverySplit) {
@@ -65,7 +130,7 @@ TEST(ResponseBody, IdentityAtEverySplit) {
   const std::string want = secret_engine()->redact(input);
   ASSERT_EQ(want.find(kSecret), std::string::npos);
   for (std::size_t piece = 1; piece <= input.size(); ++piece) {
-    response_body body(secret_engine(), plan_response("application/json", ""), 1 << 20, "");
+    response_body body(secret_engine(), plan_for("application/json", ""), 1 << 20, "");
     EXPECT_EQ(run(body, input, piece), want) << "piece " << piece;
     EXPECT_EQ(body.redaction().redactions(), 2u);
   }
@@ -77,7 +142,7 @@ TEST(ResponseBody, GzipIsDecodedRedactedAndEncodedAgain) {
     input += "line " + std::to_string(i) + " " + std::string(kSecret) + "\n";
   const std::string compressed = gzip(input);
   for (std::size_t piece : {7u, 100u, 4096u}) {
-    response_body body(secret_engine(), plan_response("text/plain", "gzip"), 1 << 30, "");
+    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "");
     const std::string out = run(body, compressed, piece);
     const std::string text = gunzip(out);
     EXPECT_EQ(text, secret_engine()->redact(input));
@@ -88,30 +153,54 @@ TEST(ResponseBody, GzipIsDecodedRedactedAndEncodedAgain) {
 TEST(ResponseBody, CorruptOrTruncatedGzipFailsClosed) {
   const std::string compressed = gzip(std::string(10000, 'x'));
   {
-    response_body body(secret_engine(), plan_response("text/plain", "gzip"), 1 << 30, "");
+    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "");
     std::string out;
     EXPECT_TRUE(body.write(compressed.substr(0, compressed.size() / 2), out));
     EXPECT_FALSE(body.finish(out));
     EXPECT_NE(body.error(), nullptr);
   }
   {
-    response_body body(secret_engine(), plan_response("text/plain", "gzip"), 1 << 30, "");
+    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "");
     std::string out;
     EXPECT_FALSE(body.write("this is not gzip at all", out));
   }
 }
 
 TEST(ResponseBody, CutOffAtTheLimitWithAMarker) {
-  std::string input(10000, 'a');
-  response_body body(secret_engine(), plan_response("text/plain", ""), 1000, "\n[cut]\n");
+  std::string input(100000, 'a');
+  response_body body(secret_engine(), plan_for("text/plain", ""), 1000, "\n[cut]\n");
   const std::string out = run(body, input, 300);
   EXPECT_TRUE(body.cut_off());
   EXPECT_EQ(out, std::string(1000, 'a') + "\n[cut]\n");
-  EXPECT_EQ(body.decoded_bytes(), 1000u);
+  // Read past the cut: as much as the stream may hold back, no more.
+  EXPECT_EQ(body.decoded_bytes(), 1000u + body.redaction().retention_bound());
+}
+
+TEST(ResponseBody, ABodyJustPastTheLimitIsCutToo) {
+  response_body body(secret_engine(), plan_for("text/plain", ""), 1000, "[cut]");
+  EXPECT_EQ(run(body, std::string(1001, 'b'), 64), std::string(1000, 'b') + "[cut]");
+  EXPECT_TRUE(body.cut_off());
+  EXPECT_FALSE(body.read_enough());
+  response_body exact(secret_engine(), plan_for("text/plain", ""), 1000, "[cut]");
+  EXPECT_EQ(run(exact, std::string(1000, 'b'), 64), std::string(1000, 'b'));
+  EXPECT_FALSE(exact.cut_off());
+}
+
+TEST(ResponseBody, ACutThroughASecretReleasesNoPartOfIt) {
+  // The cut falls inside the secret: its first part matches nothing, and must not go out.
+  const std::string input = std::string(5000, 'a') + ' ' + std::string(kSecret) + " tail";
+  for (std::size_t cut = 5001; cut < 5001 + kSecret.size(); cut += 5) {
+    for (std::size_t piece : {7u, 300u, 100000u}) {
+      response_body body(secret_engine(), plan_for("text/plain", ""), cut, "[cut]");
+      const std::string out = run(body, input, piece);
+      EXPECT_TRUE(out.ends_with("[cut]"));
+      EXPECT_EQ(out.find(kSecret.substr(0, 4)), std::string::npos) << cut << " " << piece;
+    }
+  }
 }
 
 TEST(ResponseBody, EventsAreReleasedAsTheyComplete) {
-  response_body body(secret_engine(), plan_response("text/event-stream", ""), 1 << 20, "");
+  response_body body(secret_engine(), plan_for("text/event-stream", ""), 1 << 20, "");
   std::string out;
   ASSERT_TRUE(body.write("data: " + std::string(kSecret) + "\n\n", out));
   EXPECT_EQ(out, "data: [REDACTED:secret:api]\n\n");
@@ -123,7 +212,7 @@ TEST(ResponseBody, EventsAreReleasedAsTheyComplete) {
 }
 
 TEST(ResponseBody, GzipEventsAreFlushedPerEvent) {
-  response_body body(secret_engine(), plan_response("text/event-stream", "gzip"), 1 << 20, "");
+  response_body body(secret_engine(), plan_for("text/event-stream", "gzip"), 1 << 20, "");
   const std::string compressed = gzip("data: " + std::string(kSecret) + "\n\ndata: 2\n\n");
   // Only the first event's compressed bytes... feed everything but the trailer and check the
   // client can decode the first event already.
@@ -142,7 +231,7 @@ TEST(ResponseBody, BinaryPassesUnchangedUnlessItCarriesASecret) {
   std::string binary;
   for (int i = 0; i < 5000; ++i)
     binary += static_cast<char>((i * 7919) & 0xff);
-  const auto plan = plan_response("image/png", "");
+  const auto plan = plan_for("image/png", "");
   ASSERT_EQ(plan.treatment, body_treatment::pass);
   for (std::size_t piece : {1u, 13u, 4096u}) {
     response_body body(literals.compiled, plan, 0, "");
@@ -166,6 +255,27 @@ TEST(ResponseBody, BinaryPassesUnchangedUnlessItCarriesASecret) {
       EXPECT_NE(body.error(), nullptr);
       EXPECT_EQ(released.find(kSecret.substr(0, 12)), std::string::npos) << piece;
     }
+  }
+}
+
+TEST(ResponseBody, BinaryInGzipIsGuardedDecoded) {
+  auto literals = engine::build({}, {{"api", std::string(kSecret)}});
+  ASSERT_TRUE(literals.errors.empty());
+  const auto plan = plan_for("application/octet-stream", "gzip");
+  const std::string clean = std::string("\x01\x02 binary ") + std::string(3000, '\x7f');
+  {
+    response_body body(literals.compiled, plan, 0, "");
+    EXPECT_EQ(gunzip(run(body, gzip(clean), 100)), clean);
+  }
+  const std::string coded = gzip(clean + std::string(kSecret) + clean);
+  for (std::size_t piece : {1u, 100u, 100000u}) {
+    response_body body(literals.compiled, plan, 0, "");
+    std::string released;
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < coded.size(); i += piece)
+      ok = body.write(std::string_view(coded).substr(i, piece), released);
+    if (ok) ok = body.finish(released);
+    EXPECT_FALSE(ok) << piece;
   }
 }
 

@@ -1,0 +1,190 @@
+"""Response redaction against an agent that wants a value back (the red team's findings of
+session 15, each shown through the release binary before its fix): the head's every line
+counts (two Content-Encoding lines, two Content-Type lines), a transfer coding other than
+chunked is refused, a binary body in gzip is guarded decoded, the parts of a head a client
+can read (Content-Type, field names, the reason phrase) are redacted, a charset the
+redactors cannot read is refused whatever its spelling, text that sniffs as UTF-16 is
+refused whatever its label, gRPC compression is refused, and a cut at max_bytes never
+releases the first part of a value.
+"""
+
+import gzip
+import json
+
+from harness.base import marker
+from harness.proxy import make_policy, origin_rule
+from test_credential_injection import SecretsCase
+
+SECRET = "rs-AIRLOCKTEST-evasion-0123456789abcdef"
+AWS_KEY = "AKIAAIRLOCKTEST12345"
+R_SECRET = "[REDACTED:secret:red_secret]"
+CUT_LIMIT = 4096
+
+
+class RedactionEvasionTest(SecretsCase):
+    adversarial = True
+    SECRETS = {"red_secret": SECRET}
+
+    @classmethod
+    def policy(cls):
+        pe = cls.echo.port
+        rules = [
+            origin_rule(cls.origin.port),
+            cls.echo_rule(pe, "red", ["red.test"], redact=["aws-access-key"],
+                          inject={"headers": {"X-Api-Key": "${secrets.red_secret}"}}),
+            cls.echo_rule(pe, "cut", ["cut.test"],
+                          redact={"redactors": ["aws-access-key"], "max_bytes": CUT_LIMIT}),
+        ]
+        return make_policy(rules, secrets={"red_secret": cls.secret_decl("red_secret")})
+
+    def serve(self, fn):
+        m = marker()
+        path = "/r/%s" % m
+        self.echo.route(path, fn)
+        return m, path
+
+    def get(self, path, host="red.test", headers=()):
+        [r], _ = self.send_raw(self.request("GET", self.echo.url(path, host),
+                                            headers=list(headers)))
+        return r
+
+    def assert_nothing_back(self, r, *values):
+        """No spelling of a value in the status line, the head or the body."""
+        seen = ("%s %s\n" % (r.status, r.reason)).encode() + b"".join(
+            ("%s: %s\n" % (k, v)).encode() for k, v in r.headers) + r.body
+        for v in values or (SECRET, AWS_KEY):
+            self.assertNotIn(v.encode(), seen)
+            self.assertNotIn(v[:12].encode(), seen)
+
+    def assert_refused(self, r, m, reason="unredactable_response"):
+        self.assertEqual(r.status, 502, r)
+        self.assertEqual(r.header("X-Airlock-Reason"), reason, r)
+        self.assert_nothing_back(r)
+        rec = self.audit_for(m)
+        self.assertEqual(rec["status"], 502, rec)
+        self.assert_audit_clean(rec)
+
+    # -- every field line counts --------------------------------------------------------------
+
+    def test_a_coding_in_a_second_content_encoding_line_is_decoded(self):
+        # "identity" then "gzip": a client joins them (RFC 9110 section 5.3) and gunzips.
+        text = ("key %s and %s\n" % (SECRET, AWS_KEY)).encode()
+        m, path = self.serve(lambda req: req.send(
+            200, [("Content-Encoding", "identity"), ("Content-Encoding", "gzip")],
+            body=gzip.compress(text)))
+        r = self.get(path, headers=[("Accept-Encoding", "gzip")])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(gzip.decompress(r.body),
+                         ("key %s and [REDACTED:aws-access-key]\n" % R_SECRET).encode())
+
+    def test_two_content_type_lines_are_refused(self):
+        m, path = self.serve(lambda req: req.send(
+            200, [("Content-Type", "image/png"), ("Content-Type", "text/plain")],
+            body=("key " + SECRET).encode(), ctype=None))
+        self.assert_refused(self.get(path), m)
+
+    def test_a_transfer_coding_other_than_chunked_is_refused(self):
+        # Decoded only of its chunks, the gzip would reach the client, which undoes it itself.
+        text = ("key %s\n" % SECRET).encode()
+
+        def fn(req):
+            req.head(200, [("Content-Type", "text/plain"),
+                           ("Transfer-Encoding", "gzip, chunked")])
+            z = gzip.compress(text)
+            req.write_raw(b"%x\r\n%s\r\n0\r\n\r\n" % (len(z), z))
+        m, path = self.serve(fn)
+        self.assert_refused(self.get(path), m, reason="upstream_error")
+
+    # -- bodies -------------------------------------------------------------------------------
+
+    def test_binary_in_gzip_is_guarded_decoded(self):
+        blob = b"\x00\x01\x02binary " + SECRET.encode() + b" \xff\xfe"
+        m, path = self.serve(lambda req: req.send(
+            200, [("Content-Encoding", "gzip")], body=gzip.compress(blob),
+            ctype="application/octet-stream"))
+        r = self.get(path, headers=[("Accept-Encoding", "gzip")])
+        self.assertFalse(r.status == 200 and r.complete, r)
+        self.assert_nothing_back(r)
+        try:
+            self.assertNotIn(SECRET[:12].encode(), gzip.decompress(r.body))
+        except (OSError, EOFError):
+            pass  # cut before the gzip stream ended: nothing of it can be read
+        # Without a secret, the same kind of body arrives whole, in gzip.
+        clean = b"\x00\x01\x02binary, nothing to hide \xff\xfe" * 100
+        m, path = self.serve(lambda req: req.send(
+            200, [("Content-Encoding", "gzip")], body=gzip.compress(clean),
+            ctype="application/octet-stream"))
+        r = self.get(path, headers=[("Accept-Encoding", "gzip")])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(gzip.decompress(r.body), clean)
+
+    def test_a_charset_the_redactors_cannot_read_is_refused(self):
+        for ctype, body in (
+                ("text/plain; charset=utf-7", ("key " + SECRET).encode()),
+                ("text/plain; charset=cp037", ("key " + SECRET).encode("cp037")),
+                ("application/json; charset=utf-8; charset=utf-16",
+                 json.dumps({"k": SECRET}).encode("utf-16"))):
+            with self.subTest(ctype=ctype):
+                m, path = self.serve(lambda req, c=ctype, b=body: req.send(200, body=b, ctype=c))
+                self.assert_refused(self.get(path), m)
+
+    def test_text_that_sniffs_as_utf16_is_refused_whatever_its_label(self):
+        # Python's requests reads JSON in UTF-16 from its NUL bytes; browsers follow a BOM.
+        for ctype, body in (("application/json", json.dumps({"k": SECRET}).encode("utf-16-le")),
+                            ("text/plain; charset=utf-8", ("key " + SECRET).encode("utf-16")),
+                            (None, ("key " + SECRET).encode("utf-16"))):
+            with self.subTest(ctype=ctype):
+                m, path = self.serve(lambda req, c=ctype, b=body: req.send(200, body=b, ctype=c))
+                r = self.get(path)
+                self.assertFalse(r.status == 200 and r.complete, r)
+                for coding in ("utf-16", "utf-16-le"):
+                    self.assertNotIn(SECRET[:12], r.body.decode(coding, errors="ignore"))
+                rec = self.audit_for(m)
+                self.assertEqual(rec["reason"], "unredactable_response", rec)
+                self.assertIn("UTF-16", rec["detail"])
+
+    def test_grpc_compression_is_refused(self):
+        m, path = self.serve(lambda req: req.send(
+            200, [("grpc-encoding", "gzip")], body=b"\x01\x00\x00\x00\x05zzzzz",
+            ctype="application/grpc"))
+        r = self.get(path)
+        self.assert_refused(r, m)
+        seen = [x for x in self.echo.requests if x["path"] == path]
+        self.assertEqual([v for k, v in seen[0]["headers"] if k.lower() == "grpc-accept-encoding"],
+                         ["identity"])
+
+    # -- the head -----------------------------------------------------------------------------
+
+    def test_the_heads_free_text_is_redacted(self):
+        # The injected credential echoed in Content-Type, in a field name, in the reason phrase.
+        def fn(req):
+            key = req.header("X-Api-Key")
+            req._h.send_response(200, "OK " + key)
+            req._h.send_header("Content-Type", "text/plain; note=" + key)
+            req._h.send_header("X-" + AWS_KEY, "1")
+            req._h.send_header("Content-Length", "2")
+            req._h.end_headers()
+            req.write_raw(b"ok")
+        m, path = self.serve(fn)
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.reason, "OK")
+        self.assertEqual(r.header("Content-Type"), "text/plain; note=" + R_SECRET)
+        self.assertFalse([k for k, _ in r.headers if AWS_KEY.lower() in k.lower()], r.headers)
+        self.assert_nothing_back(r)
+        self.assert_audit_clean(self.audit_for(m))
+
+    # -- the cut at max_bytes -----------------------------------------------------------------
+
+    def test_a_cut_through_a_value_releases_no_part_of_it(self):
+        # The agent pads what the origin echoes so that the cut falls inside the key.
+        for before in (CUT_LIMIT - 10, CUT_LIMIT - 1, CUT_LIMIT - len(AWS_KEY) + 1):
+            with self.subTest(before=before):
+                text = ("a" * (before - 1) + " " + AWS_KEY + " " + "b" * 9000).encode()
+                m, path = self.serve(lambda req, t=text: req.send(200, body=t))
+                r = self.get(path, host="cut.test")
+                self.assertEqual(r.status, 200, r)
+                self.assertTrue(r.body.endswith(b"by rule cut]\n"), r.body[-100:])
+                self.assertNotIn(AWS_KEY[:4].encode(), r.body)
+                want = "a" * (before - 1) + " [REDACTED:aws-access-key]"
+                self.assertEqual(r.body[:CUT_LIMIT], want.encode()[:CUT_LIMIT])
