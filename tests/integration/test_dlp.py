@@ -408,6 +408,41 @@ class CodedResponseInjectionTest(ProxyTestCase):
         seen = [x for x in self.echo.requests if x["path"] == path]
         self.assertEqual([header_value(x["headers"], "range") for x in seen], [None, None])
 
+    def test_what_the_agent_would_read_around_the_scan_is_withheld(self):
+        # Each was delivered under block before: a type the old list of text types left out,
+        # a second Content-Type line, text in UTF-16 (its label or its sniff), and empty gzip
+        # members that reach the scan limit (max_body_bytes, 1 MiB) before any text does.
+        padding = gzip.compress(b"") * (2 * 1024 * 1024 // len(gzip.compress(b"")))  # 2 MiB
+        cases = [
+            ("yaml", [("Content-Type", "application/yaml")], self.INJECTION, "block"),
+            ("two types", [("Content-Type", "image/png"), ("Content-Type", "text/plain")],
+             self.INJECTION, "unreadable-coding"),
+            ("utf-16 label", [("Content-Type", "text/plain; charset=utf-16")],
+             self.INJECTION.decode().encode("utf-16"), "unreadable-coding"),
+            ("utf-16 sniffed", [("Content-Type", "application/json")],
+             ('"%s"' % self.INJECTION.decode()).encode("utf-16-le"), "unreadable-coding"),
+            ("padding", [("Content-Type", "text/html"), ("Content-Encoding", "gzip")],
+             padding + gzip.compress(self.INJECTION), "unreadable-coding"),
+        ]
+        for name, head, body, cls in cases:
+            with self.subTest(name):
+                m = marker()
+                path = "/coded/" + m
+
+                def fn(req, h=head, b=body):
+                    req.head(200, h + [("Content-Length", str(len(b)))])
+                    req.write_raw(b)
+                self.echo.route(path, fn)
+                [r], _ = self.send_raw(self.request("GET", self.echo.url(path, "block.test")))
+                self.assertEqual(r.status, 200, r)
+                text = gzip.decompress(r.body) if r.header("content-encoding") else r.body
+                self.assertTrue(text.startswith(b"[airlock: response withheld: "), text[:200])
+                self.assertNotIn(b"id_rsa", text)
+                rec = self.assert_audit(path=lambda v, m=m: v is not None and m in v)
+                self.assertEqual(rec["dlp"][0]["action"], "block", rec)
+                if cls != "block":
+                    self.assertEqual(rec["dlp"][0]["class"], cls, rec)
+
     def test_gzip_without_a_finding_passes_as_sent(self):
         body = gzip.compress(b"<p>Today's forecast: sunny.</p>" * 40)
         r, rec = self.fetch("block.test", "gzip", body)
@@ -434,7 +469,7 @@ class CodedResponseInjectionTest(ProxyTestCase):
         r, rec = self.fetch("block.test", "br", opaque)
         self.assertIsNone(r.header("content-encoding"))
         self.assertEqual(r.body,
-                         b"[airlock: response withheld: its content coding cannot be read]\n")
+                         b"[airlock: response withheld: its content coding or charset cannot be read]\n")
         self.assertIn({"class": "unreadable-coding", "location": "response", "action": "block"},
                       rec["dlp"])
         r, rec = self.fetch("report.test", "br", opaque)

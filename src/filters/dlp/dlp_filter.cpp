@@ -4,6 +4,7 @@
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
+#include "filters/redaction/content_type.hpp"
 #include "filters/redaction/head_fields.hpp"
 #include "filters/redaction/policy_redactors.hpp"
 #include "net/data_like_host.hpp"
@@ -177,9 +178,16 @@ class dlp_filter final : public filter {
   verdict on_response_head(exchange& ex) override {
     if (!scans_responses() || !ex.response_has_body) return verdict::next();
     auto& res = *ex.response;
-    if (!textual(res[http::field::content_type])) return verdict::next();
+    // Text as redaction tells it (an untyped body is text); several Content-Type lines or a
+    // charset it cannot read make the body unreadable, like a coding it cannot decode.
+    const auto type = redaction::sole_content_type(res);
+    const auto kind =
+        type ? redaction::classify_content_type(*type).kind : redaction::body_kind::unsupported;
+    if (kind == redaction::body_kind::binary) return verdict::next();
     const response_action action = rule_->config->responses;
-    const auto coding = redaction::parse_content_encoding(res[http::field::content_encoding]);
+    const auto coding = kind == redaction::body_kind::unsupported
+                            ? redaction::content_coding::unsupported
+                            : redaction::parse_content_encoding(res);
     if (coding == redaction::content_coding::unsupported) {
       // Nothing the proxy can read. Under block it is withheld (fail closed), and the marker
       // that replaces it is plain text; otherwise it passes, recorded as unread.
@@ -187,7 +195,9 @@ class dlp_filter final : public filter {
         ex.record.dlp.push_back({kUnreadableCoding, "response", "report"});
         return verdict::next();
       }
+      // The marker line that will replace it is UTF-8 plain text.
       res.erase(http::field::content_encoding);
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
     }
     scan_.emplace(action, rule_->config->max_body_bytes, coding);
     res.erase(http::field::content_length);  // a withheld or annotated body changes length
@@ -280,16 +290,6 @@ class dlp_filter final : public filter {
 
   bool scans_responses() const {
     return rule_ != nullptr && rule_->config->responses != response_action::off;
-  }
-
-  // Text a model reads: text/*, JSON, XML, Markdown, or no type at all.
-  static bool textual(std::string_view type) {
-    if (type.empty()) return true;
-    std::string t(type.substr(0, type.find(';')));
-    for (auto& c : t)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return t.starts_with("text/") || t.ends_with("json") || t.ends_with("xml") ||
-           t.find("markdown") != std::string::npos || t == "application/javascript";
   }
 
   // A message's tail (with what came before it) for the next one: its last kCarry bytes. The

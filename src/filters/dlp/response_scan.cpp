@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "filters/dlp/injection.hpp"
+#include "filters/redaction/content_type.hpp"
 #include "filters/redaction/encoder.hpp"
 
 #include <algorithm>
@@ -71,6 +72,12 @@ void response_scan::write(std::string_view piece, bool last, std::string& out, b
   const bool full = text_.size() >= limit_ || held_.size() >= limit_;
   if (!last && !full && !unreadable_) return;
   if (decoder_ && last && !unreadable_ && !full && !decoder_->complete()) unreadable_ = true;
+  // Coded bytes that reach the limit before their text does decode to less than they weigh: no
+  // text compresses like that, padding does (empty gzip members), and what came after it
+  // would pass unread.
+  if (decoder_ && held_.size() >= limit_ && text_.size() < limit_) unreadable_ = true;
+  // Text in UTF-16 or UTF-32 (whatever the label says) is not what the phrases are read in.
+  if (redaction::sniffs_as_utf16_or_32(text_)) unreadable_ = true;
   judge(last && !full, out, enough);
 }
 
@@ -79,7 +86,7 @@ void response_scan::judge(bool whole, std::string& out, bool& enough) {
   if (unreadable_) {
     found_ = outcome{kUnreadableCoding, action_name(action_)};
     if (action_ == response_action::block) {
-      withhold("its content coding cannot be read", out, enough);
+      withhold("its content coding or charset cannot be read", out, enough);
     } else {
       out.append(held_);
     }

@@ -105,8 +105,9 @@ TEST(DlpResponseScan, GzipLongerThanTheLimitWithAFindingIsWithheldUnderAnnotate)
 }
 
 TEST(DlpResponseScan, ADecompressionBombIsReadOnlyUpToTheLimit) {
-  // 16 MiB of zeros in about 16 KiB; the text read stops at the limit, the bytes pass as sent.
-  const std::string bomb = gzip(std::string(16u << 20, '\0'));
+  // 16 MiB of one letter in about 16 KiB; the text read stops at the limit, the bytes pass as
+  // sent.
+  const std::string bomb = gzip(std::string(16u << 20, 'a'));
   ASSERT_LT(bomb.size(), 64u << 10);
   response_scan scan(response_action::block, 1 << 20, content_coding::gzip);
   const auto out = run(scan, bomb, 4096, nullptr);
@@ -121,7 +122,8 @@ TEST(DlpResponseScan, CorruptOrTruncatedCodingIsWithheldUnderBlockAndPassedOther
   response_scan block(response_action::block, 1 << 20, content_coding::gzip);
   const auto out = gunzip(run(block, truncated, 5, &enough));
   EXPECT_TRUE(enough);
-  EXPECT_TRUE(out.starts_with("[airlock: response withheld: its content coding cannot be read"));
+  EXPECT_TRUE(
+      out.starts_with("[airlock: response withheld: its content coding or charset cannot be read"));
   ASSERT_TRUE(block.found());
   EXPECT_EQ(block.found()->cls, kUnreadableCoding);
 
@@ -133,12 +135,37 @@ TEST(DlpResponseScan, CorruptOrTruncatedCodingIsWithheldUnderBlockAndPassedOther
   EXPECT_EQ(report.found()->action, "report");
 }
 
+TEST(DlpResponseScan, PaddingThatDecodesToNothingIsWithheld) {
+  // Empty gzip members up to the limit, then the instruction: judged on the text read by then
+  // (none), it would pass; bytes that decode to less than they weigh are no text.
+  std::string padded;
+  while (padded.size() < 8192)
+    padded += gzip("");
+  padded += gzip(kInjection);
+  bool enough = false;
+  response_scan scan(response_action::block, 8192, content_coding::gzip);
+  const auto out = gunzip(run(scan, padded, 1000, &enough));
+  EXPECT_TRUE(enough);
+  EXPECT_TRUE(out.starts_with("[airlock: response withheld: its content coding or charset"));
+}
+
+TEST(DlpResponseScan, TextInUtf16IsWithheldWhateverItsLabel) {
+  std::string utf16 = "\xFF\xFE";
+  for (char c : kInjection)
+    utf16 += std::string{c, '\0'};
+  bool enough = false;
+  response_scan scan(response_action::block, 1 << 20, content_coding::identity);
+  const auto out = run(scan, utf16, 7, &enough);
+  EXPECT_TRUE(enough);
+  EXPECT_TRUE(out.starts_with("[airlock: response withheld: its content coding or charset"));
+}
+
 TEST(DlpResponseScan, AnUnreadableCodingUnderBlockIsWithheldAsPlainText) {
   bool enough = false;
   response_scan scan(response_action::block, 1 << 20, content_coding::unsupported);
   const auto out = run(scan, "\x0b\x01\x80 brotli bytes", 4, &enough);
   EXPECT_TRUE(enough);
-  EXPECT_EQ(out, "[airlock: response withheld: its content coding cannot be read]\n");
+  EXPECT_EQ(out, "[airlock: response withheld: its content coding or charset cannot be read]\n");
 }
 
 }  // namespace
