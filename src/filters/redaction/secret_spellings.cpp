@@ -106,6 +106,14 @@ std::vector<std::string> secret_spellings(std::string_view value) {
   add(percent_encode(value, true, ";,/?:@&=+$#!'()*"));
   add(percent_encode(value, true, {}, true));
   add(percent_encode(value, true, "*", true));
+  // Go's url.PathEscape keeps "$&+:=@"; a path segment may keep every RFC 3986 pchar (section
+  // 3.3), a path the '/' too.
+  add(percent_encode(value, true, "$&+:=@"));
+  add(percent_encode(value, true, "!$&'()*+,;=:@"));
+  add(percent_encode(value, true, "!$&'()*+,;=:@/"));
+  // Encoded twice, as a URL carried in another URL's query is (a redirect's "next=").
+  add(percent_encode(percent_encode(value, true), true));
+  add(percent_encode(percent_encode(value, false), false));
   return out;
 }
 

@@ -4,8 +4,11 @@
 #include "filters/redaction/engine_impl.hpp"
 #include "filters/redaction/secret_spellings.hpp"
 #include "filters/redaction/stream.hpp"
+#include "policy/token.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <string>
 #include <thread>
@@ -96,6 +99,19 @@ TEST(RedactionEngine, SecretsAreFoundInTheirEncodedSpellings) {
   auto raw = engine::build({}, {{"api", kValue}}, raw_only);
   ASSERT_TRUE(raw.errors.empty());
   EXPECT_EQ(raw.compiled->pattern_count(), 1u);
+}
+
+TEST(RedactionEngine, SecretsEncodedTwiceOrAsAPathSegment) {
+  const std::string value = "tok-Ab3+dEf/GhI=jKl0123456789zz";
+  auto r = engine::build({}, {{"api", value}});
+  ASSERT_TRUE(r.errors.empty());
+  // A redirect's "next=" carries a URL that carries the value: percent-encoded twice.
+  EXPECT_EQ(r.compiled->redact("next=tok-Ab3%252BdEf%252FGhI%253DjKl0123456789zz"),
+            "next=[REDACTED:secret:api]");
+  EXPECT_EQ(r.compiled->redact("next=tok-Ab3%252bdEf%252fGhI%253djKl0123456789zz"),
+            "next=[REDACTED:secret:api]");
+  // Go's url.PathEscape, and a path segment that keeps every pchar but '/'.
+  EXPECT_EQ(r.compiled->redact("/p/tok-Ab3+dEf%2FGhI=jKl0123456789zz"), "/p/[REDACTED:secret:api]");
 }
 
 TEST(RedactionEngine, SecretsWithBinaryBytesAndRegexSyntax) {
