@@ -10,12 +10,13 @@ releases the first part of a value.
 
 import gzip
 import json
+import urllib.parse
 
 from harness.base import marker
 from harness.proxy import make_policy, origin_rule
 from test_credential_injection import SecretsCase
 
-SECRET = "rs-AIRLOCKTEST-evasion-0123456789abcdef"
+SECRET = "rs-AIRLOCKTEST/evasion+0123456789=abcdef"  # "/+=" are percent-encoded
 AWS_KEY = "AKIAAIRLOCKTEST12345"
 R_SECRET = "[REDACTED:secret:red_secret]"
 CUT_LIMIT = 4096
@@ -152,6 +153,18 @@ class RedactionEvasionTest(SecretsCase):
         seen = [x for x in self.echo.requests if x["path"] == path]
         self.assertEqual([v for k, v in seen[0]["headers"] if k.lower() == "grpc-accept-encoding"],
                          ["identity"])
+
+    def test_a_value_percent_encoded_twice_is_redacted(self):
+        # An origin that puts the request's URL into a redirect's query encodes it twice.
+        def fn(req):
+            key = urllib.parse.quote(urllib.parse.quote(req.header("X-Api-Key"), safe=""),
+                                     safe="")
+            req.send(200, body=json.dumps({"next": "/login?next=" + key}).encode(),
+                     ctype="application/json")
+        m, path = self.serve(fn)
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json(), {"next": "/login?next=" + R_SECRET})
 
     # -- the head -----------------------------------------------------------------------------
 
