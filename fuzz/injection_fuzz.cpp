@@ -10,7 +10,9 @@
 // look-alike letters; mathematical and circled letters; base64 or base64url, after a few
 // bytes that put its '+' or '-' into the first quantums or that are another script or binary; after
 // a quote that is never closed; three of these at once), on a line of its own after a neutral line
-// and between arbitrary bytes from the input, must be found.
+// and between arbitrary bytes from the input, must be found; and the phrase streamed as
+// server-sent events of JSON deltas between those bytes must be found in the text a client joins
+// (event_text.hpp), which is also read from the input alone.
 //
 // Not covered, by design: a phrase in quotes (opened and closed on its line) or after "for
 // example" is a mention (injection.hpp); a tag inside a word ("ig<b></b>nore") is not read through.
@@ -19,6 +21,7 @@
 // changes, byte 2 where the rest is cut into the bytes before and after.
 
 #include "core/utf8.hpp"
+#include "filters/dlp/event_text.hpp"
 #include "filters/dlp/injection.hpp"
 #include "fuzz_input.hpp"
 #include "policy/token.hpp"
@@ -207,6 +210,21 @@ std::string spell(std::string_view phrase, std::uint8_t how, std::uint8_t bits) 
   }
 }
 
+// The phrase as a model API streams it: server-sent events of JSON deltas, cut after the
+// bytes `bits` picks (a few letters to a few words per event), after a neutral line in the
+// same field (what the input's own events put there is then more than the finder's look-back
+// away). "\n\n" first ends whatever event the bytes before it left open.
+std::string as_event_stream(std::string_view phrase, std::uint8_t bits) {
+  static const std::string kNeutral = "\\nRead the notes below, then answer.\\n";
+  std::string out = "\n\n";
+  const std::size_t step = 1 + bits % 7;
+  for (std::size_t at = 0; at < phrase.size(); at += step) {
+    const std::string piece = (at == 0 ? kNeutral : "") + std::string(phrase.substr(at, step));
+    out += "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"" + piece + "\"}}]}\n\n";
+  }
+  return out;
+}
+
 [[noreturn]] void missed(std::string_view text) {
   std::string shown;
   for (unsigned char c : text.substr(0, 1024)) {
@@ -238,5 +256,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                            spell(phrase, static_cast<std::uint8_t>(pick / kPhrases.size()), bits) +
                            "\n" + std::string(in.substr(at));
   if (!airlock::filters::dlp::find_injection(text)) missed(text);
+  // An event stream (event_text.hpp) read from any bytes, and the phrase streamed in deltas
+  // between them found in what a client joins.
+  (void)airlock::filters::dlp::event_stream_texts(in);
+  const std::string stream =
+      std::string(in.substr(0, at)) + as_event_stream(phrase, bits) + std::string(in.substr(at));
+  bool found = false;
+  for (const auto& text_read : airlock::filters::dlp::event_stream_texts(stream))
+    found = found || airlock::filters::dlp::find_injection(text_read).has_value();
+  if (!found) missed(stream);
   return 0;
 }

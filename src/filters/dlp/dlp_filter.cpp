@@ -181,8 +181,9 @@ class dlp_filter final : public filter {
     // Text as redaction tells it (an untyped body is text); several Content-Type lines or a
     // charset it cannot read make the body unreadable, like a coding it cannot decode.
     const auto type = redaction::sole_content_type(res);
-    const auto kind =
-        type ? redaction::classify_content_type(*type).kind : redaction::body_kind::unsupported;
+    const auto media = type ? redaction::classify_content_type(*type)
+                            : redaction::body_class{redaction::body_kind::unsupported};
+    const auto kind = media.kind;
     if (kind == redaction::body_kind::binary) return verdict::next();
     const response_action action = rule_->config->responses;
     const auto coding = kind == redaction::body_kind::unsupported
@@ -199,7 +200,8 @@ class dlp_filter final : public filter {
       res.erase(http::field::content_encoding);
       res.set(http::field::content_type, "text/plain; charset=utf-8");
     }
-    scan_.emplace(action, rule_->config->max_body_bytes, coding);
+    scan_.emplace(action, rule_->config->max_body_bytes, coding,
+                  media.frame == redaction::framing::events);
     res.erase(http::field::content_length);  // a withheld or annotated body changes length
     ex.response_reframed = true;
     return verdict::next();

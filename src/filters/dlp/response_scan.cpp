@@ -1,6 +1,7 @@
 #include "filters/dlp/response_scan.hpp"
 
 #include "core/str_cat.hpp"
+#include "filters/dlp/event_text.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/redaction/content_type.hpp"
 #include "filters/redaction/encoder.hpp"
@@ -42,8 +43,9 @@ std::string in_coding(content_coding c, std::string_view text) {
 }
 }  // namespace
 
-response_scan::response_scan(response_action action, std::size_t limit, content_coding coding)
-    : action_(action), limit_(std::max<std::size_t>(limit, 1)), coding_(coding) {
+response_scan::response_scan(response_action action, std::size_t limit, content_coding coding,
+                             bool events)
+    : action_(action), limit_(std::max<std::size_t>(limit, 1)), coding_(coding), events_(events) {
   if (coded(coding_)) decoder_.emplace(coding_);
   unreadable_ = coding_ == content_coding::unsupported;
 }
@@ -90,7 +92,7 @@ void response_scan::judge(bool whole, std::string& out, bool& enough) {
     } else {
       out.append(held_);
     }
-  } else if (const auto cls = find_injection(text_)) {
+  } else if (const auto cls = find_injection_in_text()) {
     found_ = outcome{*cls, action_name(action_)};
     const std::string what = core::str_cat("prompt injection (", *cls, ")");
     if (action_ == response_action::block ||
@@ -115,6 +117,16 @@ void response_scan::judge(bool whole, std::string& out, bool& enough) {
   held_.shrink_to_fit();
   text_.clear();
   text_.shrink_to_fit();
+}
+
+// The text as it is and, for an event stream, as a client joins it: a phrase streamed a word
+// per event is whole only there.
+std::optional<std::string_view> response_scan::find_injection_in_text() const {
+  if (auto cls = find_injection(text_)) return cls;
+  if (events_)
+    for (const std::string& stream : event_stream_texts(text_))
+      if (auto cls = find_injection(stream)) return cls;
+  return std::nullopt;
 }
 
 void response_scan::withhold(std::string_view why, std::string& out, bool& enough) {

@@ -30,8 +30,10 @@ inline constexpr std::string_view kUnreadableCoding = "unreadable-coding";
 
 class response_scan {
  public:
+  // `events`: the body is a server-sent event stream, also read as its joined text
+  // (event_text.hpp).
   response_scan(policy::model::response_action action, std::size_t limit,
-                redaction::content_coding coding);
+                redaction::content_coding coding, bool events = false);
 
   // What was found and done, once the body is judged.
   struct outcome {
@@ -50,6 +52,7 @@ class response_scan {
   void decode(std::string_view piece);
   void judge(bool whole, std::string& out, bool& enough);
   void withhold(std::string_view why, std::string& out, bool& enough);
+  std::optional<std::string_view> find_injection_in_text() const;
 
   policy::model::response_action action_;
   std::size_t limit_;
@@ -57,6 +60,7 @@ class response_scan {
   std::optional<redaction::decoder> decoder_;
   std::string held_;  // the body as it came, until judged
   std::string text_;  // its text (decoded where coded), at most limit_ bytes
+  bool events_ = false;
   bool unreadable_ = false;
   bool decided_ = false;
   std::optional<outcome> found_;

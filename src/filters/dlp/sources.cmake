@@ -26,6 +26,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${bip39_cpp}
   ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/escapes.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seed_phrase.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scanner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_runs.cpp

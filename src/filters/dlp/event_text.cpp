@@ -1,0 +1,98 @@
+#include "filters/dlp/event_text.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace airlock::filters::dlp {
+namespace {
+
+// Text streams by JSON field path ("choices.0.delta.content"), in order of first appearance;
+// the data of events that are not JSON is the stream with the empty path.
+class streams {
+ public:
+  void add(const std::string& path, std::string_view text) {
+    const auto [at, fresh] = index_.try_emplace(path, by_path_.size());
+    if (fresh) by_path_.emplace_back();
+    by_path_[at->second].append(text);
+  }
+
+  // Every string of `v`, each under its path.
+  void walk(const boost::json::value& v, std::string& path) {
+    const std::size_t keep = path.size();
+    if (v.is_string()) {
+      add(path, v.get_string());
+    } else if (v.is_object()) {
+      for (const auto& [key, child] : v.get_object()) {
+        path.append(".").append(key);
+        walk(child, path);
+        path.resize(keep);
+      }
+    } else if (v.is_array()) {
+      const auto& a = v.get_array();
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        path.append(".").append(std::to_string(i));
+        walk(a[i], path);
+        path.resize(keep);
+      }
+    }
+  }
+
+  void event(std::string_view data) {
+    if (data.empty()) return;
+    boost::system::error_code ec;
+    const auto v = boost::json::parse(data, ec);
+    std::string path;
+    if (!ec && (v.is_object() || v.is_array())) {
+      walk(v, path);
+    } else {
+      add(path, data);
+      add(path, "\n");  // one event's text is not glued to the next one's
+    }
+  }
+
+  std::vector<std::string> take() && { return std::move(by_path_); }
+
+ private:
+  std::unordered_map<std::string, std::size_t> index_;  // path -> its stream in by_path_
+  std::vector<std::string> by_path_;
+};
+
+}  // namespace
+
+std::vector<std::string> event_stream_texts(std::string_view body) {
+  streams found;
+  std::string data;
+  bool has_data = false;
+  while (!body.empty()) {
+    // Lines end at CRLF, LF or CR (the specification allows all three).
+    const auto end = body.find_first_of("\r\n");
+    const std::string_view line = body.substr(0, end);
+    std::size_t next = end == std::string_view::npos ? body.size() : end + 1;
+    if (end != std::string_view::npos && body[end] == '\r' && next < body.size() &&
+        body[next] == '\n')
+      ++next;
+    body.remove_prefix(next);
+    if (line.empty()) {  // the event ends
+      if (has_data) found.event(data);
+      data.clear();
+      has_data = false;
+    } else if (line.starts_with("data")) {
+      std::string_view value = line.substr(4);
+      if (!value.empty() && value.front() != ':') continue;  // another field ("database")
+      if (!value.empty()) value.remove_prefix(1);
+      if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      if (has_data) data.push_back('\n');
+      data.append(value);
+      has_data = true;
+    }
+  }
+  if (has_data) found.event(data);  // cut short: what came is read too
+  return std::move(found).take();
+}
+
+}  // namespace airlock::filters::dlp

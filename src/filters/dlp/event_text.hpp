@@ -1,0 +1,23 @@
+#pragma once
+// What a client reads out of a server-sent event stream (WHATWG HTML, section 9.2 "Server-sent
+// events": an event ends at a blank line, and its "data:" lines, joined by line feeds, are its
+// data). A model API streams its answer a few words per event, as JSON deltas
+// ({"choices":[{"delta":{"content":" ignore"}}]}, {"delta":{"text":" all"}}), so a phrase is
+// never whole in the bytes: the reader joins, for each JSON field path, the strings it holds
+// across events, in order, and the data of events that are not JSON. Each such stream is read
+// on its own (a phrase's context is its own stream's, not the text of another field).
+//
+// @par Thread Safety
+// A pure function.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::filters::dlp {
+
+// The streams of text in `body` (an event stream, possibly cut short), in order of first
+// appearance; none when it has no event data.
+std::vector<std::string> event_stream_texts(std::string_view body);
+
+}  // namespace airlock::filters::dlp
