@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "launcher/address.hpp"
+#include "launcher/plan_paths.hpp"
 
 #include <sched.h>
 
@@ -16,28 +17,9 @@ using core::str_cat;
 // the host (a writable host /proc or /sys inside would undo the namespaces).
 constexpr std::string_view kernel_dirs[] = {"/proc", "/sys", "/dev"};
 
-std::string absolute(const std::string& path, const std::string& cwd) {
-  if (path.starts_with('/')) return path;
-  if (cwd.ends_with('/')) return cwd + path;
-  return str_cat(cwd, '/', path);
-}
-
-// True when path is dir or lies below it (both canonical).
-bool is_within(std::string_view path, std::string_view dir) {
-  if (dir == "/") return true;
-  return path == dir ||
-         (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
-
 std::size_t depth(std::string_view path) {
   return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')) -
          (path == "/" ? 1 : 0);
-}
-
-std::string parent_dir(const std::string& path) {
-  auto slash = path.rfind('/');
-  if (slash == 0 || slash == std::string::npos) return "/";
-  return path.substr(0, slash);
 }
 
 struct exposed {
@@ -152,7 +134,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
   std::vector<exposed> binds;
   auto resolve = [&](const std::string& what, const std::string& raw, bool writable,
                      std::string& error) -> std::optional<exposed> {
-    auto canon = host.canonical(absolute(raw, host.cwd));
+    auto canon = host.canonical(absolute_path(raw, host.cwd));
     if (!canon) {
       error = str_cat(what, ' ', raw, ": no such file or directory");
       return std::nullopt;
@@ -176,6 +158,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
     auto w = resolve("the work directory", raw, true, error);
     if (!w) return fail(error);
     if (!w->is_dir) return fail(str_cat("the work directory ", raw, " is not a directory"));
+    if (auto why = workdir_refusal(raw, w->path, host); !why.empty()) return fail(why);
     p.workdir = w->path;
     binds.push_back(*w);
   }
@@ -195,7 +178,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
                         host.is_dir(*host.canonical(host.home));
   const std::string home = has_home ? *host.canonical(host.home) : std::string();
   if (o.home) {
-    auto dir = host.canonical(absolute(*o.home, host.cwd));
+    auto dir = host.canonical(absolute_path(*o.home, host.cwd));
     if (!dir || !host.is_dir(*dir)) return fail(str_cat("--home ", *o.home, ": no such directory"));
     for (auto k : kernel_dirs) {
       if (is_within(*dir, k)) return fail(str_cat("--home ", *o.home, ": refusing ", *dir));
@@ -222,7 +205,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
     hidden.push_back({canon, host.is_dir(canon), std::move(why)});
   };
   for (const auto& h : o.hide) {
-    auto canon = host.canonical(absolute(h, host.cwd));
+    auto canon = host.canonical(absolute_path(h, host.cwd));
     if (!canon) continue;  // nothing there to read
     if (*canon == "/") return fail("--hide /: refusing to hide the whole file system");
     add_hidden(*canon, str_cat("--hide ", h));
@@ -237,12 +220,12 @@ plan_result build_plan(const options& o, const host_facts& host) {
     add_hidden(dir_needed ? key : dir, std::move(why));
   };
   if (o.ca_key) {
-    auto canon = host.canonical(absolute(*o.ca_key, host.cwd));
+    auto canon = host.canonical(absolute_path(*o.ca_key, host.cwd));
     if (!canon) return fail(str_cat("--ca-key ", *o.ca_key, ": no such file"));
     hide_key(*canon, str_cat("--ca-key ", *o.ca_key));
   }
   if (o.ca) {
-    auto canon = host.canonical(absolute(*o.ca, host.cwd));
+    auto canon = host.canonical(absolute_path(*o.ca, host.cwd));
     if (!canon) return fail(str_cat("--ca ", *o.ca, ": no such file"));
     if (host.is_dir(*canon)) return fail(str_cat("--ca ", *o.ca, ": is a directory"));
     p.trust.airlock_ca = *canon;
@@ -457,7 +440,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
   p.limits.fsize_bytes = o.fsize_bytes;
   p.limits.nofile = o.nofile;
   if (o.cgroup) {
-    auto canon = host.canonical(absolute(*o.cgroup, host.cwd));
+    auto canon = host.canonical(absolute_path(*o.cgroup, host.cwd));
     if (!canon || !host.is_dir(*canon))
       return fail(str_cat("--cgroup ", *o.cgroup, ": no such directory"));
     p.limits.cgroup_parent = *canon;

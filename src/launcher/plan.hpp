@@ -25,6 +25,7 @@ struct host_facts {
   gid_t gid = 0;
   std::string cwd;                   // absolute
   std::string home;                  // for the built-in list of secret files; may be empty
+  std::string passwd_home;           // the caller's home in the password database; may be empty
   std::vector<std::string> environ;  // "K=V"
   // realpath(3): the absolute, symlink-free path of an existing file, else nullopt.
   std::function<std::optional<std::string>(const std::string&)> canonical;

@@ -34,9 +34,19 @@ struct fake_fs {
       {"/tmp/priv", true},
       {"/proc", true},
       {"/proc/1", true},
+      {"/usr", true},
+      {"/usr/local", true},
+      {"/var", true},
+      {"/var/lib", true},
+      {"/var/lib/app", true},
+      {"/var/www", true},
+      {"/lib64", true},
+      {"/root", true},
+      {"/root/proj", true},
   };
   std::map<std::string, std::string> links = {{"/home/u/proj/link", "/srv/secret/inner"},
-                                              {"/home/u/proj/up", "/"}};
+                                              {"/home/u/proj/up", "/"},
+                                              {"/srv/data/home", "/home/u"}};
 
   std::optional<std::string> canonical(const std::string& path) const {
     std::string p = path;
@@ -251,6 +261,52 @@ TEST_F(LauncherPlan, RefusesDangerousOrMissingBinds) {
   EXPECT_FALSE(build_plan(o, host()).value);
   o.home = "/home/u/.ssh";  // a hidden path as the home would show what it hides
   EXPECT_NE(build_plan(o, host()).error.find("hidden"), std::string::npos);
+}
+
+// The work directory is bound writable: never the home (dotfiles), an ancestor of it, or a
+// system directory, also when reached through a symlink.
+TEST_F(LauncherPlan, WorkDirectoryIsNeitherHomeNorSystem) {
+  for (auto [dir, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"/home/u", "is your home directory"},
+           {"/srv/data/home", "(/home/u) is your home directory"},  // a symlink to the home
+           {"/home", "contains your home directory /home/u"},
+           {"/etc", "is a system directory"},
+           {"/usr/local", "below the system directory /usr"},
+           {"/var/lib/app", "below the system directory /var/lib"},
+           {"/var", "is a system directory"},
+           {"/lib64", "is a system directory"},
+           {"/srv", "is a system directory"},
+           {"/root", "is a system directory"}}) {
+    auto o = opts();
+    o.workdir = dir;
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << dir;
+    EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("--workdir DIR"), std::string::npos) << r.error;
+  }
+  // The default (the current directory) is checked the same way.
+  auto h = host();
+  h.cwd = "/home/u";
+  EXPECT_NE(build_plan(opts(), h).error.find("is your home directory"), std::string::npos);
+  // The password database's home counts too, whatever $HOME says.
+  h.home = "/srv/data";
+  h.passwd_home = "/home/u";
+  EXPECT_NE(build_plan(opts(), h).error.find("is your home directory"), std::string::npos);
+  // Root's home is refused for root.
+  h = host();
+  h.uid = 0;
+  h.home = "/root";
+  h.cwd = "/root";
+  EXPECT_NE(build_plan(opts(), h).error.find("home directory"), std::string::npos);
+  // Project directories below the home, /srv, /var or /root are fine.
+  for (const std::string dir : {"/home/u/proj", "/srv/data", "/var/www", "/tmp/priv"}) {
+    auto o = opts();
+    o.workdir = dir;
+    auto r = build_plan(o, host());
+    EXPECT_TRUE(r.value) << dir << ": " << r.error;
+  }
+  h.cwd = "/root/proj";
+  EXPECT_TRUE(build_plan(opts(), h).value);
 }
 
 TEST_F(LauncherPlan, CaKeyDirectoryHidden) {

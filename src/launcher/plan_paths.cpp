@@ -1,0 +1,92 @@
+#include "launcher/plan_paths.hpp"
+
+#include "core/str_cat.hpp"
+
+namespace airlock::launcher {
+namespace {
+
+using core::str_cat;
+
+// System directories that may not be the work directory, nor anything below them: the jail
+// would write the host's configuration, programs, libraries, logs or package state, or reach
+// the sockets of /run (the user's D-Bus, gpg-agent, the container runtime's).
+constexpr std::string_view system_trees[] = {
+    "/etc",      "/usr",         "/bin",     "/sbin",      "/boot",
+    "/run",      "/var/lib",     "/var/log", "/var/cache", "/var/spool",
+    "/var/mail", "/var/backups", "/var/run", "/var/lock",  "/var/opt",
+};
+
+// Directories that hold other people's or other programs' directories: refused themselves
+// (everyone's files would be writable), while a project directory below them is fine.
+constexpr std::string_view system_parents[] = {"/home", "/root", "/var", "/tmp",  "/var/tmp",
+                                               "/opt",  "/srv",  "/mnt", "/media"};
+
+// /lib, /lib32, /lib64, /libx32 and whatever else a distribution puts at /lib*.
+bool in_lib_tree(std::string_view dir) {
+  if (!dir.starts_with("/lib")) return false;
+  const auto slash = dir.find('/', 1);
+  return slash == std::string_view::npos || slash > 4;
+}
+
+std::string_view system_dir_of(std::string_view dir) {
+  for (auto t : system_trees) {
+    if (is_within(dir, t)) return t;
+  }
+  for (auto p : system_parents) {
+    if (dir == p) return p;
+  }
+  if (in_lib_tree(dir)) return dir.substr(0, dir.find('/', 1));
+  return {};
+}
+
+constexpr std::string_view what_to_do =
+    "; cd into a project directory, or name one with --workdir DIR";
+
+}  // namespace
+
+std::string absolute_path(const std::string& path, const std::string& cwd) {
+  if (path.starts_with('/')) return path;
+  if (cwd.ends_with('/')) return cwd + path;
+  return str_cat(cwd, '/', path);
+}
+
+bool is_within(std::string_view path, std::string_view dir) {
+  if (dir == "/") return true;
+  return path == dir ||
+         (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == 0 || slash == std::string::npos) return "/";
+  return path.substr(0, slash);
+}
+
+std::string workdir_refusal(const std::string& raw, const std::string& dir,
+                            const host_facts& host) {
+  const std::string shown = raw == dir ? dir : str_cat(raw, " (", dir, ')');
+  // Both spellings of the home: $HOME and the password database's, canonical.
+  for (const auto& h : {host.home, host.passwd_home}) {
+    if (h.empty() || h == "/") continue;
+    const auto home = host.canonical(h);
+    if (!home) continue;
+    if (*home == dir) {
+      return str_cat("the work directory ", shown,
+                     " is your home directory: ~/.bashrc, ~/.profile and every other dotfile "
+                     "would be writable from the jail",
+                     what_to_do);
+    }
+    if (is_within(*home, dir)) {
+      return str_cat("the work directory ", shown, " contains your home directory ", *home,
+                     ": your dotfiles would be writable from the jail", what_to_do);
+    }
+  }
+  if (const auto sys = system_dir_of(dir); !sys.empty()) {
+    return str_cat("the work directory ", shown, " is ",
+                   sys == dir ? "a system directory" : str_cat("below the system directory ", sys),
+                   ", which the jail must not write", what_to_do);
+  }
+  return {};
+}
+
+}  // namespace airlock::launcher

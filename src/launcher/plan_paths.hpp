@@ -1,0 +1,28 @@
+#pragma once
+// Path rules of the plan (plan.hpp), kept apart so that each can be unit-tested and read on
+// its own: which directories may be the writable work directory, and whether a --rw/--ro path
+// named inside the work directory still lands there once symlinks are followed. Pure
+// functions: the host is reached only through host_facts' callbacks.
+
+#include "launcher/plan.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace airlock::launcher {
+
+// path made absolute against cwd (not normalised, symlinks not followed).
+std::string absolute_path(const std::string& path, const std::string& cwd);
+
+// True when path is dir or lies below it (both absolute, compared as strings).
+bool is_within(std::string_view path, std::string_view dir);
+
+// The directory that holds path ("/" for "/x").
+std::string parent_dir(const std::string& path);
+
+// Why the canonical directory `dir` may not be the writable work directory, or "" when it may:
+// the caller's home or one of its ancestors (dotfiles such as ~/.bashrc would be writable from
+// the jail), or a system directory (/etc, /usr, /var/lib, ...). `raw` is the directory as given.
+std::string workdir_refusal(const std::string& raw, const std::string& dir, const host_facts& host);
+
+}  // namespace airlock::launcher

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""The launcher findings of the red-team run on the jail, each tried with the real `airlock run`:
+the work directory (home, system directories), setuid bits planted through the writable work
+directory, secrets rotated by rename under --policy, env secrets without a placeholder, --rw
+paths redirected by a planted symlink, tmpfs inode limits, and the proxy's own files.
+
+Usage: /usr/bin/python3 test_redteam.py /path/to/airlock [unittest args...]
+Like test_launcher.py (whose helpers it uses), every test runs as the caller and, when that is
+root, as the unprivileged user airlock-test; nothing of a jail may be left behind.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_launcher as base  # noqa: E402
+
+RUN_TIMEOUT = base.RUN_TIMEOUT
+
+
+class RedTeamTestBase(base.LauncherTestBase):
+    """The findings' tests; mixed into one TestCase per user variant."""
+
+    # The base class's own tests run in test_launcher.py, not again here.
+    for _name in [n for n in vars(base.LauncherTestBase) if n.startswith("test_")]:
+        locals()[_name] = None
+    del _name
+
+    def own(self, *paths):
+        """Hands paths to the launcher's user (the unprivileged variant's)."""
+        if self.user is None:
+            return
+        for p in paths:
+            os.lchown(p, self.user.pw_uid, self.user.pw_gid)
+
+    def run_in(self, cwd, *args, home=None):
+        """`airlock ARGS` from the directory cwd (and with HOME=home), as the test's user."""
+        kwargs = self._popen_kwargs()
+        kwargs["cwd"] = cwd
+        if home is not None:
+            kwargs["env"]["HOME"] = home
+        p = subprocess.run([base.AIRLOCK, *args], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=RUN_TIMEOUT, **kwargs)
+        self.assert_no_sanitizer_reports(p.stderr)
+        return p
+
+    # ---- 1. the work directory ----------------------------------------------------------
+
+    def test_home_and_system_directories_are_not_the_work_directory(self):
+        home = os.path.join(self.tmp, "home")
+        os.mkdir(home)
+        bashrc = os.path.join(home, ".bashrc")
+        with open(bashrc, "w") as f:
+            f.write("# the caller's bashrc\n")
+        self.own(home, bashrc)
+        p = self.run_in(home, "run", "--", "sh", "-c", "echo pwned >> ~/.bashrc", home=home)
+        self.assertEqual(p.returncode, 125, p.stdout + p.stderr)
+        self.assertIn(f"the work directory {home} is your home directory", p.stderr)
+        self.assertIn("--workdir DIR", p.stderr)
+        with open(bashrc) as f:
+            self.assertEqual(f.read(), "# the caller's bashrc\n")
+        # An ancestor of the home, also named explicitly, and through a symlink.
+        link = os.path.join(self.outside, "to-tmp")
+        os.symlink(self.tmp, link)
+        for args in (["--workdir", self.tmp], ["--workdir", link]):
+            p = self.run_in(self.work, "run", *args, "--", "true", home=home)
+            self.assertEqual(p.returncode, 125, p.stderr)
+            self.assertIn(f"contains your home directory {home}", p.stderr)
+        for d in ("/etc", "/usr/lib", "/var"):
+            p = self.run_in(d, "run", "--", "sh", "-c", "touch airlock-redteam-x")
+            self.assertEqual(p.returncode, 125, p.stderr)
+            self.assertIn(f"the work directory {d} is", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "airlock-redteam-x")))
+        # A project directory below the home still works.
+        proj = os.path.join(home, "proj")
+        os.mkdir(proj)
+        self.own(proj)
+        p = self.run_in(proj, "run", "--", "sh", "-c", "echo ok > out.txt", home=home)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(proj, "out.txt")))
+
+
+class AsCaller(RedTeamTestBase, unittest.TestCase):
+    """As the user running the tests (root in CI)."""
+
+    setUpClass = classmethod(base.AsCaller.setUpClass.__func__)
+
+
+class AsUnprivilegedUser(RedTeamTestBase, unittest.TestCase):
+    """As `airlock-test`, a user without privileges (only when the tests run as root)."""
+
+    setUpClass = classmethod(base.AsUnprivilegedUser.setUpClass.__func__)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+        base.AIRLOCK = os.path.abspath(sys.argv.pop(1))
+        os.environ["AIRLOCK_BIN"] = base.AIRLOCK  # for the harness's proxy starter
+    unittest.main(verbosity=2)
