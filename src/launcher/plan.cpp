@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace airlock::launcher {
 namespace {
@@ -162,15 +163,19 @@ plan_result build_plan(const options& o, const host_facts& host) {
     p.workdir = w->path;
     binds.push_back(*w);
   }
-  for (const auto& r : o.rw) {
-    auto e = resolve("--rw", r, true, error);
-    if (!e) return fail(error);
-    binds.push_back(*e);
-  }
-  for (const auto& r : o.ro) {
-    auto e = resolve("--ro", r, false, error);
-    if (!e) return fail(error);
-    binds.push_back(*e);
+  // A --rw/--ro path named inside the work directory must stay there after symlinks: a
+  // jailed run can replace deps/ by a link to anywhere, for the next run's --rw deps/cache.
+  const std::string workdir_given = absolute_path(o.workdir.value_or(host.cwd), host.cwd);
+  for (const auto& [list, what, writable] :
+       {std::tuple{&o.rw, "--rw", true}, std::tuple{&o.ro, "--ro", false}}) {
+    for (const auto& r : *list) {
+      auto e = resolve(what, r, writable, error);
+      if (!e) return fail(error);
+      error =
+          symlink_escape(what, absolute_path(r, host.cwd), e->path, workdir_given, p.workdir, host);
+      if (!error.empty()) return fail(error);
+      binds.push_back(*e);
+    }
   }
 
   // --- the home ------------------------------------------------------------------------

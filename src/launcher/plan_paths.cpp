@@ -89,4 +89,39 @@ std::string workdir_refusal(const std::string& raw, const std::string& dir,
   return {};
 }
 
+std::string symlink_escape(const std::string& what, const std::string& given,
+                           const std::string& canon, const std::string& workdir_given,
+                           const std::string& workdir, const host_facts& host) {
+  std::string base;
+  if (is_within(given, workdir)) {
+    base = workdir;
+  } else if (is_within(given, workdir_given)) {
+    base = workdir_given;
+  } else {
+    return {};  // named outside the work directory: taken as it is
+  }
+  if (is_within(canon, workdir)) return {};
+  // The first component below the work directory that leads out of it: the planted link.
+  std::string prefix = base;
+  std::string_view rest = std::string_view(given).substr(base.size());
+  while (!rest.empty()) {
+    while (rest.starts_with('/'))
+      rest.remove_prefix(1);
+    const auto part = rest.substr(0, rest.find('/'));
+    if (part.empty()) break;
+    rest.remove_prefix(part.size());
+    prefix = str_cat(prefix == "/" ? "" : prefix, '/', part);
+    if (part == "." || part == "..") continue;  // only a name can be a link
+    const auto c = host.canonical(prefix);
+    if (!c || !is_within(*c, workdir)) {
+      return str_cat(what, ' ', given, ": ", prefix, " leads to ", c.value_or("?"),
+                     ", outside the work directory ", workdir,
+                     " (a symlink there may have been planted by a jailed run); refusing to "
+                     "follow it: name the target itself if that is what you mean");
+    }
+  }
+  return str_cat(what, ' ', given, " resolves to ", canon, ", outside the work directory ", workdir,
+                 "; refusing to follow it: name the target itself if that is what you mean");
+}
+
 }  // namespace airlock::launcher

@@ -25,4 +25,12 @@ std::string parent_dir(const std::string& path);
 // the jail), or a system directory (/etc, /usr, /var/lib, ...). `raw` is the directory as given.
 std::string workdir_refusal(const std::string& raw, const std::string& dir, const host_facts& host);
 
+// For a --rw/--ro path as given (`given`, absolute, symlinks not followed) that lies inside
+// the work directory (`workdir_given` as given, or `workdir` canonical): "" when its canonical
+// path `canon` is inside the canonical work directory too; otherwise an error naming the
+// symlink that leads out (a jailed run may have planted it for the next run to follow).
+std::string symlink_escape(const std::string& what, const std::string& given,
+                           const std::string& canon, const std::string& workdir_given,
+                           const std::string& workdir, const host_facts& host);
+
 }  // namespace airlock::launcher

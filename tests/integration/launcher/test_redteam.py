@@ -82,6 +82,27 @@ class RedTeamTestBase(base.LauncherTestBase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(os.path.join(proj, "out.txt")))
 
+    # ---- 5. a planted symlink redirects the next run's --rw -------------------------------
+
+    def test_planted_symlink_does_not_redirect_the_next_runs_binds(self):
+        victim = os.path.join(self.outside, "victim")
+        os.makedirs(os.path.join(victim, "cache"))
+        os.makedirs(os.path.join(self.work, "deps", "cache"))
+        self.own(victim, os.path.join(victim, "cache"), os.path.join(self.work, "deps"),
+                 os.path.join(self.work, "deps", "cache"))
+        # The first run plants the link (its work directory is writable, as it should be).
+        self.jail(f"mv deps deps_old && ln -s {victim} deps")
+        self.assertTrue(os.path.islink(os.path.join(self.work, "deps")))
+        # The next run asks for deps/cache: refused, naming the link, and nothing is written.
+        for opt in ("--rw", "--ro"):
+            r = self.jail("echo pwned > deps/cache/x", opt, "deps/cache", rc=125)
+            self.assertIn(f"{self.work}/deps leads to {victim}", r.stderr)
+        self.assertEqual(os.listdir(os.path.join(victim, "cache")), [])
+        # Named by its own path (outside the work directory), the directory is bound as asked.
+        self.jail("echo ok > " + os.path.join(victim, "cache", "y"), "--rw",
+                  os.path.join(victim, "cache"))
+        self.assertTrue(os.path.exists(os.path.join(victim, "cache", "y")))
+
 
 class AsCaller(RedTeamTestBase, unittest.TestCase):
     """As the user running the tests (root in CI)."""

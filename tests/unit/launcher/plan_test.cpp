@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace airlock::launcher {
 namespace {
@@ -34,6 +35,7 @@ struct fake_fs {
       {"/tmp/priv", true},
       {"/proc", true},
       {"/proc/1", true},
+      {"/srv/data/cache", true},
       {"/usr", true},
       {"/usr/local", true},
       {"/var", true},
@@ -46,7 +48,9 @@ struct fake_fs {
   };
   std::map<std::string, std::string> links = {{"/home/u/proj/link", "/srv/secret/inner"},
                                               {"/home/u/proj/up", "/"},
-                                              {"/srv/data/home", "/home/u"}};
+                                              {"/srv/data/home", "/home/u"},
+                                              {"/srv/data/link", "/srv/secret/inner"},
+                                              {"/home/u/proj/deps", "/srv/data"}};
 
   std::optional<std::string> canonical(const std::string& path) const {
     std::string p = path;
@@ -204,7 +208,7 @@ TEST_F(LauncherPlan, HiddenPathsCannotBeReexposed) {
   const std::vector<tc> cases = {
       {{"/srv/secret"}, {"/srv/secret"}, {}, {}},          // exactly
       {{"/srv/secret"}, {}, {"/srv/secret/inner"}, {}},    // below
-      {{"/srv/secret"}, {"/home/u/proj/link"}, {}, {}},    // through a symlink
+      {{"/srv/secret"}, {"/srv/data/link"}, {}, {}},       // through a symlink
       {{"/srv/secret"}, {"/srv/data/../secret"}, {}, {}},  // through ..
       {{"/srv/secret"}, {}, {}, {"/srv/secret/inner"}},    // as the work directory
       {{"/home/u"}, {}, {}, {}},                           // hides the work directory
@@ -307,6 +311,37 @@ TEST_F(LauncherPlan, WorkDirectoryIsNeitherHomeNorSystem) {
   }
   h.cwd = "/root/proj";
   EXPECT_TRUE(build_plan(opts(), h).value);
+}
+
+// A --rw/--ro path named inside the work directory must still be inside it once symlinks are
+// followed: an earlier jailed run may have replaced deps/ by a link (finding 5).
+TEST_F(LauncherPlan, PathsNamedInTheWorkDirectoryDoNotFollowLinksOut) {
+  for (auto [opt, path, link] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--rw", "deps/cache", "/home/u/proj/deps leads to /srv/data"},
+           {"--ro", "/home/u/proj/deps/cache", "/home/u/proj/deps leads to /srv/data"},
+           {"--rw", "deps", "/home/u/proj/deps leads to /srv/data"},
+           {"--ro", "link", "/home/u/proj/link leads to /srv/secret/inner"},
+           {"--rw", "../proj/deps/cache", "deps leads to /srv/data"}}) {
+    auto o = opts();
+    (opt == "--rw" ? o.rw : o.ro) = {path};
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << path;
+    EXPECT_NE(r.error.find(link), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find(opt), std::string::npos) << r.error;
+  }
+  // Named outside the work directory, the same target is taken as it is.
+  auto o = opts();
+  o.rw = {"/srv/data/cache"};
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  // Also when the work directory is given through a symlink of its own.
+  o = opts();
+  o.workdir = "/srv/data/home/proj";
+  o.ro = {"/srv/data/home/proj/.git"};
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  o.ro = {"/srv/data/home/proj/deps/cache"};
+  EXPECT_NE(build_plan(o, host()).error.find("deps leads to /srv/data"), std::string::npos);
 }
 
 TEST_F(LauncherPlan, CaKeyDirectoryHidden) {
