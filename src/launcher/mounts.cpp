@@ -224,7 +224,9 @@ bool bind_device(const std::string& host_root, const std::string& dev_root, cons
 
 bool step_dev(const std::string& target, const std::string& shm_data, const mount_context& ctx) {
   if (!ensure_mount_point(target, true)) return false;
-  if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")) return false;
+  // A dozen nodes, read-only once populated; bounded anyway, like every tmpfs of the jail.
+  if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"))
+    return false;
   for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
     if (!bind_device(ctx.host_root, target, dev)) return false;
   }

@@ -103,6 +103,31 @@ class RedTeamTestBase(base.LauncherTestBase):
                   os.path.join(victim, "cache"))
         self.assertTrue(os.path.exists(os.path.join(victim, "cache", "y")))
 
+    # ---- 6. tmpfs inodes ------------------------------------------------------------------
+
+    def test_tmpfs_inodes_are_bounded(self):
+        # --tmpfs-size 1M: at most 4096 inodes each (the floor), where size= alone let the
+        # red team create 400,000 empty files and grow the kernel's slab by 499 MiB.
+        r = self.python_in_jail(
+            "import errno, os\n"
+            "for d in ('/tmp', '/dev/shm', os.environ['HOME']):\n"
+            "    n = 0\n"
+            "    try:\n"
+            "        while n < 20000:\n"
+            "            open(os.path.join(d, 'f%d' % n), 'w').close()\n"
+            "            n += 1\n"
+            "        print(d, 'created', n)\n"
+            "    except OSError as e:\n"
+            "        print(d, errno.errorcode[e.errno], n)\n",
+            "--tmpfs-size", "1M")
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 3, r.stdout + r.stderr)
+        for line in lines:
+            where, err, n = line.split()
+            self.assertEqual(err, "ENOSPC", line)
+            self.assertLess(int(n), 4096, line)
+            self.assertGreater(int(n), 1000, line)
+
 
 class AsCaller(RedTeamTestBase, unittest.TestCase):
     """As the user running the tests (root in CI)."""

@@ -148,7 +148,7 @@ TEST_F(LauncherPlan, DefaultPlanShape) {
   auto tmpfs = of_kind(p, mount_kind::tmpfs);
   ASSERT_EQ(tmpfs.size(), 2u);
   EXPECT_EQ(tmpfs[0]->target, "/tmp");
-  EXPECT_EQ(tmpfs[0]->data, "mode=1777,size=1073741824");  // --tmpfs-size default
+  EXPECT_EQ(tmpfs[0]->data, "mode=1777,size=1073741824,nr_inodes=262144");  // --tmpfs-size default
   EXPECT_EQ(tmpfs[1]->target, "/run");
 
   // Built-in secrets that exist are hidden; those that do not are not mentioned.
@@ -494,7 +494,7 @@ TEST_F(LauncherPlan, HomeIsAPrivateLayerByDefault) {
   const auto layer = index_of(p, mount_kind::home_layer, "/home/u");
   ASSERT_LT(layer, p.mounts.size());
   EXPECT_EQ(p.mounts[layer].source, "/home/u");
-  EXPECT_EQ(p.mounts[layer].data, "size=1073741824");
+  EXPECT_EQ(p.mounts[layer].data, "size=1073741824,nr_inodes=262144");
   // Below the work directory inside it, and below the hides of its secret files.
   EXPECT_LT(layer, index_of(p, mount_kind::bind, "/home/u/proj"));
   EXPECT_LT(layer, index_of(p, mount_kind::hide, "/home/u/.ssh"));
@@ -544,10 +544,18 @@ TEST_F(LauncherPlan, SizesAndFileLimits) {
   for (const char* t : {"/tmp", "/var/tmp"}) {
     const auto i = index_of(*r.value, mount_kind::tmpfs, t);
     ASSERT_LT(i, r.value->mounts.size()) << t;
-    EXPECT_EQ(r.value->mounts[i].data, "mode=1777,size=67108864") << t;
+    EXPECT_EQ(r.value->mounts[i].data, "mode=1777,size=67108864,nr_inodes=16384") << t;
   }
-  EXPECT_EQ(of_kind(*r.value, mount_kind::dev)[0]->data, "mode=1777,size=67108864");
-  EXPECT_EQ(of_kind(*r.value, mount_kind::home_layer)[0]->data, "size=67108864");
+  EXPECT_EQ(of_kind(*r.value, mount_kind::dev)[0]->data, "mode=1777,size=67108864,nr_inodes=16384");
+  EXPECT_EQ(of_kind(*r.value, mount_kind::home_layer)[0]->data, "size=67108864,nr_inodes=16384");
+  // Small sizes keep a floor of inodes; /run has its own fixed size.
+  o.tmpfs_bytes = 1ULL << 20;
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->mounts[index_of(*r.value, mount_kind::tmpfs, "/tmp")].data,
+            "mode=1777,size=1048576,nr_inodes=4096");
+  EXPECT_EQ(r.value->mounts[index_of(*r.value, mount_kind::tmpfs, "/run")].data,
+            "mode=0755,size=16777216,nr_inodes=4096");
 }
 
 TEST_F(LauncherPlan, CaBoundOverTheSystemBundlesAndJavaCacerts) {
