@@ -82,6 +82,27 @@ class RedTeamTestBase(base.LauncherTestBase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(os.path.join(proj, "out.txt")))
 
+    # ---- 2. setuid bits planted in the work directory -------------------------------------
+
+    def test_no_setuid_or_setgid_bits_from_the_jail(self):
+        r = self.jail("cp /bin/cat suidcat && chmod 4755 suidcat; echo chmod4755=$?;"
+                      " chmod 2755 suidcat; echo chmod2755=$?; chmod u+s suidcat; echo us=$?;"
+                      " chmod 755 suidcat; echo chmod755=$?;"
+                      " python3 -c 'import os; os.open(\"made\", os.O_CREAT | os.O_WRONLY, 0o4755)'"
+                      " 2>&1 | tail -1; ls made 2>/dev/null || echo not-made;"
+                      " python3 -c 'import os; print(\"nosuid\", bool(os.statvfs(\".\").f_flag"
+                      " & os.ST_NOSUID))'")
+        out = r.stdout
+        for step in ("chmod4755", "chmod2755", "us"):
+            self.assertRegex(out, rf"{step}=[1-9]", out + r.stderr)
+        self.assertIn("chmod755=0", out)
+        self.assertIn("Operation not permitted", r.stderr + out)
+        self.assertIn("PermissionError", out)
+        self.assertIn("not-made", out)
+        self.assertIn("nosuid True", out)
+        mode = os.stat(os.path.join(self.work, "suidcat")).st_mode
+        self.assertEqual(mode & 0o7777, 0o755, oct(mode))
+
     # ---- 5. a planted symlink redirects the next run's --rw -------------------------------
 
     def test_planted_symlink_does_not_redirect_the_next_runs_binds(self):
