@@ -182,4 +182,16 @@ environment build_environment(std::span<const std::string> host,
   return out;
 }
 
+void remove_variables(environment& env, std::span<const std::string> names,
+                      std::span<const std::string> passed) {
+  for (const auto& n : names) {
+    const bool by_caller = std::any_of(passed.begin(), passed.end(),
+                                       [&](const std::string& p) { return name_of(p) == n; });
+    if (by_caller) continue;
+    if (std::erase_if(env.entries, [&](const std::string& e) { return name_of(e) == n; }) > 0 &&
+        std::find(env.dropped.begin(), env.dropped.end(), n) == env.dropped.end())
+      env.dropped.push_back(n);
+  }
+}
+
 }  // namespace airlock::launcher

@@ -245,6 +245,18 @@ plan_result build_plan(const options& o, const host_facts& host) {
     if (auto key = host.canonical(parent_dir(*canon) + "/ca.key"))
       hide_key(*key, "the key next to --ca");
   }
+  // --policy: the proxy's secret files, policy and audit log, by directory (plan_paths.hpp).
+  {
+    std::vector<std::pair<std::string, std::string>> exposed_paths;
+    for (const auto& b : binds)
+      exposed_paths.emplace_back(b.what, b.path);
+    for (const auto& f : o.hide_dir_of) {
+      std::vector<std::string> paths;
+      if (auto e = dir_of_hides(f, exposed_paths, host, paths); !e.empty()) return fail(e);
+      for (const auto& h : paths)
+        add_hidden(h, f.why);
+    }
+  }
   // The proxy's relay socket trusts whoever connects to name the agent: the command must not
   // reach it. Where the jail sees the host's file system (not below /run, /tmp or /dev,
   // which are its own), its directory is hidden like the CA key's — a directory rather than
@@ -436,6 +448,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
                  str_cat(p.trust.inside_dir, "/certs"), std::nullopt};
   if (p.trust.java_tool_options) tp.java_store = str_cat(p.trust.inside_dir, "/truststore.jks");
   p.env = build_environment(host.environ, o.env, o.relay_port, tp);
+  remove_variables(p.env, o.env_remove, o.env);
   {
     // HOME names the jail's home unless --env set it.
     bool set_by_caller = false;

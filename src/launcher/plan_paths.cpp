@@ -2,6 +2,8 @@
 
 #include "core/str_cat.hpp"
 
+#include <algorithm>
+
 namespace airlock::launcher {
 namespace {
 
@@ -122,6 +124,38 @@ std::string symlink_escape(const std::string& what, const std::string& given,
   }
   return str_cat(what, ' ', given, " resolves to ", canon, ", outside the work directory ", workdir,
                  "; refusing to follow it: name the target itself if that is what you mean");
+}
+
+std::string dir_of_hides(const hidden_dir_of& f,
+                         const std::vector<std::pair<std::string, std::string>>& binds,
+                         const host_facts& host, std::vector<std::string>& out) {
+  const std::string named = absolute_path(f.path, host.cwd);
+  const auto file = host.canonical(named);
+  std::vector<std::string> dirs;
+  for (const auto& d : {parent_dir(named), file ? parent_dir(*file) : std::string()}) {
+    if (d.empty()) continue;
+    if (auto c = host.canonical(d); c && std::find(dirs.begin(), dirs.end(), *c) == dirs.end())
+      dirs.push_back(*c);
+  }
+  for (const auto& dir : dirs) {
+    const std::pair<std::string, std::string>* held = nullptr;
+    for (const auto& b : binds) {
+      if (is_within(b.second, dir)) held = &b;
+    }
+    if (!held && dir != "/") {
+      out.push_back(dir);
+      continue;
+    }
+    if (f.required) {
+      return str_cat(f.why, " is ", f.path, ", in ", dir, ", which holds ", held ? held->first : "",
+                     held ? " " : "", held ? held->second : "everything",
+                     ": that directory is hidden from the jail whole (so that a secret rotated by "
+                     "rename stays hidden), which would hide the work directory too. Move the "
+                     "secret to a directory of its own, or work in another directory");
+    }
+    if (file) out.push_back(*file);  // the directory is needed: the file alone
+  }
+  return {};
 }
 
 }  // namespace airlock::launcher

@@ -8,6 +8,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace airlock::launcher {
 
@@ -32,5 +34,14 @@ std::string workdir_refusal(const std::string& raw, const std::string& dir, cons
 std::string symlink_escape(const std::string& what, const std::string& given,
                            const std::string& canon, const std::string& workdir_given,
                            const std::string& workdir, const host_facts& host);
+
+// The paths that hide f's directory: the directory of the file as named and that of its
+// canonical path (both, should a symlink lead elsewhere), each canonical, appended to out.
+// Where such a directory is or holds one of `binds` (what, canonical path), hiding it would
+// hide what the jail needs: a required hide (a secret) is then an error (returned), any other
+// falls back to the file itself.
+std::string dir_of_hides(const hidden_dir_of& f,
+                         const std::vector<std::pair<std::string, std::string>>& binds,
+                         const host_facts& host, std::vector<std::string>& out);
 
 }  // namespace airlock::launcher

@@ -103,6 +103,102 @@ class RedTeamTestBase(base.LauncherTestBase):
         mode = os.stat(os.path.join(self.work, "suidcat")).st_mode
         self.assertEqual(mode & 0o7777, 0o755, oct(mode))
 
+    # ---- 3. secrets rotated by rename; 7. the proxy's files -------------------------------
+
+    def proxy_files(self, secrets="secrets"):
+        """A proxy's directory as the red team had it: the policy, a secret file below it (by
+        default), the CA key in certs/, and the audit log in a directory of its own."""
+        pxy = os.path.join(self.outside, "pxy")
+        logs = os.path.join(self.outside, "logs")
+        sdir = os.path.join(pxy, secrets) if not os.path.isabs(secrets) else secrets
+        for d in (pxy, logs, sdir, os.path.join(pxy, "certs")):
+            os.makedirs(d, exist_ok=True)
+        files = {os.path.join(sdir, "tok"): "OLDSECRET-value\n",
+                 os.path.join(pxy, "certs", "ca.key"): "CA-PRIVATE-KEY\n",
+                 os.path.join(logs, "audit.jsonl"): '{"audit": "AUDIT-RECORD"}\n'}
+        policy = os.path.join(pxy, "policy.yaml")
+        files[policy] = (
+            "tls: {ca_cert: /dev/null, ca_key: certs/ca.key}\n"
+            f"audit: {{path: {logs}/audit.jsonl}}\n"
+            f"secrets:\n  filesec: {{file: {sdir}/tok}}\n"
+            "  envsec: {env: UPSTREAM_BEARER}\n"
+            "  phsec: {env: GH_THING, placeholder: 'ghp_PLACEHOLDER0000000000000',"
+            " hosts: [origin.test]}\n"
+            "agents: {default: {rules: []}}\nrules: []\n")
+        for path, text in files.items():
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o644)
+        self.own(pxy, logs, sdir, *files)
+        return pxy, policy, os.path.join(sdir, "tok")
+
+    def test_secret_rotated_by_rename_stays_hidden(self):
+        pxy, policy, tok = self.proxy_files()
+        # The jail polls the secret's path; the host rotates it (docs/policy.md, "Rotation":
+        # write a new file, rename it over the old) while the jail runs.
+        cmd = self._command(
+            f"touch started; i=0; while [ $i -lt 40 ]; do cat {tok} 2>/dev/null; i=$((i+1));"
+            " sleep 0.05; done; ls " + os.path.dirname(tok) + "; echo lsrc=$?", ["--policy", policy])
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, **self._popen_kwargs())
+        self.launcher_pids.append(p.pid)
+        started = os.path.join(self.work, "started")
+        deadline = base.time.monotonic() + RUN_TIMEOUT
+        while not os.path.exists(started) and p.poll() is None and base.time.monotonic() < deadline:
+            base.time.sleep(0.02)
+        with open(tok + ".new", "w") as f:
+            f.write("NEWSECRET-value\n")
+        os.chmod(tok + ".new", 0o644)
+        self.own(tok + ".new")
+        os.rename(tok + ".new", tok)
+        out, err = p.communicate(timeout=RUN_TIMEOUT)
+        self._record_ns()
+        self.assert_no_sanitizer_reports(err)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertTrue(os.path.exists(started), err)
+        self.assertNotIn("SECRET-value", out)
+        self.assertNotIn("lsrc=0", out)
+
+    def test_secret_sharing_the_work_directory_is_refused(self):
+        # A secret whose directory is (or holds) the work directory cannot be hidden by
+        # directory without hiding the work: refused, naming both.
+        pxy, policy, tok = self.proxy_files(secrets=self.work)
+        r = self.jail("cat tok", "--policy", policy, rc=125)
+        self.assertIn(f"secret filesec of --policy {policy} is {tok}, in {self.work}", r.stderr)
+        self.assertIn("which holds the work directory", r.stderr)
+        self.assertNotIn("OLDSECRET", r.stdout)
+
+    def test_policy_audit_log_and_proxy_files_are_hidden(self):
+        pxy, policy, tok = self.proxy_files()
+        logs = os.path.join(self.outside, "logs")
+        r = self.jail(f"cat {policy}; cat {logs}/audit.jsonl; cat {pxy}/certs/ca.key;"
+                      f" ls {pxy} {logs}; echo done", "--policy", policy)
+        for leak in ("AUDIT-RECORD", "CA-PRIVATE-KEY", "secrets:", "policy.yaml"):
+            self.assertNotIn(leak, r.stdout)
+        self.assertIn("done", r.stdout)
+        # The policy in the work directory: the directory stays, the file alone is hidden.
+        local = os.path.join(self.work, "policy.yaml")
+        shutil.copy(policy, local)
+        os.chmod(local, 0o644)
+        self.own(local)
+        r = self.jail("cat policy.yaml; echo rc=$?; touch x && echo wrote", "--policy", local)
+        self.assertNotIn("secrets:", r.stdout)
+        self.assertIn("wrote", r.stdout)
+
+    # ---- 4. secret variables ----------------------------------------------------------------
+
+    def test_policy_secret_variables_never_reach_the_agent(self):
+        pxy, policy, tok = self.proxy_files()
+        env = dict(os.environ, UPSTREAM_BEARER="bearer-REAL-VALUE", GH_THING="ghp_REAL_VALUE")
+        r = self.jail("env", "--policy", policy, env=env)
+        self.assertNotIn("REAL", r.stdout)
+        self.assertNotIn("UPSTREAM_BEARER", r.stdout)
+        self.assertIn("GH_THING=ghp_PLACEHOLDER0000000000000", r.stdout)
+        # --env still passes one on purpose.
+        r = self.jail("printenv UPSTREAM_BEARER", "--policy", policy, "--env", "UPSTREAM_BEARER",
+                      env=env)
+        self.assertEqual(r.stdout.strip(), "bearer-REAL-VALUE")
+
     # ---- 5. a planted symlink redirects the next run's --rw -------------------------------
 
     def test_planted_symlink_does_not_redirect_the_next_runs_binds(self):

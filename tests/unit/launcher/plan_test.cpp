@@ -344,6 +344,78 @@ TEST_F(LauncherPlan, PathsNamedInTheWorkDirectoryDoNotFollowLinksOut) {
   EXPECT_NE(build_plan(o, host()).error.find("deps leads to /srv/data"), std::string::npos);
 }
 
+// --policy's files are hidden by directory, so that a file replaced by rename stays hidden;
+// a secret's directory that holds the work directory is refused (finding 3).
+TEST_F(LauncherPlan, PolicyFilesHiddenByDirectory) {
+  fs_.files["/srv/ca/pol.yaml"] = false;
+  fs_.files["/home/u/proj/sec"] = true;
+  fs_.files["/home/u/proj/sec/tok"] = false;
+  fs_.files["/home/u/proj/pol.yaml"] = false;
+  fs_.links["/srv/data/tok"] = "/home/u/proj/sec/tok";
+  auto hidden = [](const plan& p, const std::string& path) {
+    return std::find(p.hidden.begin(), p.hidden.end(), path) != p.hidden.end();
+  };
+  auto o = opts();
+  o.hide_dir_of = {{"/srv/ca/ca.key", "tls.ca_key", true},
+                   {"/srv/ca/pol.yaml", "--policy", false},
+                   {"sec/tok", "secret t", true},        // relative: against the cwd
+                   {"/srv/data/tok", "secret l", true},  // a link: both directories
+                   {"/srv/secret/missing", "secret m", true}};
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  for (const char* d : {"/srv/ca", "/home/u/proj/sec", "/srv/data", "/srv/secret"})
+    EXPECT_TRUE(hidden(*r.value, d)) << d;
+  EXPECT_FALSE(hidden(*r.value, "/srv/ca/ca.key"));
+
+  // A secret in the work directory itself: refused, naming the secret and the directory.
+  o = opts();
+  o.hide_dir_of = {{"/home/u/proj/pol.yaml", "secret s of --policy p", true}};
+  r = build_plan(o, host());
+  ASSERT_FALSE(r.value);
+  EXPECT_NE(r.error.find("secret s of --policy p is /home/u/proj/pol.yaml, in /home/u/proj, "
+                         "which holds the work directory /home/u/proj"),
+            std::string::npos)
+      << r.error;
+  // ... or in a directory above it, or above a --ro path.
+  o.hide_dir_of = {{"/home/u/x.key", "tls.ca_key", true}};
+  EXPECT_NE(build_plan(o, host()).error.find("which holds the work directory"), std::string::npos);
+  o = opts();
+  o.ro = {"/srv/data"};
+  o.hide_dir_of = {{"/srv/data/x.key", "secret x", true}};
+  EXPECT_NE(build_plan(o, host()).error.find("which holds --ro /srv/data"), std::string::npos);
+  // Not a secret (the policy file, the audit log): only the file is hidden then.
+  o = opts();
+  o.hide_dir_of = {{"/home/u/proj/pol.yaml", "--policy", false}};
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(hidden(*r.value, "/home/u/proj/pol.yaml"));
+  EXPECT_FALSE(hidden(*r.value, "/home/u/proj"));
+}
+
+// Variables a --policy reads secrets from leave the environment, whatever their names.
+TEST_F(LauncherPlan, PolicySecretVariablesRemoved) {
+  auto h = host();
+  h.environ = {"PATH=/usr/bin", "UPSTREAM_BEARER=v", "PLAIN_NAME=s", "KEEP=k"};
+  auto o = opts();
+  o.env_remove = {"UPSTREAM_BEARER", "PLAIN_NAME", "UNSET"};
+  auto r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  const auto& e = r.value->env.entries;
+  EXPECT_EQ(std::count(e.begin(), e.end(), "KEEP=k"), 1);
+  for (const auto& entry : e) {
+    EXPECT_FALSE(entry.starts_with("UPSTREAM_BEARER=")) << entry;
+    EXPECT_FALSE(entry.starts_with("PLAIN_NAME=")) << entry;
+  }
+  const auto& d = r.value->env.dropped;
+  EXPECT_NE(std::find(d.begin(), d.end(), "PLAIN_NAME"), d.end());
+  // --env still passes one on purpose.
+  o.env = {"PLAIN_NAME"};
+  r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(std::count(r.value->env.entries.begin(), r.value->env.entries.end(), "PLAIN_NAME=s"),
+            1);
+}
+
 TEST_F(LauncherPlan, CaKeyDirectoryHidden) {
   auto o = opts();
   o.ca = "/srv/ca/ca.crt";
