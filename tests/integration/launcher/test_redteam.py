@@ -199,6 +199,18 @@ class RedTeamTestBase(base.LauncherTestBase):
                       env=env)
         self.assertEqual(r.stdout.strip(), "bearer-REAL-VALUE")
 
+    def test_secret_looking_names_and_values_are_dropped(self):
+        leaks = {"SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/LEAK1",
+                 "SENTRY_DSN": "https://LEAK2@o1.ingest.sentry.io/1", "JWT": "LEAK3",
+                 "BEARER": "LEAK4", "UPSTREAM_AUTHORIZATION": "LEAK5",
+                 "MY_HEADER": "Bearer LEAK6",
+                 "SESSION": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.LEAK7sig"}
+        env = dict(os.environ, PLAIN="ok", **leaks)
+        r = self.jail("env", env=env)
+        self.assertIn("PLAIN=ok", r.stdout)
+        for i in range(1, 8):
+            self.assertNotIn(f"LEAK{i}", r.stdout)
+
     # ---- 5. a planted symlink redirects the next run's --rw -------------------------------
 
     def test_planted_symlink_does_not_redirect_the_next_runs_binds(self):
