@@ -133,12 +133,15 @@ class RedTeamTestBase(base.LauncherTestBase):
         return pxy, policy, os.path.join(sdir, "tok")
 
     def test_secret_rotated_by_rename_stays_hidden(self):
+        # The host's /tmp is not the jail's: --ro brings the proxy's directory into view, as any
+        # visible directory of the host would be.
         pxy, policy, tok = self.proxy_files()
         # The jail polls the secret's path; the host rotates it (docs/policy.md, "Rotation":
         # write a new file, rename it over the old) while the jail runs.
         cmd = self._command(
             f"touch started; i=0; while [ $i -lt 40 ]; do cat {tok} 2>/dev/null; i=$((i+1));"
-            " sleep 0.05; done; ls " + os.path.dirname(tok) + "; echo lsrc=$?", ["--policy", policy])
+            " sleep 0.05; done; ls " + os.path.dirname(tok) + "; echo lsrc=$?",
+            ["--policy", policy, "--ro", self.outside])
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, **self._popen_kwargs())
         self.launcher_pids.append(p.pid)
@@ -172,7 +175,7 @@ class RedTeamTestBase(base.LauncherTestBase):
         pxy, policy, tok = self.proxy_files()
         logs = os.path.join(self.outside, "logs")
         r = self.jail(f"cat {policy}; cat {logs}/audit.jsonl; cat {pxy}/certs/ca.key;"
-                      f" ls {pxy} {logs}; echo done", "--policy", policy)
+                      f" ls {pxy} {logs}; echo done", "--policy", policy, "--ro", self.outside)
         for leak in ("AUDIT-RECORD", "CA-PRIVATE-KEY", "secrets:", "policy.yaml"):
             self.assertNotIn(leak, r.stdout)
         self.assertIn("done", r.stdout)
