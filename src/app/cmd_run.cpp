@@ -16,8 +16,9 @@ namespace airlock::app {
 
 namespace {
 
-// --policy FILE: hide the policy's secret files and CA key, and hand over each placeholder in
-// its secret's variable unless --env sets that variable. The values are never read.
+// --policy FILE: hide the directories of the policy's secret files and CA key, of its audit log
+// and of the policy itself; hand over each placeholder in its secret's variable unless --env
+// sets that variable, and remove every other secret variable. The values are never read.
 bool apply_policy(const std::string& path, launcher::options& options) {
   policy::load_options load;
   load.read_secrets = false;
@@ -29,7 +30,12 @@ bool apply_policy(const std::string& path, launcher::options& options) {
     return false;
   }
   const auto handoff = policy::handoff_for_agent(*loaded.policy);
-  options.hide.insert(options.hide.end(), handoff.hidden.begin(), handoff.hidden.end());
+  for (const auto& h : handoff.hidden)
+    options.hide_dir_of.push_back({h.path, h.why + " of --policy " + path, h.secret});
+  // The policy itself says where the proxy's files are (and may name secrets inline).
+  options.hide_dir_of.push_back({path, "--policy " + path, false});
+  options.env_remove.insert(options.env_remove.end(), handoff.env_removed.begin(),
+                            handoff.env_removed.end());
   for (const auto& [name, placeholder] : handoff.env) {
     const bool set_by_caller =
         std::any_of(options.env.begin(), options.env.end(),

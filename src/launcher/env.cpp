@@ -17,9 +17,28 @@ std::string upper(std::string_view s) {
 
 // Substrings that mark a secret wherever they appear in a name.
 constexpr std::string_view secret_parts[] = {
-    "TOKEN",     "SECRET",  "PASSWORD",   "PASSWD",     "PASSPHRASE", "CREDENTIAL",
-    "APIKEY",    "API_KEY", "ACCESSKEY",  "ACCESS_KEY", "PRIVATEKEY", "PRIVATE_KEY",
-    "SECRETKEY", "AUTHKEY", "SESSIONKEY", "COOKIE",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "APIKEY",
+    "API_KEY",
+    "ACCESSKEY",
+    "ACCESS_KEY",
+    "PRIVATEKEY",
+    "PRIVATE_KEY",
+    "SECRETKEY",
+    "AUTHKEY",
+    "SESSIONKEY",
+    "COOKIE",
+    // A webhook URL is its own credential (Slack, Discord, Teams: whoever has it can post);
+    // bearer tokens, JWTs and whole Authorization headers are credentials by name.
+    "WEBHOOK",
+    "BEARER",
+    "JWT",
+    "AUTHORIZATION",
 };
 
 // Prefixes of whole families of credentials.
@@ -34,9 +53,10 @@ constexpr std::string_view safe_names[] = {
 
 // Whole '_'-separated words of a name that mark a secret (so KEY matches API_KEY and
 // KEY_FILE but not KEYBOARD or MONKEY).
-constexpr std::string_view secret_words[] = {"KEY", "KEYS", "PASS",  "PW",
-                                             "PWD", "AUTH", "CREDS", "PRIVATE",
-                                             "PAT", "SALT", "OTP",   "SIGNATURE"};
+constexpr std::string_view secret_words[] = {"KEY", "KEYS", "PASS", "PW", "PWD", "AUTH", "CREDS",
+                                             "PRIVATE", "PAT", "SALT", "OTP", "SIGNATURE",
+                                             // Sentry's DSN carries the project's key
+                                             "DSN"};
 
 bool has_secret_word(std::string_view name) {
   while (!name.empty()) {
@@ -60,6 +80,21 @@ bool url_with_password(std::string_view value) {
   auto at = authority.rfind('@');
   if (at == std::string_view::npos) return false;
   return authority.substr(0, at).find(':') != std::string_view::npos;
+}
+
+// A value that is a credential whatever the variable's name: an Authorization header's value
+// ("Bearer ...", "Basic ...") or a JWT (RFC 7519: base64url "eyJ..." header, payload,
+// signature).
+bool credential_value(std::string_view value) {
+  const std::string head = upper(value.substr(0, 7));
+  if (head.starts_with("BEARER ") || head.starts_with("BASIC ")) return true;
+  if (!value.starts_with("eyJ")) return false;
+  const auto is_b64url = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '=';
+  };
+  return std::all_of(value.begin(), value.end(), is_b64url) &&
+         std::count(value.begin(), value.end(), '.') == 2;
 }
 
 std::string_view name_of(std::string_view entry) {
@@ -92,7 +127,7 @@ bool looks_secret(std::string_view name, std::string_view value) noexcept {
       if (n.starts_with(p)) return true;
     }
     if (has_secret_word(n)) return true;
-    return url_with_password(value);
+    return url_with_password(value) || credential_value(value);
   } catch (...) {
     return true;  // fail closed: a variable we cannot judge is dropped
   }
@@ -180,6 +215,18 @@ environment build_environment(std::span<const std::string> host,
     }
   }
   return out;
+}
+
+void remove_variables(environment& env, std::span<const std::string> names,
+                      std::span<const std::string> passed) {
+  for (const auto& n : names) {
+    const bool by_caller = std::any_of(passed.begin(), passed.end(),
+                                       [&](const std::string& p) { return name_of(p) == n; });
+    if (by_caller) continue;
+    if (std::erase_if(env.entries, [&](const std::string& e) { return name_of(e) == n; }) > 0 &&
+        std::find(env.dropped.begin(), env.dropped.end(), n) == env.dropped.end())
+      env.dropped.push_back(n);
+  }
 }
 
 }  // namespace airlock::launcher

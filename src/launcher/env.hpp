@@ -37,4 +37,9 @@ environment build_environment(std::span<const std::string> host,
                               std::span<const std::string> passed, std::uint16_t relay_port,
                               const trust_paths& trust);
 
+// Removes each variable in names from env (recording it in env.dropped) unless --env (passed)
+// names it: the variables a --policy reads its secrets from, whatever their names look like.
+void remove_variables(environment& env, std::span<const std::string> names,
+                      std::span<const std::string> passed);
+
 }  // namespace airlock::launcher

@@ -19,10 +19,11 @@ bool real_host_facts(host_facts& out) {
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf) == nullptr) return step_failed("getcwd");
   out.cwd = buf;
+  if (const passwd* pw = ::getpwuid(out.uid); pw && pw->pw_dir) out.passwd_home = pw->pw_dir;
   if (const char* home = std::getenv("HOME"); home && *home) {
     out.home = home;
-  } else if (const passwd* pw = ::getpwuid(out.uid); pw && pw->pw_dir) {
-    out.home = pw->pw_dir;
+  } else {
+    out.home = out.passwd_home;
   }
   for (char** e = environ; e && *e; ++e)
     out.environ.emplace_back(*e);

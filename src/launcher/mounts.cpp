@@ -224,7 +224,9 @@ bool bind_device(const std::string& host_root, const std::string& dev_root, cons
 
 bool step_dev(const std::string& target, const std::string& shm_data, const mount_context& ctx) {
   if (!ensure_mount_point(target, true)) return false;
-  if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")) return false;
+  // A dozen nodes, read-only once populated; bounded anyway, like every tmpfs of the jail.
+  if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"))
+    return false;
   for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
     if (!bind_device(ctx.host_root, target, dev)) return false;
   }
@@ -269,11 +271,26 @@ bool step_sysfs(const std::string& target) {
   return true;
 }
 
+// nosuid and nodev on a writable bind and every mount below it (defence in depth: seccomp
+// already refuses setuid modes, and no_new_privs makes the bits inert for the command).
+bool make_nosuid(const std::string& path) {
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), AT_RECURSIVE, &attr, sizeof attr) == 0)
+    return true;
+  if (errno != ENOSYS) return step_failed(str_cat("mount_setattr(", path, ", MOUNT_ATTR_NOSUID)"));
+  // Before Linux 5.12: the top mount only.
+  if (::mount(nullptr, path.c_str(), nullptr,
+              MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | locked_flags(path), nullptr) != 0)
+    return step_failed(str_cat("mount(", path, ", MS_REMOUNT|MS_BIND|MS_NOSUID)"));
+  return true;
+}
+
 bool step_bind(const std::string& source, const std::string& target, bool writable, bool is_dir) {
   if (!ensure_mount_point(target, is_dir)) return false;
   // source is a path in this mount namespace (below the host root, or in the staging tmpfs).
   if (!do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
-  return writable || make_read_only(target, true);
+  return writable ? make_nosuid(target) : make_read_only(target, true);
 }
 
 bool step_hide(const mount_step& s, const std::string& target, const mount_context& ctx) {

@@ -16,6 +16,14 @@ namespace airlock::launcher {
 // says so on stderr where it does not (docs/launcher.md, "Capture").
 enum class capture_mode { automatic, on, off };
 
+// A file of the proxy named by --policy (src/app/cmd_run.cpp) whose directory is hidden, so
+// that a replacement renamed over the file stays hidden too (docs/launcher.md, "--policy").
+struct hidden_dir_of {
+  std::string path;
+  std::string why;        // for messages: "secret filesec of --policy p.yaml"
+  bool required = false;  // a secret: refuse to run rather than hide only the file
+};
+
 struct options {
   std::optional<std::string> agent;           // --agent NAME: identity the relay vouches for
   std::string proxy = "127.0.0.1:3128";       // --proxy HOST:PORT or unix:/PATH (launcher's side)
@@ -44,7 +52,9 @@ struct options {
   // an environment variable that has a placeholder gets that variable set to the placeholder
   // (src/app/cmd_run.cpp applies it: the launcher itself does not parse policies).
   std::optional<std::string> policy;
-  bool java_truststore = false;  // --java-truststore: keytool-made store for the JVM
+  std::vector<hidden_dir_of> hide_dir_of;  // from --policy: secrets, the policy, the audit log
+  std::vector<std::string> env_remove;     // from --policy: secret variables never handed over
+  bool java_truststore = false;            // --java-truststore: keytool-made store for the JVM
   capture_mode capture = capture_mode::automatic;  // --capture / --no-capture
   std::vector<std::string> dns_allow;  // --dns-allow NAME: answered although data-like (lower case)
   bool verbose = false;                // --verbose: one line per decision on stderr

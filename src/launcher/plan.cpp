@@ -2,10 +2,12 @@
 
 #include "core/str_cat.hpp"
 #include "launcher/address.hpp"
+#include "launcher/plan_paths.hpp"
 
 #include <sched.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace airlock::launcher {
 namespace {
@@ -16,28 +18,9 @@ using core::str_cat;
 // the host (a writable host /proc or /sys inside would undo the namespaces).
 constexpr std::string_view kernel_dirs[] = {"/proc", "/sys", "/dev"};
 
-std::string absolute(const std::string& path, const std::string& cwd) {
-  if (path.starts_with('/')) return path;
-  if (cwd.ends_with('/')) return cwd + path;
-  return str_cat(cwd, '/', path);
-}
-
-// True when path is dir or lies below it (both canonical).
-bool is_within(std::string_view path, std::string_view dir) {
-  if (dir == "/") return true;
-  return path == dir ||
-         (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
-
 std::size_t depth(std::string_view path) {
   return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')) -
          (path == "/" ? 1 : 0);
-}
-
-std::string parent_dir(const std::string& path) {
-  auto slash = path.rfind('/');
-  if (slash == 0 || slash == std::string::npos) return "/";
-  return path.substr(0, slash);
 }
 
 struct exposed {
@@ -90,6 +73,14 @@ const std::vector<std::string>& system_bundle_paths() {
       "/etc/ssl/cert.pem",                                  // Alpine
   };
   return paths;
+}
+
+std::string tmpfs_limits(std::uint64_t bytes) {
+  // size= bounds the data, not the inodes: without nr_inodes= the kernel allows half the RAM's
+  // pages' worth, each empty file costing about 1.3 KiB of unswappable slab (tmpfs(5)). One
+  // inode per 4 KiB page, and never fewer than a small project's worth of files.
+  const std::uint64_t inodes = std::max<std::uint64_t>(bytes / 4096, min_tmpfs_inodes);
+  return str_cat("size=", bytes, ",nr_inodes=", inodes);
 }
 
 std::string describe(const mount_step& s) {
@@ -152,7 +143,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
   std::vector<exposed> binds;
   auto resolve = [&](const std::string& what, const std::string& raw, bool writable,
                      std::string& error) -> std::optional<exposed> {
-    auto canon = host.canonical(absolute(raw, host.cwd));
+    auto canon = host.canonical(absolute_path(raw, host.cwd));
     if (!canon) {
       error = str_cat(what, ' ', raw, ": no such file or directory");
       return std::nullopt;
@@ -176,18 +167,23 @@ plan_result build_plan(const options& o, const host_facts& host) {
     auto w = resolve("the work directory", raw, true, error);
     if (!w) return fail(error);
     if (!w->is_dir) return fail(str_cat("the work directory ", raw, " is not a directory"));
+    if (auto why = workdir_refusal(raw, w->path, host); !why.empty()) return fail(why);
     p.workdir = w->path;
     binds.push_back(*w);
   }
-  for (const auto& r : o.rw) {
-    auto e = resolve("--rw", r, true, error);
-    if (!e) return fail(error);
-    binds.push_back(*e);
-  }
-  for (const auto& r : o.ro) {
-    auto e = resolve("--ro", r, false, error);
-    if (!e) return fail(error);
-    binds.push_back(*e);
+  // A --rw/--ro path named inside the work directory must stay there after symlinks: a
+  // jailed run can replace deps/ by a link to anywhere, for the next run's --rw deps/cache.
+  const std::string workdir_given = absolute_path(o.workdir.value_or(host.cwd), host.cwd);
+  for (const auto& [list, what, writable] :
+       {std::tuple{&o.rw, "--rw", true}, std::tuple{&o.ro, "--ro", false}}) {
+    for (const auto& r : *list) {
+      auto e = resolve(what, r, writable, error);
+      if (!e) return fail(error);
+      error =
+          symlink_escape(what, absolute_path(r, host.cwd), e->path, workdir_given, p.workdir, host);
+      if (!error.empty()) return fail(error);
+      binds.push_back(*e);
+    }
   }
 
   // --- the home ------------------------------------------------------------------------
@@ -195,7 +191,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
                         host.is_dir(*host.canonical(host.home));
   const std::string home = has_home ? *host.canonical(host.home) : std::string();
   if (o.home) {
-    auto dir = host.canonical(absolute(*o.home, host.cwd));
+    auto dir = host.canonical(absolute_path(*o.home, host.cwd));
     if (!dir || !host.is_dir(*dir)) return fail(str_cat("--home ", *o.home, ": no such directory"));
     for (auto k : kernel_dirs) {
       if (is_within(*dir, k)) return fail(str_cat("--home ", *o.home, ": refusing ", *dir));
@@ -222,7 +218,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
     hidden.push_back({canon, host.is_dir(canon), std::move(why)});
   };
   for (const auto& h : o.hide) {
-    auto canon = host.canonical(absolute(h, host.cwd));
+    auto canon = host.canonical(absolute_path(h, host.cwd));
     if (!canon) continue;  // nothing there to read
     if (*canon == "/") return fail("--hide /: refusing to hide the whole file system");
     add_hidden(*canon, str_cat("--hide ", h));
@@ -237,17 +233,29 @@ plan_result build_plan(const options& o, const host_facts& host) {
     add_hidden(dir_needed ? key : dir, std::move(why));
   };
   if (o.ca_key) {
-    auto canon = host.canonical(absolute(*o.ca_key, host.cwd));
+    auto canon = host.canonical(absolute_path(*o.ca_key, host.cwd));
     if (!canon) return fail(str_cat("--ca-key ", *o.ca_key, ": no such file"));
     hide_key(*canon, str_cat("--ca-key ", *o.ca_key));
   }
   if (o.ca) {
-    auto canon = host.canonical(absolute(*o.ca, host.cwd));
+    auto canon = host.canonical(absolute_path(*o.ca, host.cwd));
     if (!canon) return fail(str_cat("--ca ", *o.ca, ": no such file"));
     if (host.is_dir(*canon)) return fail(str_cat("--ca ", *o.ca, ": is a directory"));
     p.trust.airlock_ca = *canon;
     if (auto key = host.canonical(parent_dir(*canon) + "/ca.key"))
       hide_key(*key, "the key next to --ca");
+  }
+  // --policy: the proxy's secret files, policy and audit log, by directory (plan_paths.hpp).
+  {
+    std::vector<std::pair<std::string, std::string>> exposed_paths;
+    for (const auto& b : binds)
+      exposed_paths.emplace_back(b.what, b.path);
+    for (const auto& f : o.hide_dir_of) {
+      std::vector<std::string> paths;
+      if (auto e = dir_of_hides(f, exposed_paths, host, paths); !e.empty()) return fail(e);
+      for (const auto& h : paths)
+        add_hidden(h, f.why);
+    }
   }
   // The proxy's relay socket trusts whoever connects to name the agent: the command must not
   // reach it. Where the jail sees the host's file system (not below /run, /tmp or /dev,
@@ -325,11 +333,12 @@ plan_result build_plan(const options& o, const host_facts& host) {
   }
   for (const char* t : {"/proc/acpi", "/proc/scsi"})
     add(mount_kind::hide, t).optional = true;
-  add(mount_kind::dev, "/dev").data = str_cat("mode=1777,size=", p.tmpfs_bytes);  // its /dev/shm
+  add(mount_kind::dev, "/dev").data =
+      str_cat("mode=1777,", tmpfs_limits(p.tmpfs_bytes));  // its /dev/shm
   {
     auto& t = add(mount_kind::tmpfs, "/tmp");
     t.writable = true;
-    t.data = str_cat("mode=1777,size=", p.tmpfs_bytes);
+    t.data = str_cat("mode=1777,", tmpfs_limits(p.tmpfs_bytes));
   }
   if (host.canonical("/var/tmp") == std::optional<std::string>("/var/tmp") &&
       host.is_dir("/var/tmp")) {
@@ -338,13 +347,13 @@ plan_result build_plan(const options& o, const host_facts& host) {
     // path sockets ignore network namespaces).
     auto& t = add(mount_kind::tmpfs, "/var/tmp");
     t.writable = true;
-    t.data = str_cat("mode=1777,size=", p.tmpfs_bytes);
+    t.data = str_cat("mode=1777,", tmpfs_limits(p.tmpfs_bytes));
   }
   {
     // Only the jail's own few files (resolv.conf, the trust directory's mount point).
     auto& r = add(mount_kind::tmpfs, "/run");
     r.writable = true;
-    r.data = str_cat("mode=0755,size=", 16U << 20);
+    r.data = str_cat("mode=0755,", tmpfs_limits(16U << 20));
   }
   add(mount_kind::trust, p.trust.inside_dir);
   if (o.ca) {
@@ -383,11 +392,11 @@ plan_result build_plan(const options& o, const host_facts& host) {
   if (p.home.mode == home_mode::layer) {
     auto& h = add(mount_kind::home_layer, p.home.path);
     h.source = p.home.source;
-    h.data = str_cat("size=", p.tmpfs_bytes);
+    h.data = tmpfs_limits(p.tmpfs_bytes);
   } else if (p.home.mode == home_mode::scratch) {
     auto& t = add(mount_kind::tmpfs, p.home.path);
     t.writable = true;
-    t.data = str_cat("mode=0700,size=", p.tmpfs_bytes);
+    t.data = str_cat("mode=0700,", tmpfs_limits(p.tmpfs_bytes));
   } else {
     auto& b = add(mount_kind::bind, p.home.path);
     b.source = p.home.source;
@@ -439,6 +448,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
                  str_cat(p.trust.inside_dir, "/certs"), std::nullopt};
   if (p.trust.java_tool_options) tp.java_store = str_cat(p.trust.inside_dir, "/truststore.jks");
   p.env = build_environment(host.environ, o.env, o.relay_port, tp);
+  remove_variables(p.env, o.env_remove, o.env);
   {
     // HOME names the jail's home unless --env set it.
     bool set_by_caller = false;
@@ -457,7 +467,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
   p.limits.fsize_bytes = o.fsize_bytes;
   p.limits.nofile = o.nofile;
   if (o.cgroup) {
-    auto canon = host.canonical(absolute(*o.cgroup, host.cwd));
+    auto canon = host.canonical(absolute_path(*o.cgroup, host.cwd));
     if (!canon || !host.is_dir(*canon))
       return fail(str_cat("--cgroup ", *o.cgroup, ": no such directory"));
     p.limits.cgroup_parent = *canon;

@@ -25,6 +25,7 @@ struct host_facts {
   gid_t gid = 0;
   std::string cwd;                   // absolute
   std::string home;                  // for the built-in list of secret files; may be empty
+  std::string passwd_home;           // the caller's home in the password database; may be empty
   std::vector<std::string> environ;  // "K=V"
   // realpath(3): the absolute, symlink-free path of an existing file, else nullopt.
   std::function<std::optional<std::string>(const std::string&)> canonical;
@@ -161,6 +162,11 @@ const std::vector<std::string>& system_bundle_paths();
 
 // --tmpfs-size default: 1 GiB each for /tmp, /dev/shm and the home layer.
 inline constexpr std::uint64_t default_tmpfs_bytes = 1ULL << 30;
+
+// The size and inode options of a tmpfs of `bytes` (tmpfs(5) size=, nr_inodes=): an inode per
+// 4 KiB, at least min_tmpfs_inodes, so that empty files cannot fill kernel memory.
+inline constexpr std::uint64_t min_tmpfs_inodes = 4096;
+std::string tmpfs_limits(std::uint64_t bytes);
 
 // Paths that are hidden without being asked for, relative to home when they start with "~/".
 const std::vector<std::string>& builtin_hidden_paths();

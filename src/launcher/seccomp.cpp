@@ -3,6 +3,7 @@
 #include "core/str_cat.hpp"
 #include "launcher/step.hpp"
 
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
@@ -113,6 +114,52 @@ bool add(scmp_filter_ctx ctx, std::uint32_t action, const char* name,
   return true;
 }
 
+// Calls that set a file's mode, and the argument that carries it.
+struct mode_call {
+  const char* name;
+  unsigned mode_arg;
+  int flags_arg = -1;  // the open flags: the mode counts only when they create a file
+};
+constexpr mode_call mode_calls[] = {
+    {"chmod", 1}, {"fchmod", 1},  {"fchmodat", 2}, {"fchmodat2", 2}, {"creat", 1},
+    {"mknod", 1}, {"mknodat", 2}, {"open", 2, 1},  {"openat", 3, 2},
+};
+
+// A set-user-ID or set-group-ID bit on a file the jail writes is a privilege for whoever runs
+// it on the host: the jail's root is the host's root when the launcher runs as root, and
+// chmod(2) needs no capability on one's own files. chmod(2), open(2) with O_CREAT or
+// O_TMPFILE, creat(2) and mknod(2) are refused (EPERM) when the mode has either bit; the kernel
+// reads the mode as a umode_t, so masking the bits ignores whatever the upper half holds.
+// mkdir(2) is not listed: the kernel drops both bits from its mode (vfs_mkdir). openat2(2)
+// passes mode and flags in a struct the filter cannot read: ENOSYS, on which libc and
+// programs fall back to openat(2) (glibc's open() never calls openat2).
+bool add_setid_rules(scmp_filter_ctx ctx, std::vector<std::string>* rules) {
+  const std::uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  for (const auto& c : mode_calls) {
+    for (const auto& [bit, bit_name] :
+         {std::pair<scmp_datum_t, const char*>{S_ISUID, "S_ISUID"}, {S_ISGID, "S_ISGID"}}) {
+      const scmp_arg_cmp mode{c.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      if (c.flags_arg < 0) {
+        if (!add(ctx, eperm, c.name, {mode}, rules,
+                 str_cat(c.name, "(mode & ", bit_name, "): EPERM")))
+          return false;
+        continue;
+      }
+      const auto arg = static_cast<unsigned>(c.flags_arg);
+      // O_TMPFILE is __O_TMPFILE | O_DIRECTORY; its own bit is what marks it.
+      for (const auto& [flag, flag_name] :
+           {std::pair<scmp_datum_t, const char*>{O_CREAT, "O_CREAT"},
+            {O_TMPFILE & ~O_DIRECTORY, "O_TMPFILE"}}) {
+        const scmp_arg_cmp creating{arg, SCMP_CMP_MASKED_EQ, flag, flag};
+        if (!add(ctx, eperm, c.name, {creating, mode}, rules,
+                 str_cat(c.name, '(', flag_name, ", mode & ", bit_name, "): EPERM")))
+          return false;
+      }
+    }
+  }
+  return add(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", {}, rules, "openat2: ENOSYS");
+}
+
 // Adds every rule to ctx (when not null) and describes each in rules (when not null).
 bool add_rules(scmp_filter_ctx ctx, std::vector<std::string>* rules) {
   const std::uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -128,6 +175,7 @@ bool add_rules(scmp_filter_ctx ctx, std::vector<std::string>* rules) {
   // clone3 passes its flags in memory, where a filter cannot look. ENOSYS makes glibc (>= 2.34)
   // and others fall back to clone(2), whose flags the rules above check.
   if (!add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", {}, rules, "clone3: ENOSYS")) return false;
+  if (!add_setid_rules(ctx, rules)) return false;
 
   // Terminal injection (CVE-2017-5226): TIOCSTI pushes bytes into a terminal's input queue,
   // which the caller's shell reads after the jail is gone; TIOCLINUX (selection paste) does

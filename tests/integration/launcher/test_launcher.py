@@ -454,7 +454,10 @@ except OSError as e:
         """--policy: each secret read from a variable is handed over as its placeholder (the
         host's real value never enters), files holding secrets are hidden, and no secret is read
         by the launcher (the variable may even be unset on the host)."""
-        key_file = os.path.join(self.work, "svc.key")  # in the work directory: exposed unless hidden
+        # In the work directory: exposed unless hidden (its directory, not the work directory
+        # itself, which a secret may not share: see test_redteam.py).
+        os.mkdir(os.path.join(self.work, "secrets"))
+        key_file = os.path.join(self.work, "secrets", "svc.key")
         with open(key_file, "w") as f:
             f.write("svc-REAL-SECRET-VALUE\n")
         policy = os.path.join(self.outside, "policy.yaml")
@@ -464,12 +467,12 @@ except OSError as e:
                     " hosts: [api.github.com]}\n"
                     "  svc: {file: %s}\n"
                     "agents: {default: {rules: []}}\nrules: []\n" % key_file)
-        for p in (key_file, policy):
-            os.chmod(p, 0o644)
+        for p in (os.path.dirname(key_file), key_file, policy):
+            os.chmod(p, 0o755 if os.path.isdir(p) else 0o644)
             if self.user is not None:
                 os.chown(p, self.user.pw_uid, self.user.pw_gid)
         env = dict(os.environ, AIRLOCK_T_GH="ghp_REALVALUE000000000000000")
-        r = self.jail("printenv AIRLOCK_T_GH; cat svc.key; echo rc=$?", "--policy", policy,
+        r = self.jail("printenv AIRLOCK_T_GH; cat secrets/svc.key; echo rc=$?", "--policy", policy,
                       env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.splitlines()[0], "ghp_PLACEHOLDER0000000000000", r.stdout)

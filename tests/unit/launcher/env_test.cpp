@@ -47,12 +47,21 @@ TEST(LauncherEnv, SecretLookingNames) {
                     "STRIPE_APIKEY",
                     "SSH_AUTH_SOCK",
                     "KEY",
-                    "VAULT_ADDR"}) {
+                    "VAULT_ADDR",
+                    "SLACK_WEBHOOK_URL",
+                    "DISCORD_WEBHOOK",
+                    "SENTRY_DSN",
+                    "DSN",
+                    "JWT",
+                    "AUTH_JWT_KEY",
+                    "BEARER",
+                    "UPSTREAM_BEARER",
+                    "UPSTREAM_AUTHORIZATION"}) {
     EXPECT_TRUE(looks_secret(name, "x")) << name;
   }
-  for (auto name :
-       {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "LD_LIBRARY_PATH", "SHELL",
-        "KEYBOARD_LAYOUT", "MONKEY", "EDITOR", "PYTHONPATH", "USER", "KEYMAP", "XDG_RUNTIME_DIR"}) {
+  for (auto name : {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "LD_LIBRARY_PATH", "SHELL",
+                    "KEYBOARD_LAYOUT", "MONKEY", "EDITOR", "PYTHONPATH", "USER", "KEYMAP",
+                    "XDG_RUNTIME_DIR", "ODSNX", "GPSD_SNAP"}) {
     EXPECT_FALSE(looks_secret(name, "x")) << name;
   }
 }
@@ -63,6 +72,17 @@ TEST(LauncherEnv, UrlWithPasswordIsSecret) {
   EXPECT_FALSE(looks_secret("X", "https://user@host/path"));
   EXPECT_FALSE(looks_secret("X", "https://host/a:b@c"));  // '@' after the authority
   EXPECT_FALSE(looks_secret("X", "plain:value@thing"));   // not a URL
+}
+
+// Credentials recognisable by their value, whatever the variable is called.
+TEST(LauncherEnv, CredentialValuesAreSecret) {
+  EXPECT_TRUE(looks_secret("X_HEADER", "Bearer abc.def"));
+  EXPECT_TRUE(looks_secret("X_HEADER", "bearer abc"));
+  EXPECT_TRUE(looks_secret("X_HEADER", "Basic dXNlcjpwdw=="));
+  EXPECT_TRUE(looks_secret("SESSION", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"));
+  EXPECT_FALSE(looks_secret("SESSION", "eyJhbGciOiJIUzI1NiJ9"));  // not three parts
+  EXPECT_FALSE(looks_secret("GREETING", "Bearers of good news"));
+  EXPECT_FALSE(looks_secret("X", "a.b.c"));
 }
 
 TEST(LauncherEnv, ScrubsSecretsAndKeepsTheRest) {

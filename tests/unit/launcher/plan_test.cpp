@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace airlock::launcher {
 namespace {
@@ -34,9 +35,22 @@ struct fake_fs {
       {"/tmp/priv", true},
       {"/proc", true},
       {"/proc/1", true},
+      {"/srv/data/cache", true},
+      {"/usr", true},
+      {"/usr/local", true},
+      {"/var", true},
+      {"/var/lib", true},
+      {"/var/lib/app", true},
+      {"/var/www", true},
+      {"/lib64", true},
+      {"/root", true},
+      {"/root/proj", true},
   };
   std::map<std::string, std::string> links = {{"/home/u/proj/link", "/srv/secret/inner"},
-                                              {"/home/u/proj/up", "/"}};
+                                              {"/home/u/proj/up", "/"},
+                                              {"/srv/data/home", "/home/u"},
+                                              {"/srv/data/link", "/srv/secret/inner"},
+                                              {"/home/u/proj/deps", "/srv/data"}};
 
   std::optional<std::string> canonical(const std::string& path) const {
     std::string p = path;
@@ -134,7 +148,7 @@ TEST_F(LauncherPlan, DefaultPlanShape) {
   auto tmpfs = of_kind(p, mount_kind::tmpfs);
   ASSERT_EQ(tmpfs.size(), 2u);
   EXPECT_EQ(tmpfs[0]->target, "/tmp");
-  EXPECT_EQ(tmpfs[0]->data, "mode=1777,size=1073741824");  // --tmpfs-size default
+  EXPECT_EQ(tmpfs[0]->data, "mode=1777,size=1073741824,nr_inodes=262144");  // --tmpfs-size default
   EXPECT_EQ(tmpfs[1]->target, "/run");
 
   // Built-in secrets that exist are hidden; those that do not are not mentioned.
@@ -194,7 +208,7 @@ TEST_F(LauncherPlan, HiddenPathsCannotBeReexposed) {
   const std::vector<tc> cases = {
       {{"/srv/secret"}, {"/srv/secret"}, {}, {}},          // exactly
       {{"/srv/secret"}, {}, {"/srv/secret/inner"}, {}},    // below
-      {{"/srv/secret"}, {"/home/u/proj/link"}, {}, {}},    // through a symlink
+      {{"/srv/secret"}, {"/srv/data/link"}, {}, {}},       // through a symlink
       {{"/srv/secret"}, {"/srv/data/../secret"}, {}, {}},  // through ..
       {{"/srv/secret"}, {}, {}, {"/srv/secret/inner"}},    // as the work directory
       {{"/home/u"}, {}, {}, {}},                           // hides the work directory
@@ -251,6 +265,155 @@ TEST_F(LauncherPlan, RefusesDangerousOrMissingBinds) {
   EXPECT_FALSE(build_plan(o, host()).value);
   o.home = "/home/u/.ssh";  // a hidden path as the home would show what it hides
   EXPECT_NE(build_plan(o, host()).error.find("hidden"), std::string::npos);
+}
+
+// The work directory is bound writable: never the home (dotfiles), an ancestor of it, or a
+// system directory, also when reached through a symlink.
+TEST_F(LauncherPlan, WorkDirectoryIsNeitherHomeNorSystem) {
+  for (auto [dir, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"/home/u", "is your home directory"},
+           {"/srv/data/home", "(/home/u) is your home directory"},  // a symlink to the home
+           {"/home", "contains your home directory /home/u"},
+           {"/etc", "is a system directory"},
+           {"/usr/local", "below the system directory /usr"},
+           {"/var/lib/app", "below the system directory /var/lib"},
+           {"/var", "is a system directory"},
+           {"/lib64", "is a system directory"},
+           {"/srv", "is a system directory"},
+           {"/root", "is a system directory"}}) {
+    auto o = opts();
+    o.workdir = dir;
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << dir;
+    EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("--workdir DIR"), std::string::npos) << r.error;
+  }
+  // The default (the current directory) is checked the same way.
+  auto h = host();
+  h.cwd = "/home/u";
+  EXPECT_NE(build_plan(opts(), h).error.find("is your home directory"), std::string::npos);
+  // The password database's home counts too, whatever $HOME says.
+  h.home = "/srv/data";
+  h.passwd_home = "/home/u";
+  EXPECT_NE(build_plan(opts(), h).error.find("is your home directory"), std::string::npos);
+  // Root's home is refused for root.
+  h = host();
+  h.uid = 0;
+  h.home = "/root";
+  h.cwd = "/root";
+  EXPECT_NE(build_plan(opts(), h).error.find("home directory"), std::string::npos);
+  // Project directories below the home, /srv, /var or /root are fine.
+  for (const std::string dir : {"/home/u/proj", "/srv/data", "/var/www", "/tmp/priv"}) {
+    auto o = opts();
+    o.workdir = dir;
+    auto r = build_plan(o, host());
+    EXPECT_TRUE(r.value) << dir << ": " << r.error;
+  }
+  h.cwd = "/root/proj";
+  EXPECT_TRUE(build_plan(opts(), h).value);
+}
+
+// A --rw/--ro path named inside the work directory must still be inside it once symlinks are
+// followed: an earlier jailed run may have replaced deps/ by a link (finding 5).
+TEST_F(LauncherPlan, PathsNamedInTheWorkDirectoryDoNotFollowLinksOut) {
+  for (auto [opt, path, link] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--rw", "deps/cache", "/home/u/proj/deps leads to /srv/data"},
+           {"--ro", "/home/u/proj/deps/cache", "/home/u/proj/deps leads to /srv/data"},
+           {"--rw", "deps", "/home/u/proj/deps leads to /srv/data"},
+           {"--ro", "link", "/home/u/proj/link leads to /srv/secret/inner"},
+           {"--rw", "../proj/deps/cache", "deps leads to /srv/data"}}) {
+    auto o = opts();
+    (opt == "--rw" ? o.rw : o.ro) = {path};
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << path;
+    EXPECT_NE(r.error.find(link), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find(opt), std::string::npos) << r.error;
+  }
+  // Named outside the work directory, the same target is taken as it is.
+  auto o = opts();
+  o.rw = {"/srv/data/cache"};
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  // Also when the work directory is given through a symlink of its own.
+  o = opts();
+  o.workdir = "/srv/data/home/proj";
+  o.ro = {"/srv/data/home/proj/.git"};
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  o.ro = {"/srv/data/home/proj/deps/cache"};
+  EXPECT_NE(build_plan(o, host()).error.find("deps leads to /srv/data"), std::string::npos);
+}
+
+// --policy's files are hidden by directory, so that a file replaced by rename stays hidden;
+// a secret's directory that holds the work directory is refused (finding 3).
+TEST_F(LauncherPlan, PolicyFilesHiddenByDirectory) {
+  fs_.files["/srv/ca/pol.yaml"] = false;
+  fs_.files["/home/u/proj/sec"] = true;
+  fs_.files["/home/u/proj/sec/tok"] = false;
+  fs_.files["/home/u/proj/pol.yaml"] = false;
+  fs_.links["/srv/data/tok"] = "/home/u/proj/sec/tok";
+  auto hidden = [](const plan& p, const std::string& path) {
+    return std::find(p.hidden.begin(), p.hidden.end(), path) != p.hidden.end();
+  };
+  auto o = opts();
+  o.hide_dir_of = {{"/srv/ca/ca.key", "tls.ca_key", true},
+                   {"/srv/ca/pol.yaml", "--policy", false},
+                   {"sec/tok", "secret t", true},        // relative: against the cwd
+                   {"/srv/data/tok", "secret l", true},  // a link: both directories
+                   {"/srv/secret/missing", "secret m", true}};
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  for (const char* d : {"/srv/ca", "/home/u/proj/sec", "/srv/data", "/srv/secret"})
+    EXPECT_TRUE(hidden(*r.value, d)) << d;
+  EXPECT_FALSE(hidden(*r.value, "/srv/ca/ca.key"));
+
+  // A secret in the work directory itself: refused, naming the secret and the directory.
+  o = opts();
+  o.hide_dir_of = {{"/home/u/proj/pol.yaml", "secret s of --policy p", true}};
+  r = build_plan(o, host());
+  ASSERT_FALSE(r.value);
+  EXPECT_NE(r.error.find("secret s of --policy p is /home/u/proj/pol.yaml, in /home/u/proj, "
+                         "which holds the work directory /home/u/proj"),
+            std::string::npos)
+      << r.error;
+  // ... or in a directory above it, or above a --ro path.
+  o.hide_dir_of = {{"/home/u/x.key", "tls.ca_key", true}};
+  EXPECT_NE(build_plan(o, host()).error.find("which holds the work directory"), std::string::npos);
+  o = opts();
+  o.ro = {"/srv/data"};
+  o.hide_dir_of = {{"/srv/data/x.key", "secret x", true}};
+  EXPECT_NE(build_plan(o, host()).error.find("which holds --ro /srv/data"), std::string::npos);
+  // Not a secret (the policy file, the audit log): only the file is hidden then.
+  o = opts();
+  o.hide_dir_of = {{"/home/u/proj/pol.yaml", "--policy", false}};
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(hidden(*r.value, "/home/u/proj/pol.yaml"));
+  EXPECT_FALSE(hidden(*r.value, "/home/u/proj"));
+}
+
+// Variables a --policy reads secrets from leave the environment, whatever their names.
+TEST_F(LauncherPlan, PolicySecretVariablesRemoved) {
+  auto h = host();
+  h.environ = {"PATH=/usr/bin", "UPSTREAM_BEARER=v", "PLAIN_NAME=s", "KEEP=k"};
+  auto o = opts();
+  o.env_remove = {"UPSTREAM_BEARER", "PLAIN_NAME", "UNSET"};
+  auto r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  const auto& e = r.value->env.entries;
+  EXPECT_EQ(std::count(e.begin(), e.end(), "KEEP=k"), 1);
+  for (const auto& entry : e) {
+    EXPECT_FALSE(entry.starts_with("UPSTREAM_BEARER=")) << entry;
+    EXPECT_FALSE(entry.starts_with("PLAIN_NAME=")) << entry;
+  }
+  const auto& d = r.value->env.dropped;
+  EXPECT_NE(std::find(d.begin(), d.end(), "PLAIN_NAME"), d.end());
+  // --env still passes one on purpose.
+  o.env = {"PLAIN_NAME"};
+  r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(std::count(r.value->env.entries.begin(), r.value->env.entries.end(), "PLAIN_NAME=s"),
+            1);
 }
 
 TEST_F(LauncherPlan, CaKeyDirectoryHidden) {
@@ -403,7 +566,7 @@ TEST_F(LauncherPlan, HomeIsAPrivateLayerByDefault) {
   const auto layer = index_of(p, mount_kind::home_layer, "/home/u");
   ASSERT_LT(layer, p.mounts.size());
   EXPECT_EQ(p.mounts[layer].source, "/home/u");
-  EXPECT_EQ(p.mounts[layer].data, "size=1073741824");
+  EXPECT_EQ(p.mounts[layer].data, "size=1073741824,nr_inodes=262144");
   // Below the work directory inside it, and below the hides of its secret files.
   EXPECT_LT(layer, index_of(p, mount_kind::bind, "/home/u/proj"));
   EXPECT_LT(layer, index_of(p, mount_kind::hide, "/home/u/.ssh"));
@@ -453,10 +616,18 @@ TEST_F(LauncherPlan, SizesAndFileLimits) {
   for (const char* t : {"/tmp", "/var/tmp"}) {
     const auto i = index_of(*r.value, mount_kind::tmpfs, t);
     ASSERT_LT(i, r.value->mounts.size()) << t;
-    EXPECT_EQ(r.value->mounts[i].data, "mode=1777,size=67108864") << t;
+    EXPECT_EQ(r.value->mounts[i].data, "mode=1777,size=67108864,nr_inodes=16384") << t;
   }
-  EXPECT_EQ(of_kind(*r.value, mount_kind::dev)[0]->data, "mode=1777,size=67108864");
-  EXPECT_EQ(of_kind(*r.value, mount_kind::home_layer)[0]->data, "size=67108864");
+  EXPECT_EQ(of_kind(*r.value, mount_kind::dev)[0]->data, "mode=1777,size=67108864,nr_inodes=16384");
+  EXPECT_EQ(of_kind(*r.value, mount_kind::home_layer)[0]->data, "size=67108864,nr_inodes=16384");
+  // Small sizes keep a floor of inodes; /run has its own fixed size.
+  o.tmpfs_bytes = 1ULL << 20;
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->mounts[index_of(*r.value, mount_kind::tmpfs, "/tmp")].data,
+            "mode=1777,size=1048576,nr_inodes=4096");
+  EXPECT_EQ(r.value->mounts[index_of(*r.value, mount_kind::tmpfs, "/run")].data,
+            "mode=0755,size=16777216,nr_inodes=4096");
 }
 
 TEST_F(LauncherPlan, CaBoundOverTheSystemBundlesAndJavaCacerts) {
