@@ -150,6 +150,43 @@ class DlpTest(ProxyTestCase):
         self.assertIn({"class": "aws-access-key", "location": "body", "action": "block"},
                       rec["dlp"])
 
+    def test_streamed_body_is_read_before_any_piece_goes_on(self):
+        # A client that sends a key in the first piece and then stalls: the refusal comes at
+        # once, and the origin never sees the piece (chunked, and a Content-Length above
+        # max_body_bytes, which streams too).
+        piece = ("aws_access_key_id=%s\n" % AWS).encode()
+        for framing in ("chunked", "length"):
+            with self.subTest(framing=framing):
+                m = marker()
+                url = self.url("/echo/%s" % m)
+                if framing == "chunked":
+                    head = "Transfer-Encoding: chunked"
+                    first = b"%x\r\n%s\r\n" % (len(piece), piece)
+                else:
+                    head = "Content-Length: %d" % (2 << 20)
+                    first = piece
+                client = self.raw()
+                self.addCleanup(client.close)
+                client.send(("POST %s HTTP/1.1\r\nHost: origin.test:%d\r\n%s\r\n\r\n"
+                             % (url, self.origin.port, head)).encode() + first)
+                [r] = [x for x in client.read_responses(1) if x.status >= 200]
+                self.assert_answer(r, "dlp_blocked")
+                rec = self.assert_audit(path=lambda v, m=m: v is not None and m in v)
+                self.assertIn({"class": "aws-access-key", "location": "body", "action": "block"},
+                              rec["dlp"])
+                self.assertEqual(self.origin.seen(m), [])
+
+    def test_a_long_streamed_body_still_goes_through(self):
+        m = marker()
+        url = self.url("/echo/%s" % m)
+        line = b"the quick brown fox jumps over the lazy dog 0123456789\n"
+        body = line * ((3 << 20) // len(line))
+        [r], _ = self.send_raw(self.request(
+            "POST", url, body=body, headers=[("Content-Type", "text/plain")]), timeout=60)
+        self.assertEqual(r.status, 200, r)
+        [got] = self.origin.completed(m)
+        self.assertEqual(got["body_length"], len(body))
+
     # -- encodings ------------------------------------------------------------------------------
 
     def test_encodings(self):

