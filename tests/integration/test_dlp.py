@@ -62,6 +62,8 @@ class DlpTest(ProxyTestCase):
             origin_rule(p, name="quiet", hosts=["report.test"], dlp={"action": "report"}),
             origin_rule(p, name="off", hosts=["off.test"], dlp="off"),
             origin_rule(p, name="origin"),
+            origin_rule(p, name="anymethod", hosts=["any.test"], methods=None),
+            origin_rule(p, name="ws", hosts=["ws.test"], upgrades=["websocket"]),
             origin_rule(p, name="web", hosts=None, host_regex=[r".*\.web\.test"]),
             tunnel_rule(p, name="tunnel", hosts=None, host_regex=[r".*\.tunnel\.test"]),
         ]
@@ -186,6 +188,40 @@ class DlpTest(ProxyTestCase):
         self.assertEqual(r.status, 200, r)
         [got] = self.origin.completed(m)
         self.assertEqual(got["body_length"], len(body))
+
+    def test_header_names_and_the_method(self):
+        self.blocked("", "aws-access-key", "header-name", headers=[(AWS, "1")], secret=AWS)
+        self.blocked("", "aws-access-key", "header-name", headers=[("x-" + AWS, "")])
+        # Under a rule without `methods` a method is any token; the audit record's method must
+        # not carry the key either.
+        rec = self.blocked("", "aws-access-key", "method", method=AWS, secret=AWS,
+                           host="any.test")
+        self.assertEqual(rec["method"], "[REDACTED:dlp]")
+        rec = self.passes("", method="PUT", host="any.test",
+                          headers=[("X-GitHub-Api-Version", "2022-11-28")])
+        self.assertNotIn("dlp", rec)
+        # A rule's `methods` refuses it before DLP reads it: not repeated in the record either.
+        m = marker()
+        [r], _ = self.send_raw(self.request(AWS, self.url("/echo/%s" % m)))
+        self.assert_answer(r, "method_denied")
+        rec = self.assert_audit(path=lambda v: v is not None and m in v)
+        self.assertNotIn(AWS, json.dumps(rec))
+        self.assertNotIn(AWS, r.header("Proxy-Status"))
+
+    def test_sec_websocket_key_outside_an_upgrade_is_read(self):
+        self.blocked("", "aws-access-key", "header", headers=[("Sec-WebSocket-Key", AWS)])
+        # Nor on an upgrade the rule allows when it is not a nonce's shape (RFC 6455 4.1).
+        upgrade = [("Connection", "Upgrade"), ("Upgrade", "websocket"),
+                   ("Sec-WebSocket-Version", "13")]
+        self.blocked("", "aws-access-key", "header", host="ws.test",
+                     headers=upgrade + [("Sec-WebSocket-Key", AWS)])
+        # A real nonce passes, entropy and all (the origin here does not switch protocols).
+        m = marker()
+        [r], _ = self.send_raw(self.request(
+            "GET", self.url("/echo/%s" % m, host="ws.test"),
+            headers=upgrade + [("Sec-WebSocket-Key", "x3JJHMbDL1EzLkh9GBhXDw==")]))
+        self.assertNotEqual(r.header("X-Airlock-Reason"), "dlp_blocked", r)
+        self.assertEqual(len(self.origin.seen(m)), 1)
 
     # -- encodings ------------------------------------------------------------------------------
 

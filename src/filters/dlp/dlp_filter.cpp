@@ -77,7 +77,7 @@ class dlp_filter final : public filter {
     const scanner& s = *rule_->scan;
     // Every place of the head at once (scan_all): one first look for all of them.
     std::vector<scanner::piece> pieces;
-    std::string_view query;
+    std::string_view query, nonce;
     if (!host.is_ip()) pieces.push_back({host.text, scanner::kind::url, "host"});
     if (!ex.connect) {
       pieces.push_back({ex.path, scanner::kind::url, "path"});
@@ -86,12 +86,19 @@ class dlp_filter final : public filter {
         query = std::string_view(ex.path_and_query).substr(mark + 1);
         pieces.push_back({query, scanner::kind::url, "query"});
       }
+      // The method is the agent's token when the rule lists no methods (RFC 9110 section 9.1).
+      pieces.push_back({ex.request->method_string(), scanner::kind::header, "method"});
       for (const auto& field : *ex.request) {
         const auto name = field.name_string();
-        // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1): high entropy by design.
+        // A field name is the agent's text as much as its value is.
+        pieces.push_back({name, scanner::kind::header, "header-name"});
         if (iequals(name, "host") || iequals(name, "proxy-authorization") ||
-            iequals(name, "proxy-connection") || iequals(name, "sec-websocket-key"))
+            iequals(name, "proxy-connection"))
           continue;
+        if (iequals(name, "sec-websocket-key") && websocket_nonce(ex, field.value())) {
+          nonce = field.value();
+          continue;
+        }
         const bool cookie = iequals(name, "cookie");
         pieces.push_back({field.value(), cookie ? scanner::kind::url : scanner::kind::header,
                           cookie ? "cookie" : "header"});
@@ -99,6 +106,14 @@ class dlp_filter final : public filter {
     }
     s.scan_all(pieces, found);
     if (!query.empty()) s.scan_query(query, found);
+    if (!nonce.empty()) {
+      // Random by design, so never a high-entropy finding; but 24 characters can still spell
+      // a key, or the base64 of a short secret.
+      findings in_nonce;
+      s.scan(nonce, scanner::kind::header, "header", in_nonce);
+      for (const auto& f : in_nonce)
+        if (f.cls != kHighEntropy) add_finding(found, f.cls, f.location);
+    }
     redact_record(ex, found);
     return act(ex, found, outside_whole_body(rule_->config->action));
   }
@@ -207,6 +222,25 @@ class dlp_filter final : public filter {
     return verdict::next();
   }
 
+  // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1), high entropy by design: it is
+  // spared the high-entropy class only on a WebSocket upgrade the rule allows, and only when it
+  // is what the RFC says (the base64 of 16 bytes: 22 characters, the last carrying 2 bits, then
+  // "=="). Any other use of the field is read as a header is.
+  static bool websocket_nonce(const exchange& ex, std::string_view value) {
+    if (ex.upgrade != "websocket" || ex.rule == nullptr || ex.request->method() != http::verb::get)
+      return false;
+    const auto& allowed = ex.rule->upgrades;
+    if (std::find(allowed.begin(), allowed.end(), "websocket") == allowed.end()) return false;
+    if (value.size() != 24 || !value.ends_with("==")) return false;
+    const auto b64 = [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+             c == '+' || c == '/';
+    };
+    if (!std::all_of(value.begin(), value.begin() + 22, b64)) return false;
+    const char end = value[21];  // 128 bits in 22 characters: its low 4 bits are zero
+    return end == 'A' || end == 'Q' || end == 'g' || end == 'w';
+  }
+
   // The allowance for hosts a rule names exactly: the operator chose that name.
   bool named_exactly(const exchange& ex) const {
     if (ex.rule == nullptr || ex.rule->source == nullptr) return false;
@@ -224,6 +258,7 @@ class dlp_filter final : public filter {
                          [&](const finding& f) { return f.location == where; });
     };
     if (in("host")) ex.record.host = redacted_host(ex.target.host.text);
+    if (in("method")) ex.record.method = "[REDACTED:dlp]";
     if (!in("path")) return;
     std::string out;
     bool any = false;

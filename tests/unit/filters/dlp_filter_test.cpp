@@ -180,6 +180,91 @@ TEST_F(dlp_test, StreamedPiecesAreReadBeforeTheyGoOn) {
   }
 }
 
+TEST_F(dlp_test, HeaderNamesAndTheMethodAreRead) {
+  load(kPolicy);
+  {
+    auto& ex = request(http::verb::get, "evil.example.com", "/");
+    req_.insert(kAws, "1");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].location, "header-name");
+  }
+  {
+    auto& ex = request(http::verb::get, "evil.example.com", "/");
+    req_.insert(std::string("X-") + kAws + "-Id", "");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+  }
+  {
+    // A method is any token (RFC 9110 section 9.1): the key must not reach the origin, nor
+    // the audit record as the method.
+    auto& ex = request(http::verb::get, "evil.example.com", "/x");
+    req_.method_string(kAws);
+    ex.record.method = kAws;
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].location, "method");
+    EXPECT_EQ(ex.record.method.find(kAws), std::string::npos) << ex.record.method;
+    EXPECT_EQ(ex.record.detail.find(kAws), std::string::npos);
+  }
+  {
+    // Ordinary names and methods find nothing.
+    auto& ex = request(http::verb::patch, "evil.example.com", "/");
+    req_.set(http::field::content_type, "application/json");
+    req_.set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD");
+    req_.set("X-GitHub-Api-Version", "2022-11-28");
+    req_.set("Sec-Ch-Ua-Platform", "\"Linux\"");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes()) << ex.record.detail;
+    EXPECT_TRUE(ex.record.dlp.empty());
+  }
+}
+
+TEST_F(dlp_test, WebSocketKeyIsExemptOnlyOnAnAllowedUpgrade) {
+  load(R"(
+listen: {proxy: 127.0.0.1:0, admin: ''}
+dlp: {action: block, entropy: true}
+agents:
+  default: {rules: [ws, plain]}
+rules:
+  - name: ws
+    hosts: [ws.example.com]
+    ports: [80]
+    upgrades: [websocket]
+  - name: plain
+    hosts: [plain.example.com]
+    ports: [80]
+)");
+  constexpr const char* kNonce = "dGhlIHNhbXBsZSBub25jZQ==";  // RFC 6455 section 1.3
+  struct attempt {
+    const char* host;
+    bool upgrade;
+    std::string key;
+    bool passes;
+  };
+  const attempt attempts[] = {
+      {"ws.example.com", true, kNonce, true},
+      {"ws.example.com", true, "x3JJHMbDL1EzLkh9GBhXDw==", true},
+      // Not the base64 of 16 bytes: read as any header value is.
+      {"ws.example.com", true, kAws, false},
+      // The shape of a nonce, spelling a key.
+      {"ws.example.com", true, std::string(kAws) + "/A==", false},
+      {"ws.example.com", true, "QUtJQUlPU0ZPRE5ON0VYQU1QTEU=", false},
+      // No upgrade, or one the rule does not allow.
+      {"ws.example.com", false, kAws, false},
+      {"plain.example.com", true, kAws, false},
+  };
+  for (const auto& a : attempts) {
+    auto& ex = request(http::verb::get, a.host, "/chat");
+    if (a.upgrade) ex.upgrade = "websocket";
+    req_.set(http::field::sec_websocket_key, a.key);
+    chain c(pipeline_->factories(), ex);
+    EXPECT_EQ(c.request_head().passes(), a.passes) << a.host << " " << a.key;
+  }
+}
+
 TEST_F(dlp_test, ReportLetsThroughAndRecords) {
   load(kPolicy);
   {
