@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <map>
 #include <optional>
 
@@ -40,6 +41,13 @@ std::string_view action_name(dlp_action a) {
 // `redact` rewrites only a body held whole; a finding anywhere else is blocked (fail closed).
 dlp_action outside_whole_body(dlp_action a) {
   return a == dlp_action::redact ? dlp_action::block : a;
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return out;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -77,6 +85,7 @@ class dlp_filter final : public filter {
     const scanner& s = *rule_->scan;
     // Every place of the head at once (scan_all): one first look for all of them.
     std::vector<scanner::piece> pieces;
+    std::deque<std::string> readings;  // stable: pieces point into them
     std::string_view query, nonce;
     if (!host.is_ip()) pieces.push_back({host.text, scanner::kind::url, "host"});
     if (!ex.connect) {
@@ -90,8 +99,12 @@ class dlp_filter final : public filter {
       pieces.push_back({ex.request->method_string(), scanner::kind::header, "method"});
       for (const auto& field : *ex.request) {
         const auto name = field.name_string();
-        // A field name is the agent's text as much as its value is.
+        // A field name is the agent's text as much as its value is; and case-insensitive
+        // (HTTP/2 sends it in lower case), so it is read upper-cased too.
         pieces.push_back({name, scanner::kind::header, "header-name"});
+        if (auto up = upper(name); up != name)
+          pieces.push_back(
+              {readings.emplace_back(std::move(up)), scanner::kind::header, "header-name"});
         if (iequals(name, "host") || iequals(name, "proxy-authorization") ||
             iequals(name, "proxy-connection"))
           continue;
@@ -139,6 +152,23 @@ class dlp_filter final : public filter {
     rule_->scan->scan(window_, scanner::kind::body, "body", found);
     keep_tail(window_);
     return act(ex, found, outside_whole_body(action));
+  }
+
+  // Request trailers (HTTP/2; an HTTP/1.1 client's are dropped) are read as header fields are,
+  // names (also upper-cased) and values: a refusal ends the stream before they are sent on.
+  verdict on_trailers(exchange& ex, http::fields& fields, bool response) override {
+    if (response || rule_ == nullptr) return verdict::next();
+    findings found;
+    std::vector<scanner::piece> pieces;
+    std::deque<std::string> readings;
+    for (const auto& field : fields) {
+      pieces.push_back({field.name_string(), scanner::kind::header, "trailer"});
+      if (auto up = upper(field.name_string()); up != field.name_string())
+        pieces.push_back({readings.emplace_back(std::move(up)), scanner::kind::header, "trailer"});
+      pieces.push_back({field.value(), scanner::kind::header, "trailer"});
+    }
+    rule_->scan->scan_all(pieces, found);
+    return act(ex, found, outside_whole_body(rule_->config->action));
   }
 
   // WebSocket messages: the agent's are scanned as a body is (secrets, sensitive data); the

@@ -190,11 +190,11 @@ TEST_F(dlp_test, HeaderNamesAndTheMethodAreRead) {
     ASSERT_EQ(ex.record.dlp.size(), 1u);
     EXPECT_EQ(ex.record.dlp[0].location, "header-name");
   }
-  {
+  for (const char* name : {"X-AKIAIOSFODNN7EXAMPLE-Id", "x-akiaiosfodnn7example"}) {
     auto& ex = request(http::verb::get, "evil.example.com", "/");
-    req_.insert(std::string("X-") + kAws + "-Id", "");
+    req_.insert(name, "");
     chain c(pipeline_->factories(), ex);
-    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_TRUE(c.request_head().refused()) << name;
   }
   {
     // A method is any token (RFC 9110 section 9.1): the key must not reach the origin, nor
@@ -219,6 +219,38 @@ TEST_F(dlp_test, HeaderNamesAndTheMethodAreRead) {
     chain c(pipeline_->factories(), ex);
     EXPECT_TRUE(c.request_head().passes()) << ex.record.detail;
     EXPECT_TRUE(ex.record.dlp.empty());
+  }
+}
+
+TEST_F(dlp_test, RequestTrailersAreRead) {
+  load(kPolicy);
+  auto& ex = request(http::verb::post, "evil.example.com", "/");
+  ex.has_body = true;
+  chain c(pipeline_->factories(), ex);
+  ASSERT_TRUE(c.request_head().passes());
+  ASSERT_TRUE(c.request_body("{}", true).passes());
+  http::fields clean;
+  clean.set("grpc-status", "0");
+  EXPECT_TRUE(c.trailers(clean, false).passes());
+  // Response trailers are the redaction filter's.
+  http::fields response;
+  response.set("x-checksum", kAws);
+  EXPECT_TRUE(c.trailers(response, true).passes());
+  c.end();
+  // HTTP/2 sends names in lower case: read upper-cased too.
+  for (const std::string name :
+       {"x-checksum", "x-AKIAIOSFODNN7EXAMPLE", "x-akiaiosfodnn7example"}) {
+    const bool in_name = name != "x-checksum";
+    http::fields bad;
+    bad.set(name, in_name ? "1" : kAws);
+    auto& ex2 = request(http::verb::post, "evil.example.com", "/");
+    ex2.has_body = true;
+    chain c2(pipeline_->factories(), ex2);
+    ASSERT_TRUE(c2.request_head().passes());
+    EXPECT_TRUE(c2.trailers(bad, false).refused()) << in_name;
+    EXPECT_EQ(ex2.record.reason, core::errc::dlp_blocked);
+    ASSERT_EQ(ex2.record.dlp.size(), 1u);
+    EXPECT_EQ(ex2.record.dlp[0].location, "trailer");
   }
 }
 
