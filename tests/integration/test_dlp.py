@@ -355,6 +355,21 @@ class DlpTest(ProxyTestCase):
         # A host a rule names exactly is the operator's choice.
         self.passes("", host="7365637265745f6170695f6b65795f3132333435.named.test")
 
+    def test_a_key_in_host_labels_lower_cased_glued_or_cut(self):
+        # Host names arrive lower-cased; a key is read upper-cased too, with the labels (and
+        # the parts between hyphens) joined.
+        for host in ("x-%s.web.test" % AWS, "%s.%s.web.test" % (AWS[:10], AWS[10:]),
+                     "%s-%s.web.test" % (AWS[:8], AWS[8:])):
+            with self.subTest(host=host):
+                rec = self.blocked("", "aws-access-key", "host", host=host, secret=AWS.lower())
+                self.assertEqual(rec["host"], "[REDACTED:dlp].web.test")
+                port = self.origin.port
+                [r], _ = self.send_raw(("CONNECT %s.x.tunnel.test:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+                                        % (host[:-len(".web.test")], port)).encode())
+                self.assert_answer(r, "dlp_blocked")
+        for host in ("ec2-54-123-45-67.web.test", "my-bucket-2024.s3.web.test"):
+            self.passes("", host=host)
+
 
 class ResponseInjectionTest(ProxyTestCase):
     """Prompt injection in text responses (the echo origin returns the request's headers in

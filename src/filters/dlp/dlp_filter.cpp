@@ -50,6 +50,32 @@ std::string upper(std::string_view text) {
   return out;
 }
 
+// A host name is case-insensitive (RFC 4343) and arrives lower-cased, while a key may be upper
+// case only (an AWS key id); and a key may be cut at a dot or a hyphen ("AKIA1234.5678...",
+// "x-AKIA..."). Read besides the name as sent: the name upper-cased, and each run of two or more
+// of its parts (split at '.' and '-') joined, upper-cased, so that a key spread over labels is
+// seen whole and a part glued to it does not hide it. A name has at most 127 labels; the runs
+// are bounded by kMaxParts parts (a name with more is refused as chained labels anyway).
+std::vector<std::string> host_readings(std::string_view host) {
+  constexpr std::size_t kMaxParts = 16;
+  std::vector<std::string> out;
+  out.push_back(upper(host));
+  std::vector<std::string_view> parts;
+  for (std::size_t pos = 0; pos <= host.size() && parts.size() < kMaxParts;) {
+    const auto end = std::min(host.find_first_of(".-", pos), host.size());
+    if (end > pos) parts.push_back(host.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    std::string run(parts[i]);
+    for (std::size_t j = i + 1; j < parts.size(); ++j) {
+      run += parts[j];
+      out.push_back(upper(run));
+    }
+  }
+  return out;
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return (x >= 'A' && x <= 'Z' ? x | 0x20 : x) == (y >= 'A' && y <= 'Z' ? y | 0x20 : y);
@@ -87,7 +113,11 @@ class dlp_filter final : public filter {
     std::vector<scanner::piece> pieces;
     std::deque<std::string> readings;  // stable: pieces point into them
     std::string_view query, nonce;
-    if (!host.is_ip()) pieces.push_back({host.text, scanner::kind::url, "host"});
+    if (!host.is_ip()) {
+      pieces.push_back({host.text, scanner::kind::url, "host"});
+      for (auto& r : host_readings(host.text))
+        pieces.push_back({readings.emplace_back(std::move(r)), scanner::kind::url, "host"});
+    }
     if (!ex.connect) {
       pieces.push_back({ex.path, scanner::kind::url, "path"});
       const auto mark = ex.path_and_query.find('?');

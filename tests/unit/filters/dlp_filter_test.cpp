@@ -297,6 +297,71 @@ rules:
   }
 }
 
+TEST_F(dlp_test, AKeyInHostLabelsWhateverTheCaseOrTheCuts) {
+  load(R"(
+listen: {proxy: 127.0.0.1:0, admin: ''}
+dlp: {action: block, entropy: true}
+agents:
+  default: {rules: [any]}
+rules:
+  - name: any
+    host_regex: ['.*']
+    ports: [80]
+)");
+  // Lower-cased on the way in, glued to a hyphen, cut over labels or at a hyphen.
+  for (const char* host : {"akiaqz4r7wjx2mnb5kte.wild.test", "x-akiaqz4r7wjx2mnb5kte.wild.test",
+                           "akiaqz4r7w.jx2mnb5kte.wild.test", "akiaqz4r7w-jx2mnb5kte.wild.test",
+                           "akia.qz4r7wjx.2mnb5kte.x.wild.test"}) {
+    auto& ex = request(http::verb::get, host, "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused()) << host;
+    EXPECT_TRUE(ex.record.reason == core::errc::dlp_blocked ||
+                ex.record.reason == core::errc::hostname_exfiltration)
+        << host << ": " << ex.record.detail;
+    EXPECT_EQ(ex.record.host, "[REDACTED:dlp].wild.test");
+  }
+  // Names agents reach every day pass.
+  for (const char* host : {"api.github.com",
+                           "objects.githubusercontent.com",
+                           "raw.githubusercontent.com",
+                           "s3.us-west-2.amazonaws.com",
+                           "my-bucket-2024.s3.eu-central-1.amazonaws.com",
+                           "ec2-54-123-45-67.compute-1.amazonaws.com",
+                           "sts.ap-southeast-2.amazonaws.com",
+                           "d111111abcdef8.cloudfront.net",
+                           "e1234.dscb.akamaiedge.net",
+                           "pypi.org",
+                           "files.pythonhosted.org",
+                           "registry-1.docker.io",
+                           "production.cloudflare.docker.com",
+                           "storage.googleapis.com",
+                           "us-central1-aiplatform.googleapis.com",
+                           "login.microsoftonline.com",
+                           "myaccount.blob.core.windows.net",
+                           "api.openai.com",
+                           "api.anthropic.com",
+                           "cdn.jsdelivr.net",
+                           "deb.debian.org",
+                           "dl-cdn.alpinelinux.org",
+                           "proxy.golang.org",
+                           "index.crates.io",
+                           "repo1.maven.org",
+                           "api.nuget.org",
+                           "de01-prod-web-7.example.com",
+                           "gb82-west-12-3456.example.com",
+                           "xn--bcher-kva.example",
+                           "ip-10-0-12-34.eu-west-1.compute.internal",
+                           "node-20-12-2-linux-x64.example.org",
+                           "sentry.io",
+                           "o123456.ingest.sentry.io",
+                           "hooks.slack.com",
+                           "api.stripe.com"}) {
+    auto& ex = request(http::verb::get, host, "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes()) << host << ": " << ex.record.detail;
+  }
+}
+
 TEST_F(dlp_test, ReportLetsThroughAndRecords) {
   load(kPolicy);
   {
