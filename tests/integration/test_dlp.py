@@ -13,6 +13,7 @@ import gzip
 import json
 import subprocess
 import urllib.parse
+import zlib
 
 from harness.base import ProxyTestCase, marker
 from harness.certs import fresh_private_key_pem
@@ -281,6 +282,26 @@ class DlpTest(ProxyTestCase):
                 self.blocked("", "aws-access-key", "body", method="POST", body=body,
                              headers=[("Content-Type", "application/octet-stream")],
                              secret=AWS)
+
+    def test_coded_request_bodies(self):
+        # Read decoded as the origin will read them; what DLP cannot read is refused.
+        body = json.dumps({"k": AWS}).encode()
+        z = zlib.compressobj(wbits=15)
+        for coding, coded in (("gzip", gzip.compress(body)),
+                              ("deflate", z.compress(body) + z.flush())):
+            with self.subTest(coding=coding):
+                self.blocked("", "aws-access-key", "body", method="POST", body=coded,
+                             headers=[("Content-Type", "application/json"),
+                                      ("Content-Encoding", coding)])
+        self.passes("", method="POST", body=gzip.compress(b'{"title": "standup"}'),
+                    headers=[("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
+        for coding in ("br", "gzip, gzip"):
+            with self.subTest(coding=coding):
+                self.blocked("", "unreadable-coding", "body", method="POST", body=b"\x1b\x00",
+                             headers=[("Content-Encoding", coding)])
+        self.blocked("", "unreadable-coding", "body", method="POST",
+                     body=b"\x01" + len(gzip.compress(body)).to_bytes(4, "big") + gzip.compress(body),
+                     headers=[("Content-Type", "application/grpc"), ("grpc-encoding", "gzip")])
 
     # -- benign look-alikes ---------------------------------------------------------------------
 

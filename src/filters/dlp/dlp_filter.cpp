@@ -4,6 +4,8 @@
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
+#include "filters/redaction/content_coding.hpp"
+#include "filters/redaction/decoder.hpp"
 #include "filters/redaction/head_fields.hpp"
 #include "filters/redaction/policy_redactors.hpp"
 #include "net/data_like_host.hpp"
@@ -149,6 +151,7 @@ class dlp_filter final : public filter {
     }
     s.scan_all(pieces, found);
     if (!query.empty()) s.scan_query(query, found);
+    if (auto v = read_coding(ex); !v.passes()) return v;
     if (!nonce.empty()) {
       // Random by design, so never a high-entropy finding; but 24 characters can still spell
       // a key, or the base64 of a short secret.
@@ -170,6 +173,7 @@ class dlp_filter final : public filter {
   verdict on_request_body(exchange& ex, std::string_view piece, bool) override {
     findings found;
     const dlp_action action = rule_->config->action;
+    if (inflate_) return read_coded(ex, piece);
     if (request_body_use(ex) == body_use::whole) {
       rule_->scan->scan(piece, scanner::kind::body, "body", found);
       if (action == dlp_action::redact && !found.empty()) return redact_body(ex, piece, found);
@@ -279,6 +283,72 @@ class dlp_filter final : public filter {
     scan_->write(chunk.data, chunk.last, *chunk.out, chunk.enough);
     if (!judged && scan_->found())
       ex.record.dlp.push_back({scan_->found()->cls, "response", scan_->found()->action});
+    return verdict::next();
+  }
+
+  // A request body in a content coding is read decoded, as the origin will read it: gzip and
+  // deflate are inflated (redaction's bounded decoder) and read in pieces with a carry, as a
+  // streamed body is, before each coded piece goes on. A coding DLP cannot read (br, zstd,
+  // stacked codings), and gRPC messages compressed with a grpc-encoding, are refused under
+  // block (recorded as unreadable-coding otherwise). A coded body is never rewritten: redact
+  // blocks it.
+  verdict read_coding(exchange& ex) {
+    if (!ex.has_body || ex.connect) return verdict::next();
+    std::string codings;
+    const auto [first, end] = ex.request->equal_range(http::field::content_encoding);
+    for (auto f = first; f != end; ++f)
+      codings += core::str_cat(codings.empty() ? "" : ",", std::string_view(f->value()));
+    const auto coding = redaction::parse_content_encoding(codings);
+    const auto grpc = (*ex.request)["grpc-encoding"];
+    const bool grpc_coded =
+        !grpc.empty() && !iequals(grpc, "identity") &&
+        std::string_view((*ex.request)[http::field::content_type]).starts_with("application/grpc");
+    if (coding == redaction::content_coding::unsupported || grpc_coded)
+      return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding)"
+                                       : "a request body in a content coding DLP cannot read");
+    if (coding != redaction::content_coding::identity) inflate_.emplace(coding);
+    return verdict::next();
+  }
+
+  verdict unreadable(exchange& ex, std::string_view what) {
+    const dlp_action action = outside_whole_body(rule_->config->action);
+    ex.record.dlp.push_back({kUnreadableCoding, "body", action_name(action)});
+    if (action != dlp_action::block) return verdict::next();
+    return verdict::violation(core::errc::dlp_blocked,
+                              core::str_cat("dlp: ", kUnreadableCoding, " (", what, ")"));
+  }
+
+  // Inflated output is read kInflateStep bytes at a time after the carry; no more than
+  // kMaxInflated bytes in all (a small body must not make the worker inflate gigabytes).
+  static constexpr std::size_t kInflateStep = 64 * 1024;
+  static constexpr std::uint64_t kMaxInflated = 64ull << 20;
+
+  verdict read_coded(exchange& ex, std::string_view piece) {
+    const dlp_action action = outside_whole_body(rule_->config->action);
+    for (;;) {
+      std::string out;
+      const auto st = inflate_->decode(piece, out, kInflateStep);
+      findings found;
+      if (!out.empty()) {
+        window_.append(out);
+        rule_->scan->scan(window_, scanner::kind::body, "body", found);
+        keep_tail(window_);
+      }
+      if (auto v = act(ex, found, action); !v.passes()) return v;
+      if (st == redaction::decoder::status::error)
+        return unreadable(ex, "a request body whose content coding does not decode");
+      if (inflate_->total_out() > kMaxInflated)
+        return unreadable(ex, "a request body that inflates past 64 MiB");
+      if (st == redaction::decoder::status::output_full) continue;
+      if (st == redaction::decoder::status::done && !piece.empty()) {
+        // Bytes after the end of the coded stream: the origin may read them as they are.
+        window_.append(piece);
+        rule_->scan->scan(window_, scanner::kind::body, "body", found);
+        keep_tail(window_);
+        if (auto v = act(ex, found, action); !v.passes()) return v;
+      }
+      break;
+    }
     return verdict::next();
   }
 
@@ -400,8 +470,9 @@ class dlp_filter final : public filter {
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
   std::string window_;
-  std::string client_carry_, origin_carry_;  // WebSocket messages, each direction's tail
-  std::optional<response_scan> scan_;        // a text response read for prompt injection
+  std::string client_carry_, origin_carry_;    // WebSocket messages, each direction's tail
+  std::optional<response_scan> scan_;          // a text response read for prompt injection
+  std::optional<redaction::decoder> inflate_;  // a request body in gzip or deflate
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "filters/dlp/dlp_filter.hpp"
+#include "deflate_text.hpp"
 #include "filters/chain.hpp"
 #include "filters/pipeline.hpp"
 #include "filters/rate_limit/registry.hpp"
@@ -359,6 +360,89 @@ rules:
     auto& ex = request(http::verb::get, host, "/");
     chain c(pipeline_->factories(), ex);
     EXPECT_TRUE(c.request_head().passes()) << host << ": " << ex.record.detail;
+  }
+}
+
+TEST_F(dlp_test, CodedRequestBodiesAreReadDecodedOrRefused) {
+  load(kPolicy);
+  const std::string body = std::string("{\"k\":\"") + kAws + "\"}";
+  const auto post = [&](std::string_view host, std::string_view coding, std::size_t length,
+                        std::string_view type = "application/json") -> exchange& {
+    auto& ex = request(http::verb::post, host, "/");
+    ex.has_body = true;
+    if (length) ex.content_length = length;
+    if (!coding.empty()) req_.set(http::field::content_encoding, coding);
+    req_.set(http::field::content_type, type);
+    return ex;
+  };
+  struct coded {
+    const char* coding;
+    int bits;
+  };
+  for (const coded c : {coded{"gzip", 15 + 16}, coded{"deflate", 15}, coded{"deflate", -15},
+                        coded{"x-gzip", 15 + 16}}) {
+    const std::string z = test::deflate_text(body, c.bits);
+    {
+      auto& ex = post("evil.example.com", c.coding, z.size());  // held whole
+      chain ch(pipeline_->factories(), ex);
+      ASSERT_TRUE(ch.request_head().passes());
+      EXPECT_TRUE(ch.request_body(z, true).refused()) << c.coding;
+      EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    }
+    {
+      auto& ex = post("evil.example.com", c.coding, 0);  // streamed, a byte at a time
+      chain ch(pipeline_->factories(), ex);
+      ASSERT_TRUE(ch.request_head().passes());
+      bool refused = false;
+      for (std::size_t i = 0; i < z.size() && !refused; ++i)
+        refused = ch.request_body(z.substr(i, 1), i + 1 == z.size()).refused();
+      EXPECT_TRUE(refused) << c.coding;
+    }
+  }
+  {
+    // A clean coded body passes.
+    auto& ex = post("evil.example.com", "gzip", 0);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(test::deflate_text(R"({"title":"standup"})"), true).passes());
+    EXPECT_TRUE(ex.record.dlp.empty());
+  }
+  // Codings DLP cannot read, stacked ones, and corrupt data: refused under block.
+  for (const char* coding : {"br", "zstd", "gzip, gzip", "compress"}) {
+    auto& ex = post("evil.example.com", coding, 10);
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().refused()) << coding;
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].cls, "unreadable-coding");
+  }
+  {
+    auto& ex = post("evil.example.com", "gzip", 0);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(body, true).refused());
+    EXPECT_EQ(ex.record.dlp.at(0).cls, "unreadable-coding");
+  }
+  {
+    // report records it and lets it through.
+    auto& ex = post("report.example.com", "br", 10);
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().passes());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].action, "report");
+  }
+  {
+    // gRPC messages compressed with a grpc-encoding: refused; identity passes.
+    auto& ex = post("evil.example.com", "", 0, "application/grpc");
+    req_.set("grpc-encoding", "gzip");
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().refused());
+  }
+  {
+    auto& ex2 = post("evil.example.com", "", 0, "application/grpc+proto");
+    req_.set("grpc-encoding", "identity");
+    chain ch2(pipeline_->factories(), ex2);
+    EXPECT_TRUE(ch2.request_head().passes());
   }
 }
 
