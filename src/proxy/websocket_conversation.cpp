@@ -50,17 +50,21 @@ void websocket_conversation::on_event(message_from from, ws::event& e, output& o
   // Frames towards the origin are a client's, so masked (RFC 6455 section 5.1).
   const bool mask_other = from == message_from::client;
   if (e.what == kind::error) return protocol_error(from, e, out);
-  if (e.what == kind::control && e.op == ws::opcode::close) {
+  // A close frame's reason is the sender's text (RFC 6455 section 5.5.1): it goes through the
+  // chain as a text message would, and a refusal ends the connection the same way.
+  const bool close = e.what == kind::control && e.op == ws::opcode::close;
+  const filters::message m{from, close ? std::uint8_t{1} : static_cast<std::uint8_t>(e.op),
+                           close ? std::string_view(e.reason) : std::string_view(e.payload)};
+  if ((!close || !e.reason.empty()) && !chain_.message(m).passes()) {
+    summary_.refused_from = side(from);
+    return end(from, ws::close_code::policy_violation, ws::close_code::policy_violation,
+               refusal_close_reason(chain_.ex().record), out);
+  }
+  if (close) {
     summary_.close_code = e.code == ws::close_code::no_status ? 0 : e.code;
     summary_.closed_by = side(from);
     out.to_other += ws::encode_frame(ws::opcode::close, e.payload, mask_other);
     return;
-  }
-  const filters::message m{from, static_cast<std::uint8_t>(e.op), e.payload};
-  if (!chain_.message(m).passes()) {
-    summary_.refused_from = side(from);
-    return end(from, ws::close_code::policy_violation, ws::close_code::policy_violation,
-               refusal_close_reason(chain_.ex().record), out);
   }
   if (e.what == kind::message)
     ++(from == message_from::client ? summary_.client_messages : summary_.origin_messages);

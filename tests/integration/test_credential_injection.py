@@ -220,6 +220,7 @@ class InjectionTest(SecretsCase):
         rules = [
             origin_rule(cls.origin.port),
             origin_rule(cls.origin.port, name="other", hosts=["other.test"]),
+            origin_rule(cls.origin.port, name="anymethod", hosts=["any.test"], methods=None),
             cls.echo_rule(pe, "api", ["api.test"], inject=bearer),
             cls.echo_rule(pe, "query", ["q.test"],
                           inject={"query": {"api_key": "${secrets.file_key}"}}),
@@ -475,6 +476,19 @@ class InjectionTest(SecretsCase):
         r = self.curl(self.url("/echo/ph-out-%s" % m, host="other.test"),
                       args=["-H", "X-Token: " + PH_PLACEHOLDER])
         self.assert_placeholder_refused(CurlAnswer(r), m, self.origin, "http")
+
+    def test_placeholder_in_a_header_name_to_unbound_host_refused(self):
+        m = marker()
+        r = self.curl(self.url("/echo/ph-name-%s" % m, host="other.test"),
+                      args=["-H", "X-%s: 1" % PH_PLACEHOLDER])
+        self.assert_placeholder_refused(CurlAnswer(r), m, self.origin, "http")
+
+    def test_placeholder_as_the_method_to_unbound_host_refused(self):
+        # A rule without `methods` takes any token as the method.
+        m = marker()
+        [r], _ = self.send_raw(self.request(PH_PLACEHOLDER,
+                                            self.url("/echo/ph-method-%s" % m, host="any.test")))
+        self.assert_placeholder_refused(r, m, self.origin, "http")
 
     def test_placeholder_in_target_to_unbound_host_refused(self):
         m = marker()

@@ -13,6 +13,7 @@ import gzip
 import json
 import subprocess
 import urllib.parse
+import zlib
 
 from harness.base import ProxyTestCase, marker
 from harness.certs import fresh_private_key_pem
@@ -62,6 +63,8 @@ class DlpTest(ProxyTestCase):
             origin_rule(p, name="quiet", hosts=["report.test"], dlp={"action": "report"}),
             origin_rule(p, name="off", hosts=["off.test"], dlp="off"),
             origin_rule(p, name="origin"),
+            origin_rule(p, name="anymethod", hosts=["any.test"], methods=None),
+            origin_rule(p, name="ws", hosts=["ws.test"], upgrades=["websocket"]),
             origin_rule(p, name="web", hosts=None, host_regex=[r".*\.web\.test"]),
             tunnel_rule(p, name="tunnel", hosts=None, host_regex=[r".*\.tunnel\.test"]),
         ]
@@ -150,6 +153,77 @@ class DlpTest(ProxyTestCase):
         self.assertIn({"class": "aws-access-key", "location": "body", "action": "block"},
                       rec["dlp"])
 
+    def test_streamed_body_is_read_before_any_piece_goes_on(self):
+        # A client that sends a key in the first piece and then stalls: the refusal comes at
+        # once, and the origin never sees the piece (chunked, and a Content-Length above
+        # max_body_bytes, which streams too).
+        piece = ("aws_access_key_id=%s\n" % AWS).encode()
+        for framing in ("chunked", "length"):
+            with self.subTest(framing=framing):
+                m = marker()
+                url = self.url("/echo/%s" % m)
+                if framing == "chunked":
+                    head = "Transfer-Encoding: chunked"
+                    first = b"%x\r\n%s\r\n" % (len(piece), piece)
+                else:
+                    head = "Content-Length: %d" % (2 << 20)
+                    first = piece
+                client = self.raw()
+                self.addCleanup(client.close)
+                client.send(("POST %s HTTP/1.1\r\nHost: origin.test:%d\r\n%s\r\n\r\n"
+                             % (url, self.origin.port, head)).encode() + first)
+                [r] = [x for x in client.read_responses(1) if x.status >= 200]
+                self.assert_answer(r, "dlp_blocked")
+                rec = self.assert_audit(path=lambda v, m=m: v is not None and m in v)
+                self.assertIn({"class": "aws-access-key", "location": "body", "action": "block"},
+                              rec["dlp"])
+                self.assertEqual(self.origin.seen(m), [])
+
+    def test_a_long_streamed_body_still_goes_through(self):
+        m = marker()
+        url = self.url("/echo/%s" % m)
+        line = b"the quick brown fox jumps over the lazy dog 0123456789\n"
+        body = line * ((3 << 20) // len(line))
+        [r], _ = self.send_raw(self.request(
+            "POST", url, body=body, headers=[("Content-Type", "text/plain")]), timeout=60)
+        self.assertEqual(r.status, 200, r)
+        [got] = self.origin.completed(m)
+        self.assertEqual(got["body_length"], len(body))
+
+    def test_header_names_and_the_method(self):
+        self.blocked("", "aws-access-key", "header-name", headers=[(AWS, "1")], secret=AWS)
+        self.blocked("", "aws-access-key", "header-name", headers=[("x-" + AWS, "")])
+        # Under a rule without `methods` a method is any token; the audit record's method must
+        # not carry the key either.
+        rec = self.blocked("", "aws-access-key", "method", method=AWS, secret=AWS,
+                           host="any.test")
+        self.assertEqual(rec["method"], "[REDACTED:dlp]")
+        rec = self.passes("", method="PUT", host="any.test",
+                          headers=[("X-GitHub-Api-Version", "2022-11-28")])
+        self.assertNotIn("dlp", rec)
+        # A rule's `methods` refuses it before DLP reads it: not repeated in the record either.
+        m = marker()
+        [r], _ = self.send_raw(self.request(AWS, self.url("/echo/%s" % m)))
+        self.assert_answer(r, "method_denied")
+        rec = self.assert_audit(path=lambda v: v is not None and m in v)
+        self.assertNotIn(AWS, json.dumps(rec))
+        self.assertNotIn(AWS, r.header("Proxy-Status"))
+
+    def test_sec_websocket_key_outside_an_upgrade_is_read(self):
+        self.blocked("", "aws-access-key", "header", headers=[("Sec-WebSocket-Key", AWS)])
+        # Nor on an upgrade the rule allows when it is not a nonce's shape (RFC 6455 4.1).
+        upgrade = [("Connection", "Upgrade"), ("Upgrade", "websocket"),
+                   ("Sec-WebSocket-Version", "13")]
+        self.blocked("", "aws-access-key", "header", host="ws.test",
+                     headers=upgrade + [("Sec-WebSocket-Key", AWS)])
+        # A real nonce passes, entropy and all (the origin here does not switch protocols).
+        m = marker()
+        [r], _ = self.send_raw(self.request(
+            "GET", self.url("/echo/%s" % m, host="ws.test"),
+            headers=upgrade + [("Sec-WebSocket-Key", "x3JJHMbDL1EzLkh9GBhXDw==")]))
+        self.assertNotEqual(r.header("X-Airlock-Reason"), "dlp_blocked", r)
+        self.assertEqual(len(self.origin.seen(m)), 1)
+
     # -- encodings ------------------------------------------------------------------------------
 
     def test_encodings(self):
@@ -208,6 +282,26 @@ class DlpTest(ProxyTestCase):
                 self.blocked("", "aws-access-key", "body", method="POST", body=body,
                              headers=[("Content-Type", "application/octet-stream")],
                              secret=AWS)
+
+    def test_coded_request_bodies(self):
+        # Read decoded as the origin will read them; what DLP cannot read is refused.
+        body = json.dumps({"k": AWS}).encode()
+        z = zlib.compressobj(wbits=15)
+        for coding, coded in (("gzip", gzip.compress(body)),
+                              ("deflate", z.compress(body) + z.flush())):
+            with self.subTest(coding=coding):
+                self.blocked("", "aws-access-key", "body", method="POST", body=coded,
+                             headers=[("Content-Type", "application/json"),
+                                      ("Content-Encoding", coding)])
+        self.passes("", method="POST", body=gzip.compress(b'{"title": "standup"}'),
+                    headers=[("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
+        for coding in ("br", "gzip, gzip"):
+            with self.subTest(coding=coding):
+                self.blocked("", "unreadable-coding", "body", method="POST", body=b"\x1b\x00",
+                             headers=[("Content-Encoding", coding)])
+        self.blocked("", "unreadable-coding", "body", method="POST",
+                     body=b"\x01" + len(gzip.compress(body)).to_bytes(4, "big") + gzip.compress(body),
+                     headers=[("Content-Type", "application/grpc"), ("grpc-encoding", "gzip")])
 
     # -- benign look-alikes ---------------------------------------------------------------------
 
@@ -281,6 +375,21 @@ class DlpTest(ProxyTestCase):
         self.assert_answer(r, "hostname_exfiltration")
         # A host a rule names exactly is the operator's choice.
         self.passes("", host="7365637265745f6170695f6b65795f3132333435.named.test")
+
+    def test_a_key_in_host_labels_lower_cased_glued_or_cut(self):
+        # Host names arrive lower-cased; a key is read upper-cased too, with the labels (and
+        # the parts between hyphens) joined.
+        for host in ("x-%s.web.test" % AWS, "%s.%s.web.test" % (AWS[:10], AWS[10:]),
+                     "%s-%s.web.test" % (AWS[:8], AWS[8:])):
+            with self.subTest(host=host):
+                rec = self.blocked("", "aws-access-key", "host", host=host, secret=AWS.lower())
+                self.assertEqual(rec["host"], "[REDACTED:dlp].web.test")
+                port = self.origin.port
+                [r], _ = self.send_raw(("CONNECT %s.x.tunnel.test:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+                                        % (host[:-len(".web.test")], port)).encode())
+                self.assert_answer(r, "dlp_blocked")
+        for host in ("ec2-54-123-45-67.web.test", "my-bucket-2024.s3.web.test"):
+            self.passes("", host=host)
 
 
 class ResponseInjectionTest(ProxyTestCase):

@@ -74,7 +74,7 @@ class H2UpstreamCase(ProxyTestCase):
     @classmethod
     def extra_setup(cls):
         cls.ica = AirlockCA()
-        cls.certs = OriginCerts(names=("h2o.test", "h1rule.test"))
+        cls.certs = OriginCerts(names=("h2o.test", "h1rule.test", "dlp.test"))
         cls.htdocs = tempfile.mkdtemp(prefix="airlock-htdocs-")
         with open(os.path.join(cls.htdocs, "hello.txt"), "w") as f:
             f.write("hello from nghttpd\n")
@@ -82,8 +82,9 @@ class H2UpstreamCase(ProxyTestCase):
         with open(os.path.join(cls.htdocs, "big.bin"), "wb") as f:
             f.write(cls.big)
         os.mkdir(os.path.join(cls.htdocs, "echo"))
-        with open(os.path.join(cls.htdocs, "echo", "upload"), "w") as f:
-            f.write("")
+        for name in ("upload", "dlp"):
+            with open(os.path.join(cls.htdocs, "echo", name), "w") as f:
+                f.write("")
         cls.nghttpd = Nghttpd(cls.certs.good, cls.htdocs)
 
     @classmethod
@@ -103,6 +104,8 @@ class H2UpstreamCase(ProxyTestCase):
             dict(base, name="h2o", hosts=["h2o.test"],
                  inject={"headers": {"X-Injected": "injected-value"}}),
             dict(base, name="h1rule", hosts=["h1rule.test"], protocols=["http/1.1"]),
+            dict(base, name="dlp", hosts=["dlp.test"], dlp={"action": "block"},
+                 paths=[r"^/echo/dlp$"]),
             # CONNECT by IP literal: the proxy connects first to read the origin's names.
             dict(base, name="by-ip", hosts=["127.0.0.1"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
@@ -186,6 +189,34 @@ class H2UpstreamCase(ProxyTestCase):
         log = self.nghttpd.output()
         self.assertIn("x-injected: injected-value", log)
         self.assertIn("x-client-trailer: c1", log)
+
+    def test_dlp_reads_request_trailers(self):
+        # A key in a request trailer (name or value) is refused before the trailers are sent
+        # on (the stream refused or reset, or only its end withheld when nghttpd's echo has
+        # already answered); a clean trailer passes.
+        key = "AKIAIOSFODNN7EXAMPLE"
+        t = self.tunnel("dlp.test")
+        sids = []
+        for trailer in (("x-client-trailer", "c1"), ("x-checksum", key), ("x-" + key, "1")):
+            sid = t.headers("/echo/dlp", method="POST", end_stream=False)
+            t.send_body(sid, b"y" * 1000, end=False)
+            t.conn.send_headers(sid, [trailer], end_stream=True)
+            t.flush()
+            sids.append(sid)
+        clean = t.wait(*sids)[0]
+        self.assertEqual(clean["headers"][":status"], "200", clean)
+        deadline = time.monotonic() + env.t(5)
+        recs = []
+        while time.monotonic() < deadline and len(recs) < 2:
+            recs = [rec for rec in self.proxy.audit()
+                    if rec.get("host") == "dlp.test" and rec.get("reason") == "dlp_blocked"]
+            time.sleep(0.05)
+        self.assertEqual(len(recs), 2, self.proxy.audit()[-4:])
+        for rec in recs:
+            self.assertIn({"class": "aws-access-key", "location": "trailer", "action": "block"},
+                          rec["dlp"])
+        time.sleep(0.2)
+        self.assertNotIn(key, self.nghttpd.output())
 
     def test_more_streams_than_the_origin_allows_wait_their_turn(self):
         t = self.tunnel()

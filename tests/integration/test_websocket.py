@@ -38,6 +38,7 @@ class WsOrigin:
     def __init__(self, ssl_context=None):
         self.ssl = ssl_context
         self.received = []
+        self.close_reasons = []  # the reason of each close frame the origin got
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.server = None
@@ -59,6 +60,7 @@ class WsOrigin:
                 await ws.send(msg)
         except websockets.ConnectionClosed:
             pass
+        self.close_reasons.append(getattr(ws, "close_reason", None) or "")
 
     def saw(self, needle):
         return any(needle in (m if isinstance(m, str) else m.decode("latin-1"))
@@ -417,6 +419,27 @@ class WebSocketTest(ProxyTestCase):
         self.assertEqual(closed[0], 1008)
         self.assertIn("dlp_blocked", closed[1])
         self.assertFalse(self.ws.saw(key))
+
+    def test_dlp_finding_in_a_close_reason_is_refused(self):
+        # A close frame's reason is the agent's text too: checked as a text message is.
+        key = "AKIAIOSFODNN7EXAMPLE"
+        sock, uri = self.plain("dlp.test")
+        m = marker()
+        mark = self.proxy.audit_mark()
+
+        async def go():
+            async with websockets.connect(uri, sock=sock, open_timeout=env.t(20),
+                                          close_timeout=env.t(10)) as ws:
+                await ws.send("ok " + m)
+                await asyncio.wait_for(ws.recv(), env.t(20))
+                await ws.close(code=1000, reason="key " + key)
+                return ws.close_rcvd.code if ws.close_rcvd else None
+        self.assertEqual(run(go()), 1008)
+        self.assertFalse(self.ws.saw(key))
+        self.assertFalse(any(key in r for r in self.ws.close_reasons), self.ws.close_reasons)
+        rec = self.audit_for(mark, "ws-dlp")
+        self.assertEqual(rec["reason"], "dlp_blocked", rec)
+        self.assertNotIn(key, json.dumps(rec))
 
     def test_a_secret_sent_in_pieces_is_refused(self):
         # A GitHub-shaped token (ghp_ and 36 letters or digits) in two messages, neither of

@@ -23,7 +23,9 @@ class placeholder_guard final : public filter {
       : secrets_(secrets) {}
 
   verdict on_request_head(exchange& ex) override {
-    ex.placeholders = find_placeholders(secrets_, *ex.request, ex.request->target());
+    ex.placeholders = find_placeholders(
+        secrets_, *ex.request, ex.request->target(),
+        ex.connect ? std::string_view() : std::string_view(ex.request->method_string()));
     for (std::size_t i : ex.placeholders)
       if (!secrets_[i].bound_to(ex.target.host)) return refuse(ex, i);
     if (ex.has_body && !ex.connect) {
@@ -70,8 +72,12 @@ class placeholder_guard final : public filter {
 
  private:
   // Logged as the exfiltration attempt it is.
-  verdict refuse(const exchange& ex, std::size_t secret) const {
+  verdict refuse(exchange& ex, std::size_t secret) const {
     const auto& s = secrets_[secret];
+    // A method outside HTTP's registry may be the placeholder itself: not repeated in the record.
+    if (ex.request != nullptr && !ex.connect &&
+        ex.request->method() == boost::beast::http::verb::unknown)
+      ex.record.method = "[unregistered]";
     AIRLOCK_LOG(warn, "proxy", "exfiltration attempt: agent ", ex.record.agent,
                 " sent the placeholder of secret ", s.name, " to ", ex.target.host.text, ':',
                 ex.target.port, " (refused)");

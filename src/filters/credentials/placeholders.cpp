@@ -29,14 +29,17 @@ bool any_placeholder(std::span<const policy::compiled_secret> secrets) noexcept 
 }
 
 std::vector<std::size_t> find_placeholders(std::span<const policy::compiled_secret> secrets,
-                                           const http::fields& head, std::string_view target) {
+                                           const http::fields& head, std::string_view target,
+                                           std::string_view method) {
   std::vector<std::size_t> found;
   for (std::size_t i = 0; i < secrets.size(); ++i) {
     const std::string_view p = secrets[i].placeholder;
     if (p.empty()) continue;
-    bool hit = target.find(p) != std::string_view::npos;
+    bool hit = target.find(p) != std::string_view::npos || method.find(p) != std::string_view::npos;
+    // Names too: a field name is the agent's text, forwarded as it is.
     for (auto f = head.begin(); !hit && f != head.end(); ++f)
-      hit = searched(*f) && f->value().find(p) != std::string_view::npos;
+      hit = f->name_string().find(p) != std::string_view::npos ||
+            (searched(*f) && f->value().find(p) != std::string_view::npos);
     if (hit) found.push_back(i);
   }
   return found;

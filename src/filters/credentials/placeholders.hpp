@@ -4,8 +4,9 @@
 // the secret's value on the hosts the secret is bound to, and refuses a request that carries it
 // anywhere else (an exfiltration attempt: the agent has no business sending it there).
 //
-// Only what the proxy sees of a request is searched: header values and the request target.
-// Proxy-Authorization is skipped (it is for the proxy, and never forwarded).
+// Only what the proxy sees of a request is searched: the method, header names and values, and
+// the request target. Proxy-Authorization's value is skipped (it is for the proxy, and never
+// forwarded).
 //
 // @par Thread Safety
 // Free functions over caller-owned data.
@@ -25,11 +26,11 @@ namespace airlock::filters::credentials {
 // Whether any secret has a placeholder (when none does, nothing needs searching).
 bool any_placeholder(std::span<const policy::compiled_secret> secrets) noexcept;
 
-// Indices (into `secrets`) of the secrets whose placeholder occurs in a header value or in
-// `target`, in index order, each once.
+// Indices (into `secrets`) of the secrets whose placeholder occurs in a header name or value,
+// in `target` or in `method`, in index order, each once.
 std::vector<std::size_t> find_placeholders(std::span<const policy::compiled_secret> secrets,
                                            const boost::beast::http::fields& head,
-                                           std::string_view target);
+                                           std::string_view target, std::string_view method = {});
 
 // Replaces every occurrence of the placeholders of `which` with the secrets' values, in header
 // values and in `target`. The caller has checked that the host is bound to each of them.

@@ -64,8 +64,17 @@ class decision_filter final : public filter {
     if (d.rule) ex.record.rule = d.rule->name;
     const auto& approvals = ex.snapshot->model().approvals;
     if (!d.allowed()) {
-      if (!(approvals.ask_unmatched || approvals.access_requests) || !may_ask(d.reason))
+      if (!(approvals.ask_unmatched || approvals.access_requests) || !may_ask(d.reason)) {
+        // A method outside HTTP's registry is any token the agent chose (a key, say), and
+        // nothing read it yet (DLP comes after): neither the record nor the detail repeats it.
+        if (ex.request != nullptr && !ex.connect &&
+            ex.request->method() == boost::beast::http::verb::unknown) {
+          ex.record.method = "[unregistered]";
+          if (d.reason == core::errc::method_denied)
+            d.detail = core::str_cat("rule ", d.rule ? d.rule->name : "", ": method not allowed");
+        }
         return verdict::refuse(d.reason, std::move(d.detail));
+      }
       // Held for an operator (ask_unmatched), or let through only by a grant (an approved
       // access request): the approval filter decides, and refuses as here when neither.
       ex.record.rule.clear();

@@ -4,7 +4,9 @@
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
+#include "filters/redaction/content_coding.hpp"
 #include "filters/redaction/content_type.hpp"
+#include "filters/redaction/decoder.hpp"
 #include "filters/redaction/head_fields.hpp"
 #include "filters/redaction/policy_redactors.hpp"
 #include "net/data_like_host.hpp"
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <map>
 #include <optional>
 
@@ -23,9 +26,8 @@ using policy::model::dlp_config;
 using policy::model::response_action;
 namespace http = boost::beast::http;
 
-// A streamed body is read in windows of this size, each starting with the last kCarry bytes of
-// the one before, so that a secret split between pieces (up to kCarry long) is seen whole.
-constexpr std::size_t kWindow = 64 * 1024;
+// A streamed body's pieces (and WebSocket messages) are each read after the last kCarry bytes
+// of the ones before, so that a secret split between pieces (up to kCarry long) is seen whole.
 constexpr std::size_t kCarry = 8 * 1024;
 
 std::string_view action_name(dlp_action a) {
@@ -42,6 +44,39 @@ std::string_view action_name(dlp_action a) {
 // `redact` rewrites only a body held whole; a finding anywhere else is blocked (fail closed).
 dlp_action outside_whole_body(dlp_action a) {
   return a == dlp_action::redact ? dlp_action::block : a;
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return out;
+}
+
+// A host name is case-insensitive (RFC 4343) and arrives lower-cased, while a key may be upper
+// case only (an AWS key id); and a key may be cut at a dot or a hyphen ("AKIA1234.5678...",
+// "x-AKIA..."). Read besides the name as sent: the name upper-cased, and each run of two or more
+// of its parts (split at '.' and '-') joined, upper-cased, so that a key spread over labels is
+// seen whole and a part glued to it does not hide it. A name has at most 127 labels; the runs
+// are bounded by kMaxParts parts (a name with more is refused as chained labels anyway).
+std::vector<std::string> host_readings(std::string_view host) {
+  constexpr std::size_t kMaxParts = 16;
+  std::vector<std::string> out;
+  out.push_back(upper(host));
+  std::vector<std::string_view> parts;
+  for (std::size_t pos = 0; pos <= host.size() && parts.size() < kMaxParts;) {
+    const auto end = std::min(host.find_first_of(".-", pos), host.size());
+    if (end > pos) parts.push_back(host.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    std::string run(parts[i]);
+    for (std::size_t j = i + 1; j < parts.size(); ++j) {
+      run += parts[j];
+      out.push_back(upper(run));
+    }
+  }
+  return out;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -79,8 +114,13 @@ class dlp_filter final : public filter {
     const scanner& s = *rule_->scan;
     // Every place of the head at once (scan_all): one first look for all of them.
     std::vector<scanner::piece> pieces;
-    std::string_view query;
-    if (!host.is_ip()) pieces.push_back({host.text, scanner::kind::url, "host"});
+    std::deque<std::string> readings;  // stable: pieces point into them
+    std::string_view query, nonce;
+    if (!host.is_ip()) {
+      pieces.push_back({host.text, scanner::kind::url, "host"});
+      for (auto& r : host_readings(host.text))
+        pieces.push_back({readings.emplace_back(std::move(r)), scanner::kind::url, "host"});
+    }
     if (!ex.connect) {
       pieces.push_back({ex.path, scanner::kind::url, "path"});
       const auto mark = ex.path_and_query.find('?');
@@ -88,12 +128,23 @@ class dlp_filter final : public filter {
         query = std::string_view(ex.path_and_query).substr(mark + 1);
         pieces.push_back({query, scanner::kind::url, "query"});
       }
+      // The method is the agent's token when the rule lists no methods (RFC 9110 section 9.1).
+      pieces.push_back({ex.request->method_string(), scanner::kind::header, "method"});
       for (const auto& field : *ex.request) {
         const auto name = field.name_string();
-        // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1): high entropy by design.
+        // A field name is the agent's text as much as its value is; and case-insensitive
+        // (HTTP/2 sends it in lower case), so it is read upper-cased too.
+        pieces.push_back({name, scanner::kind::header, "header-name"});
+        if (auto up = upper(name); up != name)
+          pieces.push_back(
+              {readings.emplace_back(std::move(up)), scanner::kind::header, "header-name"});
         if (iequals(name, "host") || iequals(name, "proxy-authorization") ||
-            iequals(name, "proxy-connection") || iequals(name, "sec-websocket-key"))
+            iequals(name, "proxy-connection"))
           continue;
+        if (iequals(name, "sec-websocket-key") && websocket_nonce(ex, field.value())) {
+          nonce = field.value();
+          continue;
+        }
         const bool cookie = iequals(name, "cookie");
         pieces.push_back({field.value(), cookie ? scanner::kind::url : scanner::kind::header,
                           cookie ? "cookie" : "header"});
@@ -101,6 +152,15 @@ class dlp_filter final : public filter {
     }
     s.scan_all(pieces, found);
     if (!query.empty()) s.scan_query(query, found);
+    if (auto v = read_coding(ex); !v.passes()) return v;
+    if (!nonce.empty()) {
+      // Random by design, so never a high-entropy finding; but 24 characters can still spell
+      // a key, or the base64 of a short secret.
+      findings in_nonce;
+      s.scan(nonce, scanner::kind::header, "header", in_nonce);
+      for (const auto& f : in_nonce)
+        if (f.cls != kHighEntropy) add_finding(found, f.cls, f.location);
+    }
     redact_record(ex, found);
     return act(ex, found, outside_whole_body(rule_->config->action));
   }
@@ -111,20 +171,39 @@ class dlp_filter final : public filter {
     return ex.content_length && *ex.content_length <= limit ? body_use::whole : body_use::observe;
   }
 
-  verdict on_request_body(exchange& ex, std::string_view piece, bool last) override {
+  verdict on_request_body(exchange& ex, std::string_view piece, bool) override {
     findings found;
     const dlp_action action = rule_->config->action;
+    if (inflate_) return read_coded(ex, piece);
     if (request_body_use(ex) == body_use::whole) {
       rule_->scan->scan(piece, scanner::kind::body, "body", found);
       if (action == dlp_action::redact && !found.empty()) return redact_body(ex, piece, found);
       return act(ex, found, action);
     }
+    // Streamed: every piece is read before it goes on (the codec sends it only when this
+    // passes), after the last kCarry bytes of the ones before it, so a secret split between
+    // pieces is seen whole. Only that carry is kept: memory stays bounded however long the body.
     window_.append(piece);
-    if (window_.size() >= kWindow || last) {
-      rule_->scan->scan(window_, scanner::kind::body, "body", found);
-      if (window_.size() > kCarry) window_.erase(0, window_.size() - kCarry);
-    }
+    rule_->scan->scan(window_, scanner::kind::body, "body", found);
+    keep_tail(window_);
     return act(ex, found, outside_whole_body(action));
+  }
+
+  // Request trailers (HTTP/2; an HTTP/1.1 client's are dropped) are read as header fields are,
+  // names (also upper-cased) and values: a refusal ends the stream before they are sent on.
+  verdict on_trailers(exchange& ex, http::fields& fields, bool response) override {
+    if (response || rule_ == nullptr) return verdict::next();
+    findings found;
+    std::vector<scanner::piece> pieces;
+    std::deque<std::string> readings;
+    for (const auto& field : fields) {
+      pieces.push_back({field.name_string(), scanner::kind::header, "trailer"});
+      if (auto up = upper(field.name_string()); up != field.name_string())
+        pieces.push_back({readings.emplace_back(std::move(up)), scanner::kind::header, "trailer"});
+      pieces.push_back({field.value(), scanner::kind::header, "trailer"});
+    }
+    rule_->scan->scan_all(pieces, found);
+    return act(ex, found, outside_whole_body(rule_->config->action));
   }
 
   // WebSocket messages: the agent's are scanned as a body is (secrets, sensitive data); the
@@ -219,6 +298,91 @@ class dlp_filter final : public filter {
     return verdict::next();
   }
 
+  // A request body in a content coding is read decoded, as the origin will read it: gzip and
+  // deflate are inflated (redaction's bounded decoder) and read in pieces with a carry, as a
+  // streamed body is, before each coded piece goes on. A coding DLP cannot read (br, zstd,
+  // stacked codings), and gRPC messages compressed with a grpc-encoding, are refused under
+  // block (recorded as unreadable-coding otherwise). A coded body is never rewritten: redact
+  // blocks it.
+  verdict read_coding(exchange& ex) {
+    if (!ex.has_body || ex.connect) return verdict::next();
+    std::string codings;
+    const auto [first, end] = ex.request->equal_range(http::field::content_encoding);
+    for (auto f = first; f != end; ++f)
+      codings += core::str_cat(codings.empty() ? "" : ",", std::string_view(f->value()));
+    const auto coding = redaction::parse_content_encoding(codings);
+    const auto grpc = (*ex.request)["grpc-encoding"];
+    const bool grpc_coded =
+        !grpc.empty() && !iequals(grpc, "identity") &&
+        std::string_view((*ex.request)[http::field::content_type]).starts_with("application/grpc");
+    if (coding == redaction::content_coding::unsupported || grpc_coded)
+      return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding)"
+                                       : "a request body in a content coding DLP cannot read");
+    if (coding != redaction::content_coding::identity) inflate_.emplace(coding);
+    return verdict::next();
+  }
+
+  verdict unreadable(exchange& ex, std::string_view what) {
+    const dlp_action action = outside_whole_body(rule_->config->action);
+    ex.record.dlp.push_back({kUnreadableCoding, "body", action_name(action)});
+    if (action != dlp_action::block) return verdict::next();
+    return verdict::violation(core::errc::dlp_blocked,
+                              core::str_cat("dlp: ", kUnreadableCoding, " (", what, ")"));
+  }
+
+  // Inflated output is read kInflateStep bytes at a time after the carry; no more than
+  // kMaxInflated bytes in all (a small body must not make the worker inflate gigabytes).
+  static constexpr std::size_t kInflateStep = 64 * 1024;
+  static constexpr std::uint64_t kMaxInflated = 64ull << 20;
+
+  verdict read_coded(exchange& ex, std::string_view piece) {
+    const dlp_action action = outside_whole_body(rule_->config->action);
+    for (;;) {
+      std::string out;
+      const auto st = inflate_->decode(piece, out, kInflateStep);
+      findings found;
+      if (!out.empty()) {
+        window_.append(out);
+        rule_->scan->scan(window_, scanner::kind::body, "body", found);
+        keep_tail(window_);
+      }
+      if (auto v = act(ex, found, action); !v.passes()) return v;
+      if (st == redaction::decoder::status::error)
+        return unreadable(ex, "a request body whose content coding does not decode");
+      if (inflate_->total_out() > kMaxInflated)
+        return unreadable(ex, "a request body that inflates past 64 MiB");
+      if (st == redaction::decoder::status::output_full) continue;
+      if (st == redaction::decoder::status::done && !piece.empty()) {
+        // Bytes after the end of the coded stream: the origin may read them as they are.
+        window_.append(piece);
+        rule_->scan->scan(window_, scanner::kind::body, "body", found);
+        keep_tail(window_);
+        if (auto v = act(ex, found, action); !v.passes()) return v;
+      }
+      break;
+    }
+    return verdict::next();
+  }
+
+  // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1), high entropy by design: it is
+  // spared the high-entropy class only on a WebSocket upgrade the rule allows, and only when it
+  // is what the RFC says (the base64 of 16 bytes: 22 characters, the last carrying 2 bits, then
+  // "=="). Any other use of the field is read as a header is.
+  static bool websocket_nonce(const exchange& ex, std::string_view value) {
+    if (ex.upgrade != "websocket" || ex.rule == nullptr || ex.request->method() != http::verb::get)
+      return false;
+    const auto& allowed = ex.rule->upgrades;
+    if (std::find(allowed.begin(), allowed.end(), "websocket") == allowed.end()) return false;
+    if (value.size() != 24 || !value.ends_with("==")) return false;
+    const auto b64 = [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+             c == '+' || c == '/';
+    };
+    if (!std::all_of(value.begin(), value.begin() + 22, b64)) return false;
+    const char end = value[21];  // 128 bits in 22 characters: its low 4 bits are zero
+    return end == 'A' || end == 'Q' || end == 'g' || end == 'w';
+  }
+
   // The allowance for hosts a rule names exactly: the operator chose that name.
   bool named_exactly(const exchange& ex) const {
     if (ex.rule == nullptr || ex.rule->source == nullptr) return false;
@@ -236,6 +400,7 @@ class dlp_filter final : public filter {
                          [&](const finding& f) { return f.location == where; });
     };
     if (in("host")) ex.record.host = redacted_host(ex.target.host.text);
+    if (in("method")) ex.record.method = "[REDACTED:dlp]";
     if (!in("path")) return;
     std::string out;
     bool any = false;
@@ -307,8 +472,9 @@ class dlp_filter final : public filter {
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
   std::string window_;
-  std::string client_carry_, origin_carry_;  // WebSocket messages, each direction's tail
-  std::optional<response_scan> scan_;        // a text response read for prompt injection
+  std::string client_carry_, origin_carry_;    // WebSocket messages, each direction's tail
+  std::optional<response_scan> scan_;          // a text response read for prompt injection
+  std::optional<redaction::decoder> inflate_;  // a request body in gzip or deflate
 };
 
 }  // namespace

@@ -3,11 +3,12 @@
 //   - the host: on the policy's `blocklist` (host_blocklisted), or with data-like labels
 //     (hostname_exfiltration; net/data_like_host.hpp) unless a rule names it exactly; also for
 //     CONNECT;
-//   - the URL (host labels, path, query, each value and the values joined), header values and
-//     cookies, in on_request_head;
+//   - the method, the URL (host labels, path, query, each value and the values joined), header
+//     names (also upper-cased) and values and cookies, in on_request_head; request trailers
+//     likewise, in on_trailers;
 //   - the body: held whole up to the rule's max_body_bytes (a finding refuses it before any
-//     byte goes on), streamed above that, read in windows with a carry so that a secret split
-//     across pieces is still found.
+//     byte goes on), streamed above that: each piece read before it goes on, after a carry of
+//     the ones before it so that a secret split across pieces is still found.
 //   - with `responses` set, a text response: held up to max_body_bytes and judged for prompt
 //     injection (injection.hpp), then withheld behind a marker line, passed, or annotated.
 // Each finding goes into the record (class, location, action). Action block: 403 dlp_blocked

@@ -151,6 +151,25 @@ TEST(Placeholders, FoundInHeadersAndTargetButNotProxyAuthorization) {
   EXPECT_EQ(secrets[found[0]].name, "gh");
 }
 
+TEST(Placeholders, FoundInHeaderNamesAndTheMethod) {
+  auto snap = load(R"(
+  - name: r
+    hosts: [api.example.com]
+    ports: [80]
+)");
+  ASSERT_TRUE(snap);
+  const auto secrets = snap->secrets();
+  http::fields head;
+  EXPECT_TRUE(find_placeholders(secrets, head, "/x", "GET").empty());
+  EXPECT_EQ(find_placeholders(secrets, head, "/x", kPlaceholder).size(), 1u);
+  head.insert(kPlaceholder, "");
+  EXPECT_EQ(find_placeholders(secrets, head, "/x").size(), 1u);
+  head.clear();
+  // Even as Proxy-Authorization's value is skipped, no name is.
+  head.insert(std::string("X-") + kPlaceholder, "1");
+  EXPECT_EQ(find_placeholders(secrets, head, "/x").size(), 1u);
+}
+
 TEST(Placeholders, SwappedEverywhereTheyOccur) {
   auto snap = load(R"(
   - name: r

@@ -1,4 +1,5 @@
 #include "filters/dlp/dlp_filter.hpp"
+#include "deflate_text.hpp"
 #include "filters/chain.hpp"
 #include "filters/pipeline.hpp"
 #include "filters/rate_limit/registry.hpp"
@@ -142,6 +143,306 @@ TEST_F(dlp_test, BodiesWholeAndStreamed) {
         c.request_body(R"({"title":"standup","id":"550e8400-e29b-41d4-a716-446655440000"})", true)
             .passes());
     EXPECT_TRUE(ex.record.dlp.empty());
+  }
+}
+
+TEST_F(dlp_test, StreamedPiecesAreReadBeforeTheyGoOn) {
+  load(kPolicy);
+  {
+    // A key in the first piece of a chunked body is refused before that piece is sent, not
+    // when a window fills or the body ends (a client that stalls got each piece out unread).
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    ASSERT_EQ(c.request_body_use(), body_use::observe);
+    EXPECT_TRUE(c.request_body("aws_access_key_id=AKIAIOSFODNN7EXAMPLE\n", false).refused());
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+  }
+  {
+    // A Content-Length above max_body_bytes streams too; a long clean body goes through piece
+    // by piece, and a key split across two pieces far into it is still found.
+    auto& ex = request(http::verb::post, "evil.example.com", "/");
+    ex.has_body = true;
+    ex.content_length = 4u << 20;
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes());
+    ASSERT_EQ(c.request_body_use(), body_use::observe);
+    const std::string clean(16 * 1024, 'a');
+    std::string text;
+    for (int i = 0; i < 64; ++i) {
+      text = clean;
+      for (std::size_t j = 0; j < text.size(); j += 64)
+        text[j] = ' ';
+      ASSERT_TRUE(c.request_body(text, false).passes()) << i;
+    }
+    EXPECT_TRUE(c.request_body(std::string(100, ' ') + "AKIAIOSFOD", false).passes());
+    EXPECT_TRUE(c.request_body("NN7EXAMPLE " + std::string(100, ' '), false).refused());
+  }
+}
+
+TEST_F(dlp_test, HeaderNamesAndTheMethodAreRead) {
+  load(kPolicy);
+  {
+    auto& ex = request(http::verb::get, "evil.example.com", "/");
+    req_.insert(kAws, "1");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].location, "header-name");
+  }
+  for (const char* name : {"X-AKIAIOSFODNN7EXAMPLE-Id", "x-akiaiosfodnn7example"}) {
+    auto& ex = request(http::verb::get, "evil.example.com", "/");
+    req_.insert(name, "");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused()) << name;
+  }
+  {
+    // A method is any token (RFC 9110 section 9.1): the key must not reach the origin, nor
+    // the audit record as the method.
+    auto& ex = request(http::verb::get, "evil.example.com", "/x");
+    req_.method_string(kAws);
+    ex.record.method = kAws;
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].location, "method");
+    EXPECT_EQ(ex.record.method.find(kAws), std::string::npos) << ex.record.method;
+    EXPECT_EQ(ex.record.detail.find(kAws), std::string::npos);
+  }
+  {
+    // Ordinary names and methods find nothing.
+    auto& ex = request(http::verb::patch, "evil.example.com", "/");
+    req_.set(http::field::content_type, "application/json");
+    req_.set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD");
+    req_.set("X-GitHub-Api-Version", "2022-11-28");
+    req_.set("Sec-Ch-Ua-Platform", "\"Linux\"");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes()) << ex.record.detail;
+    EXPECT_TRUE(ex.record.dlp.empty());
+  }
+}
+
+TEST_F(dlp_test, RequestTrailersAreRead) {
+  load(kPolicy);
+  auto& ex = request(http::verb::post, "evil.example.com", "/");
+  ex.has_body = true;
+  chain c(pipeline_->factories(), ex);
+  ASSERT_TRUE(c.request_head().passes());
+  ASSERT_TRUE(c.request_body("{}", true).passes());
+  http::fields clean;
+  clean.set("grpc-status", "0");
+  EXPECT_TRUE(c.trailers(clean, false).passes());
+  // Response trailers are the redaction filter's.
+  http::fields response;
+  response.set("x-checksum", kAws);
+  EXPECT_TRUE(c.trailers(response, true).passes());
+  c.end();
+  // HTTP/2 sends names in lower case: read upper-cased too.
+  for (const std::string name :
+       {"x-checksum", "x-AKIAIOSFODNN7EXAMPLE", "x-akiaiosfodnn7example"}) {
+    const bool in_name = name != "x-checksum";
+    http::fields bad;
+    bad.set(name, in_name ? "1" : kAws);
+    auto& ex2 = request(http::verb::post, "evil.example.com", "/");
+    ex2.has_body = true;
+    chain c2(pipeline_->factories(), ex2);
+    ASSERT_TRUE(c2.request_head().passes());
+    EXPECT_TRUE(c2.trailers(bad, false).refused()) << in_name;
+    EXPECT_EQ(ex2.record.reason, core::errc::dlp_blocked);
+    ASSERT_EQ(ex2.record.dlp.size(), 1u);
+    EXPECT_EQ(ex2.record.dlp[0].location, "trailer");
+  }
+}
+
+TEST_F(dlp_test, WebSocketKeyIsExemptOnlyOnAnAllowedUpgrade) {
+  load(R"(
+listen: {proxy: 127.0.0.1:0, admin: ''}
+dlp: {action: block, entropy: true}
+agents:
+  default: {rules: [ws, plain]}
+rules:
+  - name: ws
+    hosts: [ws.example.com]
+    ports: [80]
+    upgrades: [websocket]
+  - name: plain
+    hosts: [plain.example.com]
+    ports: [80]
+)");
+  constexpr const char* kNonce = "dGhlIHNhbXBsZSBub25jZQ==";  // RFC 6455 section 1.3
+  struct attempt {
+    const char* host;
+    bool upgrade;
+    std::string key;
+    bool passes;
+  };
+  const attempt attempts[] = {
+      {"ws.example.com", true, kNonce, true},
+      {"ws.example.com", true, "x3JJHMbDL1EzLkh9GBhXDw==", true},
+      // Not the base64 of 16 bytes: read as any header value is.
+      {"ws.example.com", true, kAws, false},
+      // The shape of a nonce, spelling a key.
+      {"ws.example.com", true, std::string(kAws) + "/A==", false},
+      {"ws.example.com", true, "QUtJQUlPU0ZPRE5ON0VYQU1QTEU=", false},
+      // No upgrade, or one the rule does not allow.
+      {"ws.example.com", false, kAws, false},
+      {"plain.example.com", true, kAws, false},
+  };
+  for (const auto& a : attempts) {
+    auto& ex = request(http::verb::get, a.host, "/chat");
+    if (a.upgrade) ex.upgrade = "websocket";
+    req_.set(http::field::sec_websocket_key, a.key);
+    chain c(pipeline_->factories(), ex);
+    EXPECT_EQ(c.request_head().passes(), a.passes) << a.host << " " << a.key;
+  }
+}
+
+TEST_F(dlp_test, AKeyInHostLabelsWhateverTheCaseOrTheCuts) {
+  load(R"(
+listen: {proxy: 127.0.0.1:0, admin: ''}
+dlp: {action: block, entropy: true}
+agents:
+  default: {rules: [any]}
+rules:
+  - name: any
+    host_regex: ['.*']
+    ports: [80]
+)");
+  // Lower-cased on the way in, glued to a hyphen, cut over labels or at a hyphen.
+  for (const char* host : {"akiaqz4r7wjx2mnb5kte.wild.test", "x-akiaqz4r7wjx2mnb5kte.wild.test",
+                           "akiaqz4r7w.jx2mnb5kte.wild.test", "akiaqz4r7w-jx2mnb5kte.wild.test",
+                           "akia.qz4r7wjx.2mnb5kte.x.wild.test"}) {
+    auto& ex = request(http::verb::get, host, "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused()) << host;
+    EXPECT_TRUE(ex.record.reason == core::errc::dlp_blocked ||
+                ex.record.reason == core::errc::hostname_exfiltration)
+        << host << ": " << ex.record.detail;
+    EXPECT_EQ(ex.record.host, "[REDACTED:dlp].wild.test");
+  }
+  // Names agents reach every day pass.
+  for (const char* host : {"api.github.com",
+                           "objects.githubusercontent.com",
+                           "raw.githubusercontent.com",
+                           "s3.us-west-2.amazonaws.com",
+                           "my-bucket-2024.s3.eu-central-1.amazonaws.com",
+                           "ec2-54-123-45-67.compute-1.amazonaws.com",
+                           "sts.ap-southeast-2.amazonaws.com",
+                           "d111111abcdef8.cloudfront.net",
+                           "e1234.dscb.akamaiedge.net",
+                           "pypi.org",
+                           "files.pythonhosted.org",
+                           "registry-1.docker.io",
+                           "production.cloudflare.docker.com",
+                           "storage.googleapis.com",
+                           "us-central1-aiplatform.googleapis.com",
+                           "login.microsoftonline.com",
+                           "myaccount.blob.core.windows.net",
+                           "api.openai.com",
+                           "api.anthropic.com",
+                           "cdn.jsdelivr.net",
+                           "deb.debian.org",
+                           "dl-cdn.alpinelinux.org",
+                           "proxy.golang.org",
+                           "index.crates.io",
+                           "repo1.maven.org",
+                           "api.nuget.org",
+                           "de01-prod-web-7.example.com",
+                           "gb82-west-12-3456.example.com",
+                           "xn--bcher-kva.example",
+                           "ip-10-0-12-34.eu-west-1.compute.internal",
+                           "node-20-12-2-linux-x64.example.org",
+                           "sentry.io",
+                           "o123456.ingest.sentry.io",
+                           "hooks.slack.com",
+                           "api.stripe.com"}) {
+    auto& ex = request(http::verb::get, host, "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().passes()) << host << ": " << ex.record.detail;
+  }
+}
+
+TEST_F(dlp_test, CodedRequestBodiesAreReadDecodedOrRefused) {
+  load(kPolicy);
+  const std::string body = std::string("{\"k\":\"") + kAws + "\"}";
+  const auto post = [&](std::string_view host, std::string_view coding, std::size_t length,
+                        std::string_view type = "application/json") -> exchange& {
+    auto& ex = request(http::verb::post, host, "/");
+    ex.has_body = true;
+    if (length) ex.content_length = length;
+    if (!coding.empty()) req_.set(http::field::content_encoding, coding);
+    req_.set(http::field::content_type, type);
+    return ex;
+  };
+  struct coded {
+    const char* coding;
+    int bits;
+  };
+  for (const coded c : {coded{"gzip", 15 + 16}, coded{"deflate", 15}, coded{"deflate", -15},
+                        coded{"x-gzip", 15 + 16}}) {
+    const std::string z = test::deflate_text(body, c.bits);
+    {
+      auto& ex = post("evil.example.com", c.coding, z.size());  // held whole
+      chain ch(pipeline_->factories(), ex);
+      ASSERT_TRUE(ch.request_head().passes());
+      EXPECT_TRUE(ch.request_body(z, true).refused()) << c.coding;
+      EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    }
+    {
+      auto& ex = post("evil.example.com", c.coding, 0);  // streamed, a byte at a time
+      chain ch(pipeline_->factories(), ex);
+      ASSERT_TRUE(ch.request_head().passes());
+      bool refused = false;
+      for (std::size_t i = 0; i < z.size() && !refused; ++i)
+        refused = ch.request_body(z.substr(i, 1), i + 1 == z.size()).refused();
+      EXPECT_TRUE(refused) << c.coding;
+    }
+  }
+  {
+    // A clean coded body passes.
+    auto& ex = post("evil.example.com", "gzip", 0);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(test::deflate_text(R"({"title":"standup"})"), true).passes());
+    EXPECT_TRUE(ex.record.dlp.empty());
+  }
+  // Codings DLP cannot read, stacked ones, and corrupt data: refused under block.
+  for (const char* coding : {"br", "zstd", "gzip, gzip", "compress"}) {
+    auto& ex = post("evil.example.com", coding, 10);
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().refused()) << coding;
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].cls, "unreadable-coding");
+  }
+  {
+    auto& ex = post("evil.example.com", "gzip", 0);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(body, true).refused());
+    EXPECT_EQ(ex.record.dlp.at(0).cls, "unreadable-coding");
+  }
+  {
+    // report records it and lets it through.
+    auto& ex = post("report.example.com", "br", 10);
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().passes());
+    ASSERT_EQ(ex.record.dlp.size(), 1u);
+    EXPECT_EQ(ex.record.dlp[0].action, "report");
+  }
+  {
+    // gRPC messages compressed with a grpc-encoding: refused; identity passes.
+    auto& ex = post("evil.example.com", "", 0, "application/grpc");
+    req_.set("grpc-encoding", "gzip");
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().refused());
+  }
+  {
+    auto& ex2 = post("evil.example.com", "", 0, "application/grpc+proto");
+    req_.set("grpc-encoding", "identity");
+    chain ch2(pipeline_->factories(), ex2);
+    EXPECT_TRUE(ch2.request_head().passes());
   }
 }
 

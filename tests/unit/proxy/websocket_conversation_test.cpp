@@ -131,5 +131,25 @@ TEST(WebsocketConversation, CloseFramesPassAndAreSummarised) {
   EXPECT_EQ(f.ex.record.websocket->closed_by, "client");
 }
 
+TEST(WebsocketConversation, ACloseReasonIsCheckedAsATextMessage) {
+  for (const auto from : {message_from::client, message_from::origin}) {
+    fixture f;
+    websocket_conversation conv(*f.c, 1024, false);
+    websocket_conversation::output out;
+    const bool client = from == message_from::client;
+    conv.on_bytes(
+        from,
+        ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "a forbidden word"), client),
+        out);
+    EXPECT_TRUE(conv.ended());
+    const auto other = frames(out.to_other, client ? ws::sender::client : ws::sender::server);
+    ASSERT_EQ(other.size(), 1u);
+    EXPECT_EQ(other[0].code, 1008);
+    EXPECT_EQ(other[0].reason.find("forbidden"), std::string::npos);
+    EXPECT_EQ(f.ex.record.reason, core::errc::placeholder_refused);
+    EXPECT_EQ(f.ex.record.websocket->refused_from, client ? "client" : "origin");
+  }
+}
+
 }  // namespace
 }  // namespace airlock::proxy
