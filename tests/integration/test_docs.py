@@ -107,8 +107,10 @@ def github_anchor(heading):
 
 
 def anchors(path):
+    """Headings' anchors as GitHub makes them, and explicit <a id="..."> ones."""
     text = FENCE.sub("", read(path))
-    return {github_anchor(h) for h in re.findall(r"^#+ (.*)$", text, re.M)}
+    return ({github_anchor(h) for h in re.findall(r"^#+ (.*)$", text, re.M)} |
+            set(re.findall(r'<a id="([^"]+)"></a>', text)))
 
 
 class PolicyExamplesTest(unittest.TestCase):

@@ -89,11 +89,15 @@ class LauncherVerboseTest(unittest.TestCase):
         capabilities.require(self, "userns")
         with tempfile.TemporaryDirectory(prefix="airlock-itest-verbose-") as tmp:
             os.chmod(tmp, 0o755)
-            key = os.path.join(tmp, "svc.key")
+            # The proxy's files in a folder of their own: --policy hides it from the jail whole.
+            proxy_dir, work = os.path.join(tmp, "proxy"), os.path.join(tmp, "work")
+            os.mkdir(proxy_dir)
+            os.mkdir(work)
+            key = os.path.join(proxy_dir, "svc.key")
             with open(key, "w") as f:
                 f.write(FILE_KEY + "\n")
             os.chmod(key, 0o600)
-            policy = os.path.join(tmp, "policy.yaml")
+            policy = os.path.join(proxy_dir, "policy.yaml")
             with open(policy, "w") as f:
                 f.write("secrets:\n"
                         "  tok: {env: AIRLOCK_ITEST_VERBOSE_TOK, placeholder: '%s',"
@@ -104,7 +108,7 @@ class LauncherVerboseTest(unittest.TestCase):
                                                TMPDIR=tmp))
             r = subprocess.run([env.airlock_bin(), "run", "--verbose", "--policy", policy,
                                 "--", "sh", "-c", "printenv AIRLOCK_ITEST_VERBOSE_TOK"],
-                               capture_output=True, timeout=env.t(60), cwd=tmp, env=child_env)
+                               capture_output=True, timeout=env.t(60), cwd=work, env=child_env)
         out = r.stdout + r.stderr
         self.assertEqual(r.returncode, 0, out.decode(errors="replace")[-3000:])
         self.assertEqual(r.stdout.decode().strip(), PLACEHOLDER)  # what the command got
