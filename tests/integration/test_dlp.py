@@ -190,6 +190,27 @@ class DlpTest(ProxyTestCase):
         [got] = self.origin.completed(m)
         self.assertEqual(got["body_length"], len(body))
 
+    def test_bodies_in_utf16_and_quoted_printable_are_read(self):
+        # As the origin reads them: text in UTF-16 or UTF-32 (labelled or sniffed), a MIME part
+        # in quoted-printable; a charset the scanner cannot read at all is refused whole.
+        text = "aws key: %s\n" % AWS
+        for ctype, body in (("application/json; charset=utf-16", text.encode("utf-16")),
+                            ("text/plain", text.encode("utf-16-be")),
+                            ("text/plain; charset=utf-32", text.encode("utf-32"))):
+            with self.subTest(ctype=ctype):
+                self.blocked("", "aws-access-key", "body", method="POST", body=body,
+                             headers=[("Content-Type", ctype)], secret=AWS)
+        qp = "".join("=%02X" % ord(c) for c in AWS)
+        part = ("--b\r\nContent-Disposition: form-data; name=\"f\"\r\n"
+                "Content-Transfer-Encoding: quoted-printable\r\n\r\n%s\r\n--b--\r\n" % qp)
+        self.blocked("", "aws-access-key", "body", method="POST", body=part.encode(),
+                     headers=[("Content-Type", "multipart/form-data; boundary=b")])
+        self.blocked("", "unreadable-coding", "body", method="POST", body=text.encode("cp500"),
+                     headers=[("Content-Type", "text/plain; charset=cp500")])
+        # The same text in UTF-8 with a quoted-printable-looking '=' passes.
+        self.passes("", method="POST", body=b"a=1&b=2&total=42",
+                    headers=[("Content-Type", "application/x-www-form-urlencoded")])
+
     def test_header_names_and_the_method(self):
         self.blocked("", "aws-access-key", "header-name", headers=[(AWS, "1")], secret=AWS)
         self.blocked("", "aws-access-key", "header-name", headers=[("x-" + AWS, "")])

@@ -2,6 +2,7 @@
 
 #include "core/utf8.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -132,6 +133,42 @@ std::string percent_decode(std::string_view s, bool plus_space) {
     }
     out.push_back(plus_space && c == '+' ? ' ' : c);
   }
+  return out;
+}
+
+std::optional<std::string> quoted_printable_decode(std::string_view s) {
+  // The length of the escape at s[at] ('='): a soft line break or "=HH", else 0.
+  auto escape = [&](std::size_t at) -> std::size_t {
+    const std::string_view rest = s.substr(at + 1);
+    if (rest.starts_with('\n')) return 2;
+    if (rest.starts_with("\r\n")) return 3;
+    return rest.size() >= 2 && hex_value(rest[0]) >= 0 && hex_value(rest[1]) >= 0 ? 3 : 0;
+  };
+  // Most text has no escape: found without copying it (bulk appends between '=' after that).
+  std::size_t at = s.find('=');
+  while (at != std::string_view::npos && escape(at) == 0)
+    at = s.find('=', at + 1);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string out(s.substr(0, at));
+  while (at != std::string_view::npos) {
+    const std::size_t n = escape(at);
+    if (n == 3 && s[at + 1] != '\r')
+      out.push_back(static_cast<char>(hex_value(s[at + 1]) * 16 + hex_value(s[at + 2])));
+    if (n == 0) out.push_back('=');
+    const std::size_t from = at + std::max<std::size_t>(n, 1);
+    at = s.find('=', from);
+    out.append(s.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+  }
+  return out;
+}
+
+std::optional<std::string> without_nuls(std::string_view s) {
+  const auto nuls = static_cast<std::size_t>(std::count(s.begin(), s.end(), '\0'));
+  if (nuls == 0 || nuls * 8 < s.size()) return std::nullopt;
+  std::string out;
+  out.reserve(s.size() - nuls);
+  for (char c : s)
+    if (c != '\0') out.push_back(c);
   return out;
 }
 

@@ -21,6 +21,15 @@ int hex_value(char c) noexcept;
 // digits is kept.
 std::string percent_decode(std::string_view s, bool plus_space);
 
+// Quoted-printable (RFC 2045 section 6.7, a MIME part's Content-Transfer-Encoding): "=HH" is a
+// byte, '=' at the end of a line a soft line break. Nullopt unless there was one of either.
+std::optional<std::string> quoted_printable_decode(std::string_view s);
+
+// The text without its NUL bytes, when they are an eighth of it or more: UTF-16 or UTF-32 text
+// (a body that says so, or one a server sniffs as such), in which every ASCII character has
+// one or three NUL bytes beside it, read as the ASCII it spells. Nullopt otherwise.
+std::optional<std::string> without_nuls(std::string_view s);
+
 // Base64 (RFC 4648 section 4) or base64url (section 5), padding optional; nullopt on any other
 // byte or an impossible length.
 std::optional<std::string> base64_decode(std::string_view s);

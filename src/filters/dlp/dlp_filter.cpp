@@ -1,6 +1,7 @@
 #include "filters/dlp/dlp_filter.hpp"
 
 #include "core/str_cat.hpp"
+#include "filters/dlp/decode.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
@@ -306,11 +307,14 @@ class dlp_filter final : public filter {
   // blocks it.
   verdict read_coding(exchange& ex) {
     if (!ex.has_body || ex.connect) return verdict::next();
-    std::string codings;
-    const auto [first, end] = ex.request->equal_range(http::field::content_encoding);
-    for (auto f = first; f != end; ++f)
-      codings += core::str_cat(codings.empty() ? "" : ",", std::string_view(f->value()));
-    const auto coding = redaction::parse_content_encoding(codings);
+    const auto coding = redaction::parse_content_encoding(*ex.request);  // every line
+    // A charset the scanner cannot read (UTF-16 and UTF-32 it reads without their NUL bytes,
+    // EBCDIC, UTF-7 and the escape-based ones not), or two Content-Type lines.
+    const auto type = redaction::sole_content_type(*ex.request);
+    if (!type) return unreadable(ex, "several Content-Type fields");
+    if (redaction::classify_content_type(*type).kind == redaction::body_kind::unsupported &&
+        !redaction::utf16_or_32_charset(*type))
+      return unreadable(ex, "a text charset DLP cannot read");
     const auto grpc = (*ex.request)["grpc-encoding"];
     const bool grpc_coded =
         !grpc.empty() && !iequals(grpc, "identity") &&
@@ -374,13 +378,9 @@ class dlp_filter final : public filter {
     const auto& allowed = ex.rule->upgrades;
     if (std::find(allowed.begin(), allowed.end(), "websocket") == allowed.end()) return false;
     if (value.size() != 24 || !value.ends_with("==")) return false;
-    const auto b64 = [](char c) {
-      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-             c == '+' || c == '/';
-    };
-    if (!std::all_of(value.begin(), value.begin() + 22, b64)) return false;
+    const auto nonce = base64_decode(value);
     const char end = value[21];  // 128 bits in 22 characters: its low 4 bits are zero
-    return end == 'A' || end == 'Q' || end == 'g' || end == 'w';
+    return nonce && nonce->size() == 16 && (end == 'A' || end == 'Q' || end == 'g' || end == 'w');
   }
 
   // The allowance for hosts a rule names exactly: the operator chose that name.

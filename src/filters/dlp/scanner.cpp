@@ -144,6 +144,11 @@ void scanner::scan(std::string_view text, kind how, std::string_view location, f
     read(unescaped, 0, r);
     return false;  // read both
   });
+  // Text in UTF-16 or UTF-32, and a MIME part in quoted-printable (a multipart body), as the
+  // receiving end reads them.
+  if (auto narrow = without_nuls(text)) read(*narrow, 0, r);
+  if (text.find('=') != std::string_view::npos)
+    if (auto qp = quoted_printable_decode(text)) read(*qp, 0, r);
   // Nothing to decode: no '%', and no '+' where a query spells a space so.
   if (text.find('%') == std::string_view::npos &&
       (how != kind::url || text.find('+') == std::string_view::npos))

@@ -97,6 +97,14 @@ body_class classify_content_type(std::string_view content_type) noexcept {
   return {body_kind::binary, framing::none};
 }
 
+bool utf16_or_32_charset(std::string_view content_type) noexcept {
+  const auto semi = content_type.find(';');
+  if (semi == std::string_view::npos) return false;
+  const std::string_view charset = charset_of(content_type.substr(semi + 1));
+  return istarts_with(charset, "utf-16") || istarts_with(charset, "utf-32") ||
+         istarts_with(charset, "utf16") || istarts_with(charset, "utf32");
+}
+
 bool sniffs_as_utf16_or_32(std::string_view start) noexcept {
   start = start.substr(0, kSniffBytes);
   return start.starts_with("\xFE\xFF") || start.starts_with("\xFF\xFE") ||

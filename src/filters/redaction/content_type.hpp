@@ -40,6 +40,9 @@ body_class classify_content_type(std::string_view content_type) noexcept;
 inline constexpr std::size_t kSniffBytes = 1024;
 bool sniffs_as_utf16_or_32(std::string_view start) noexcept;
 
+// Whether a Content-Type names UTF-16 or UTF-32 (any byte order) as its charset.
+bool utf16_or_32_charset(std::string_view content_type) noexcept;
+
 // The head's Content-Type value (empty when absent), or nullopt when it has several field lines:
 // the field is a singleton (RFC 9110 section 8.3) and clients differ in which line they take.
 std::optional<std::string_view> sole_content_type(const boost::beast::http::fields& head);

@@ -178,6 +178,34 @@ TEST(DlpEvasion, StrayUtf8LeadByteDoesNotSwallowTheNextBytes) {
             "A");
 }
 
+TEST(DlpEvasion, Utf16AndQuotedPrintableBodies) {
+  // A body in UTF-16 (either byte order, a BOM or none) or UTF-32 spells the key with NULs.
+  std::string le = "\xFF\xFE", be, utf32;
+  for (char c : std::string("key: ") + std::string(kAws)) {
+    le += std::string{c, '\0'};
+    be += std::string{'\0', c};
+    utf32 += std::string{c, '\0', '\0', '\0'};
+  }
+  for (const std::string& wide : {le, be, utf32})
+    EXPECT_TRUE(finds(wide, "aws-access-key"));
+  // A MIME part in quoted-printable (RFC 2045 section 6.7): every byte as "=HH", or soft line
+  // breaks inside the key.
+  std::string qp;
+  for (unsigned char c : kAws)
+    qp += "=" + std::string{"0123456789ABCDEF"[c >> 4], "0123456789ABCDEF"[c & 15]};
+  const std::string part =
+      "--b\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n";
+  EXPECT_TRUE(finds(part + qp + "\r\n--b--\r\n", "aws-access-key"));
+  EXPECT_TRUE(finds(part + "AKIAIOSF=\r\nODNN7EXAMPLE\r\n--b--\r\n", "aws-access-key"));
+  EXPECT_EQ(quoted_printable_decode("a=3Db=\nc=zz").value(), "a=bc=zz");
+  EXPECT_FALSE(quoted_printable_decode("a=b, x=\"y\"").has_value());
+  // A few NULs in binary are no UTF-16.
+  EXPECT_FALSE(without_nuls(std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDRabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789",
+                                        51))
+                   .has_value());
+}
+
 TEST(DlpEvasion, WholeHexDumps) {
   // `xxd ~/.aws/credentials` and `hexdump -C`: 16 bytes a line, the key id (bytes 49..69) cut
   // in both the hex and the text column.
