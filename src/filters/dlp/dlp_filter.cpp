@@ -1,6 +1,8 @@
 #include "filters/dlp/dlp_filter.hpp"
 
 #include "core/str_cat.hpp"
+#include "filters/dlp/carry.hpp"
+#include "filters/dlp/coded_body.hpp"
 #include "filters/dlp/decode.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
@@ -26,10 +28,6 @@ using policy::model::dlp_action;
 using policy::model::dlp_config;
 using policy::model::response_action;
 namespace http = boost::beast::http;
-
-// A streamed body's pieces (and WebSocket messages) are each read after the last kCarry bytes
-// of the ones before, so that a secret split between pieces (up to kCarry long) is seen whole.
-constexpr std::size_t kCarry = 8 * 1024;
 
 std::string_view action_name(dlp_action a) {
   switch (a) {
@@ -175,7 +173,11 @@ class dlp_filter final : public filter {
   verdict on_request_body(exchange& ex, std::string_view piece, bool) override {
     findings found;
     const dlp_action action = rule_->config->action;
-    if (inflate_) return read_coded(ex, piece);
+    if (coded_) {  // coded_body.hpp: inflated and as sent
+      const auto gave_up = coded_->read(piece, found);
+      if (auto v = act(ex, found, outside_whole_body(action)); !v.passes()) return v;
+      return gave_up ? unreadable(ex, *gave_up) : verdict::next();
+    }
     if (request_body_use(ex) == body_use::whole) {
       rule_->scan->scan(piece, scanner::kind::body, "body", found);
       if (action == dlp_action::redact && !found.empty()) return redact_body(ex, piece, found);
@@ -322,50 +324,20 @@ class dlp_filter final : public filter {
     if (coding == redaction::content_coding::unsupported || grpc_coded)
       return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding)"
                                        : "a request body in a content coding DLP cannot read");
-    if (coding != redaction::content_coding::identity) inflate_.emplace(coding);
+    if (coding != redaction::content_coding::identity) coded_.emplace(*rule_->scan, coding);
     return verdict::next();
   }
 
   verdict unreadable(exchange& ex, std::string_view what) {
     const dlp_action action = outside_whole_body(rule_->config->action);
-    ex.record.dlp.push_back({kUnreadableCoding, "body", action_name(action)});
+    const auto& dlp = ex.record.dlp;
+    if (std::none_of(dlp.begin(), dlp.end(), [](const auto& r) {
+          return r.cls == kUnreadableCoding && r.location == "body";
+        }))
+      ex.record.dlp.push_back({kUnreadableCoding, "body", action_name(action)});
     if (action != dlp_action::block) return verdict::next();
     return verdict::violation(core::errc::dlp_blocked,
                               core::str_cat("dlp: ", kUnreadableCoding, " (", what, ")"));
-  }
-
-  // Inflated output is read kInflateStep bytes at a time after the carry; no more than
-  // kMaxInflated bytes in all (a small body must not make the worker inflate gigabytes).
-  static constexpr std::size_t kInflateStep = 64 * 1024;
-  static constexpr std::uint64_t kMaxInflated = 64ull << 20;
-
-  verdict read_coded(exchange& ex, std::string_view piece) {
-    const dlp_action action = outside_whole_body(rule_->config->action);
-    for (;;) {
-      std::string out;
-      const auto st = inflate_->decode(piece, out, kInflateStep);
-      findings found;
-      if (!out.empty()) {
-        window_.append(out);
-        rule_->scan->scan(window_, scanner::kind::body, "body", found);
-        keep_tail(window_);
-      }
-      if (auto v = act(ex, found, action); !v.passes()) return v;
-      if (st == redaction::decoder::status::error)
-        return unreadable(ex, "a request body whose content coding does not decode");
-      if (inflate_->total_out() > kMaxInflated)
-        return unreadable(ex, "a request body that inflates past 64 MiB");
-      if (st == redaction::decoder::status::output_full) continue;
-      if (st == redaction::decoder::status::done && !piece.empty()) {
-        // Bytes after the end of the coded stream: the origin may read them as they are.
-        window_.append(piece);
-        rule_->scan->scan(window_, scanner::kind::body, "body", found);
-        keep_tail(window_);
-        if (auto v = act(ex, found, action); !v.passes()) return v;
-      }
-      break;
-    }
-    return verdict::next();
   }
 
   // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1), high entropy by design: it is
@@ -459,22 +431,12 @@ class dlp_filter final : public filter {
     return rule_ != nullptr && rule_->config->responses != response_action::off;
   }
 
-  // A message's tail (with what came before it) for the next one: its last kCarry bytes. The
-  // room a large message took is given back rather than held while the connection idles.
-  static void keep_tail(std::string& carry) {
-    if (carry.size() <= kCarry) return;
-    if (carry.capacity() > 4 * kCarry)
-      carry = carry.substr(carry.size() - kCarry);
-    else
-      carry.erase(0, carry.size() - kCarry);
-  }
-
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
   std::string window_;
-  std::string client_carry_, origin_carry_;    // WebSocket messages, each direction's tail
-  std::optional<response_scan> scan_;          // a text response read for prompt injection
-  std::optional<redaction::decoder> inflate_;  // a request body in gzip or deflate
+  std::string client_carry_, origin_carry_;  // WebSocket messages, each direction's tail
+  std::optional<response_scan> scan_;        // a text response read for prompt injection
+  std::optional<coded_body> coded_;          // a request body in gzip or deflate
 };
 
 }  // namespace

@@ -24,6 +24,7 @@ configure_file(${bip39_cpp}.tmp ${bip39_cpp} COPYONLY)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${AIRLOCK_BIP39_WORDLIST})
 list(APPEND AIRLOCK_FILTER_SOURCES
   ${bip39_cpp}
+  ${CMAKE_CURRENT_LIST_DIR}/coded_body.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/escapes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp

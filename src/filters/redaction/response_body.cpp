@@ -3,6 +3,8 @@
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 
+#include <cstdint>
+
 namespace airlock::filters::redaction {
 
 namespace {
@@ -82,7 +84,9 @@ void response_body::take_text(std::string_view text, std::string& out) {
   // Past the limit, as much again as the stream may hold back is read: a value the cut falls
   // into is then seen whole and redacted before the output is cut at max_bytes. Cut without
   // it, the value's first part would match nothing and go out as it is.
-  const std::uint64_t reading_limit = max_bytes_ + stream_.retention_bound();
+  const std::uint64_t hold_back = stream_.retention_bound();
+  const std::uint64_t reading_limit =
+      max_bytes_ > UINT64_MAX - hold_back ? UINT64_MAX : max_bytes_ + hold_back;
   if (decoded_ + text.size() >= reading_limit) {
     text = text.substr(0, static_cast<std::size_t>(reading_limit - decoded_));
     read_enough_ = true;
@@ -159,7 +163,10 @@ bool response_body::finish(std::string& out) {
     error_ = "compressed body ends early";
     return false;
   }
-  stream_.finish(redacted_);
+  // Read to the reading limit, the text did not end there: what the stream still holds may be
+  // the first part of a value the cut falls into, and is dropped. Whatever it released was
+  // read with its whole context, and covers at least max_bytes of the text.
+  if (!read_enough_) stream_.finish(redacted_);
   if (guard_) {
     if (!guarded(out)) return false;
   } else {

@@ -417,11 +417,44 @@ TEST_F(dlp_test, CodedRequestBodiesAreReadDecodedOrRefused) {
     EXPECT_EQ(ex.record.dlp[0].cls, "unreadable-coding");
   }
   {
+    // Labelled gzip but not: the key is read as sent (an origin that stores the bytes keeps
+    // them so), and the data that does not decode is refused too.
     auto& ex = post("evil.example.com", "gzip", 0);
     chain ch(pipeline_->factories(), ex);
     ASSERT_TRUE(ch.request_head().passes());
     EXPECT_TRUE(ch.request_body(body, true).refused());
+    EXPECT_EQ(ex.record.dlp.at(0).cls, "aws-access-key");
+  }
+  {
+    auto& ex = post("evil.example.com", "gzip", 0);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body("not gzip at all, nothing secret", true).refused());
     EXPECT_EQ(ex.record.dlp.at(0).cls, "unreadable-coding");
+  }
+  {
+    // What an inflater skips: the gzip header's file name (RFC 1952 section 2.3, FNAME), and
+    // bytes after the stream's end. An origin that stores the body keeps both.
+    std::string named = test::deflate_text("nothing here");
+    named[3] = 0x08;  // FLG.FNAME: a zero-terminated name follows the 10-byte header
+    named.insert(10, std::string(kAws) + std::string(1, '\0'));
+    for (const std::string& coded :
+         {named, test::deflate_text("clean") + " trailing " + std::string(kAws)}) {
+      auto& ex = post("evil.example.com", "gzip", 0);
+      chain ch(pipeline_->factories(), ex);
+      ASSERT_TRUE(ch.request_head().passes());
+      EXPECT_TRUE(ch.request_body(coded, true).refused());
+      EXPECT_EQ(ex.record.dlp.at(0).cls, "aws-access-key");
+    }
+  }
+  {
+    // Under report, a body that does not decode is recorded once, however many pieces follow.
+    auto& ex = post("report.example.com", "gzip", 0);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    for (int i = 0; i < 5; ++i)
+      EXPECT_TRUE(ch.request_body("still not gzip ", false).passes());
+    EXPECT_EQ(ex.record.dlp.size(), 1u);
   }
   {
     // report records it and lets it through.

@@ -258,6 +258,27 @@ TEST(ResponseBody, BinaryPassesUnchangedUnlessItCarriesASecret) {
   }
 }
 
+TEST(ResponseBody, ACutAfterShrinkingRedactionsReleasesNoPartOfAValue) {
+  // Redactions before the cut make the output shorter than the text, so what the stream held
+  // at the reading limit lands inside max_bytes of output: it must not be flushed.
+  constexpr std::uint64_t kMax = 60000;
+  const std::size_t hold = response_body(secret_engine(), plan_for("text/plain", ""), kMax, "")
+                               .redaction()
+                               .retention_bound();
+  std::string input;
+  while (input.size() < 56000)  // each redaction 14 bytes shorter: more than the hold-back
+    input += std::string(kSecret) + " ";
+  ASSERT_GT((input.size() / (kSecret.size() + 1)) * 14, hold);
+  input.resize(kMax + hold - 10, 'a');
+  input += " " + std::string(kSecret) + " and more text after it";
+  for (std::size_t piece : {512u, 65536u}) {
+    response_body body(secret_engine(), plan_for("text/plain", ""), kMax, "[cut]");
+    const std::string out = run(body, input, piece);
+    EXPECT_TRUE(out.ends_with("[cut]"));
+    EXPECT_EQ(out.find(kSecret.substr(0, 6)), std::string::npos) << piece;
+  }
+}
+
 TEST(ResponseBody, BinaryInGzipIsGuardedDecoded) {
   auto literals = engine::build({}, {{"api", std::string(kSecret)}});
   ASSERT_TRUE(literals.errors.empty());
