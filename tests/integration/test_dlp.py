@@ -200,6 +200,13 @@ class DlpTest(ProxyTestCase):
             with self.subTest(ctype=ctype):
                 self.blocked("", "aws-access-key", "body", method="POST", body=body,
                              headers=[("Content-Type", ctype)], secret=AWS)
+        # A gzip body's file name (RFC 1952 FNAME), which inflating skips and storing keeps.
+        named = bytearray(gzip.compress(b"nothing to see"))
+        named[3] = 0x08
+        named[10:10] = AWS.encode() + b"\0"
+        self.blocked("", "aws-access-key", "body", method="POST", body=bytes(named),
+                     headers=[("Content-Type", "application/octet-stream"),
+                              ("Content-Encoding", "gzip")], secret=AWS)
         qp = "".join("=%02X" % ord(c) for c in AWS)
         part = ("--b\r\nContent-Disposition: form-data; name=\"f\"\r\n"
                 "Content-Transfer-Encoding: quoted-printable\r\n\r\n%s\r\n--b--\r\n" % qp)

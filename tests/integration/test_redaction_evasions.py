@@ -145,11 +145,12 @@ class RedactionEvasionTest(SecretsCase):
                 self.assertIn("UTF-16", rec["detail"])
 
     def test_grpc_compression_is_refused(self):
-        m, path = self.serve(lambda req: req.send(
-            200, [("grpc-encoding", "gzip")], body=b"\x01\x00\x00\x00\x05zzzzz",
-            ctype="application/grpc"))
-        r = self.get(path)
-        self.assert_refused(r, m)
+        for lines in ([("grpc-encoding", "gzip")],
+                      [("grpc-encoding", "identity"), ("grpc-encoding", "gzip")]):
+            with self.subTest(lines=lines):
+                m, path = self.serve(lambda req, h=lines: req.send(
+                    200, h, body=b"\x01\x00\x00\x00\x05zzzzz", ctype="application/grpc"))
+                self.assert_refused(self.get(path), m)
         seen = [x for x in self.echo.requests if x["path"] == path]
         self.assertEqual([v for k, v in seen[0]["headers"] if k.lower() == "grpc-accept-encoding"],
                          ["identity"])
@@ -175,6 +176,7 @@ class RedactionEvasionTest(SecretsCase):
             req._h.send_response(200, "OK " + key)
             req._h.send_header("Content-Type", "text/plain; note=" + key)
             req._h.send_header("X-" + AWS_KEY, "1")
+            req._h.send_header("x-lower-" + AWS_KEY.lower(), "1")  # as an HTTP/2 origin sends it
             req._h.send_header("Content-Length", "2")
             req._h.end_headers()
             req.write_raw(b"ok")
@@ -184,6 +186,11 @@ class RedactionEvasionTest(SecretsCase):
         self.assertEqual(r.reason, "OK")
         self.assertEqual(r.header("Content-Type"), "text/plain; note=" + R_SECRET)
         self.assertFalse([k for k, _ in r.headers if AWS_KEY.lower() in k.lower()], r.headers)
+        # A bodiless answer's Content-Encoding is read too.
+        m, path = self.serve(lambda req: req.head(204, [("Content-Encoding", SECRET)]))
+        r = self.get(path)
+        self.assertEqual(r.status, 204, r)
+        self.assert_nothing_back(r)
         self.assert_nothing_back(r)
         self.assert_audit_clean(self.audit_for(m))
 

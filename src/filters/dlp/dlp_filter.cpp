@@ -1,5 +1,6 @@
 #include "filters/dlp/dlp_filter.hpp"
 
+#include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 #include "filters/dlp/carry.hpp"
 #include "filters/dlp/coded_body.hpp"
@@ -317,10 +318,8 @@ class dlp_filter final : public filter {
     if (redaction::classify_content_type(*type).kind == redaction::body_kind::unsupported &&
         !redaction::utf16_or_32_charset(*type))
       return unreadable(ex, "a text charset DLP cannot read");
-    const auto grpc = (*ex.request)["grpc-encoding"];
-    const bool grpc_coded =
-        !grpc.empty() && !iequals(grpc, "identity") &&
-        std::string_view((*ex.request)[http::field::content_type]).starts_with("application/grpc");
+    const bool grpc_coded = redaction::grpc_compressed(*ex.request) &&
+                            core::lower(type->substr(0, 16)) == "application/grpc";
     if (coding == redaction::content_coding::unsupported || grpc_coded)
       return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding)"
                                        : "a request body in a content coding DLP cannot read");

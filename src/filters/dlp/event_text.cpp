@@ -3,6 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -11,13 +12,27 @@
 namespace airlock::filters::dlp {
 namespace {
 
-// Text streams by JSON field path ("choices.0.delta.content"), in order of first appearance;
-// the data of events that are not JSON is the stream with the empty path.
+// Bounds on what an origin's event stream can make the reader hold besides its text: a path is
+// cut to kMaxPath bytes, and past kMaxStreams paths the rest share the last stream.
+constexpr std::size_t kMaxPath = 256;
+constexpr std::size_t kMaxStreams = 256;
+
+// Text streams by JSON field path ("choices[].delta.content": an array's elements share one),
+// in order of first appearance; the data of events that are not JSON is the stream with the
+// empty path.
 class streams {
  public:
-  void add(const std::string& path, std::string_view text) {
-    const auto [at, fresh] = index_.try_emplace(path, by_path_.size());
-    if (fresh) by_path_.emplace_back();
+  void add(std::string_view path, std::string_view text) {
+    path = path.substr(0, kMaxPath);
+    auto at = index_.find(path);
+    if (at == index_.end()) {
+      if (by_path_.size() == kMaxStreams) {
+        by_path_.back().append(text);
+        return;
+      }
+      at = index_.emplace(std::string(path), by_path_.size()).first;
+      by_path_.emplace_back();
+    }
     by_path_[at->second].append(text);
   }
 
@@ -28,17 +43,15 @@ class streams {
       add(path, v.get_string());
     } else if (v.is_object()) {
       for (const auto& [key, child] : v.get_object()) {
-        path.append(".").append(key);
+        path.append(".").append(key.substr(0, kMaxPath));
         walk(child, path);
         path.resize(keep);
       }
     } else if (v.is_array()) {
-      const auto& a = v.get_array();
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        path.append(".").append(std::to_string(i));
-        walk(a[i], path);
-        path.resize(keep);
-      }
+      path.append("[]");
+      for (const auto& element : v.get_array())
+        walk(element, path);
+      path.resize(keep);
     }
   }
 
@@ -58,7 +71,11 @@ class streams {
   std::vector<std::string> take() && { return std::move(by_path_); }
 
  private:
-  std::unordered_map<std::string, std::size_t> index_;  // path -> its stream in by_path_
+  // path -> its stream in by_path_ (transparent: looked up by string_view)
+  struct hash : std::hash<std::string_view> {
+    using is_transparent = void;
+  };
+  std::unordered_map<std::string, std::size_t, hash, std::equal_to<>> index_;
   std::vector<std::string> by_path_;
 };
 

@@ -3,8 +3,10 @@
 // events": an event ends at a blank line, and its "data:" lines, joined by line feeds, are its
 // data). A model API streams its answer a few words per event, as JSON deltas
 // ({"choices":[{"delta":{"content":" ignore"}}]}, {"delta":{"text":" all"}}), so a phrase is
-// never whole in the bytes: the reader joins, for each JSON field path, the strings it holds
-// across events, in order, and the data of events that are not JSON. Each such stream is read
+// never whole in the bytes: the reader joins, for each JSON field path (an array's elements
+// share one), the strings it holds across events, in order, and the data of events that are not
+// JSON. Paths are cut to 256 bytes and there are at most 256 streams (the rest share the last),
+// so what it holds beside the text is bounded whatever the origin sends. Each such stream is read
 // on its own (a phrase's context is its own stream's, not the text of another field).
 //
 // @par Thread Safety

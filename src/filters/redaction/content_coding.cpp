@@ -39,6 +39,14 @@ content_coding parse_content_encoding(const boost::beast::http::fields& head) {
   return parse_content_encoding(std::string_view(joined));
 }
 
+bool grpc_compressed(const boost::beast::http::fields& head) {
+  for (const auto& f : head)
+    if (iequals(f.name_string(), "grpc-encoding") &&
+        !iequals(core::trim_ows(f.value()), "identity"))
+      return true;
+  return false;
+}
+
 std::string_view to_string(content_coding c) noexcept {
   switch (c) {
     case content_coding::identity:

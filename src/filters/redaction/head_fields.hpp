@@ -8,9 +8,9 @@
 
 namespace airlock::filters::redaction {
 
-// Redacts every response header value in place but the framing and coding fields the proxy
-// itself relies on (Content-Length, Transfer-Encoding, Content-Encoding), all in one stream, and
-// removes a field whose name carries a value; hits are added to `hits`.
+// Redacts every response header value in place but the framing fields the proxy itself relies
+// on (Content-Length, Transfer-Encoding), all in one stream, and removes a field whose name
+// carries a value (as sent or upper-cased); hits are added to `hits`.
 void redact_head(const engine& e, boost::beast::http::fields& head, hit_counts& hits);
 
 // Under a redacting rule only codings the proxy can decode may come back: the client's

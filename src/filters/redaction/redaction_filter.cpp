@@ -122,9 +122,7 @@ class redaction_filter final : public filter {
   static std::optional<std::string> unreadable_head(const http::response_header<>& res) {
     if (res.result() == http::status::partial_content)
       return "origin sent part of a representation (206)";
-    const auto grpc = res["grpc-encoding"];
-    if (!grpc.empty() && !core::iequals(core::trim_ows(grpc), "identity"))
-      return "its gRPC messages are compressed (grpc-encoding)";
+    if (grpc_compressed(res)) return "its gRPC messages are compressed (grpc-encoding)";
     return std::nullopt;
   }
   verdict refuse(const exchange& ex, std::string_view why) const {
