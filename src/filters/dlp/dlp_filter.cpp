@@ -4,22 +4,18 @@
 #include "core/str_cat.hpp"
 #include "filters/dlp/carry.hpp"
 #include "filters/dlp/coded_body.hpp"
-#include "filters/dlp/decode.hpp"
+#include "filters/dlp/head_places.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/redaction/content_coding.hpp"
 #include "filters/redaction/content_type.hpp"
-#include "filters/redaction/decoder.hpp"
 #include "filters/redaction/head_fields.hpp"
-#include "filters/redaction/policy_redactors.hpp"
 #include "net/data_like_host.hpp"
 #include "policy/snapshot.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <deque>
-#include <map>
 #include <optional>
 
 namespace airlock::filters::dlp {
@@ -44,45 +40,6 @@ std::string_view action_name(dlp_action a) {
 // `redact` rewrites only a body held whole; a finding anywhere else is blocked (fail closed).
 dlp_action outside_whole_body(dlp_action a) {
   return a == dlp_action::redact ? dlp_action::block : a;
-}
-
-std::string upper(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return out;
-}
-
-// A host name is case-insensitive (RFC 4343) and arrives lower-cased, while a key may be upper
-// case only (an AWS key id); and a key may be cut at a dot or a hyphen ("AKIA1234.5678...",
-// "x-AKIA..."). Read besides the name as sent: the name upper-cased, and each run of two or more
-// of its parts (split at '.' and '-') joined, upper-cased, so that a key spread over labels is
-// seen whole and a part glued to it does not hide it. A name has at most 127 labels; the runs
-// are bounded by kMaxParts parts (a name with more is refused as chained labels anyway).
-std::vector<std::string> host_readings(std::string_view host) {
-  constexpr std::size_t kMaxParts = 16;
-  std::vector<std::string> out;
-  out.push_back(upper(host));
-  std::vector<std::string_view> parts;
-  for (std::size_t pos = 0; pos <= host.size() && parts.size() < kMaxParts;) {
-    const auto end = std::min(host.find_first_of(".-", pos), host.size());
-    if (end > pos) parts.push_back(host.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    std::string run(parts[i]);
-    for (std::size_t j = i + 1; j < parts.size(); ++j) {
-      run += parts[j];
-      out.push_back(upper(run));
-    }
-  }
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return (x >= 'A' && x <= 'Z' ? x | 0x20 : x) == (y >= 'A' && y <= 'Z' ? y | 0x20 : y);
-  });
 }
 
 class dlp_filter final : public filter {
@@ -113,51 +70,15 @@ class dlp_filter final : public filter {
     findings found;
     const scanner& s = *rule_->scan;
     // Every place of the head at once (scan_all): one first look for all of them.
-    std::vector<scanner::piece> pieces;
-    std::deque<std::string> readings;  // stable: pieces point into them
-    std::string_view query, nonce;
-    if (!host.is_ip()) {
-      pieces.push_back({host.text, scanner::kind::url, "host"});
-      for (auto& r : host_readings(host.text))
-        pieces.push_back({readings.emplace_back(std::move(r)), scanner::kind::url, "host"});
-    }
-    if (!ex.connect) {
-      pieces.push_back({ex.path, scanner::kind::url, "path"});
-      const auto mark = ex.path_and_query.find('?');
-      if (mark != std::string::npos) {
-        query = std::string_view(ex.path_and_query).substr(mark + 1);
-        pieces.push_back({query, scanner::kind::url, "query"});
-      }
-      // The method is the agent's token when the rule lists no methods (RFC 9110 section 9.1).
-      pieces.push_back({ex.request->method_string(), scanner::kind::header, "method"});
-      for (const auto& field : *ex.request) {
-        const auto name = field.name_string();
-        // A field name is the agent's text as much as its value is; and case-insensitive
-        // (HTTP/2 sends it in lower case), so it is read upper-cased too.
-        pieces.push_back({name, scanner::kind::header, "header-name"});
-        if (auto up = upper(name); up != name)
-          pieces.push_back(
-              {readings.emplace_back(std::move(up)), scanner::kind::header, "header-name"});
-        if (iequals(name, "host") || iequals(name, "proxy-authorization") ||
-            iequals(name, "proxy-connection"))
-          continue;
-        if (iequals(name, "sec-websocket-key") && websocket_nonce(ex, field.value())) {
-          nonce = field.value();
-          continue;
-        }
-        const bool cookie = iequals(name, "cookie");
-        pieces.push_back({field.value(), cookie ? scanner::kind::url : scanner::kind::header,
-                          cookie ? "cookie" : "header"});
-      }
-    }
-    s.scan_all(pieces, found);
-    if (!query.empty()) s.scan_query(query, found);
+    const head_places places = places_of(ex);
+    s.scan_all(places.pieces, found);
+    if (!places.query.empty()) s.scan_query(places.query, found);
     if (auto v = read_coding(ex); !v.passes()) return v;
-    if (!nonce.empty()) {
+    if (!places.nonce.empty()) {
       // Random by design, so never a high-entropy finding; but 24 characters can still spell
       // a key, or the base64 of a short secret.
       findings in_nonce;
-      s.scan(nonce, scanner::kind::header, "header", in_nonce);
+      s.scan(places.nonce, scanner::kind::header, "header", in_nonce);
       for (const auto& f : in_nonce)
         if (f.cls != kHighEntropy) add_finding(found, f.cls, f.location);
     }
@@ -202,7 +123,7 @@ class dlp_filter final : public filter {
     std::deque<std::string> readings;
     for (const auto& field : fields) {
       pieces.push_back({field.name_string(), scanner::kind::header, "trailer"});
-      if (auto up = upper(field.name_string()); up != field.name_string())
+      if (auto up = core::upper(field.name_string()); up != field.name_string())
         pieces.push_back({readings.emplace_back(std::move(up)), scanner::kind::header, "trailer"});
       pieces.push_back({field.value(), scanner::kind::header, "trailer"});
     }
@@ -339,27 +260,12 @@ class dlp_filter final : public filter {
                               core::str_cat("dlp: ", kUnreadableCoding, " (", what, ")"));
   }
 
-  // Sec-WebSocket-Key is a random nonce (RFC 6455 section 4.1), high entropy by design: it is
-  // spared the high-entropy class only on a WebSocket upgrade the rule allows, and only when it
-  // is what the RFC says (the base64 of 16 bytes: 22 characters, the last carrying 2 bits, then
-  // "=="). Any other use of the field is read as a header is.
-  static bool websocket_nonce(const exchange& ex, std::string_view value) {
-    if (ex.upgrade != "websocket" || ex.rule == nullptr || ex.request->method() != http::verb::get)
-      return false;
-    const auto& allowed = ex.rule->upgrades;
-    if (std::find(allowed.begin(), allowed.end(), "websocket") == allowed.end()) return false;
-    if (value.size() != 24 || !value.ends_with("==")) return false;
-    const auto nonce = base64_decode(value);
-    const char end = value[21];  // 128 bits in 22 characters: its low 4 bits are zero
-    return nonce && nonce->size() == 16 && (end == 'A' || end == 'Q' || end == 'g' || end == 'w');
-  }
-
   // The allowance for hosts a rule names exactly: the operator chose that name.
   bool named_exactly(const exchange& ex) const {
     if (ex.rule == nullptr || ex.rule->source == nullptr) return false;
     const auto& hosts = ex.rule->source->hosts;
     return std::any_of(hosts.begin(), hosts.end(),
-                       [&](const std::string& h) { return iequals(h, ex.target.host.text); });
+                       [&](const std::string& h) { return core::iequals(h, ex.target.host.text); });
   }
 
   // The audit record keeps the path and the host, never the query: what DLP found there must
@@ -439,67 +345,6 @@ class dlp_filter final : public filter {
 };
 
 }  // namespace
-
-bool blocklisted(const std::vector<policy::model::blocked_host>& list, std::string_view host) {
-  for (const auto& b : list) {
-    if (b.text == host) return true;
-    if (b.wildcard &&
-        (host == b.suffix || (host.size() > b.suffix.size() && host.ends_with(b.suffix) &&
-                              host[host.size() - b.suffix.size() - 1] == '.')))
-      return true;
-  }
-  return false;
-}
-
-scanner_config scanner_config_for(const policy::snapshot& snapshot, const dlp_config* cfg) {
-  scanner_config out;
-  if (cfg != nullptr) {
-    out.classes = cfg->classes;
-    out.entropy = cfg->entropy;
-  }
-  for (const auto& r : snapshot.redactors())
-    out.custom.push_back(redaction::custom_redactor(r.name, r.pattern, r.replacement));
-  out.secrets = redaction::literal_secrets(snapshot);
-  for (const auto& s : snapshot.secrets())
-    out.placeholders.push_back(s.placeholder);
-  return out;
-}
-
-dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot) {
-  build_result out;
-  auto plan = std::make_shared<dlp_plan>();
-  plan->blocklist = snapshot.model().blocklist;
-  const dlp_config& fallback = snapshot.model().dlp;
-  std::map<std::string, std::shared_ptr<const scanner>> by_classes;
-  for (const auto& rule : snapshot.rules()) {
-    const dlp_config* cfg = nullptr;
-    if (rule.source != nullptr && rule.source->dlp.present)
-      cfg = &rule.source->dlp;
-    else if (fallback.present)
-      cfg = &fallback;
-    if (cfg != nullptr && cfg->off) cfg = nullptr;
-    rule_plan rp;
-    if (cfg != nullptr) {
-      std::string key = cfg->entropy ? "+entropy" : "";
-      for (const auto& c : cfg->classes)
-        key += core::str_cat(",", c);
-      auto& scan = by_classes[key];
-      if (!scan) {
-        auto built = scanner::build(scanner_config_for(snapshot, cfg));
-        for (auto& e : built.errors)
-          out.errors.push_back(core::str_cat("rule ", rule.name, ": ", e));
-        if (!built.built) continue;
-        scan = std::move(built.built);
-      }
-      rp = {cfg, scan};
-      plan->any_rule = true;
-    }
-    if (plan->rules.size() <= rule.index) plan->rules.resize(rule.index + 1);
-    plan->rules[rule.index] = std::move(rp);
-  }
-  if (out.errors.empty()) out.plan = std::move(plan);
-  return out;
-}
 
 filter* dlp_factory::create(const exchange& ex, std::pmr::memory_resource& arena) const {
   (void)ex;
