@@ -162,25 +162,38 @@ plan_result build_plan(const options& o, const host_facts& host) {
     return exposed{what, *canon, writable, host.is_dir(*canon)};
   };
   std::string error;
+  // Directories a jailed run may have written, where it may have planted symlinks for a later
+  // run to follow: the current directory (when it may be a work directory) and the work
+  // directory.
+  std::vector<jail_root> roots;
+  const std::string advice = "cd into a project directory, or name one with --workdir DIR";
+  if (writable_dir_refusal({"the work directory", host.cwd, host.cwd, advice}, host).empty())
+    roots.push_back({"the current directory", host.cwd});
   {
     const std::string raw = o.workdir.value_or(host.cwd);
+    if (o.workdir) {
+      error = symlink_escape({"--workdir", raw}, roots, host);
+      if (!error.empty()) return fail(error);
+    }
     auto w = resolve("the work directory", raw, true, error);
     if (!w) return fail(error);
     if (!w->is_dir) return fail(str_cat("the work directory ", raw, " is not a directory"));
-    if (auto why = workdir_refusal(raw, w->path, host); !why.empty()) return fail(why);
+    if (auto why = writable_dir_refusal({"the work directory", raw, w->path, advice}, host);
+        !why.empty())
+      return fail(why);
     p.workdir = w->path;
     binds.push_back(*w);
+    if (roots.empty() || roots.front().path != p.workdir)
+      roots.push_back({"the work directory", p.workdir});
   }
-  // A --rw/--ro path named inside the work directory must stay there after symlinks: a
-  // jailed run can replace deps/ by a link to anywhere, for the next run's --rw deps/cache.
-  const std::string workdir_given = absolute_path(o.workdir.value_or(host.cwd), host.cwd);
+  // A --rw/--ro path must not follow a link planted in the work directory: a jailed run can
+  // replace deps/ by a link to anywhere, for the next run's --rw deps/cache.
   for (const auto& [list, what, writable] :
        {std::tuple{&o.rw, "--rw", true}, std::tuple{&o.ro, "--ro", false}}) {
     for (const auto& r : *list) {
       auto e = resolve(what, r, writable, error);
       if (!e) return fail(error);
-      error =
-          symlink_escape(what, absolute_path(r, host.cwd), e->path, workdir_given, p.workdir, host);
+      error = symlink_escape({what, r}, roots, host);
       if (!error.empty()) return fail(error);
       binds.push_back(*e);
     }
@@ -197,7 +210,15 @@ plan_result build_plan(const options& o, const host_facts& host) {
       if (is_within(*dir, k)) return fail(str_cat("--home ", *o.home, ": refusing ", *dir));
     }
     if (*dir == "/") return fail("--home /: refusing to expose / itself");
+    error = symlink_escape({"--home", *o.home}, roots, host);
+    if (!error.empty()) return fail(error);
+    error = writable_dir_refusal(
+        {"--home", *o.home, *dir, "name a directory of its own (say, .agent-home in a project)"},
+        host);
+    if (!error.empty()) return fail(error);
     p.home = {home_mode::dir, has_home ? home : *dir, *dir};
+    // Checked with the binds from here on; its step binds it at the home, not in place.
+    binds.push_back({"--home", *dir, true, true});
   } else if (has_home) {
     p.home = {home_mode::layer, home, home};
   } else {
@@ -223,19 +244,25 @@ plan_result build_plan(const options& o, const host_facts& host) {
     if (*canon == "/") return fail("--hide /: refusing to hide the whole file system");
     add_hidden(*canon, str_cat("--hide ", h));
   }
+  // What hiding a directory whole must not cover (plan_paths.hpp).
+  hide_context ctx;
+  for (const auto& b : binds)
+    ctx.binds.emplace_back(b.what, b.path);
+  if (!p.home.path.empty()) ctx.needed.emplace_back("the home", p.home.path);
+  for (const auto& b : system_bundle_paths()) {
+    if (auto c = host.canonical(b)) ctx.needed.emplace_back("the system CA bundle", *c);
+  }
+  for (const char* f : {"/etc/resolv.conf", "/etc/ssl/certs/java/cacerts"}) {
+    if (auto c = host.canonical(f)) ctx.needed.emplace_back(f, *c);
+  }
+  for (const char* d : {"/tmp", "/var/tmp", "/run", "/dev", "/proc", "/sys"})
+    ctx.private_dirs.emplace_back(d);
   // The CA key: hide its whole directory (where the proxy keeps its other files too), unless
   // that directory holds something the jail needs — then just the key.
-  auto hide_key = [&](const std::string& key, std::string why) {
-    const std::string dir = parent_dir(key);
-    bool dir_needed = dir == "/";
-    for (const auto& b : binds)
-      dir_needed = dir_needed || is_within(b.path, dir);
-    add_hidden(dir_needed ? key : dir, std::move(why));
-  };
   if (o.ca_key) {
     auto canon = host.canonical(absolute_path(*o.ca_key, host.cwd));
     if (!canon) return fail(str_cat("--ca-key ", *o.ca_key, ": no such file"));
-    hide_key(*canon, str_cat("--ca-key ", *o.ca_key));
+    add_hidden(key_hide(*canon, ctx), str_cat("--ca-key ", *o.ca_key));
   }
   if (o.ca) {
     auto canon = host.canonical(absolute_path(*o.ca, host.cwd));
@@ -243,19 +270,14 @@ plan_result build_plan(const options& o, const host_facts& host) {
     if (host.is_dir(*canon)) return fail(str_cat("--ca ", *o.ca, ": is a directory"));
     p.trust.airlock_ca = *canon;
     if (auto key = host.canonical(parent_dir(*canon) + "/ca.key"))
-      hide_key(*key, "the key next to --ca");
+      add_hidden(key_hide(*key, ctx), "the key next to --ca");
   }
   // --policy: the proxy's secret files, policy and audit log, by directory (plan_paths.hpp).
-  {
-    std::vector<std::pair<std::string, std::string>> exposed_paths;
-    for (const auto& b : binds)
-      exposed_paths.emplace_back(b.what, b.path);
-    for (const auto& f : o.hide_dir_of) {
-      std::vector<std::string> paths;
-      if (auto e = dir_of_hides(f, exposed_paths, host, paths); !e.empty()) return fail(e);
-      for (const auto& h : paths)
-        add_hidden(h, f.why);
-    }
+  for (const auto& f : o.hide_dir_of) {
+    std::vector<std::string> paths;
+    if (auto e = dir_of_hides(f, ctx, host, paths); !e.empty()) return fail(e);
+    for (const auto& h : paths)
+      add_hidden(h, f.why);
   }
   // The proxy's relay socket trusts whoever connects to name the agent: the command must not
   // reach it. Where the jail sees the host's file system (not below /run, /tmp or /dev,
@@ -275,19 +297,10 @@ plan_result build_plan(const options& o, const host_facts& host) {
                             ", where the command could reach it"));
       }
     }
-    bool private_inside = false;
-    for (std::string_view d : {"/run", "/tmp", "/var/tmp", "/dev", "/proc", "/sys"})
-      private_inside = private_inside || is_within(canon, d);
-    if (!private_inside) {
-      bool dir_needed = *canon_dir == "/";
-      for (const auto& b : binds)
-        dir_needed = dir_needed || is_within(b.path, *canon_dir);
-      if (dir_needed) {
-        hidden.push_back({canon, false, str_cat("--proxy ", o.proxy)});
-      } else {
-        add_hidden(*canon_dir, str_cat("--proxy ", o.proxy));
-      }
-    }
+    const bool private_inside =
+        std::any_of(ctx.private_dirs.begin(), ctx.private_dirs.end(),
+                    [&](const std::string& d) { return is_within(canon, d); });
+    if (!private_inside) add_hidden(key_hide(canon, ctx), str_cat("--proxy ", o.proxy));
   }
   for (const auto& b : builtin_hidden_paths()) {
     std::string path = b;
@@ -300,7 +313,6 @@ plan_result build_plan(const options& o, const host_facts& host) {
 
   // --ro/--rw, --home (and the work directory) must not re-expose anything hidden. Both
   // sides are canonical, so a symlink cannot smuggle a hidden path back in.
-  if (p.home.mode == home_mode::dir) binds.push_back({"--home", p.home.source, true, true});
   for (const auto& b : binds) {
     for (const auto& h : hidden) {
       if (is_within(b.path, h.path)) {
