@@ -37,9 +37,27 @@ constexpr std::string_view secret_parts[] = {
     // bearer tokens, JWTs and whole Authorization headers are credentials by name.
     "WEBHOOK",
     "BEARER",
-    "JWT",
     "AUTHORIZATION",
 };
+
+// JWT marks a secret too (JWT, AUTH_JWT, JWT_TOKEN), except as the first word of a setting
+// that names how tokens are made or checked: JWT_ISSUER, JWT_ALGORITHM, JWT_AUDIENCE, ...
+constexpr std::string_view jwt_settings[] = {
+    "ISSUER", "ISS",        "AUDIENCE", "AUD", "ALGORITHM", "ALGORITHMS", "ALG",
+    "EXPIRY", "EXPIRATION", "EXPIRES",  "TTL", "LEEWAY",    "HEADER"};
+
+bool jwt_secret(std::string_view name) {
+  const auto at = name.find("JWT");
+  if (at == std::string_view::npos) return false;
+  if (name.substr(at + 3).starts_with('_')) {
+    const auto rest = name.substr(at + 4);
+    for (auto s : jwt_settings) {
+      if (rest == s || (rest.starts_with(s) && rest.substr(s.size()).starts_with('_')))
+        return name.find("JWT", at + 3) != std::string_view::npos;
+    }
+  }
+  return true;
+}
 
 // Prefixes of whole families of credentials.
 constexpr std::string_view secret_prefixes[] = {
@@ -82,12 +100,46 @@ bool url_with_password(std::string_view value) {
   return authority.substr(0, at).find(':') != std::string_view::npos;
 }
 
+// RFC 7235's token68: the credentials of an Authorization value, one word.
+bool is_token68(std::string_view s) {
+  const auto body = s.substr(0, s.find_last_not_of('=') + 1);
+  return !body.empty() && std::all_of(body.begin(), body.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+  });
+}
+
+// Basic credentials (RFC 7617): base64 of "user:password".
+bool basic_credentials(std::string_view b64) {
+  std::string decoded;
+  unsigned bits = 0;
+  int have = 0;
+  for (char c : b64) {
+    int v = -1;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    if (c >= '0' && c <= '9') v = c - '0' + 52;
+    if (c == '+') v = 62;
+    if (c == '/') v = 63;
+    if (c == '=') break;
+    if (v < 0) return false;
+    bits = (bits << 6) | static_cast<unsigned>(v);
+    have += 6;
+    if (have >= 8) {
+      have -= 8;
+      decoded.push_back(static_cast<char>((bits >> have) & 0xFF));
+    }
+  }
+  return decoded.find(':') != std::string::npos;
+}
+
 // A value that is a credential whatever the variable's name: an Authorization header's value
-// ("Bearer ...", "Basic ...") or a JWT (RFC 7519: base64url "eyJ..." header, payload,
-// signature).
+// ("Bearer" and a token, "Basic" and base64 of user:password; not "Basic plan") or a JWT
+// (RFC 7519: base64url "eyJ..." header, payload, signature).
 bool credential_value(std::string_view value) {
   const std::string head = upper(value.substr(0, 7));
-  if (head.starts_with("BEARER ") || head.starts_with("BASIC ")) return true;
+  if (head.starts_with("BEARER ")) return is_token68(value.substr(7));
+  if (head.starts_with("BASIC ")) return basic_credentials(value.substr(6));
   if (!value.starts_with("eyJ")) return false;
   const auto is_b64url = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -126,7 +178,7 @@ bool looks_secret(std::string_view name, std::string_view value) noexcept {
     for (auto p : secret_prefixes) {
       if (n.starts_with(p)) return true;
     }
-    if (has_secret_word(n)) return true;
+    if (jwt_secret(n) || has_secret_word(n)) return true;
     return url_with_password(value) || credential_value(value);
   } catch (...) {
     return true;  // fail closed: a variable we cannot judge is dropped

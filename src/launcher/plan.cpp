@@ -23,6 +23,12 @@ std::size_t depth(std::string_view path) {
          (path == "/" ? 1 : 0);
 }
 
+struct hidden_path {
+  std::string path;  // canonical
+  bool is_dir;
+  std::string why;  // for messages
+};
+
 struct exposed {
   std::string what;  // "--rw", "--ro", "the work directory"
   std::string path;  // canonical
@@ -119,15 +125,88 @@ std::string describe(const mount_step& s) {
   return "?";
 }
 
-plan_result build_plan(const options& o, const host_facts& host) {
-  auto fail = [](std::string e) { return plan_result{std::nullopt, std::move(e)}; };
-  if (!o.self_test && (o.command.empty() || o.command[0].empty())) return fail("missing command");
-  if (!parse_proxy_address(o.proxy))
-    return fail(str_cat(
-        "--proxy: expected IP:PORT, [IPv6]:PORT, localhost:PORT or unix:/ABSOLUTE/PATH, got '",
-        o.proxy, "'"));
+namespace {
 
+// The steps of build_plan, in order, over the plan being built and what they share. Each
+// returns "" or the one-line error that stops the plan.
+class planner {
+ public:
+  planner(const options& opts, const host_facts& facts) : o(opts), host(facts) {}
+
+  plan_result build() {
+    using step = std::string (planner::*)();
+    for (step s :
+         {&planner::check_command, &planner::set_command_and_ids, &planner::expose_work_directory,
+          &planner::expose_paths, &planner::choose_home, &planner::hide_host_secrets,
+          &planner::add_mount_steps, &planner::set_environment, &planner::set_limits}) {
+      if (auto e = (this->*s)(); !e.empty()) return {std::nullopt, std::move(e)};
+    }
+    return {std::move(p), {}};
+  }
+
+ private:
+  std::string check_command();
+  std::string set_command_and_ids();
+  std::string expose_work_directory();
+  std::string expose_paths();
+  std::string choose_home();
+  std::string hide_host_secrets();
+  std::string add_mount_steps();
+  std::string set_environment();
+  std::string set_limits();
+
+  // A path to bind, canonical, or why it cannot be bound.
+  struct resolved {
+    std::optional<exposed> value;
+    std::string why;
+    explicit operator bool() const { return value.has_value(); }
+    const exposed* operator->() const { return &*value; }
+    const exposed& operator*() const { return *value; }
+  };
+  resolved resolve(const std::string& what, const std::string& raw, bool writable) const;
+  void add_hidden(const std::string& canon, std::string why);
+  hide_context hide_needs() const;
+
+  const options& o;
+  const host_facts& host;
   plan p;
+  std::vector<exposed> binds;    // the work directory, --rw, --ro, --home (canonical)
+  std::vector<jail_root> roots;  // where a jailed run may have planted links
+  std::vector<hidden_path> hidden;
+};
+
+planner::resolved planner::resolve(const std::string& what, const std::string& raw,
+                                   bool writable) const {
+  auto canon = host.canonical(absolute_path(raw, host.cwd));
+  if (!canon) return {std::nullopt, str_cat(what, ' ', raw, ": no such file or directory")};
+  if (*canon == "/")
+    return {std::nullopt, str_cat(what, ' ', raw, ": refusing to expose / itself")};
+  for (auto k : kernel_dirs) {
+    if (is_within(*canon, k)) {
+      return {std::nullopt, str_cat(what, ' ', raw, ": refusing to bind ", *canon,
+                                    " (the jail has its own ", k, ')')};
+    }
+  }
+  return {exposed{what, *canon, writable, host.is_dir(*canon)}, {}};
+}
+
+void planner::add_hidden(const std::string& canon, std::string why) {
+  for (const auto& h : hidden) {
+    if (h.path == canon) return;
+  }
+  hidden.push_back({canon, host.is_dir(canon), std::move(why)});
+}
+
+std::string planner::check_command() {
+  if (!o.self_test && (o.command.empty() || o.command[0].empty())) return "missing command";
+  if (!parse_proxy_address(o.proxy))
+    return str_cat(
+        "--proxy: expected IP:PORT, [IPv6]:PORT, localhost:PORT or unix:/ABSOLUTE/PATH, got '",
+        o.proxy, "'");
+  return {};
+}
+
+std::string planner::set_command_and_ids() {
   p.verbose = o.verbose;
   p.argv = o.command;
   p.self_test = o.self_test;
@@ -138,124 +217,125 @@ plan_result build_plan(const options& o, const host_facts& host) {
   p.outside_uid = p.inside_uid = host.uid;
   p.outside_gid = p.inside_gid = host.gid;
   p.deny_setgroups = host.uid != 0;
+  return {};
+}
 
-  // --- what is exposed -------------------------------------------------------------------
-  std::vector<exposed> binds;
-  auto resolve = [&](const std::string& what, const std::string& raw, bool writable,
-                     std::string& error) -> std::optional<exposed> {
-    auto canon = host.canonical(absolute_path(raw, host.cwd));
-    if (!canon) {
-      error = str_cat(what, ' ', raw, ": no such file or directory");
-      return std::nullopt;
-    }
-    if (*canon == "/") {
-      error = str_cat(what, ' ', raw, ": refusing to expose / itself");
-      return std::nullopt;
-    }
-    for (auto k : kernel_dirs) {
-      if (is_within(*canon, k)) {
-        error = str_cat(what, ' ', raw, ": refusing to bind ", *canon, " (the jail has its own ", k,
-                        ')');
-        return std::nullopt;
-      }
-    }
-    return exposed{what, *canon, writable, host.is_dir(*canon)};
-  };
-  std::string error;
-  {
-    const std::string raw = o.workdir.value_or(host.cwd);
-    auto w = resolve("the work directory", raw, true, error);
-    if (!w) return fail(error);
-    if (!w->is_dir) return fail(str_cat("the work directory ", raw, " is not a directory"));
-    if (auto why = workdir_refusal(raw, w->path, host); !why.empty()) return fail(why);
-    p.workdir = w->path;
-    binds.push_back(*w);
+// The work directory: never the home or a system directory (plan_paths.hpp). Also the
+// directories a jailed run may have written, where it may have planted symlinks for a later
+// run to follow: the current directory (when it could be a work directory) and this one.
+std::string planner::expose_work_directory() {
+  const std::string advice = "cd into a project directory, or name one with --workdir DIR";
+  if (writable_dir_refusal({"the work directory", host.cwd, host.cwd, advice}, host).empty())
+    roots.push_back({"the current directory", host.cwd});
+  const std::string raw = o.workdir.value_or(host.cwd);
+  if (o.workdir) {
+    if (auto e = symlink_escape({"--workdir", raw}, roots, host); !e.empty()) return e;
   }
-  // A --rw/--ro path named inside the work directory must stay there after symlinks: a
-  // jailed run can replace deps/ by a link to anywhere, for the next run's --rw deps/cache.
-  const std::string workdir_given = absolute_path(o.workdir.value_or(host.cwd), host.cwd);
+  auto w = resolve("the work directory", raw, true);
+  if (!w) return w.why;
+  if (!w->is_dir) return str_cat("the work directory ", raw, " is not a directory");
+  if (auto why = writable_dir_refusal({"the work directory", raw, w->path, advice}, host);
+      !why.empty())
+    return why;
+  p.workdir = w->path;
+  binds.push_back(*w);
+  if (roots.empty() || roots.front().path != p.workdir)
+    roots.push_back({"the work directory", p.workdir});
+  return {};
+}
+
+std::string planner::expose_paths() {
+  // A --rw/--ro path must not follow a link planted in the work directory: a jailed run can
+  // replace deps/ by a link to anywhere, for the next run's --rw deps/cache.
   for (const auto& [list, what, writable] :
        {std::tuple{&o.rw, "--rw", true}, std::tuple{&o.ro, "--ro", false}}) {
     for (const auto& r : *list) {
-      auto e = resolve(what, r, writable, error);
-      if (!e) return fail(error);
-      error =
-          symlink_escape(what, absolute_path(r, host.cwd), e->path, workdir_given, p.workdir, host);
-      if (!error.empty()) return fail(error);
+      auto e = resolve(what, r, writable);
+      if (!e) return e.why;
+      if (auto link = symlink_escape({what, r}, roots, host); !link.empty()) return link;
       binds.push_back(*e);
     }
   }
+  return {};
+}
 
-  // --- the home ------------------------------------------------------------------------
+// The jail's home (docs/launcher.md, "Home").
+std::string planner::choose_home() {
   const bool has_home = !host.home.empty() && host.home != "/" && host.canonical(host.home) &&
                         host.is_dir(*host.canonical(host.home));
   const std::string home = has_home ? *host.canonical(host.home) : std::string();
   if (o.home) {
     auto dir = host.canonical(absolute_path(*o.home, host.cwd));
-    if (!dir || !host.is_dir(*dir)) return fail(str_cat("--home ", *o.home, ": no such directory"));
+    if (!dir || !host.is_dir(*dir)) return str_cat("--home ", *o.home, ": no such directory");
     for (auto k : kernel_dirs) {
-      if (is_within(*dir, k)) return fail(str_cat("--home ", *o.home, ": refusing ", *dir));
+      if (is_within(*dir, k)) return str_cat("--home ", *o.home, ": refusing ", *dir);
     }
-    if (*dir == "/") return fail("--home /: refusing to expose / itself");
+    if (*dir == "/") return "--home /: refusing to expose / itself";
+    if (auto e = symlink_escape({"--home", *o.home}, roots, host); !e.empty()) return e;
+    if (auto e =
+            writable_dir_refusal({"--home", *o.home, *dir,
+                                  "name a directory of its own (say, .agent-home in a project)"},
+                                 host);
+        !e.empty())
+      return e;
     p.home = {home_mode::dir, has_home ? home : *dir, *dir};
+    // Checked with the binds from here on; its step binds it at the home, not in place.
+    binds.push_back({"--home", *dir, true, true});
   } else if (has_home) {
     p.home = {home_mode::layer, home, home};
   } else {
     p.home = {home_mode::scratch, "/run/home", {}};
   }
+  return {};
+}
 
-  // --- what is hidden --------------------------------------------------------------------
-  struct hidden_path {
-    std::string path;
-    bool is_dir;
-    std::string why;
-  };
-  std::vector<hidden_path> hidden;
-  auto add_hidden = [&](const std::string& canon, std::string why) {
-    for (const auto& h : hidden) {
-      if (h.path == canon) return;
-    }
-    hidden.push_back({canon, host.is_dir(canon), std::move(why)});
-  };
+// What hiding a directory whole must not cover (plan_paths.hpp).
+hide_context planner::hide_needs() const {
+  hide_context ctx;
+  for (const auto& b : binds)
+    ctx.binds.emplace_back(b.what, b.path);
+  if (!p.home.path.empty()) ctx.needed.emplace_back("the home", p.home.path);
+  for (const auto& b : system_bundle_paths()) {
+    if (auto c = host.canonical(b)) ctx.needed.emplace_back("the system CA bundle", *c);
+  }
+  for (const char* f : {"/etc/resolv.conf", "/etc/ssl/certs/java/cacerts"}) {
+    if (auto c = host.canonical(f)) ctx.needed.emplace_back(f, *c);
+  }
+  for (const char* d : {"/tmp", "/var/tmp", "/run", "/dev", "/proc", "/sys"})
+    ctx.private_dirs.emplace_back(d);
+  return ctx;
+}
+
+// What is hidden; nothing bound may re-expose it.
+std::string planner::hide_host_secrets() {
   for (const auto& h : o.hide) {
     auto canon = host.canonical(absolute_path(h, host.cwd));
     if (!canon) continue;  // nothing there to read
-    if (*canon == "/") return fail("--hide /: refusing to hide the whole file system");
+    if (*canon == "/") return "--hide /: refusing to hide the whole file system";
     add_hidden(*canon, str_cat("--hide ", h));
   }
+  const hide_context ctx = hide_needs();
   // The CA key: hide its whole directory (where the proxy keeps its other files too), unless
   // that directory holds something the jail needs — then just the key.
-  auto hide_key = [&](const std::string& key, std::string why) {
-    const std::string dir = parent_dir(key);
-    bool dir_needed = dir == "/";
-    for (const auto& b : binds)
-      dir_needed = dir_needed || is_within(b.path, dir);
-    add_hidden(dir_needed ? key : dir, std::move(why));
-  };
   if (o.ca_key) {
     auto canon = host.canonical(absolute_path(*o.ca_key, host.cwd));
-    if (!canon) return fail(str_cat("--ca-key ", *o.ca_key, ": no such file"));
-    hide_key(*canon, str_cat("--ca-key ", *o.ca_key));
+    if (!canon) return str_cat("--ca-key ", *o.ca_key, ": no such file");
+    add_hidden(key_hide(*canon, ctx), str_cat("--ca-key ", *o.ca_key));
   }
   if (o.ca) {
     auto canon = host.canonical(absolute_path(*o.ca, host.cwd));
-    if (!canon) return fail(str_cat("--ca ", *o.ca, ": no such file"));
-    if (host.is_dir(*canon)) return fail(str_cat("--ca ", *o.ca, ": is a directory"));
+    if (!canon) return str_cat("--ca ", *o.ca, ": no such file");
+    if (host.is_dir(*canon)) return str_cat("--ca ", *o.ca, ": is a directory");
     p.trust.airlock_ca = *canon;
     if (auto key = host.canonical(parent_dir(*canon) + "/ca.key"))
-      hide_key(*key, "the key next to --ca");
+      add_hidden(key_hide(*key, ctx), "the key next to --ca");
   }
   // --policy: the proxy's secret files, policy and audit log, by directory (plan_paths.hpp).
-  {
-    std::vector<std::pair<std::string, std::string>> exposed_paths;
-    for (const auto& b : binds)
-      exposed_paths.emplace_back(b.what, b.path);
-    for (const auto& f : o.hide_dir_of) {
-      std::vector<std::string> paths;
-      if (auto e = dir_of_hides(f, exposed_paths, host, paths); !e.empty()) return fail(e);
-      for (const auto& h : paths)
-        add_hidden(h, f.why);
-    }
+  for (const auto& f : o.hide_dir_of) {
+    std::vector<std::string> paths;
+    if (auto e = dir_of_hides(f, ctx, host, paths); !e.empty()) return e;
+    for (const auto& h : paths)
+      add_hidden(h, f.why);
   }
   // The proxy's relay socket trusts whoever connects to name the agent: the command must not
   // reach it. Where the jail sees the host's file system (not below /run, /tmp or /dev,
@@ -266,28 +346,19 @@ plan_result build_plan(const options& o, const host_facts& host) {
     const std::string socket_path(*path);
     const std::string dir = parent_dir(socket_path);
     auto canon_dir = host.canonical(dir);
-    if (!canon_dir) return fail(str_cat("--proxy ", o.proxy, ": no such directory ", dir));
+    if (!canon_dir) return str_cat("--proxy ", o.proxy, ": no such directory ", dir);
     const std::string canon =
         str_cat(*canon_dir == "/" ? "" : *canon_dir, socket_path.substr(socket_path.rfind('/')));
     for (const auto& b : binds) {
       if (is_within(canon, b.path)) {
-        return fail(str_cat("--proxy ", o.proxy, " lies inside ", b.what, ' ', b.path,
-                            ", where the command could reach it"));
+        return str_cat("--proxy ", o.proxy, " lies inside ", b.what, ' ', b.path,
+                       ", where the command could reach it");
       }
     }
-    bool private_inside = false;
-    for (std::string_view d : {"/run", "/tmp", "/var/tmp", "/dev", "/proc", "/sys"})
-      private_inside = private_inside || is_within(canon, d);
-    if (!private_inside) {
-      bool dir_needed = *canon_dir == "/";
-      for (const auto& b : binds)
-        dir_needed = dir_needed || is_within(b.path, *canon_dir);
-      if (dir_needed) {
-        hidden.push_back({canon, false, str_cat("--proxy ", o.proxy)});
-      } else {
-        add_hidden(*canon_dir, str_cat("--proxy ", o.proxy));
-      }
-    }
+    const bool private_inside =
+        std::any_of(ctx.private_dirs.begin(), ctx.private_dirs.end(),
+                    [&](const std::string& d) { return is_within(canon, d); });
+    if (!private_inside) add_hidden(key_hide(canon, ctx), str_cat("--proxy ", o.proxy));
   }
   for (const auto& b : builtin_hidden_paths()) {
     std::string path = b;
@@ -300,17 +371,18 @@ plan_result build_plan(const options& o, const host_facts& host) {
 
   // --ro/--rw, --home (and the work directory) must not re-expose anything hidden. Both
   // sides are canonical, so a symlink cannot smuggle a hidden path back in.
-  if (p.home.mode == home_mode::dir) binds.push_back({"--home", p.home.source, true, true});
   for (const auto& b : binds) {
     for (const auto& h : hidden) {
       if (is_within(b.path, h.path)) {
-        return fail(
-            str_cat(b.what, ' ', b.path, " is inside hidden path ", h.path, " (", h.why, ")"));
+        return str_cat(b.what, ' ', b.path, " is inside hidden path ", h.path, " (", h.why, ")");
       }
     }
   }
+  return {};
+}
 
-  // --- mount steps -------------------------------------------------------------------------
+// The mount steps, in the order run.cpp executes them.
+std::string planner::add_mount_steps() {
   auto& m = p.mounts;
   auto add = [&m](mount_kind kind, std::string target) -> mount_step& {
     mount_step s;
@@ -436,12 +508,14 @@ plan_result build_plan(const options& o, const host_facts& host) {
   add(mount_kind::remount_ro, "/run");
   add(mount_kind::remount_ro, "/dev");
   add(mount_kind::pivot_root, "/");
+  return {};
+}
 
-  // --- the rest -------------------------------------------------------------------------
+std::string planner::set_environment() {
   if (o.java_truststore) {
-    if (host.keytool.empty()) return fail("--java-truststore: keytool not found on PATH");
-    if (!o.ca) return fail("--java-truststore: needs --ca (the JVM trusts its cacerts already)");
-    if (!p.trust.java) return fail("--java-truststore: no JVM cacerts found to start from");
+    if (host.keytool.empty()) return "--java-truststore: keytool not found on PATH";
+    if (!o.ca) return "--java-truststore: needs --ca (the JVM trusts its cacerts already)";
+    if (!p.trust.java) return "--java-truststore: no JVM cacerts found to start from";
     p.trust.java_tool_options = true;
   }
   trust_paths tp{str_cat(p.trust.inside_dir, "/ca-bundle.crt"),
@@ -459,7 +533,11 @@ plan_result build_plan(const options& o, const host_facts& host) {
       p.env.entries.push_back(str_cat("HOME=", p.home.path));
     }
   }
+  return {};
+}
 
+// Limits and the relay to the proxy.
+std::string planner::set_limits() {
   p.limits.memory_bytes = o.memory_bytes;
   p.limits.cpu_millis = o.cpu_millis;
   if (o.pids) p.limits.pids = *o.pids + 1;  // + the jail's init
@@ -469,7 +547,7 @@ plan_result build_plan(const options& o, const host_facts& host) {
   if (o.cgroup) {
     auto canon = host.canonical(absolute_path(*o.cgroup, host.cwd));
     if (!canon || !host.is_dir(*canon))
-      return fail(str_cat("--cgroup ", *o.cgroup, ": no such directory"));
+      return str_cat("--cgroup ", *o.cgroup, ": no such directory");
     p.limits.cgroup_parent = *canon;
   }
 
@@ -477,7 +555,13 @@ plan_result build_plan(const options& o, const host_facts& host) {
   p.relay.port = o.relay_port;
   p.relay.agent = o.agent;
   p.relay.proxy_protocol = o.proxy_protocol;
-  return {std::move(p), {}};
+  return {};
+}
+
+}  // namespace
+
+plan_result build_plan(const options& o, const host_facts& host) {
+  return planner(o, host).build();
 }
 
 }  // namespace airlock::launcher

@@ -9,9 +9,10 @@ namespace {
 
 using core::str_cat;
 
-// System directories that may not be the work directory, nor anything below them: the jail
-// would write the host's configuration, programs, libraries, logs or package state, or reach
-// the sockets of /run (the user's D-Bus, gpg-agent, the container runtime's).
+// System directories that may not be bound writable, nor anything below them (but see
+// workspace_trees): the jail would write the host's configuration, programs, libraries, logs
+// or package state, or reach the sockets of /run (the user's D-Bus, gpg-agent, the container
+// runtime's).
 constexpr std::string_view system_trees[] = {
     "/etc",      "/usr",         "/bin",     "/sbin",      "/boot",
     "/run",      "/var/lib",     "/var/log", "/var/cache", "/var/spool",
@@ -23,6 +24,51 @@ constexpr std::string_view system_trees[] = {
 constexpr std::string_view system_parents[] = {"/home", "/root", "/var", "/tmp",  "/var/tmp",
                                                "/opt",  "/srv",  "/mnt", "/media"};
 
+// Inside system_trees, where workspaces live: sources (/usr/src/app, Docker's usual WORKDIR)
+// and services' state (/var/lib/jenkins/workspace/..., /var/lib/buildkite-agent/builds/...).
+// The tree itself is refused; below /var/lib a service's own directory is too (it holds the
+// service's configuration and credentials), a directory below it is fine.
+struct workspace_tree {
+  std::string_view path;
+  bool service_dirs;  // its children are services' directories, refused themselves
+};
+constexpr workspace_tree workspace_trees[] = {
+    {"/usr/src", false}, {"/usr/local/src", false}, {"/var/lib", true}};
+
+// Below /var/lib: the package databases and the state by which the host boots, starts
+// programs, installs software or authenticates. Refused with everything below them.
+constexpr std::string_view var_lib_system[] = {
+    "dpkg",
+    "apt",
+    "rpm",
+    "dnf",
+    "yum",
+    "pacman",
+    "systemd",
+    "PackageKit",
+    "snapd",
+    "flatpak",
+    "dkms",
+    "initramfs-tools",
+    "ucf",
+    "polkit-1",
+    "sudo",
+    "pam",
+    "AccountsService",
+    "sss",
+    "alternatives",
+    "docker",
+    "containerd",
+    "containers",
+    "kubelet",
+    "lxc",
+    "lxd",
+    "libvirt",
+    "machines",
+    "portables",
+    "extensions",
+};
+
 // /lib, /lib32, /lib64, /libx32 and whatever else a distribution puts at /lib*.
 bool in_lib_tree(std::string_view dir) {
   if (!dir.starts_with("/lib")) return false;
@@ -30,7 +76,20 @@ bool in_lib_tree(std::string_view dir) {
   return slash == std::string_view::npos || slash > 4;
 }
 
+// The system directory that dir is or lies below, or "" when dir may be bound writable.
 std::string_view system_dir_of(std::string_view dir) {
+  for (const auto& t : workspace_trees) {
+    if (!is_within(dir, t.path)) continue;
+    if (dir == t.path) return t.path;
+    const auto rest = dir.substr(t.path.size() + 1);
+    const auto first = rest.substr(0, rest.find('/'));
+    const auto top = dir.substr(0, t.path.size() + 1 + first.size());
+    if (!t.service_dirs) return {};
+    if (std::find(std::begin(var_lib_system), std::end(var_lib_system), first) !=
+        std::end(var_lib_system))
+      return top;
+    return dir == top ? top : std::string_view();
+  }
   for (auto t : system_trees) {
     if (is_within(dir, t)) return t;
   }
@@ -41,8 +100,26 @@ std::string_view system_dir_of(std::string_view dir) {
   return {};
 }
 
-constexpr std::string_view what_to_do =
-    "; cd into a project directory, or name one with --workdir DIR";
+// True for a directory the system needs whole: a system tree or parent itself, or /lib*.
+bool is_system_dir(std::string_view dir) {
+  if (dir == "/" || (in_lib_tree(dir) && dir.find('/', 1) == std::string_view::npos)) return true;
+  return std::find(std::begin(system_trees), std::end(system_trees), dir) !=
+             std::end(system_trees) ||
+         std::find(std::begin(system_parents), std::end(system_parents), dir) !=
+             std::end(system_parents);
+}
+
+// Why the jail needs `dir` whole, as a phrase ("holds the home /home/u"), or "".
+std::string needed_by_the_jail(const std::string& dir, const hide_context& ctx) {
+  for (const auto& [what, path] : ctx.needed) {
+    if (is_within(path, dir)) return str_cat("holds ", what, ' ', path);
+  }
+  for (const auto& p : ctx.private_dirs) {
+    if (is_within(p, dir)) return str_cat("holds the jail's own ", p);
+  }
+  if (is_system_dir(dir)) return "is a system directory";
+  return {};
+}
 
 }  // namespace
 
@@ -64,71 +141,69 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-std::string workdir_refusal(const std::string& raw, const std::string& dir,
-                            const host_facts& host) {
-  const std::string shown = raw == dir ? dir : str_cat(raw, " (", dir, ')');
+std::string writable_dir_refusal(const writable_dir& d, const host_facts& host) {
+  const std::string shown =
+      d.given == d.canonical ? d.canonical : str_cat(d.given, " (", d.canonical, ')');
   // Both spellings of the home: $HOME and the password database's, canonical.
   for (const auto& h : {host.home, host.passwd_home}) {
     if (h.empty() || h == "/") continue;
     const auto home = host.canonical(h);
     if (!home) continue;
-    if (*home == dir) {
-      return str_cat("the work directory ", shown,
+    if (*home == d.canonical) {
+      return str_cat(d.what, ' ', shown,
                      " is your home directory: ~/.bashrc, ~/.profile and every other dotfile "
-                     "would be writable from the jail",
-                     what_to_do);
+                     "would be writable from the jail; ",
+                     d.advice);
     }
-    if (is_within(*home, dir)) {
-      return str_cat("the work directory ", shown, " contains your home directory ", *home,
-                     ": your dotfiles would be writable from the jail", what_to_do);
+    if (is_within(*home, d.canonical)) {
+      return str_cat(d.what, ' ', shown, " contains your home directory ", *home,
+                     ": your dotfiles would be writable from the jail; ", d.advice);
     }
   }
-  if (const auto sys = system_dir_of(dir); !sys.empty()) {
-    return str_cat("the work directory ", shown, " is ",
-                   sys == dir ? "a system directory" : str_cat("below the system directory ", sys),
-                   ", which the jail must not write", what_to_do);
-  }
-  return {};
+  const auto sys = system_dir_of(d.canonical);
+  if (sys.empty()) return {};
+  std::string where = "a system directory";
+  if (sys != d.canonical) where = str_cat("below the system directory ", sys);
+  return str_cat(d.what, ' ', shown, " is ", where, ", which the jail must not write; ", d.advice);
 }
 
-std::string symlink_escape(const std::string& what, const std::string& given,
-                           const std::string& canon, const std::string& workdir_given,
-                           const std::string& workdir, const host_facts& host) {
-  std::string base;
-  if (is_within(given, workdir)) {
-    base = workdir;
-  } else if (is_within(given, workdir_given)) {
-    base = workdir_given;
-  } else {
-    return {};  // named outside the work directory: taken as it is
-  }
-  if (is_within(canon, workdir)) return {};
-  // The first component below the work directory that leads out of it: the planted link.
-  std::string prefix = base;
-  std::string_view rest = std::string_view(given).substr(base.size());
+std::string symlink_escape(const named_path& p, const std::vector<jail_root>& roots,
+                           const host_facts& host) {
+  const std::string path = absolute_path(p.given, host.cwd);
+  std::string at = "/";  // where the components so far resolve
+  std::string spelled;   // the components so far, as given
+  std::string_view rest = path;
   while (!rest.empty()) {
     while (rest.starts_with('/'))
       rest.remove_prefix(1);
     const auto part = rest.substr(0, rest.find('/'));
     if (part.empty()) break;
     rest.remove_prefix(part.size());
-    prefix = str_cat(prefix == "/" ? "" : prefix, '/', part);
-    if (part == "." || part == "..") continue;  // only a name can be a link
-    const auto c = host.canonical(prefix);
-    if (!c || !is_within(*c, workdir)) {
-      return str_cat(what, ' ', given, ": ", prefix, " leads to ", c.value_or("?"),
-                     ", outside the work directory ", workdir,
-                     " (a symlink there may have been planted by a jailed run); refusing to "
-                     "follow it: name the target itself if that is what you mean");
+    spelled = str_cat(spelled, '/', part);
+    if (part == ".") continue;
+    if (part == "..") {
+      at = parent_dir(at);
+      continue;
     }
+    const std::string plain = str_cat(at == "/" ? "" : at, '/', part);
+    const auto next = host.canonical(plain);
+    if (!next) return {};  // missing: the caller says so
+    if (*next != plain) {  // part is a symlink
+      for (const auto& root : roots) {
+        if (!is_within(at, root.path) || is_within(*next, root.path)) continue;
+        return str_cat(p.what, ' ', p.given, ": ", spelled, " leads to ", *next, ", outside ",
+                       root.what, ' ', root.path,
+                       " (a symlink there may have been planted by a jailed run); refusing to "
+                       "follow it: name the target itself if that is what you mean");
+      }
+    }
+    at = *next;
   }
-  return str_cat(what, ' ', given, " resolves to ", canon, ", outside the work directory ", workdir,
-                 "; refusing to follow it: name the target itself if that is what you mean");
+  return {};
 }
 
-std::string dir_of_hides(const hidden_dir_of& f,
-                         const std::vector<std::pair<std::string, std::string>>& binds,
-                         const host_facts& host, std::vector<std::string>& out) {
+std::string dir_of_hides(const hidden_dir_of& f, const hide_context& ctx, const host_facts& host,
+                         std::vector<std::string>& out) {
   const std::string named = absolute_path(f.path, host.cwd);
   const auto file = host.canonical(named);
   std::vector<std::string> dirs;
@@ -138,24 +213,43 @@ std::string dir_of_hides(const hidden_dir_of& f,
       dirs.push_back(*c);
   }
   for (const auto& dir : dirs) {
-    const std::pair<std::string, std::string>* held = nullptr;
-    for (const auto& b : binds) {
-      if (is_within(b.second, dir)) held = &b;
+    std::string exposed;  // "the work directory /w": a bind the directory is or holds
+    for (const auto& [what, path] : ctx.binds) {
+      if (is_within(path, dir)) exposed = str_cat(what, ' ', path);
     }
-    if (!held && dir != "/") {
+    const std::string needed = needed_by_the_jail(dir, ctx);
+    if (exposed.empty() && needed.empty()) {
       out.push_back(dir);
       continue;
     }
-    if (f.required) {
-      return str_cat(f.why, " is ", f.path, ", in ", dir, ", which holds ", held ? held->first : "",
-                     held ? " " : "", held ? held->second : "everything",
-                     ": that directory is hidden from the jail whole (so that a secret rotated by "
-                     "rename stays hidden), which would hide the work directory too. Move the "
-                     "secret to a directory of its own, or work in another directory");
+    const bool seen_by_the_jail =
+        std::none_of(ctx.private_dirs.begin(), ctx.private_dirs.end(),
+                     [&](const std::string& p) { return is_within(dir, p); });
+    if (f.required && !exposed.empty()) {
+      return str_cat(f.why, " is ", f.path, ", in ", dir, ", which holds ", exposed,
+                     ": that directory is hidden from the jail whole (so that a secret rotated "
+                     "by rename stays hidden), which would hide ",
+                     exposed,
+                     " too. Move the secret to a directory of its own, or work in "
+                     "another directory");
+    }
+    if (f.required && seen_by_the_jail) {
+      return str_cat(f.why, " is ", f.path, ", in ", dir, ", which ", needed,
+                     ": the jail needs that directory, so only the file could be hidden, and a "
+                     "secret rotated by rename there would be visible to the jail. Move the "
+                     "secret to a directory of its own");
     }
     if (file) out.push_back(*file);  // the directory is needed: the file alone
   }
   return {};
+}
+
+std::string key_hide(const std::string& key, const hide_context& ctx) {
+  const std::string dir = parent_dir(key);
+  for (const auto& [what, path] : ctx.binds) {
+    if (is_within(path, dir)) return key;
+  }
+  return needed_by_the_jail(dir, ctx).empty() ? dir : key;
 }
 
 }  // namespace airlock::launcher

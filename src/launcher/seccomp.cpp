@@ -93,16 +93,47 @@ constexpr named_flag clone_ns_flags[] = {
     {CLONE_NEWNET, "CLONE_NEWNET"},
 };
 
+// System calls newer than libseccomp releases still in use: 2.5.3 (Ubuntu 22.04) knows no
+// fchmodat2, and a rule for a name it does not know used to be skipped, leaving raw syscall
+// 452 free to set S_ISUID on Linux >= 6.6. Calls from 424 on have one number on every
+// architecture but alpha and mips (Linux's unified table), so their kernel numbers are
+// written here rather than taken from headers that may be older than the running kernel.
+struct late_syscall {
+  std::string_view name;
+  int nr;
+};
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__i386__) || defined(__arm__) || \
+    defined(__riscv) || defined(__powerpc__) || defined(__s390__)
+constexpr late_syscall late_syscalls[] = {
+    {"io_uring_setup", 425}, {"io_uring_enter", 426}, {"io_uring_register", 427},
+    {"open_tree", 428},      {"move_mount", 429},     {"fsopen", 430},
+    {"fsconfig", 431},       {"fsmount", 432},        {"fspick", 433},
+    {"clone3", 435},         {"openat2", 437},        {"mount_setattr", 442},
+    {"quotactl_fd", 443},    {"fchmodat2", 452},
+};
+#else
+// Elsewhere the numbers differ: a libseccomp that does not know one refuses the filter.
+constexpr late_syscall late_syscalls[] = {{"", -1}};
+#endif
+
 struct ctx_deleter {
   void operator()(void* ctx) const noexcept { seccomp_release(ctx); }
 };
 using ctx_ptr = std::unique_ptr<void, ctx_deleter>;
 
+// Every rule guards a privilege: one that cannot be added fails the whole filter (and the
+// jail does not run) rather than leaving the call open.
 bool add(scmp_filter_ctx ctx, std::uint32_t action, const char* name,
          std::initializer_list<scmp_arg_cmp> args, std::vector<std::string>* rules,
          std::string_view description) {
-  const int nr = seccomp_syscall_resolve_name(name);
-  if (nr == __NR_SCMP_ERROR) return true;  // not a system call on this architecture
+  const int nr = filter_syscall_number(name, seccomp_syscall_resolve_name(name));
+  if (nr == __NR_SCMP_ERROR)
+    return step_failed_msg(str_cat("seccomp: libseccomp ", seccomp_version()->major, '.',
+                                   seccomp_version()->minor, '.', seccomp_version()->micro,
+                                   " does not know the system call ", name,
+                                   ", which the filter must deny"));
+  // A negative pseudo-number: a call this architecture does not have (open on aarch64);
+  // libseccomp accepts the rule and leaves it out.
   if (rules) rules->emplace_back(description);
   if (!ctx) return true;
   const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()),
@@ -271,6 +302,14 @@ ctx_ptr build() {
 }
 
 }  // namespace
+
+int filter_syscall_number(std::string_view name, int resolved) {
+  if (resolved != __NR_SCMP_ERROR) return resolved;
+  for (const auto& l : late_syscalls) {
+    if (l.name == name && l.nr >= 0) return l.nr;
+  }
+  return __NR_SCMP_ERROR;
+}
 
 std::vector<std::string> seccomp_rules() {
   std::vector<std::string> rules;

@@ -10,9 +10,17 @@
 // privileged, and every later process inherits it.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace airlock::launcher {
+
+// The number the filter uses for the system call `name`, given libseccomp's answer `resolved`
+// (seccomp_syscall_resolve_name): that answer when libseccomp knows the name (a negative
+// pseudo-number for a call this architecture lacks), else the kernel's number for a call
+// newer than some libseccomp releases (fchmodat2, openat2, ...), else __NR_SCMP_ERROR, on
+// which the filter is not built (the jail does not run).
+int filter_syscall_number(std::string_view name, int resolved);
 
 // One line per rule ("ptrace: EPERM", "clone(CLONE_NEWUSER): EPERM", ...), for docs and tests.
 std::vector<std::string> seccomp_rules();

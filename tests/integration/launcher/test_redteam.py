@@ -106,19 +106,22 @@ class RedTeamTestBase(base.LauncherTestBase):
     # ---- 3. secrets rotated by rename; 7. the proxy's files -------------------------------
 
     def proxy_files(self, secrets="secrets"):
-        """A proxy's directory as the red team had it: the policy, a secret file below it (by
-        default), the CA key in certs/, and the audit log in a directory of its own."""
+        """A proxy's directory as the red team had it: a secret file below it (by default) and
+        the CA key in certs/; the audit log and the policy each in a directory of their own, so
+        that hiding the policy's directory hides neither the secret's nor the key's (each must
+        be hidden by its own rule for the tests to pass)."""
         pxy = os.path.join(self.outside, "pxy")
         logs = os.path.join(self.outside, "logs")
+        conf = os.path.join(self.outside, "conf")
         sdir = os.path.join(pxy, secrets) if not os.path.isabs(secrets) else secrets
-        for d in (pxy, logs, sdir, os.path.join(pxy, "certs")):
+        for d in (pxy, logs, conf, sdir, os.path.join(pxy, "certs")):
             os.makedirs(d, exist_ok=True)
         files = {os.path.join(sdir, "tok"): "OLDSECRET-value\n",
                  os.path.join(pxy, "certs", "ca.key"): "CA-PRIVATE-KEY\n",
                  os.path.join(logs, "audit.jsonl"): '{"audit": "AUDIT-RECORD"}\n'}
-        policy = os.path.join(pxy, "policy.yaml")
+        policy = os.path.join(conf, "policy.yaml")
         files[policy] = (
-            "tls: {ca_cert: /dev/null, ca_key: certs/ca.key}\n"
+            f"tls: {{ca_cert: /dev/null, ca_key: {pxy}/certs/ca.key}}\n"
             f"audit: {{path: {logs}/audit.jsonl}}\n"
             f"secrets:\n  filesec: {{file: {sdir}/tok}}\n"
             "  envsec: {env: UPSTREAM_BEARER}\n"
@@ -129,7 +132,7 @@ class RedTeamTestBase(base.LauncherTestBase):
             with open(path, "w") as f:
                 f.write(text)
             os.chmod(path, 0o644)
-        self.own(pxy, logs, sdir, *files)
+        self.own(pxy, logs, conf, sdir, *files)
         return pxy, policy, os.path.join(sdir, "tok")
 
     def test_secret_rotated_by_rename_stays_hidden(self):
@@ -174,10 +177,15 @@ class RedTeamTestBase(base.LauncherTestBase):
     def test_policy_audit_log_and_proxy_files_are_hidden(self):
         pxy, policy, tok = self.proxy_files()
         logs = os.path.join(self.outside, "logs")
-        r = self.jail(f"cat {policy}; cat {logs}/audit.jsonl; cat {pxy}/certs/ca.key;"
-                      f" ls {pxy} {logs}; echo done", "--policy", policy, "--ro", self.outside)
-        for leak in ("AUDIT-RECORD", "CA-PRIVATE-KEY", "secrets:", "policy.yaml"):
+        conf = os.path.dirname(policy)
+        r = self.jail(f"cat {policy}; cat {logs}/audit.jsonl; cat {pxy}/certs/ca.key; cat {tok};"
+                      f" ls {conf} {logs} {pxy}/certs {pxy}/secrets; ls {pxy}; echo done",
+                      "--policy", policy, "--ro", self.outside)
+        for leak in ("AUDIT-RECORD", "CA-PRIVATE-KEY", "OLDSECRET", "secrets:", "policy.yaml",
+                     "audit.jsonl", "ca.key", "tok"):
             self.assertNotIn(leak, r.stdout)
+        # The proxy's directory itself holds none of the files: it stays in view.
+        self.assertIn("certs", r.stdout)
         self.assertIn("done", r.stdout)
         # The policy in the work directory: the directory stays, the file alone is hidden.
         local = os.path.join(self.work, "policy.yaml")

@@ -54,6 +54,9 @@ TEST(LauncherEnv, SecretLookingNames) {
                     "DSN",
                     "JWT",
                     "AUTH_JWT_KEY",
+                    "MY_JWT",
+                    "JWT_TOKEN",
+                    "JWT_ISSUER_JWT",
                     "BEARER",
                     "UPSTREAM_BEARER",
                     "UPSTREAM_AUTHORIZATION"}) {
@@ -61,7 +64,9 @@ TEST(LauncherEnv, SecretLookingNames) {
   }
   for (auto name : {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "LD_LIBRARY_PATH", "SHELL",
                     "KEYBOARD_LAYOUT", "MONKEY", "EDITOR", "PYTHONPATH", "USER", "KEYMAP",
-                    "XDG_RUNTIME_DIR", "ODSNX", "GPSD_SNAP"}) {
+                    "XDG_RUNTIME_DIR", "ODSNX", "GPSD_SNAP",
+                    // settings of JWTs, not JWTs
+                    "JWT_ISSUER", "AUTH0_JWT_AUDIENCE", "JWT_ALGORITHM", "JWT_EXPIRES_IN"}) {
     EXPECT_FALSE(looks_secret(name, "x")) << name;
   }
 }
@@ -82,6 +87,11 @@ TEST(LauncherEnv, CredentialValuesAreSecret) {
   EXPECT_TRUE(looks_secret("SESSION", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"));
   EXPECT_FALSE(looks_secret("SESSION", "eyJhbGciOiJIUzI1NiJ9"));  // not three parts
   EXPECT_FALSE(looks_secret("GREETING", "Bearers of good news"));
+  // The credential's shape, not the word: plain words after Basic or Bearer stay.
+  EXPECT_FALSE(looks_secret("TIER", "Basic plan"));
+  EXPECT_FALSE(looks_secret("TIER", "basic"));
+  EXPECT_FALSE(looks_secret("MOTTO", "Bearer of good news"));
+  EXPECT_TRUE(looks_secret("X_HEADER", "Basic dXNlcjpwYXNzd29yZA"));  // unpadded user:password
   EXPECT_FALSE(looks_secret("X", "a.b.c"));
 }
 

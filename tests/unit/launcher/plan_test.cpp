@@ -41,6 +41,11 @@ struct fake_fs {
       {"/var", true},
       {"/var/lib", true},
       {"/var/lib/app", true},
+      {"/var/lib/app/workspace", true},
+      {"/var/lib/dpkg", true},
+      {"/var/lib/dpkg/info", true},
+      {"/usr/src", true},
+      {"/usr/src/app", true},
       {"/var/www", true},
       {"/lib64", true},
       {"/root", true},
@@ -276,7 +281,10 @@ TEST_F(LauncherPlan, WorkDirectoryIsNeitherHomeNorSystem) {
            {"/home", "contains your home directory /home/u"},
            {"/etc", "is a system directory"},
            {"/usr/local", "below the system directory /usr"},
-           {"/var/lib/app", "below the system directory /var/lib"},
+           {"/var/lib/app", "/var/lib/app is a system directory"},  // a service's own
+           {"/var/lib/dpkg/info", "below the system directory /var/lib/dpkg"},
+           {"/var/lib", "is a system directory"},
+           {"/usr/src", "is a system directory"},
            {"/var", "is a system directory"},
            {"/lib64", "is a system directory"},
            {"/srv", "is a system directory"},
@@ -302,8 +310,10 @@ TEST_F(LauncherPlan, WorkDirectoryIsNeitherHomeNorSystem) {
   h.home = "/root";
   h.cwd = "/root";
   EXPECT_NE(build_plan(opts(), h).error.find("home directory"), std::string::npos);
-  // Project directories below the home, /srv, /var or /root are fine.
-  for (const std::string dir : {"/home/u/proj", "/srv/data", "/var/www", "/tmp/priv"}) {
+  // Project directories below the home, /srv, /var or /root are fine, and so are service
+  // workspaces: Docker's usual WORKDIR, a CI agent's builds below its /var/lib directory.
+  for (const std::string dir : {"/home/u/proj", "/srv/data", "/var/www", "/tmp/priv",
+                                "/usr/src/app", "/var/lib/app/workspace"}) {
     auto o = opts();
     o.workdir = dir;
     auto r = build_plan(o, host());
@@ -342,6 +352,70 @@ TEST_F(LauncherPlan, PathsNamedInTheWorkDirectoryDoNotFollowLinksOut) {
   ASSERT_TRUE(r.value) << r.error;
   o.ro = {"/srv/data/home/proj/deps/cache"};
   EXPECT_NE(build_plan(o, host()).error.find("deps leads to /srv/data"), std::string::npos);
+}
+
+// Another spelling of a path inside the work directory changes nothing: a symlinked ancestor
+// (the shell's logical $PWD), /proc/self/cwd, an alias of the project. --workdir and --home
+// named below the current directory are checked the same way.
+TEST_F(LauncherPlan, PlantedLinksRefusedWhateverTheSpelling) {
+  fs_.links["/srv/alias"] = "/home/u";
+  fs_.links["/srv/proj-alias"] = "/home/u/proj";
+  fs_.links["/proc/self"] = "/proc/1";
+  fs_.links["/proc/1/cwd"] = "/home/u/proj";
+  fs_.links["/home/u/proj/.agent-home"] = "/srv/data";
+  for (auto [opt, path] :
+       std::vector<std::pair<std::string, std::string>>{{"--rw", "/srv/alias/proj/deps/cache"},
+                                                        {"--rw", "/proc/self/cwd/deps/cache"},
+                                                        {"--ro", "/srv/proj-alias/deps/cache"},
+                                                        {"--workdir", "deps"},
+                                                        {"--workdir", "/srv/proj-alias/deps/cache"},
+                                                        {"--home", ".agent-home"},
+                                                        {"--home", "/proc/self/cwd/deps/cache"}}) {
+    auto o = opts();
+    if (opt == "--rw") o.rw = {path};
+    if (opt == "--ro") o.ro = {path};
+    if (opt == "--workdir") o.workdir = path;
+    if (opt == "--home") o.home = path;
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << opt << ' ' << path;
+    EXPECT_NE(r.error.find(opt + ' ' + path + ": "), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find(" leads to /srv/data, outside the "), std::string::npos) << r.error;
+  }
+  // ".." is not a link: the parent and a sibling project can be named.
+  fs_.files["/home/u/sibling"] = true;
+  fs_.links["/home/u/proj/inside"] = "/home/u/proj/.git";
+  for (const std::string path : {"..", "../sibling", "inside", "/proc/self/cwd/.git"}) {
+    auto o = opts();
+    o.ro = {path};
+    auto r = build_plan(o, host());
+    EXPECT_TRUE(r.value) << path << ": " << r.error;
+  }
+  // A link in a directory that is no work directory (the home, as the current directory
+  // cannot be one) is followed: `airlock run --workdir proj-link` from the home.
+  fs_.links["/home/u/proj-link"] = "/srv/data";
+  auto h = host();
+  h.cwd = "/home/u";
+  auto o = opts();
+  o.workdir = "proj-link";
+  auto r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(r.value->workdir, "/srv/data");
+}
+
+// --home DIR is bound writable: refused where the work directory would be.
+TEST_F(LauncherPlan, HomeDirectoryIsNeitherHomeNorSystem) {
+  for (auto [dir, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"/etc", "--home /etc is a system directory"},
+           {"/home/u", "--home /home/u is your home directory"},
+           {"/home", "--home /home contains your home directory"},
+           {"/var/lib/dpkg", "--home /var/lib/dpkg is a system directory"},
+           {"/tmp", "--home /tmp is a system directory"}}) {
+    auto o = opts();
+    o.home = dir;
+    auto r = build_plan(o, host());
+    EXPECT_FALSE(r.value) << dir;
+    EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
+  }
 }
 
 // --policy's files are hidden by directory, so that a file replaced by rename stays hidden;
@@ -390,6 +464,53 @@ TEST_F(LauncherPlan, PolicyFilesHiddenByDirectory) {
   ASSERT_TRUE(r.value) << r.error;
   EXPECT_TRUE(hidden(*r.value, "/home/u/proj/pol.yaml"));
   EXPECT_FALSE(hidden(*r.value, "/home/u/proj"));
+}
+
+// A directory the jail needs (its own /tmp or /run, /etc, the home, --home DIR) is never
+// hidden whole: only the file is; a secret there is refused unless the jail cannot see the
+// host's directory at all.
+TEST_F(LauncherPlan, PolicyFilesInSharedDirectories) {
+  for (const char* f : {"/tmp/pol.yaml", "/tmp/tok", "/etc/audit.log", "/etc/tok",
+                        "/home/u/pol.yaml", "/home/u/tok", "/srv/data/pol.yaml", "/srv/data/tok"})
+    fs_.files[f] = false;
+  auto hidden = [](const plan& p, const std::string& path) {
+    return std::find(p.hidden.begin(), p.hidden.end(), path) != p.hidden.end();
+  };
+  auto h = host();
+  h.cwd = "/srv/secret";  // a work directory outside the home
+  auto o = opts();
+  o.hide_dir_of = {{"/tmp/pol.yaml", "--policy", false},
+                   {"/tmp/tok", "secret t", true},
+                   {"/etc/audit.log", "audit.path", false},
+                   {"/home/u/pol.yaml", "--policy", false}};
+  o.ca_key = "/tmp/tok";
+  auto r = build_plan(o, h);
+  ASSERT_TRUE(r.value) << r.error;
+  for (const char* d : {"/tmp", "/etc", "/home/u"})
+    EXPECT_FALSE(hidden(*r.value, d)) << d;
+  for (const char* f : {"/tmp/pol.yaml", "/tmp/tok", "/etc/audit.log", "/home/u/pol.yaml"})
+    EXPECT_TRUE(hidden(*r.value, f)) << f;
+
+  for (auto [file, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"/etc/tok", "in /etc, which is a system directory: the jail needs that directory"},
+           {"/home/u/tok", "in /home/u, which holds the home /home/u: the jail needs"}}) {
+    o = opts();
+    o.hide_dir_of = {{file, "secret s", true}};
+    r = build_plan(o, h);
+    EXPECT_FALSE(r.value) << file;
+    EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
+  }
+  // --home DIR is known before the hides: the policy beside it is hidden as a file, a secret
+  // refused.
+  o = opts();
+  o.home = "/srv/data";
+  o.hide_dir_of = {{"/srv/data/pol.yaml", "--policy", false}};
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_TRUE(hidden(*r.value, "/srv/data/pol.yaml"));
+  EXPECT_FALSE(hidden(*r.value, "/srv/data"));
+  o.hide_dir_of = {{"/srv/data/tok", "secret s", true}};
+  EXPECT_NE(build_plan(o, host()).error.find("which holds --home /srv/data"), std::string::npos);
 }
 
 // Variables a --policy reads secrets from leave the environment, whatever their names.
