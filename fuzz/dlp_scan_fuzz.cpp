@@ -468,9 +468,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::size_t at = in.empty() ? 0 : (cut * in.size()) / 255;
   const std::size_t choices = writes_a_run(how) ? 12 : 16;
+  // A '&' after the key with "#65;" after it is a character reference for a letter glued to
+  // the key: a key glued to letters is not one (fuzz/README.md, what is left), so a space.
+  char after = kSeparators[seps / 16 % choices];
+  if (after == '&' && in.substr(at).starts_with('#')) after = ' ';
   const std::string text = std::string(in.substr(0, at)) + kSeparators[seps % 16 % choices] +
-                           hide(key, how, in) + kSeparators[seps / 16 % choices] +
-                           std::string(in.substr(at));
+                           hide(key, how, in) + after + std::string(in.substr(at));
   const auto how_kind = kKinds[cut % 3];
   airlock::filters::dlp::findings f;
   dlp().scan(text, how_kind, "piece", f);
