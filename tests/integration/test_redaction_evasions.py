@@ -8,6 +8,7 @@ refused whatever its label, gRPC compression is refused, and a cut at max_bytes 
 releases the first part of a value.
 """
 
+import base64
 import gzip
 import json
 import urllib.parse
@@ -166,6 +167,29 @@ class RedactionEvasionTest(SecretsCase):
         r = self.get(path)
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json(), {"next": "/login?next=" + R_SECRET})
+
+    def test_a_value_the_origin_returns_in_base64_is_redacted(self):
+        # An echo service that hands headers back base64-encoded (alone, and inside a longer
+        # encoded blob at each offset), in both alphabets.
+        def fn(req):
+            key = req.header("X-Api-Key").encode()
+            blobs = [base64.b64encode(key).decode()]
+            for lead in (b"", b"a", b"ab"):
+                blobs.append(base64.b64encode(lead + b"x-api-key: " + key + b"\n").decode())
+                blobs.append(base64.urlsafe_b64encode(lead + key + b"?>").decode())
+            req.send(200, body=json.dumps({"blobs": blobs}).encode(), ctype="application/json")
+        m, path = self.serve(fn)
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        for blob in r.json()["blobs"]:
+            self.assertIn(R_SECRET, blob)
+            for part in blob.split(R_SECRET):
+                for decode in (base64.b64decode, base64.urlsafe_b64decode):
+                    try:
+                        text = decode(part + "=" * (-len(part) % 4))
+                    except ValueError:
+                        continue
+                    self.assertNotIn(SECRET[:6].encode(), text)
 
     # -- the head -----------------------------------------------------------------------------
 

@@ -92,15 +92,14 @@ build_result engine::build(std::vector<redactor_spec> redactors,
     }
     const std::uint32_t l = label_for(core::str_cat("secret:", s.name),
                                       core::str_cat("[REDACTED:secret:", s.name, "]"));
-    std::vector<std::string> spellings =
-        opts.secret_spellings ? secret_spellings(s.value) : std::vector<std::string>{s.value};
-    for (const std::string& spelling : spellings) {
+    // Each spelling a literal redactor of its own; the base64 ones late in the prefilter.
+    auto add_spelling = [&](const std::string& spelling, bool late) {
       overlap = std::max(overlap, spelling.size());
       std::string pattern = RE2::QuoteMeta(spelling);
       auto re = std::make_unique<RE2>(pattern, options);
       if (!re->ok()) {  // not re->error(): it would quote the value
         errors.push_back(core::str_cat("secret '", s.name, "' cannot be compiled"));
-        break;
+        return false;
       }
       compiled_redactor c;
       c.re = std::move(re);
@@ -108,9 +107,20 @@ build_result engine::build(std::vector<redactor_spec> redactors,
       c.max_length = spelling.size();
       c.literal = true;
       c.hint.literals.push_back({spelling, false, 0});
+      c.hint.late = late;
       im->redactors.push_back(std::move(c));
       patterns.push_back(std::move(pattern));
+      return true;
+    };
+    if (!opts.secret_spellings) {
+      add_spelling(s.value, false);
+      continue;
     }
+    bool ok = true;
+    for (const std::string& spelling : secret_spellings(s.value))
+      ok = ok && add_spelling(spelling, false);
+    for (const std::string& spelling : secret_base64_spellings(s.value))
+      ok = ok && add_spelling(spelling, true);
   }
 
   for (redactor_spec& r : redactors) {

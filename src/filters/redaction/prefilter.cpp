@@ -86,9 +86,15 @@ std::uint32_t load_head(const unsigned char* p, std::size_t n) {
 }  // namespace
 
 prefilter::prefilter(const std::vector<pattern>& patterns) : served_(patterns.size(), false) {
+  // Late hints (redactor.hpp) after all the others: they take the anchors left, or share.
+  for (const bool late : {false, true})
+    serve(patterns, late);
+}
+
+void prefilter::serve(const std::vector<pattern>& patterns, bool late) {
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     const prefilter_hint* h = patterns[i].hint;
-    if (h == nullptr || h->empty()) continue;
+    if (h == nullptr || h->empty() || h->late != late) continue;
     const bool windowed = patterns[i].max_length == 0;
     if (windowed) {
       // Hits must mark where a match starts: only literals at the match start (and the

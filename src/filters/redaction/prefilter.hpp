@@ -65,6 +65,7 @@ class prefilter {
     std::uint32_t head_mask;
   };
 
+  void serve(const std::vector<pattern>& patterns, bool late);
   bool add_literal(std::uint32_t pattern, const literal_hint& h, std::size_t max_length);
   // Follows the runs of base58 bytes through the 64-bit mask `r` of the bytes at absolute
   // offset `at` (a run still open from the previous 64 in `open`, `begin`) and calls

@@ -80,6 +80,10 @@ struct prefilter_hint {
   // (stream.cpp). 0: no such claim.
   std::size_t base58_min = 0;
   std::size_t base58_max = 0;
+  // Served after every other hint, on the anchor bytes those left or chose (else by the
+  // RE2::Set): a secret's many base64 spellings must not take the 16 anchors from the
+  // built-in patterns, which come later in the pattern order.
+  bool late = false;
   bool empty() const noexcept {
     return literals.empty() && !card_digits && !phone_digits && !caps_digits && base58_min == 0;
   }

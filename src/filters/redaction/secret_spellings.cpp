@@ -1,5 +1,7 @@
 #include "filters/redaction/secret_spellings.hpp"
 
+#include "policy/token.hpp"
+
 #include <algorithm>
 
 namespace airlock::filters::redaction {
@@ -87,6 +89,25 @@ std::string percent_encode(std::string_view in, bool upper, std::string_view kee
 }
 
 }  // namespace
+
+std::vector<std::string> secret_base64_spellings(std::string_view value) {
+  std::vector<std::string> out;
+  if (value.size() < kMinBase64Value) return out;
+  auto both_alphabets = [&](std::string enc) {
+    out.push_back(enc);
+    std::replace(enc.begin(), enc.end(), '+', '-');
+    std::replace(enc.begin(), enc.end(), '/', '_');
+    if (enc != out.back()) out.push_back(std::move(enc));
+  };
+  both_alphabets(policy::base64_encode(value));  // alone, padded
+  for (std::size_t lead = 0; lead < 3; ++lead) {
+    const std::string enc = policy::base64_encode(std::string(lead, '\0') + std::string(value));
+    // Character i holds bits [6i, 6i + 6); the value's are [8 lead, 8 (lead + n)).
+    const std::size_t first = (8 * lead + 5) / 6, end = 8 * (lead + value.size()) / 6;
+    both_alphabets(enc.substr(first, end - first));
+  }
+  return out;
+}
 
 std::vector<std::string> secret_spellings(std::string_view value) {
   std::vector<std::string> out{std::string(value)};

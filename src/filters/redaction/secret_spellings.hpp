@@ -3,10 +3,10 @@
 // JSON string (RFC 8259 section 7, also the "\/" and Go-style "\u003c" forms), and
 // percent-encoded in a URL or form (RFC 3986 section 2.1, either hex case, and the variants
 // common encoders write: '/', the URI delimiters or the path characters kept, '+' for a space,
-// encoded twice). An upstream that echoes a request (an error page, a debug endpoint) uses one
-// of these. (Not base64: its spellings at three offsets would take the prefilter's anchor
-// bytes from the built-in redactors.)
+// encoded twice), and in base64 or base64url. An upstream that echoes a request (an error
+// page, a debug endpoint, a base64 data field) uses one of these.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,5 +15,13 @@ namespace airlock::filters::redaction {
 
 // The distinct spellings of `value`, the value itself first.
 std::vector<std::string> secret_spellings(std::string_view value);
+
+// Base64 (RFC 4648 section 4) and base64url (section 5) of `value` wherever it sits in a longer
+// encoded text: at each of the three offsets from a quantum's start, the characters only the
+// value's own bits decide (the first and last may mix in a neighbour's), and the value encoded
+// alone, padded. None for a value shorter than kMinBase64Value, whose 16 or fewer characters
+// could turn up in other encoded data by chance.
+inline constexpr std::size_t kMinBase64Value = 12;
+std::vector<std::string> secret_base64_spellings(std::string_view value);
 
 }  // namespace airlock::filters::redaction

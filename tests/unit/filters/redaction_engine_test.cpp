@@ -101,6 +101,32 @@ TEST(RedactionEngine, SecretsAreFoundInTheirEncodedSpellings) {
   EXPECT_EQ(raw.compiled->pattern_count(), 1u);
 }
 
+TEST(RedactionEngine, SecretsInBase64AtAnyOffset) {
+  const std::string value = "tok-Ab3+dEf/GhI=jKl0123456789zz";
+  auto r = engine::build({}, {{"api", value}});
+  ASSERT_TRUE(r.errors.empty());
+  // Inside a longer base64 text, after 0, 1 or 2 bytes of something else, in both alphabets:
+  // what is left around the marker decodes to at most a byte of the value at each side.
+  for (std::size_t lead = 0; lead < 3; ++lead) {
+    for (bool url : {false, true}) {
+      const std::string before(lead + 6, 'x');
+      std::string enc = policy::base64_encode(before + value + "trailing bytes");
+      if (url) {
+        std::replace(enc.begin(), enc.end(), '+', '-');
+        std::replace(enc.begin(), enc.end(), '/', '_');
+      }
+      const std::string out = r.compiled->redact(enc);
+      const std::size_t at = out.find("[REDACTED:secret:api]");
+      ASSERT_NE(at, std::string::npos) << lead << url << " " << out;
+      EXPECT_LE(at, (before.size() + 2) * 4 / 3 + 1) << out;
+      EXPECT_LE(out.size() - at - 21, std::string("trailing bytes").size() * 4 / 3 + 4) << out;
+    }
+  }
+  EXPECT_EQ(r.compiled->redact("v=" + policy::base64_encode(value)), "v=[REDACTED:secret:api]");
+  // Too short to spell in base64 without matching by chance: not spelled so.
+  EXPECT_TRUE(secret_base64_spellings("short-val").empty());
+}
+
 TEST(RedactionEngine, SecretsEncodedTwiceOrAsAPathSegment) {
   const std::string value = "tok-Ab3+dEf/GhI=jKl0123456789zz";
   auto r = engine::build({}, {{"api", value}});
