@@ -49,4 +49,7 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
 // flags the kernel locked when the mount came from a more privileged namespace.
 bool make_read_only(const std::string& path, bool recursive);
 
+// Makes the mount at path nosuid and nodev, recursively where the kernel can (Linux 5.12).
+bool make_nosuid(const std::string& path);
+
 }  // namespace airlock::launcher

@@ -5,12 +5,12 @@
 
 #include "core/str_cat.hpp"
 #include "filters/chain.hpp"
-#include "net/http_framing.hpp"
 #include "policy/model.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/h1_body.hpp"
 #include "proxy/h1_request.hpp"
 #include "proxy/hop_by_hop.hpp"
+#include "proxy/response_head.hpp"
 #include "proxy/tunnel.hpp"
 #include "proxy/websocket_relay.hpp"
 #include "websocket/deflate.hpp"
@@ -203,27 +203,6 @@ inline bool closed_by_peer(const boost::system::error_code& ec) {
 inline bool stale_connection(const boost::system::error_code& ec, const forward_params& fp,
                              const boost::beast::flat_buffer& up_buffer) {
   return ec && fp.retry_if_stale && up_buffer.size() == 0 && closed_by_peer(ec);
-}
-
-// Records why the response head could not be read.
-inline void record_response_failure(filters::exchange_record& rec,
-                                    const boost::system::error_code& ec) {
-  const auto why = ec == boost::beast::error::timeout ? core::errc::upstream_timeout
-                   : ec == http::error::body_limit    ? core::errc::response_too_large
-                                                      : core::errc::upstream_error;
-  rec.failed_upstream(why);
-  rec.refuse(why, core::str_cat("reading response: ", ec.message()));
-}
-
-// A response whose framing the proxy does not undo whole (net::response_framing_problem) is
-// refused; true when it was.
-inline bool refused_response_framing(filters::exchange_record& rec,
-                                     const http::response_header<>& res) {
-  const auto problem = net::response_framing_problem(res);
-  if (problem.empty()) return false;
-  rec.failed_upstream(core::errc::upstream_error);
-  rec.refuse(core::errc::upstream_error, core::str_cat("origin's response has ", problem));
-  return true;
 }
 
 // The response head through the chain (redaction may edit it), re-framed where its body changes

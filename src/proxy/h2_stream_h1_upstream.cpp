@@ -131,11 +131,11 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   if (ec) {
     if (retry_if_stale && up_buffer.size() == 0 && forward_detail::closed_by_peer(ec))
       co_return false;
-    forward_detail::record_response_failure(rec, ec);
+    record_response_failure(rec, ec);
     co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return true;
   }
-  if (forward_detail::refused_response_framing(rec, res_p->get())) {
+  if (refused_response_framing(rec, res_p->get())) {
     co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return true;
   }

@@ -31,10 +31,7 @@ std::vector<bool> names_with_values(const engine& e, const http::fields& head, h
   for (std::size_t n = 0; n < names.size(); ++n) {
     hit[n] = as_sent[n] != names[n];
     if (hit[n]) continue;
-    std::string u(names[n]);
-    for (auto& c : u)
-      c = c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c;
-    upper.push_back(std::move(u));
+    upper.push_back(core::upper(names[n]));
     which.push_back(n);
   }
   const std::vector<std::string_view> upper_views(upper.begin(), upper.end());
