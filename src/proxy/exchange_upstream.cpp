@@ -70,7 +70,13 @@ asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, 
     if (t.h2 && t.h2->usable() && upstream_h2_allowed(ex)) {
       auto up = t.h2;  // (held: a later request may replace the tunnel's)
       rec.upstream_protocol = "h2";
-      co_return co_await forward_h1_over_h2(s, client, *up, ex, chain, req_p, fp);
+      // A request the origin refused unprocessed, on a connection it then closed to new
+      // streams (GOAWAY), goes again on the tunnel's next HTTP/2 upstream.
+      auto reconnect = [&s, &t, &ex]() -> asio::awaitable<std::shared_ptr<h2_upstream>> {
+        if (!co_await ensure_tunnel_upstream(s, t, ex)) co_return nullptr;
+        co_return t.h2&& t.h2->usable() ? t.h2 : nullptr;
+      };
+      co_return co_await forward_h1_over_h2(s, client, *up, ex, chain, req_p, fp, reconnect);
     }
     rec.upstream = t.upstream_text;
     // An upstream that carried an exchange before may have been closed by the origin while it

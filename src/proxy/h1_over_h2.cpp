@@ -84,13 +84,15 @@ asio::awaitable<boost::system::error_code> write_piece(tls_client& client, std::
 
 asio::awaitable<bool> forward_h1_over_h2(session_context& s, tls_client& client, h2_upstream& up,
                                          filters::exchange& ex, filters::chain& chain,
-                                         h1::request_parser& req_p, const forward_params& fp) {
+                                         h1::request_parser& req_p, const forward_params& fp,
+                                         h2_reconnect reconnect) {
   auto& rec = ex.record;
   const auto& limits = ex.snapshot->limits();
   auto& req = req_p.get();
   const bool has_body = fp.body ? !fp.body->empty() : !req_p.is_done();
   rec.upstream = up.text();
-  auto call = co_await up.open(h2_request_fields(req), has_body, limits.connect_timeout);
+  auto call = co_await up.open(h2_request_fields(req), has_body, limits.connect_timeout,
+                               std::move(reconnect));
   if (!call) {
     rec.failed_upstream(errc::upstream_error);
     rec.refuse(errc::upstream_error, core::str_cat("HTTP/2 origin takes no more streams",

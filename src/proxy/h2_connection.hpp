@@ -132,11 +132,12 @@ boost::asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& s
 
 // The stream's request over the connection's HTTP/2 upstream `up`, both ways at once (a gRPC
 // bidirectional call needs it): the body and trailers up through the chain's request hooks,
-// the answer, its body and trailers back through the response hooks. (h2_stream_upstream.cpp)
+// the answer, its body and trailers back through the response hooks; `reconnect` for a
+// refused request when `up` takes no more streams (h2_upstream_call). (h2_stream_upstream.cpp)
 boost::asio::awaitable<void> forward_h2_over_h2(h2_connection& c, h2_stream_state& ss,
                                                 filters::chain& chain,
                                                 const http::request<http::buffer_body>& req,
                                                 const std::optional<std::string>& held,
-                                                h2_upstream& up);
+                                                h2_upstream& up, h2_reconnect reconnect);
 
 }  // namespace airlock::proxy

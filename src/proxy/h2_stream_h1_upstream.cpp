@@ -201,6 +201,18 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   co_return true;
 }
 
+// The connection's HTTP/2 upstream made of `up`'s new TLS connection, when the origin picked
+// h2 on it (`up` then empty), else null.
+std::shared_ptr<h2_upstream> adopt_if_h2(h2_connection& c, tunnel_context& up,
+                                         const policy::model::limits& limits) {
+  if (tls::negotiated_alpn(up.upstream->native_handle()) != tls::alpn_h2) return nullptr;
+  auto h2up = std::make_shared<h2_upstream>(std::move(*up.upstream), up.upstream_text,
+                                            h2_client_limits(limits), limits.idle_timeout);
+  up.upstream.reset();
+  h2up->start();
+  return c.adopt_upstream_h2(std::move(h2up));
+}
+
 }  // namespace
 
 asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filters::chain& chain,
@@ -227,18 +239,23 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
           co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
         }
         rec.connect_time = outcome.connect_time;
-        if (want_h2 && tls::negotiated_alpn(up->upstream->native_handle()) == tls::alpn_h2) {
-          h2up = std::make_shared<h2_upstream>(std::move(*up->upstream), up->upstream_text,
-                                               h2_client_limits(limits), limits.idle_timeout);
-          up->upstream.reset();
-          h2up->start();
-          h2up = c.adopt_upstream_h2(std::move(h2up));
-        }
+        if (want_h2) h2up = adopt_if_h2(c, *up, limits);
       }
     }
     if (h2up) {
       rec.upstream_protocol = "h2";
-      co_return co_await forward_h2_over_h2(c, ss, chain, req, held, *h2up);
+      // A request the origin refused unprocessed, on a connection it then closed to new
+      // streams (GOAWAY), goes again on the connection's next HTTP/2 upstream.
+      auto reconnect = [&c, &s, &ex, &limits]() -> asio::awaitable<std::shared_ptr<h2_upstream>> {
+        if (auto current = c.upstream_h2()) co_return current;
+        auto fresh = c.take_upstream(false);
+        const auto outcome = co_await connect_tls_upstream(s, *fresh, ex, true, false);
+        if (outcome.error != errc::ok) co_return nullptr;
+        auto h2 = adopt_if_h2(c, *fresh, limits);
+        if (!h2) c.put_upstream(std::move(fresh));  // HTTP/1.1 this time: kept for the next
+        co_return h2;
+      };
+      co_return co_await forward_h2_over_h2(c, ss, chain, req, held, *h2up, reconnect);
     }
     rec.upstream = up->upstream_text;
     ss.upstream = up.get();

@@ -184,14 +184,16 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
 asio::awaitable<void> forward_h2_over_h2(h2_connection& c, h2_stream_state& ss,
                                          filters::chain& chain,
                                          const http::request<http::buffer_body>& req,
-                                         const std::optional<std::string>& held, h2_upstream& up) {
+                                         const std::optional<std::string>& held, h2_upstream& up,
+                                         h2_reconnect reconnect) {
   using namespace asio::experimental::awaitable_operators;
   auto& ex = chain.ex();
   auto& rec = ex.record;
   const auto& limits = ex.snapshot->limits();
   rec.upstream = up.text();
   const bool has_body = held ? !held->empty() || !ss.stream->trailers.empty() : ex.has_body;
-  auto call = co_await up.open(h2_request_fields(req), has_body, limits.connect_timeout);
+  auto call = co_await up.open(h2_request_fields(req), has_body, limits.connect_timeout,
+                               std::move(reconnect));
   if (!call) {
     rec.failed_upstream(errc::upstream_error);
     rec.refuse(errc::upstream_error, core::str_cat("HTTP/2 origin takes no more streams",

@@ -26,8 +26,6 @@ namespace {
 // pile up before it stops reading (a PING flood from an origin that does not read stops here).
 constexpr std::size_t write_chunk = 64 * 1024;
 constexpr std::size_t output_high_water = 256 * 1024;
-// Request body bytes queued per stream before the producer waits for the origin's window.
-constexpr std::size_t stream_buffer = 64 * 1024;
 }  // namespace
 
 h2::client_limits h2_client_limits(const policy::model::limits& l) {
@@ -35,56 +33,6 @@ h2::client_limits h2_client_limits(const policy::model::limits& l) {
   out.max_header_list_bytes =
       static_cast<std::uint32_t>(std::min<std::uint64_t>(l.header_bytes, UINT32_MAX));
   return out;
-}
-
-h2_upstream_call::h2_upstream_call(std::shared_ptr<h2_upstream> c,
-                                   std::shared_ptr<h2::client_stream> s)
-    : conn(std::move(c)), stream(std::move(s)), changed(conn->codec_executor()) {
-  stream->user = this;
-}
-
-h2_upstream_call::~h2_upstream_call() {
-  stream->user = nullptr;
-  // Not ended both ways: the origin is told to stop (RFC 9113 section 8.1: a response that
-  // ended before the request body did gets RST_STREAM NO_ERROR from the client too).
-  if (!stream->closed) {
-    conn->codec().reset(*stream, stream->body_done ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL);
-    conn->kick();
-  }
-}
-
-asio::awaitable<bool> h2_upstream_call::wait(std::chrono::steady_clock::duration limit) {
-  co_return co_await changed.wait(limit);
-}
-
-asio::awaitable<bool> h2_upstream_call::push(std::string_view data, bool last,
-                                             std::chrono::milliseconds idle,
-                                             const h2::header_list* trailers) {
-  auto& st = *stream;
-  if (st.closed) co_return false;
-  st.out.append(data);
-  if (last && trailers) st.out_trailers = *trailers;
-  st.out_end = last;
-  conn->codec().resume(st);
-  conn->kick();
-  while (!st.closed && st.out_pending() > stream_buffer) {
-    if (!co_await changed.wait(idle)) {
-      // A zero-window stall: the origin does not take the body.
-      reset(NGHTTP2_CANCEL);
-      co_return false;
-    }
-  }
-  co_return !st.closed;
-}
-
-void h2_upstream_call::consume(std::size_t n) {
-  conn->codec().consume(*stream, n);
-  conn->kick();
-}
-
-void h2_upstream_call::reset(std::uint32_t error_code) {
-  conn->codec().reset(*stream, error_code);
-  conn->kick();
 }
 
 h2_upstream::h2_upstream(tls_upstream stream, std::string upstream_text,
@@ -120,7 +68,7 @@ void h2_upstream::on_connection() {
   write_wanted_.notify();
 }
 
-asio::awaitable<std::unique_ptr<h2_upstream_call>> h2_upstream::open(
+asio::awaitable<std::shared_ptr<h2::client_stream>> h2_upstream::open_stream(
     const h2::header_list& fields, bool has_body, std::chrono::steady_clock::duration limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   // The origin's SETTINGS_MAX_CONCURRENT_STREAMS: wait for a stream to end (bounded). Each
@@ -135,13 +83,23 @@ asio::awaitable<std::unique_ptr<h2_upstream_call>> h2_upstream::open(
     }
     std::erase(slot_waiters_, &timer);
   }
-  std::unique_ptr<h2_upstream_call> call;
-  if (!usable() || !codec_.can_open()) co_return call;
-  auto st = codec_.submit_request(fields, has_body);
-  if (!st) co_return call;
+  std::shared_ptr<h2::client_stream> st;
+  if (!usable() || !codec_.can_open()) co_return st;
+  st = codec_.submit_request(fields, has_body);
+  if (!st) co_return st;
   last_busy_ns_ = core::steady_now_ns();
-  call = std::make_unique<h2_upstream_call>(shared_from_this(), std::move(st));
   kick();
+  co_return st;
+}
+
+asio::awaitable<std::unique_ptr<h2_upstream_call>> h2_upstream::open(
+    const h2::header_list& fields, bool has_body, std::chrono::steady_clock::duration limit,
+    h2_reconnect reconnect) {
+  std::unique_ptr<h2_upstream_call> call;
+  auto st = co_await open_stream(fields, has_body, limit);
+  if (!st) co_return call;
+  call = std::make_unique<h2_upstream_call>(shared_from_this(), std::move(st), fields, has_body,
+                                            std::move(reconnect), limit);
   co_return call;
 }
 

@@ -23,6 +23,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,10 +32,19 @@ namespace airlock::proxy {
 
 class h2_upstream;
 
-// One request stream on an h2_upstream. Ending it (destroying it) before the origin ended the
-// stream resets it (CANCEL).
+// Where a refused request goes when its connection takes no more streams (the origin's GOAWAY):
+// the tunnel's or client connection's HTTP/2 upstream as it is now, a new one if need be. Null
+// when there is none (the origin no longer picks h2, the connection failed).
+using h2_reconnect = std::function<boost::asio::awaitable<std::shared_ptr<h2_upstream>>()>;
+
+// One request on an h2_upstream: a stream, or another when the origin refused it unprocessed
+// (h2_upstream_call.cpp). Ending it (destroying it) before the origin ended the stream resets
+// it (CANCEL). Readers take `*stream` anew after each wait until the response head came (the
+// stream may have been renewed); after the head it stays.
 struct h2_upstream_call {
-  h2_upstream_call(std::shared_ptr<h2_upstream> c, std::shared_ptr<h2::client_stream> s);
+  h2_upstream_call(std::shared_ptr<h2_upstream> c, std::shared_ptr<h2::client_stream> s,
+                   h2::header_list fields, bool has_body, h2_reconnect reconnect,
+                   std::chrono::steady_clock::duration open_limit);
   ~h2_upstream_call();
   h2_upstream_call(const h2_upstream_call&) = delete;
   h2_upstream_call& operator=(const h2_upstream_call&) = delete;
@@ -54,6 +64,30 @@ struct h2_upstream_call {
   // `n` response body bytes went on: the origin may send that many more.
   void consume(std::size_t n);
   void reset(std::uint32_t error_code);
+  // How many times the request went again on a new stream.
+  int renewals() const noexcept { return renewals_; }
+  // RFC 9113 section 8.7: a stream reset with REFUSED_STREAM (also every stream above a
+  // GOAWAY's last stream id, which nghttp2 closes so) was not processed, and its request "can
+  // be safely retried". It goes again on a new stream, with the body bytes pushed so far, at
+  // most max_renewals times and while those bytes are within replay_limit. Either half of a
+  // bridge may find the refusal; the other waits for the renewal to end.
+  // wait() and push() do so themselves.
+  boost::asio::awaitable<void> renew_if_refused();
+
+ private:
+  bool refused() const noexcept;
+
+  h2::header_list fields_;
+  bool has_body_;
+  h2_reconnect reconnect_;
+  std::chrono::steady_clock::duration open_limit_;
+  std::string replay_;  // the request body pushed so far, while the head has not come
+  bool replayable_ = true;
+  bool ended_ = false;  // the request body's end (and trailers_) pushed
+  h2::header_list trailers_;
+  bool renewing_ = false;
+  bool cancelled_ = false;  // reset by us: the request does not go again
+  int renewals_ = 0;
 };
 
 class h2_upstream final : public h2::client_observer,
@@ -65,9 +99,14 @@ class h2_upstream final : public h2::client_observer,
 
   // Starts the reader and the writer (they hold the connection until it ends).
   void start();
-  // A stream for a request (see client_session::submit_request), waiting up to `limit` for a
-  // free slot. Null when the connection cannot take one.
+  // A call for a request (see client_session::submit_request), waiting up to `limit` for a
+  // free slot; `reconnect` for a refused request when this connection takes no more streams.
+  // Null when the connection cannot take one.
   boost::asio::awaitable<std::unique_ptr<h2_upstream_call>> open(
+      const h2::header_list& fields, bool has_body, std::chrono::steady_clock::duration limit,
+      h2_reconnect reconnect = nullptr);
+  // A stream alone, as open() waits for it. Null when the connection cannot take one.
+  boost::asio::awaitable<std::shared_ptr<h2::client_stream>> open_stream(
       const h2::header_list& fields, bool has_body, std::chrono::steady_clock::duration limit);
   // Whether it may still carry new requests.
   bool usable() const noexcept { return !closed_ && codec_.usable(); }

@@ -105,17 +105,19 @@ h2::header_list h2_trailers_to_forward(const h2::header_list& fields) {
 
 asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_record& rec,
                                     const policy::model::limits& limits) {
-  auto& st = *call.stream;
   const auto deadline = std::chrono::steady_clock::now() + limits.response_timeout;
-  while (!st.head_done && !st.closed) {
+  // (The stream taken anew each time: a refused one is renewed in wait().)
+  co_await call.renew_if_refused();
+  while (!call.stream->head_done && !call.stream->closed) {
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= decltype(left)::zero() || !co_await call.wait(left)) {
-      if (st.head_done || st.closed) break;
+      if (call.stream->head_done || call.stream->closed) break;
       rec.failed_upstream(errc::upstream_timeout);
       rec.refuse(errc::upstream_timeout, "reading response: no HTTP/2 response head in time");
       co_return false;
     }
   }
+  const auto& st = *call.stream;
   if (st.head_done) co_return true;
   const auto why = st.oversized ? errc::response_too_large : errc::upstream_error;
   rec.failed_upstream(why);

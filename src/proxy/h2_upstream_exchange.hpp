@@ -56,9 +56,10 @@ boost::asio::awaitable<bool> ensure_tunnel_upstream(session_context& s, tunnel_c
 
 // An HTTP/1.1 client's request (inside the intercepted tunnel `t`) over the tunnel's HTTP/2
 // upstream. Returns whether the client connection may carry another request.
+// `reconnect`: for a refused request when `up` takes no more streams (h2_upstream_call).
 boost::asio::awaitable<bool> forward_h1_over_h2(session_context& s, tls_client& client,
                                                 h2_upstream& up, filters::exchange& ex,
                                                 filters::chain& chain, h1::request_parser& req_p,
-                                                const forward_params& fp);
+                                                const forward_params& fp, h2_reconnect reconnect);
 
 }  // namespace airlock::proxy
