@@ -11,6 +11,7 @@
 // @par Thread Safety
 // One per request body, one thread.
 
+#include "filters/dlp/carry.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/redaction/content_coding.hpp"
 #include "filters/redaction/decoder.hpp"
@@ -28,17 +29,17 @@ class coded_body {
 
   coded_body(const scanner& s, redaction::content_coding coding);
 
-  // Reads one piece as it came; findings go to `found`. The first time inflating is given up,
-  // says why.
-  std::optional<std::string_view> read(std::string_view piece, findings& found);
+  // Reads one piece as it came (`last`: the body's last); findings go to `found`. The first
+  // time inflating is given up, says why.
+  std::optional<std::string_view> read(std::string_view piece, bool last, findings& found);
 
  private:
-  void scan(std::string& carry, std::string_view bytes, findings& found);
+  void scan(scan_window& window, std::string_view bytes, bool last, findings& found);
 
   const scanner& scanner_;
   std::optional<redaction::decoder> inflate_;  // until given up
-  std::string inflated_carry_;
-  std::string raw_carry_;
+  scan_window inflated_carry_;                 // each reading's carry (carry.hpp)
+  scan_window raw_carry_;
 };
 
 }  // namespace airlock::filters::dlp

@@ -92,11 +92,11 @@ class dlp_filter final : public filter {
     return ex.content_length && *ex.content_length <= limit ? body_use::whole : body_use::observe;
   }
 
-  verdict on_request_body(exchange& ex, std::string_view piece, bool) override {
+  verdict on_request_body(exchange& ex, std::string_view piece, bool last) override {
     findings found;
     const dlp_action action = rule_->config->action;
     if (coded_) {  // coded_body.hpp: inflated and as sent
-      const auto gave_up = coded_->read(piece, found);
+      const auto gave_up = coded_->read(piece, last, found);
       if (auto v = act(ex, found, outside_whole_body(action)); !v.passes()) return v;
       return gave_up ? unreadable(ex, *gave_up) : verdict::next();
     }
@@ -106,11 +106,11 @@ class dlp_filter final : public filter {
       return act(ex, found, action);
     }
     // Streamed: every piece is read before it goes on (the codec sends it only when this
-    // passes), after the last kCarry bytes of the ones before it, so a secret split between
-    // pieces is seen whole. Only that carry is kept: memory stays bounded however long the body.
-    window_.append(piece);
-    rule_->scan->scan(window_, scanner::kind::body, "body", found);
-    keep_tail(window_);
+    // passes), after the carry of the ones before it (carry.hpp: the last kCarry bytes, within
+    // a scanning budget), so a secret split between pieces is seen whole. Only that carry is
+    // kept: memory stays bounded however long the body.
+    rule_->scan->scan(window_.add(piece, last), scanner::kind::body, "body", found);
+    window_.trim();
     return act(ex, found, outside_whole_body(action));
   }
 
@@ -142,15 +142,13 @@ class dlp_filter final : public filter {
     if (rule_ == nullptr) return verdict::next();
     if (m.from == message_from::client) {
       findings found;
-      client_carry_.append(m.payload);
-      rule_->scan->scan(client_carry_, scanner::kind::body, "message", found);
-      keep_tail(client_carry_);
+      rule_->scan->scan(client_carry_.add(m.payload), scanner::kind::body, "message", found);
+      client_carry_.trim();
       return act(ex, found, outside_whole_body(rule_->config->action));  // never rewritten
     }
     if (!scans_responses() || !m.text()) return verdict::next();
-    origin_carry_.append(m.payload);
-    const auto found = find_injection(origin_carry_);
-    keep_tail(origin_carry_);
+    const auto found = find_injection(origin_carry_.add(m.payload));
+    origin_carry_.trim();
     if (!found) return verdict::next();
     const response_action action = rule_->config->responses;
     const std::string_view done = action == response_action::block      ? "block"
@@ -338,8 +336,8 @@ class dlp_filter final : public filter {
 
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
-  std::string window_;
-  std::string client_carry_, origin_carry_;  // WebSocket messages, each direction's tail
+  scan_window window_;
+  scan_window client_carry_, origin_carry_;  // WebSocket messages, each direction's
   std::optional<response_scan> scan_;        // a text response read for prompt injection
   std::optional<coded_body> coded_;          // a request body in gzip or deflate
 };

