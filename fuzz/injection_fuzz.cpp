@@ -21,8 +21,8 @@
 // changes, byte 2 where the rest is cut into the bytes before and after.
 
 #include "core/utf8.hpp"
-#include "filters/dlp/event_text.hpp"
 #include "filters/dlp/injection.hpp"
+#include "filters/redaction/event_text.hpp"
 #include "fuzz_input.hpp"
 #include "policy/token.hpp"
 
@@ -258,11 +258,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!airlock::filters::dlp::find_injection(text)) missed(text);
   // An event stream (event_text.hpp) read from any bytes, and the phrase streamed in deltas
   // between them found in what a client joins.
-  (void)airlock::filters::dlp::event_stream_texts(in);
+  (void)airlock::filters::redaction::event_stream_texts(in);
   const std::string stream =
       std::string(in.substr(0, at)) + as_event_stream(phrase, bits) + std::string(in.substr(at));
   bool found = false;
-  for (const auto& text_read : airlock::filters::dlp::event_stream_texts(stream))
+  for (const auto& text_read : airlock::filters::redaction::event_stream_texts(stream))
     found = found || airlock::filters::dlp::find_injection(text_read).has_value();
   if (!found) missed(stream);
   return 0;

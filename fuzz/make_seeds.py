@@ -151,6 +151,10 @@ bodies = [
     "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 xoxb-" + "7" * 60 + " (415) 555-0132 +1 415 555 0132",
     "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
     "user" + "sk-live-0123456789abcdefXYZ" + "@example.com bob@example.com" + "x" * 300 + "hunter2hunt",
+    # A secret streamed across server-sent events, a model API's deltas (the event guard).
+    "".join("data: {\"choices\":[{\"delta\":{\"content\":\"%s\"}}]}\n\n" % p
+            for p in ("key ", "sk-live-0123", "456789abcd", "efXYZ", " hunter", "2hunter2")),
+    "data: {\"t\":\"sk-li\"}\r\n\r\ndata: {\"u\":\"x\"}\r\n\r\ndata: {\"t\":\"ve-0123456789abcdefXYZ\"}\r\n\r\n",
 ]
 for i, b in enumerate(bodies):
     for config in (0, 1, 2, 5):

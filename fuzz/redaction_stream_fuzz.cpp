@@ -7,7 +7,11 @@
 //     stream fed the body in one write();
 //   - the bytes held back never exceed retention_bound();
 //   - the prefilter only decides where RE2 runs: the engine without it (every pattern in the
-//     RE2::Set) redacts the same bytes the same way.
+//     RE2::Set) redacts the same bytes the same way;
+//   - events: the event guard (event_guard.hpp) on the redacted output gives the same verdict
+//     over random split points as in one write; what it lets through is a prefix of its input
+//     (all of it when it does not cut), and no field's text joined across the events it let
+//     through holds a literal secret.
 // The engine is the full built-in library plus two literal secrets, with the smallest overlap
 // so that inputs of a few KiB exercise the hold-back logic (the proxy uses 8 KiB).
 //
@@ -16,6 +20,8 @@
 
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/event_guard.hpp"
+#include "filters/redaction/event_text.hpp"
 #include "filters/redaction/stream.hpp"
 #include "fuzz_input.hpp"
 
@@ -27,13 +33,15 @@ namespace {
 
 using namespace filters::redaction;
 
+constexpr std::string_view kSecrets[] = {"sk-live-0123456789abcdefXYZ", "hunter2hunter2"};
+
 std::shared_ptr<const engine> build_engine(bool prefilter) {
   engine_options o;
   o.overlap = 256;
   o.prefilter = prefilter;
   auto built =
       engine::build(all_builtin_redactors(),
-                    {{"api", "sk-live-0123456789abcdefXYZ"}, {"short", "hunter2hunter2"}}, o);
+                    {{"api", std::string(kSecrets[0])}, {"short", std::string(kSecrets[1])}}, o);
   if (!built.errors.empty()) fail("engine does not build");
   return built.compiled;
 }
@@ -62,6 +70,30 @@ std::string run(std::string_view body, const std::vector<std::size_t>& cuts, str
   return out;
 }
 
+bool guard(std::string_view redacted, const std::vector<std::size_t>& cuts, std::string& out) {
+  event_guard g(*small_engine());
+  std::size_t prev = 0;
+  for (std::size_t cut : cuts) {
+    if (!g.write(redacted.substr(prev, cut - prev), out)) return false;
+    prev = cut;
+  }
+  return g.finish(out);
+}
+
+void check_event_guard(std::string_view redacted, const std::vector<std::size_t>& cuts) {
+  std::string split, whole;
+  const bool passed = guard(redacted, cuts, split);
+  if (passed != guard(redacted, {redacted.size()}, whole))
+    fail("the event guard's verdict depends on how the body was split");
+  if (!redacted.starts_with(split)) fail("the event guard let through what it did not get");
+  if (passed && split != redacted) fail("the event guard passed the body changed");
+  const auto texts = event_stream_texts(split);
+  if (texts.size() >= event_guard::kMaxFields) return;  // (past it, fields are not joined)
+  for (const auto& text : texts)
+    for (auto secret : kSecrets)
+      if (text.find(secret) != std::string::npos) fail("a secret joined across events got out");
+}
+
 }  // namespace
 }  // namespace airlock::fuzz
 
@@ -82,5 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (split != expected) fail("streamed output differs from the one-shot output");
   if (opts.frame == framing::none && unfiltered_engine()->redact(in) != expected)
     fail("the prefilter changed what is redacted");
+  if (opts.frame == framing::events)
+    check_event_guard(expected, split_points(expected.size(), ~seed));
   return 0;
 }

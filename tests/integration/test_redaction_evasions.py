@@ -5,7 +5,8 @@ chunked is refused, a binary body in gzip is guarded decoded, the parts of a hea
 can read (Content-Type, field names, the reason phrase) are redacted, a charset the
 redactors cannot read is refused whatever its spelling, text that sniffs as UTF-16 is
 refused whatever its label, gRPC compression is refused, and a cut at max_bytes never
-releases the first part of a value.
+releases the first part of a value, nor does a secret streamed in pieces across server-sent
+events reach the client joined.
 """
 
 import base64
@@ -232,3 +233,45 @@ class RedactionEvasionTest(SecretsCase):
                 self.assertNotIn(AWS_KEY[:4].encode(), r.body)
                 want = "a" * (before - 1) + " [REDACTED:aws-access-key]"
                 self.assertEqual(r.body[:CUT_LIMIT], want.encode()[:CUT_LIMIT])
+
+    # -- a value split across server-sent events ----------------------------------------------
+
+    @staticmethod
+    def deltas(*pieces):
+        """A model API's stream: one JSON delta per event, then [DONE]."""
+        return [("data: %s\n\n" % json.dumps({"id": "c1", "choices": [
+            {"index": 0, "delta": {"content": p}}]})).encode() for p in pieces] + [
+            b"data: [DONE]\n\n"]
+
+    @staticmethod
+    def joined(body):
+        out = ""
+        for line in body.decode("utf-8", "replace").splitlines():
+            if line.startswith("data: {"):
+                out += json.loads(line[6:])["choices"][0]["delta"]["content"]
+        return out
+
+    def test_a_secret_split_across_server_sent_events_is_not_delivered(self):
+        for cut in (4, 15, len(SECRET) - 1):
+            with self.subTest(cut=cut):
+                pieces = self.deltas("your key is ", SECRET[:cut], SECRET[cut:], ".")
+                m, path = self.serve(lambda req, p=pieces: req.send_chunked(
+                    p, ctype="text/event-stream", delay=0.05))
+                r = self.get(path)
+                self.assertEqual(r.status, 200, r)
+                self.assertNotIn(SECRET[:cut], self.joined(r.body))
+                self.assertNotIn(SECRET[:4].encode(), r.body)
+                self.assertTrue(r.body.startswith(pieces[0]), r.body)  # what came before did
+                rec = self.audit_for(m)
+                self.assertEqual(rec["reason"], "unredactable_response", rec)
+                self.assert_audit_clean(rec)
+
+    def test_the_start_of_a_secret_that_does_not_go_on_is_delivered(self):
+        pieces = self.deltas("a path: ", SECRET[:15], "other/things", " done")
+        m, path = self.serve(lambda req: req.send_chunked(
+            pieces, ctype="text/event-stream", delay=0.05))
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, b"".join(pieces))
+        rec = self.audit_for(m)
+        self.assertEqual(rec["status"], 200, rec)

@@ -27,7 +27,6 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/coded_body.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/escapes.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seed_phrase.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scanner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_runs.cpp

@@ -59,6 +59,19 @@ bool has_anchor(const std::string& re) {
 }  // namespace
 
 engine::engine(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+
+bool engine::ends_in_secret_start(std::string_view text, std::size_t min) const {
+  for (const auto& r : impl_->redactors) {
+    // (A secret's spelling is its hint's literal; `literal` says only how it is matched.)
+    if (r.hint.literals.empty() || !impl_->labels[r.label].name.starts_with("secret:")) continue;
+    const std::string_view spelling = r.hint.literals.front().text;
+    // Each suffix of `text` from `min` bytes up to one short of the whole spelling.
+    const std::size_t longest = std::min(text.size(), spelling.size() - 1);
+    for (std::size_t n = longest; n >= min && n > 0; --n)
+      if (spelling.starts_with(text.substr(text.size() - n))) return true;
+  }
+  return false;
+}
 engine::~engine() = default;
 
 build_result engine::build(std::vector<redactor_spec> redactors,

@@ -91,6 +91,10 @@ class engine {
   // character class): the join would move where the anchor holds.
   bool joinable() const noexcept;
 
+  // Whether `text` ends with the first `min` or more bytes of a literal secret, in one of its
+  // spellings (and not the whole of it): the start of a value whose rest may follow in another
+  // text (event_guard.hpp).
+  bool ends_in_secret_start(std::string_view text, std::size_t min) const;
   // One-shot redaction of a complete text (header values, tests). Adds to *hits if given
   // (resized to label_count()).
   std::string redact(std::string_view text, hit_counts* hits = nullptr) const;

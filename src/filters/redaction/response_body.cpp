@@ -52,11 +52,12 @@ response_plan plan_response(const boost::beast::http::fields& head) {
 
 response_body::response_body(std::shared_ptr<const engine> e, const response_plan& plan,
                              std::uint64_t max_bytes, std::string marker)
-    : stream_(std::move(e), stream_options{plan.media.frame, 0}),
+    : stream_(e, stream_options{plan.media.frame, 0}),
       flush_each_(plan.media.frame != framing::none),
       max_bytes_(max_bytes),
       marker_(std::move(marker)) {
   guard_ = plan.treatment == body_treatment::pass;
+  if (!guard_ && plan.media.frame == framing::events) events_.emplace(*e);
   if (plan.coding == content_coding::gzip || plan.coding == content_coding::deflate) {
     decoder_.emplace(plan.coding);
     encoder_.emplace(plan.coding);
@@ -79,8 +80,8 @@ void response_body::emit(std::string& text, std::string& out, bool flush) {
   if (flush) encoder_->flush(out);
 }
 
-void response_body::take_text(std::string_view text, std::string& out) {
-  if (read_enough_) return;
+bool response_body::take_text(std::string_view text, std::string& out) {
+  if (read_enough_) return true;
   // Past the limit, as much again as the stream may hold back is read: a value the cut falls
   // into is then seen whole and redacted before the output is cut at max_bytes. Cut without
   // it, the value's first part would match nothing and go out as it is.
@@ -93,8 +94,23 @@ void response_body::take_text(std::string_view text, std::string& out) {
   }
   decoded_ += text.size();
   stream_.write(text, redacted_);
+  if (!through_events(redacted_)) return false;
   clamp(redacted_);
   emit(redacted_, out, flush_each_ && !redacted_.empty());
+  return true;
+}
+
+bool response_body::through_events(std::string& text) {
+  if (!events_) return true;
+  std::string passed;
+  if (!events_->write(text, passed)) {
+    error_ = events_->why();
+    unredactable_ = true;
+    text.clear();
+    return false;
+  }
+  text.swap(passed);
+  return true;
 }
 
 // Redacted text past max_bytes of output is not sent.
@@ -133,8 +149,7 @@ bool response_body::take(std::string_view bytes, std::string& out) {
     unredactable_ = true;
     return false;
   }
-  take_text(bytes, out);
-  return true;
+  return take_text(bytes, out);
 }
 
 // A text body labelled UTF-8, or not labelled, may still be UTF-16 or UTF-32 to a client that
@@ -167,6 +182,16 @@ bool response_body::finish(std::string& out) {
   // the first part of a value the cut falls into, and is dropped. Whatever it released was
   // read with its whole context, and covers at least max_bytes of the text.
   if (!read_enough_) stream_.finish(redacted_);
+  if (!guard_ && events_) {
+    // What the stream released at the end goes through the guard first, then what it held.
+    std::string passed;
+    if (!events_->write(redacted_, passed) || !events_->finish(passed)) {
+      error_ = events_->why();
+      unredactable_ = true;
+      return false;
+    }
+    redacted_.swap(passed);
+  }
   if (guard_) {
     if (!guarded(out)) return false;
   } else {

@@ -19,6 +19,7 @@
 #include "filters/redaction/content_type.hpp"
 #include "filters/redaction/decoder.hpp"
 #include "filters/redaction/encoder.hpp"
+#include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/stream.hpp"
 
 #include <cstdint>
@@ -87,12 +88,16 @@ class response_body {
  private:
   bool take(std::string_view bytes, std::string& out);
   bool looks_like_ascii_text(std::string_view bytes);
-  void take_text(std::string_view text, std::string& out);
+  bool take_text(std::string_view text, std::string& out);
+  // Redacted text of an event stream through the event guard (in place): false when it cut
+  // the body (error_ says why).
+  bool through_events(std::string& text);
   void clamp(std::string& text);
   void emit(std::string& text, std::string& out, bool flush);
   bool guarded(std::string& out);
 
   stream stream_;
+  std::optional<event_guard> events_;  // event streams: a secret split across events
   std::optional<decoder> decoder_;
   std::optional<encoder> encoder_;
   bool flush_each_ = false;  // event streams: every write's output decodes on its own

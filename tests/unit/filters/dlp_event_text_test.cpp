@@ -1,4 +1,4 @@
-#include "filters/dlp/event_text.hpp"
+#include "filters/redaction/event_text.hpp"
 
 #include "filters/dlp/injection.hpp"
 #include "filters/dlp/response_scan.hpp"
@@ -10,6 +10,8 @@
 
 namespace airlock::filters::dlp {
 namespace {
+
+using redaction::event_stream_texts;
 
 // An answer streamed the way model APIs do: one JSON delta per event, a few words each.
 std::string openai_stream(const std::vector<std::string>& words) {

@@ -12,14 +12,24 @@
 // @par Thread Safety
 // A pure function.
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace airlock::filters::dlp {
+namespace airlock::filters::redaction {
+
+using event_string_fn = std::function<void(std::string_view path, std::string_view text)>;
+
+// One event's data (the values of its "data" lines joined by line feeds) into `data`; false
+// when it has none.
+bool event_data(std::string_view event, std::string& data);
+// Each string of one event's data, with its JSON field path, to `f`; data that is not a JSON
+// object or array is one text under the empty path, a line feed after it.
+void for_each_event_string(std::string_view data, const event_string_fn& f);
 
 // The streams of text in `body` (an event stream, possibly cut short), in order of first
 // appearance; none when it has no event data.
 std::vector<std::string> event_stream_texts(std::string_view body);
 
-}  // namespace airlock::filters::dlp
+}  // namespace airlock::filters::redaction

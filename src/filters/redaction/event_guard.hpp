@@ -1,0 +1,64 @@
+#pragma once
+// A secret split across server-sent events. The stream (stream.hpp) redacts each event as a
+// text of its own, but a client joins the strings of one JSON field across events (a model
+// API's answer arrives a few characters per delta: {"choices":[{"delta":{"content":"sk-li"}}]},
+// then {"...":"ve-AB..."}), so a secret an origin streams in two deltas reaches it whole. The
+// guard reads the redacted events as the client does (event_text.hpp: per JSON field path) and
+// keeps the last kTail bytes of each field's joined text:
+// - an event after which a field's text ends with the start of a literal secret (kMinStart
+//   bytes or more, in any spelling) is held back, with the ones after it, until a later event
+//   shows the value does not go on (they are then released) or completes it;
+// - a literal secret found in a field's joined text, and so spanning events, ends the body
+//   there (write() returns false): the client gets none of it from the held events, and the
+//   response is cut rather than passed whole.
+// Held events are bounded (kMaxHeld bytes, then the body is cut: fail closed); an event longer
+// than kMaxEvent passes without being read, leaving the joined texts as they were. Values the
+// redactors find (an e-mail address, a key of a known shape) split across events are not
+// joined: a model streams every such value in pieces, and cutting each answer that holds one
+// would be no answer; each piece is redacted where it alone matches.
+//
+// @par Thread Safety
+// One per response, one thread at a time; the engine is shared.
+
+#include "filters/redaction/engine.hpp"
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace airlock::filters::redaction {
+
+class event_guard {
+ public:
+  static constexpr std::size_t kTail = 1024;
+  static constexpr std::size_t kMinStart = 4;
+  static constexpr std::size_t kMaxHeld = 64 * 1024;
+  static constexpr std::size_t kMaxEvent = 64 * 1024;
+  static constexpr std::size_t kMaxFields = 256;
+
+  explicit event_guard(const engine& e) : engine_(e) {}
+
+  // Redacted stream output in; appends to `out` the whole events that may go on. False when a
+  // value spans events (or too much is held): nothing more may be sent.
+  bool write(std::string_view redacted, std::string& out);
+  // The body ended: what is held and the last, unterminated event go on (a value that never
+  // completed is no secret), unless that last part completes one.
+  bool finish(std::string& out);
+
+  const char* why() const noexcept { return why_; }
+
+ private:
+  // One whole event: read, then held or released with the ones held before it.
+  bool event(std::string_view ev, std::string& out);
+  // Its strings added to their fields' joined texts; false when a value now spans events.
+  bool read(std::string_view ev, bool& starts_secret);
+
+  const engine& engine_;
+  std::string pending_;                                     // output after the last whole event
+  std::string held_;                                        // whole events held back
+  std::map<std::string, std::string, std::less<>> fields_;  // path -> last kTail joined bytes
+  const char* why_ = nullptr;
+};
+
+}  // namespace airlock::filters::redaction

@@ -1,0 +1,128 @@
+#include "filters/redaction/builtin.hpp"
+#include "filters/redaction/engine.hpp"
+#include "filters/redaction/event_guard.hpp"
+#include "filters/redaction/response_body.hpp"
+
+#include <boost/beast/http/fields.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+// A secret split across server-sent events (event_guard.hpp): held back while it may go on,
+// the body cut when it completes, released unchanged when it does not.
+namespace airlock::filters::redaction {
+namespace {
+
+constexpr std::string_view kSecret = "sk-live-AIRLOCKTEST-0123456789abcdefXYZ";
+
+std::shared_ptr<const engine> secret_engine() {
+  auto specs = builtin_redactor("email");
+  auto built = engine::build(*specs, {{"api", std::string(kSecret)}});
+  EXPECT_TRUE(built.errors.empty());
+  return built.compiled;
+}
+
+// An answer streamed as a model API does: one JSON delta per event.
+std::string delta(std::string_view text, std::string_view end = "\n\n") {
+  return "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" +
+         std::string(text) + "\"}}]}" + std::string(end);
+}
+
+TEST(redaction_event_guard, ASecretSplitOverDeltasIsHeldThenCut) {
+  const auto e = secret_engine();
+  for (std::size_t cut = event_guard::kMinStart; cut < kSecret.size(); cut += 5) {
+    event_guard g(*e);
+    std::string out;
+    ASSERT_TRUE(g.write(delta("your key is "), out));
+    EXPECT_EQ(out, delta("your key is "));  // nothing of the secret yet: it goes on
+    out.clear();
+    ASSERT_TRUE(g.write(delta(kSecret.substr(0, cut)), out)) << cut;
+    EXPECT_EQ(out, "") << "the start of the secret is held back, " << cut;
+    EXPECT_FALSE(g.write(delta(kSecret.substr(cut)) + delta("."), out)) << cut;
+    EXPECT_EQ(out, "");
+    EXPECT_NE(g.why(), nullptr);
+    EXPECT_FALSE(g.finish(out));
+  }
+}
+
+TEST(redaction_event_guard, ThreePiecesOtherFieldsBetweenAndCrlf) {
+  const auto e = secret_engine();
+  event_guard g(*e);
+  std::string out;
+  const std::string a(kSecret.substr(0, 10)), b(kSecret.substr(10, 10)), c(kSecret.substr(20));
+  ASSERT_TRUE(g.write(delta(a, "\r\n\r\n"), out));
+  ASSERT_TRUE(g.write("data: {\"usage\":{\"note\":\"other field\"}}\r\n\r\n", out));
+  ASSERT_TRUE(g.write(delta(b, "\r\n\r\n"), out));
+  EXPECT_EQ(out, "");
+  EXPECT_FALSE(g.write(delta(c, "\r\n\r\n"), out));
+  EXPECT_EQ(out.find(a), std::string::npos);
+}
+
+TEST(redaction_event_guard, AStartThatDoesNotGoOnIsReleasedUnchanged) {
+  const auto e = secret_engine();
+  event_guard g(*e);
+  std::string out;
+  const std::string body = delta("the prefix sk-live-AIR") + delta("PLANE is not it") +
+                           "event: ping\ndata: not json\n\n" + delta("bye", "\n");
+  // Byte by byte: the output is the input, in whole events, however it was split.
+  for (char ch : body)
+    ASSERT_TRUE(g.write(std::string_view(&ch, 1), out));
+  ASSERT_TRUE(g.finish(out));
+  EXPECT_EQ(out, body);
+}
+
+TEST(redaction_event_guard, AValueARedactorFindsSplitIsNotJoined) {
+  // A model streams an e-mail address in pieces; each answer that holds one is not cut.
+  const auto e = secret_engine();
+  event_guard g(*e);
+  std::string out;
+  const std::string body = delta("write to ops") + delta("@example") + delta(".com today");
+  ASSERT_TRUE(g.write(body, out));
+  ASSERT_TRUE(g.finish(out));
+  EXPECT_EQ(out, body);
+}
+
+TEST(redaction_event_guard, HeldEventsAreBounded) {
+  const auto e = secret_engine();
+  event_guard g(*e);
+  std::string out;
+  ASSERT_TRUE(g.write(delta(kSecret.substr(0, 12)), out));
+  // Another field's events pile up behind the held one: past kMaxHeld the body is cut.
+  bool ok = true;
+  for (int i = 0; i < 2000 && ok; ++i)
+    ok = g.write("data: {\"pad\":\"" + std::string(100, 'p') + "\"}\n\n", out);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(out, "");
+}
+
+TEST(redaction_event_guard, AResponseBodyCutsAnEventStreamWhateverItsChunks) {
+  const auto e = secret_engine();
+  boost::beast::http::fields head;
+  head.set(boost::beast::http::field::content_type, "text/event-stream");
+  const auto plan = plan_response(head);
+  ASSERT_EQ(plan.treatment, body_treatment::redact);
+  const std::string body = delta("key: ") + delta(kSecret.substr(0, 17)) +
+                           delta(kSecret.substr(17)) + "data: [DONE]\n\n";
+  for (std::size_t step : {1u, 7u, 64u, 4096u}) {
+    response_body rb(e, plan, 1 << 20, "");
+    std::string out;
+    bool ok = true;
+    for (std::size_t i = 0; i < body.size() && ok; i += step)
+      ok = rb.write(std::string_view(body).substr(i, step), out);
+    ok = ok && rb.finish(out);
+    EXPECT_FALSE(ok) << step;
+    EXPECT_TRUE(rb.unredactable()) << step;
+    EXPECT_EQ(out.find(kSecret.substr(0, 8)), std::string::npos) << step;
+  }
+  // The secret whole in one event is redacted there, and the stream goes on.
+  response_body rb(e, plan, 1 << 20, "");
+  std::string out;
+  ASSERT_TRUE(rb.write(delta(kSecret) + delta("after"), out));
+  ASSERT_TRUE(rb.finish(out));
+  EXPECT_EQ(out, delta("[REDACTED:secret:api]") + delta("after"));
+}
+
+}  // namespace
+}  // namespace airlock::filters::redaction
