@@ -275,3 +275,15 @@ class RedactionEvasionTest(SecretsCase):
         self.assertEqual(r.body, b"".join(pieces))
         rec = self.audit_for(m)
         self.assertEqual(rec["status"], 200, rec)
+
+    def test_a_secret_split_across_ndjson_records_is_not_delivered(self):
+        # Ollama's stream: a JSON record a line, the answer a few characters per record.
+        records = [(json.dumps({"message": {"content": p}, "done": False}) + "\n").encode()
+                   for p in ("key: ", SECRET[:12], SECRET[12:], ".")]
+        m, path = self.serve(lambda req: req.send_chunked(
+            records, ctype="application/x-ndjson", delay=0.05))
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        self.assertNotIn(SECRET[:4].encode(), r.body)
+        self.assertTrue(r.body.startswith(records[0]), r.body)
+        self.assertEqual(self.audit_for(m)["reason"], "unredactable_response")

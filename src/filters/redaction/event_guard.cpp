@@ -30,7 +30,13 @@ std::size_t event_end(std::string_view text) {
 
 bool event_guard::read(std::string_view ev, bool& starts_secret) {
   std::string data;
-  if (!event_data(ev, data)) return true;
+  if (frame_ == framing::lines) {
+    while (!ev.empty() && (ev.back() == '\n' || ev.back() == '\r'))
+      ev.remove_suffix(1);
+    data.assign(ev);
+  } else if (!event_data(ev, data)) {
+    return true;
+  }
   bool spans = false;
   for_each_event_string(data, [&](std::string_view path, std::string_view text) {
     auto at = fields_.find(path);
@@ -78,7 +84,10 @@ bool event_guard::write(std::string_view redacted, std::string& out) {
   pending_.append(redacted);
   std::size_t used = 0;
   for (;;) {
-    const auto end = event_end(std::string_view(pending_).substr(used));
+    const std::string_view rest = std::string_view(pending_).substr(used);
+    const auto nl = rest.find('\n');
+    const auto end =
+        frame_ == framing::lines ? (nl == std::string_view::npos ? nl : nl + 1) : event_end(rest);
     if (end == std::string_view::npos) break;
     if (!event(std::string_view(pending_).substr(used, end), out)) return false;
     used += end;

@@ -11,6 +11,7 @@
 // - a literal secret found in a field's joined text, and so spanning events, ends the body
 //   there (write() returns false): the client gets none of it from the held events, and the
 //   response is cut rather than passed whole.
+// Newline-delimited JSON (NDJSON, JSON Lines) is read the same way, a record for an event.
 // Held events are bounded (kMaxHeld bytes, then the body is cut: fail closed); an event longer
 // than kMaxEvent passes without being read, leaving the joined texts as they were. Values the
 // redactors find (an e-mail address, a key of a known shape) split across events are not
@@ -21,6 +22,7 @@
 // One per response, one thread at a time; the engine is shared.
 
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/stream.hpp"
 
 #include <cstddef>
 #include <map>
@@ -37,7 +39,9 @@ class event_guard {
   static constexpr std::size_t kMaxEvent = 64 * 1024;
   static constexpr std::size_t kMaxFields = 256;
 
-  explicit event_guard(const engine& e) : engine_(e) {}
+  // `frame`: server-sent events (an event ends at a blank line, its text is its "data" lines),
+  // or lines (NDJSON, JSON Lines: a record is a line, as Ollama streams its answer).
+  event_guard(const engine& e, framing frame) : engine_(e), frame_(frame) {}
 
   // Redacted stream output in; appends to `out` the whole events that may go on. False when a
   // value spans events (or too much is held): nothing more may be sent.
@@ -55,6 +59,7 @@ class event_guard {
   bool read(std::string_view ev, bool& starts_secret);
 
   const engine& engine_;
+  framing frame_;
   std::string pending_;                                     // output after the last whole event
   std::string held_;                                        // whole events held back
   std::map<std::string, std::string, std::less<>> fields_;  // path -> last kTail joined bytes

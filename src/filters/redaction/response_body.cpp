@@ -57,7 +57,7 @@ response_body::response_body(std::shared_ptr<const engine> e, const response_pla
       max_bytes_(max_bytes),
       marker_(std::move(marker)) {
   guard_ = plan.treatment == body_treatment::pass;
-  if (!guard_ && plan.media.frame == framing::events) events_.emplace(*e);
+  if (!guard_ && plan.media.frame != framing::none) events_.emplace(*e, plan.media.frame);
   if (plan.coding == content_coding::gzip || plan.coding == content_coding::deflate) {
     decoder_.emplace(plan.coding);
     encoder_.emplace(plan.coding);

@@ -97,7 +97,7 @@ class response_body {
   bool guarded(std::string& out);
 
   stream stream_;
-  std::optional<event_guard> events_;  // event streams: a secret split across events
+  std::optional<event_guard> events_;  // event streams, NDJSON: a secret split across them
   std::optional<decoder> decoder_;
   std::optional<encoder> encoder_;
   bool flush_each_ = false;  // event streams: every write's output decodes on its own

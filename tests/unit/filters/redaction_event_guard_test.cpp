@@ -33,7 +33,7 @@ std::string delta(std::string_view text, std::string_view end = "\n\n") {
 TEST(redaction_event_guard, ASecretSplitOverDeltasIsHeldThenCut) {
   const auto e = secret_engine();
   for (std::size_t cut = event_guard::kMinStart; cut < kSecret.size(); cut += 5) {
-    event_guard g(*e);
+    event_guard g(*e, framing::events);
     std::string out;
     ASSERT_TRUE(g.write(delta("your key is "), out));
     EXPECT_EQ(out, delta("your key is "));  // nothing of the secret yet: it goes on
@@ -49,7 +49,7 @@ TEST(redaction_event_guard, ASecretSplitOverDeltasIsHeldThenCut) {
 
 TEST(redaction_event_guard, ThreePiecesOtherFieldsBetweenAndCrlf) {
   const auto e = secret_engine();
-  event_guard g(*e);
+  event_guard g(*e, framing::events);
   std::string out;
   const std::string a(kSecret.substr(0, 10)), b(kSecret.substr(10, 10)), c(kSecret.substr(20));
   ASSERT_TRUE(g.write(delta(a, "\r\n\r\n"), out));
@@ -62,7 +62,7 @@ TEST(redaction_event_guard, ThreePiecesOtherFieldsBetweenAndCrlf) {
 
 TEST(redaction_event_guard, AStartThatDoesNotGoOnIsReleasedUnchanged) {
   const auto e = secret_engine();
-  event_guard g(*e);
+  event_guard g(*e, framing::events);
   std::string out;
   const std::string body = delta("the prefix sk-live-AIR") + delta("PLANE is not it") +
                            "event: ping\ndata: not json\n\n" + delta("bye", "\n");
@@ -76,7 +76,7 @@ TEST(redaction_event_guard, AStartThatDoesNotGoOnIsReleasedUnchanged) {
 TEST(redaction_event_guard, AValueARedactorFindsSplitIsNotJoined) {
   // A model streams an e-mail address in pieces; each answer that holds one is not cut.
   const auto e = secret_engine();
-  event_guard g(*e);
+  event_guard g(*e, framing::events);
   std::string out;
   const std::string body = delta("write to ops") + delta("@example") + delta(".com today");
   ASSERT_TRUE(g.write(body, out));
@@ -86,7 +86,7 @@ TEST(redaction_event_guard, AValueARedactorFindsSplitIsNotJoined) {
 
 TEST(redaction_event_guard, HeldEventsAreBounded) {
   const auto e = secret_engine();
-  event_guard g(*e);
+  event_guard g(*e, framing::events);
   std::string out;
   ASSERT_TRUE(g.write(delta(kSecret.substr(0, 12)), out));
   // Another field's events pile up behind the held one: past kMaxHeld the body is cut.
@@ -95,6 +95,28 @@ TEST(redaction_event_guard, HeldEventsAreBounded) {
     ok = g.write("data: {\"pad\":\"" + std::string(100, 'p') + "\"}\n\n", out);
   EXPECT_FALSE(ok);
   EXPECT_EQ(out, "");
+}
+
+TEST(redaction_event_guard, NdjsonRecordsAreReadAsEvents) {
+  // Ollama's stream: one JSON record a line, the answer a few characters per record.
+  const auto e = secret_engine();
+  auto record = [](std::string_view text) {
+    return "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"" +
+           std::string(text) + "\"},\"done\":false}\n";
+  };
+  event_guard g(*e, framing::lines);
+  std::string out;
+  ASSERT_TRUE(g.write(record("key: ") + record(kSecret.substr(0, 9)), out));
+  EXPECT_EQ(out, record("key: "));
+  EXPECT_FALSE(g.write(record(kSecret.substr(9)), out));
+  EXPECT_EQ(out.find(kSecret.substr(0, 9)), std::string::npos);
+  // A start that does not go on is released, byte for byte.
+  event_guard h(*e, framing::lines);
+  out.clear();
+  const std::string body = record("sk-live-AIRPORT") + record(" codes") + "not json\n";
+  ASSERT_TRUE(h.write(body, out));
+  ASSERT_TRUE(h.finish(out));
+  EXPECT_EQ(out, body);
 }
 
 TEST(redaction_event_guard, AResponseBodyCutsAnEventStreamWhateverItsChunks) {
