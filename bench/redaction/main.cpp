@@ -1,16 +1,20 @@
-// airlock_redaction_bench [--mib N] [--chunk KIB] [--dense] [--events] [--repeat N] [--json]
+// airlock_redaction_bench [--mib N] [--chunk KIB] [--dense] [--events] [--no-guard]
+//                         [--repeat N] [--json]
 //
 // Generates a realistic JSON body (an API listing of records: ids, timestamps, UUIDs, prices,
 // prose, URLs) of N MiB (default 100) with a few secrets sprinkled in, then streams it through
 // the full built-in redactor library in 64 KiB chunks on one thread and reports MB/s (per
 // core). --dense puts an e-mail address and a phone number in every record (a user directory:
-// the worst realistic case); --events frames the body as server-sent events. --repeat times
+// the worst realistic case); --events frames the body as server-sent events, which also go
+// through the event guard as in the proxy (event_guard.hpp; --no-guard: the stream alone, to
+// compare). --repeat times
 // that many passes over the same body (each a fresh stream). After the timed passes, one
 // untimed pass keeps the whole output and checks that none of the planted secrets is left in
 // it; the exit status is 1 when one is. --json prints one JSON object instead of the text
 // report (bench/bench.py reads it: scenario "redaction").
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/stream.hpp"
 
 #include <boost/json.hpp>
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -116,23 +121,35 @@ double thread_cpu_seconds() {
 // One timed pass: a fresh stream over the whole body, chunk by chunk, output discarded as a
 // proxy would send it on. `last` keeps the stream's counters for the report.
 pass_result timed_pass(const rd::build_result& built, const std::string& body, std::size_t chunk,
-                       rd::framing frame, std::unique_ptr<rd::stream>& last, std::size_t& out_bytes,
-                       std::size_t& max_retained) {
+                       rd::framing frame, bool with_guard, std::unique_ptr<rd::stream>& last,
+                       std::size_t& out_bytes, std::size_t& max_retained) {
   auto s = std::make_unique<rd::stream>(built.compiled, rd::stream_options{frame, 0});
-  std::string out;
+  // Event streams also go through the event guard, as response_body has them.
+  std::optional<rd::event_guard> guard;
+  if (frame != rd::framing::none && with_guard) guard.emplace(*built.compiled, frame);
+  std::string out, guarded;
   out.reserve(2 * chunk);
   out_bytes = 0;
   max_retained = 0;
+  auto pass_on = [&](bool last) {
+    if (guard) {
+      guarded.clear();
+      if (!guard->write(out, guarded) || (last && !guard->finish(guarded)))
+        std::fprintf(stderr, "warning: the event guard cut the body\n");
+      out.swap(guarded);
+    }
+    out_bytes += out.size();
+    out.clear();
+  };
   const double c0 = thread_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t off = 0; off < body.size(); off += chunk) {
     s->write(std::string_view(body).substr(off, chunk), out);
-    out_bytes += out.size();
-    out.clear();
+    pass_on(false);
     max_retained = std::max(max_retained, s->retained());
   }
   s->finish(out);
-  out_bytes += out.size();
+  pass_on(true);
   const auto t1 = std::chrono::steady_clock::now();
   pass_result r{thread_cpu_seconds() - c0, std::chrono::duration<double>(t1 - t0).count()};
   last = std::move(s);
@@ -168,7 +185,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::size_t mib = 100, chunk_kib = 64, repeat = 1;
-  bool dense = false, events = false, json = false;
+  bool dense = false, events = false, json = false, with_guard = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--mib") && i + 1 < argc) {
       mib = std::strtoul(argv[++i], nullptr, 10);
@@ -180,13 +197,16 @@ int main(int argc, char** argv) {
       dense = true;
     } else if (!std::strcmp(argv[i], "--events")) {
       events = true;
+    } else if (!std::strcmp(argv[i], "--no-guard")) {
+      with_guard = false;
     } else if (!std::strcmp(argv[i], "--json")) {
       json = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--mib N] [--chunk KIB] [--dense] [--events] [--repeat N] "
-                   "[--json]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--mib N] [--chunk KIB] [--dense] [--events] [--no-guard] [--repeat N] "
+          "[--json]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -217,7 +237,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<rd::stream> s;
   std::size_t out_bytes = 0, max_retained = 0;
   for (std::size_t i = 0; i < repeat; ++i)
-    passes.push_back(timed_pass(built, body, chunk, frame, s, out_bytes, max_retained));
+    passes.push_back(timed_pass(built, body, chunk, frame, with_guard, s, out_bytes, max_retained));
   const std::vector<std::string> leaked = leaked_secrets(built, body, chunk, frame, planted);
 
   // Per core = per second of this thread's CPU time (the wall clock also counts time the

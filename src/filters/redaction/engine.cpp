@@ -59,20 +59,21 @@ bool has_anchor(const std::string& re) {
 }  // namespace
 
 engine::engine(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
-
-bool engine::ends_in_secret_start(std::string_view text, std::size_t min) const {
-  for (const auto& r : impl_->redactors) {
-    // (A secret's spelling is its hint's literal; `literal` says only how it is matched.)
-    if (r.hint.literals.empty() || !impl_->labels[r.label].name.starts_with("secret:")) continue;
-    const std::string_view spelling = r.hint.literals.front().text;
-    // Each suffix of `text` from `min` bytes up to one short of the whole spelling.
-    const std::size_t longest = std::min(text.size(), spelling.size() - 1);
-    for (std::size_t n = longest; n >= min && n > 0; --n)
-      if (spelling.starts_with(text.substr(text.size() - n))) return true;
-  }
-  return false;
-}
 engine::~engine() = default;
+
+namespace {
+// A secret's spellings are its hints' literals (`literal` says only how one is matched).
+template <class F>
+void for_each_secret_spelling(const engine::impl& im, F&& f) {
+  for (const auto& r : im.redactors)
+    if (!r.hint.literals.empty() && im.labels[r.label].name.starts_with("secret:"))
+      f(std::string_view(r.hint.literals.front().text));
+}
+}  // namespace
+
+const secret_automaton& engine::secret_starts() const noexcept {
+  return *impl_->secret_starts;
+}
 
 build_result engine::build(std::vector<redactor_spec> redactors,
                            std::vector<literal_secret> secrets, const engine_options& opts) {
@@ -196,6 +197,9 @@ build_result engine::build(std::vector<redactor_spec> redactors,
   if (!errors.empty()) return {nullptr, std::move(errors)};
   im->overlap = overlap;
   im->anchored = std::any_of(patterns.begin(), patterns.end(), has_anchor);
+  std::vector<std::string_view> spellings;
+  for_each_secret_spelling(*im, [&](std::string_view s) { spellings.push_back(s); });
+  im->secret_starts = std::make_unique<secret_automaton>(spellings);
   return {std::shared_ptr<const engine>(new engine(std::move(im))), {}};
 }
 

@@ -35,6 +35,8 @@
 
 namespace airlock::filters::redaction {
 
+class secret_automaton;
+
 struct engine_options {
   // Matches up to this long are found whole across chunk boundaries (see above). Raised to at
   // least 256, and to the longest spelling of a literal secret.
@@ -91,10 +93,9 @@ class engine {
   // character class): the join would move where the anchor holds.
   bool joinable() const noexcept;
 
-  // Whether `text` ends with the first `min` or more bytes of a literal secret, in one of its
-  // spellings (and not the whole of it): the start of a value whose rest may follow in another
-  // text (event_guard.hpp).
-  bool ends_in_secret_start(std::string_view text, std::size_t min) const;
+  // The literal secrets' spellings as one automaton: where a text ends with the start of one,
+  // and whether one ends in it (event_guard.hpp). Empty when the engine has no secret.
+  const secret_automaton& secret_starts() const noexcept;
   // One-shot redaction of a complete text (header values, tests). Adds to *hits if given
   // (resized to label_count()).
   std::string redact(std::string_view text, hit_counts* hits = nullptr) const;

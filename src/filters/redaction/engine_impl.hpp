@@ -4,6 +4,7 @@
 
 #include "filters/redaction/engine.hpp"
 #include "filters/redaction/prefilter.hpp"
+#include "filters/redaction/secret_automaton.hpp"
 
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -34,9 +35,10 @@ struct label {
 struct engine::impl {
   std::vector<compiled_redactor> redactors;
   std::vector<label> labels;
-  std::unique_ptr<prefilter> pre;           // finds the patterns it serves
-  std::unique_ptr<RE2::Set> set;            // finds the others, in one pass
-  std::vector<std::uint32_t> set_patterns;  // set index -> redactors index
+  std::unique_ptr<prefilter> pre;                   // finds the patterns it serves
+  std::unique_ptr<RE2::Set> set;                    // finds the others, in one pass
+  std::vector<std::uint32_t> set_patterns;          // set index -> redactors index
+  std::unique_ptr<secret_automaton> secret_starts;  // the literal secrets' spellings
   std::size_t overlap = 0;
   bool anchored = false;  // some pattern has ^, $, \A or \z outside a character class
 };

@@ -35,6 +35,7 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
       ev.remove_suffix(1);
     data.assign(ev);
   } else if (!event_data(ev, data)) {
+    starts_secret = starting_ > 0;
     return true;
   }
   bool spans = false;
@@ -42,21 +43,15 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
     auto at = fields_.find(path);
     if (at == fields_.end()) {
       if (fields_.size() >= kMaxFields) return;  // (bounded: a later field is not joined)
-      at = fields_.emplace(std::string(path), std::string()).first;
+      at = fields_.emplace(std::string(path), secret_automaton::state{0}).first;
     }
-    std::string& joined = at->second;
-    joined.append(text);
-    // The event itself was redacted: a secret found now in the joined text spans events.
-    if (engine_.may_match(joined)) {
-      hit_counts hits;
-      engine_.redact(joined, &hits);
-      for (std::size_t i = 0; i < hits.size(); ++i)
-        spans = spans || (hits[i] > 0 && engine_.label_name(i).starts_with("secret:"));
-    }
-    if (joined.size() > kTail) joined.erase(0, joined.size() - kTail);
+    // The event itself was redacted: a spelling that ends in the joined text spans events.
+    const bool held_before = starts_.depth(at->second) >= kMinStart;
+    spans = starts_.feed(at->second, text) || spans;
+    const bool held_now = starts_.depth(at->second) >= kMinStart;
+    if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
   });
-  for (const auto& [path, joined] : fields_)
-    starts_secret = starts_secret || engine_.ends_in_secret_start(joined, kMinStart);
+  starts_secret = starting_ > 0;
   return !spans;
 }
 
@@ -81,6 +76,10 @@ bool event_guard::event(std::string_view ev, std::string& out) {
 
 bool event_guard::write(std::string_view redacted, std::string& out) {
   if (why_) return false;
+  if (starts_.empty()) {  // no literal secret: nothing to hold
+    out.append(redacted);
+    return true;
+  }
   pending_.append(redacted);
   std::size_t used = 0;
   for (;;) {

@@ -4,13 +4,14 @@
 // API's answer arrives a few characters per delta: {"choices":[{"delta":{"content":"sk-li"}}]},
 // then {"...":"ve-AB..."}), so a secret an origin streams in two deltas reaches it whole. The
 // guard reads the redacted events as the client does (event_text.hpp: per JSON field path) and
-// keeps the last kTail bytes of each field's joined text:
+// follows each field's joined text through the secrets' spellings (secret_automaton.hpp):
 // - an event after which a field's text ends with the start of a literal secret (kMinStart
 //   bytes or more, in any spelling) is held back, with the ones after it, until a later event
 //   shows the value does not go on (they are then released) or completes it;
-// - a literal secret found in a field's joined text, and so spanning events, ends the body
-//   there (write() returns false): the client gets none of it from the held events, and the
-//   response is cut rather than passed whole.
+// - a literal secret that ends in a field's joined text (so spanning events: each event was
+//   redacted whole) ends the body there (write() returns false): the client gets none of it
+//   from the held events, and the response is cut rather than passed whole.
+// An engine without literal secrets needs no guard: the bytes pass as they come.
 // Newline-delimited JSON (NDJSON, JSON Lines) is read the same way, a record for an event.
 // Held events are bounded (kMaxHeld bytes, then the body is cut: fail closed); an event longer
 // than kMaxEvent passes without being read, leaving the joined texts as they were. Values the
@@ -19,9 +20,11 @@
 // would be no answer; each piece is redacted where it alone matches.
 //
 // @par Thread Safety
-// One per response, one thread at a time; the engine is shared.
+// One per response, one thread at a time; the engine (and its automaton) is shared and must
+// outlive the guard.
 
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/secret_automaton.hpp"
 #include "filters/redaction/stream.hpp"
 
 #include <cstddef>
@@ -33,7 +36,6 @@ namespace airlock::filters::redaction {
 
 class event_guard {
  public:
-  static constexpr std::size_t kTail = 1024;
   static constexpr std::size_t kMinStart = 4;
   static constexpr std::size_t kMaxHeld = 64 * 1024;
   static constexpr std::size_t kMaxEvent = 64 * 1024;
@@ -41,7 +43,7 @@ class event_guard {
 
   // `frame`: server-sent events (an event ends at a blank line, its text is its "data" lines),
   // or lines (NDJSON, JSON Lines: a record is a line, as Ollama streams its answer).
-  event_guard(const engine& e, framing frame) : engine_(e), frame_(frame) {}
+  event_guard(const engine& e, framing frame) : starts_(e.secret_starts()), frame_(frame) {}
 
   // Redacted stream output in; appends to `out` the whole events that may go on. False when a
   // value spans events (or too much is held): nothing more may be sent.
@@ -58,11 +60,13 @@ class event_guard {
   // Its strings added to their fields' joined texts; false when a value now spans events.
   bool read(std::string_view ev, bool& starts_secret);
 
-  const engine& engine_;
+  const secret_automaton& starts_;
   framing frame_;
-  std::string pending_;                                     // output after the last whole event
-  std::string held_;                                        // whole events held back
-  std::map<std::string, std::string, std::less<>> fields_;  // path -> last kTail joined bytes
+  std::string pending_;  // output after the last whole event
+  std::string held_;     // whole events held back
+  // By JSON path: where the field's joined text is in the secrets' spellings.
+  std::map<std::string, secret_automaton::state, std::less<>> fields_;
+  std::size_t starting_ = 0;  // fields that end with kMinStart bytes of a spelling or more
   const char* why_ = nullptr;
 };
 

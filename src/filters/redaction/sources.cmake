@@ -13,6 +13,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/event_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/secret_automaton.cpp
   ${CMAKE_CURRENT_LIST_DIR}/secret_spellings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stream.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stream_framing.cpp
