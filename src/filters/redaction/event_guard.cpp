@@ -38,26 +38,40 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
     starts_secret = starting_ > 0;
     return true;
   }
-  bool spans = false;
+  bool spans = false, overflow = false;
   for_each_event_string(data, [&](std::string_view path, std::string_view text) {
-    auto at = fields_.find(path);
-    if (at == fields_.end()) {
-      if (fields_.size() >= kMaxFields) return;  // (bounded: a later field is not joined)
-      at = fields_.emplace(std::string(path), secret_automaton::state{0}).first;
-    }
+    // Only fields that end with the start of a spelling are kept: any other is where a new
+    // one is (state 0).
+    const auto at = fields_.find(path);
+    secret_automaton::state st = at == fields_.end() ? 0 : at->second;
+    const bool held_before = starts_.depth(st) >= kMinStart;
     // The event itself was redacted: a spelling that ends in the joined text spans events.
-    const bool held_before = starts_.depth(at->second) >= kMinStart;
-    spans = starts_.feed(at->second, text) || spans;
-    const bool held_now = starts_.depth(at->second) >= kMinStart;
+    spans = starts_.feed(st, text) || spans;
+    const bool held_now = starts_.depth(st) >= kMinStart;
     if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
+    if (at != fields_.end()) {
+      if (starts_.depth(st) == 0)
+        fields_.erase(at);
+      else
+        at->second = st;
+    } else if (starts_.depth(st) > 0) {
+      if (fields_.size() < kMaxFields)
+        fields_.emplace(std::string(path), st);
+      else
+        overflow = true;
+    }
   });
+  if (overflow) {
+    why_ = "more than 256 fields of an event stream ending with the start of a secret";
+    return false;
+  }
   starts_secret = starting_ > 0;
   return !spans;
 }
 
 bool event_guard::event(std::string_view ev, std::string& out) {
   bool starts_secret = false;
-  if (ev.size() <= kMaxEvent && !read(ev, starts_secret)) {
+  if (!read(ev, starts_secret)) {
     why_ = "a value split across server-sent events";
     held_.clear();
     return false;
@@ -92,16 +106,12 @@ bool event_guard::write(std::string_view redacted, std::string& out) {
     used += end;
   }
   pending_.erase(0, used);
-  // An event that never ends is not held whole: past kMaxEvent it goes on unread, or, behind
-  // events held back, ends the body.
+  // An event is read whole: one that goes on past kMaxEvent ends the body (passed on unread,
+  // it could finish a secret that an earlier event started, or start one).
   if (pending_.size() > kMaxEvent) {
-    if (!held_.empty()) {
-      why_ = "server-sent events held back past 64 KiB (the start of a secret, never ended)";
-      held_.clear();
-      return false;
-    }
-    out.append(pending_);
-    pending_.clear();
+    why_ = "an event of an event stream longer than 8 MiB, which the guard does not read";
+    held_.clear();
+    return false;
   }
   return true;
 }
@@ -109,7 +119,7 @@ bool event_guard::write(std::string_view redacted, std::string& out) {
 bool event_guard::finish(std::string& out) {
   if (why_) return false;
   bool starts_secret = false;
-  if (!pending_.empty() && pending_.size() <= kMaxEvent && !read(pending_, starts_secret)) {
+  if (!pending_.empty() && !read(pending_, starts_secret)) {
     why_ = "a value split across server-sent events";
     return false;
   }

@@ -13,8 +13,9 @@
 //   from the held events, and the response is cut rather than passed whole.
 // An engine without literal secrets needs no guard: the bytes pass as they come.
 // Newline-delimited JSON (NDJSON, JSON Lines) is read the same way, a record for an event.
-// Held events are bounded (kMaxHeld bytes, then the body is cut: fail closed); an event longer
-// than kMaxEvent passes without being read, leaving the joined texts as they were. Values the
+// Held events are bounded (kMaxHeld bytes, then the body is cut: fail closed), and so is an
+// event, which is read once whole (kMaxEvent, then the body is cut: an event passed on unread
+// could finish a secret an earlier event started, or start one). Values the
 // redactors find (an e-mail address, a key of a known shape) split across events are not
 // joined: a model streams every such value in pieces, and cutting each answer that holds one
 // would be no answer; each piece is redacted where it alone matches.
@@ -38,7 +39,7 @@ class event_guard {
  public:
   static constexpr std::size_t kMinStart = 4;
   static constexpr std::size_t kMaxHeld = 64 * 1024;
-  static constexpr std::size_t kMaxEvent = 64 * 1024;
+  static constexpr std::size_t kMaxEvent = 8 << 20;
   static constexpr std::size_t kMaxFields = 256;
 
   // `frame`: server-sent events (an event ends at a blank line, its text is its "data" lines),
@@ -64,7 +65,8 @@ class event_guard {
   framing frame_;
   std::string pending_;  // output after the last whole event
   std::string held_;     // whole events held back
-  // By JSON path: where the field's joined text is in the secrets' spellings.
+  // By JSON path, the fields whose joined text ends with the start of a spelling: where it is
+  // in the secrets' spellings (any other field is at the start, state 0).
   std::map<std::string, secret_automaton::state, std::less<>> fields_;
   std::size_t starting_ = 0;  // fields that end with kMinStart bytes of a spelling or more
   const char* why_ = nullptr;

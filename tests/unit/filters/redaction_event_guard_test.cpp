@@ -97,6 +97,29 @@ TEST(redaction_event_guard, HeldEventsAreBounded) {
   EXPECT_EQ(out, "");
 }
 
+TEST(redaction_event_guard, AStartTooShortToHoldStillCountsAndLongEventsAreCut) {
+  const auto e = secret_engine();
+  {
+    // Three bytes go on (less than kMinStart), but the field's reading goes on from them: the
+    // rest, however long the event that brings it, cuts the body.
+    event_guard g(*e, framing::events);
+    std::string out;
+    ASSERT_TRUE(g.write(delta(kSecret.substr(0, 3)), out));
+    EXPECT_EQ(out, delta(kSecret.substr(0, 3)));
+    EXPECT_FALSE(g.write(delta(std::string(kSecret.substr(3)) + std::string(100000, ' ')), out));
+  }
+  {
+    // An event that never ends is not passed on unread.
+    event_guard g(*e, framing::events);
+    std::string out;
+    bool ok = g.write("data: {\"c\":\"", out);
+    for (int i = 0; i < 9 && ok; ++i)
+      ok = g.write(std::string(1 << 20, 'x'), out);
+    EXPECT_FALSE(ok);
+    EXPECT_EQ(out, "");
+  }
+}
+
 TEST(redaction_event_guard, NdjsonRecordsAreReadAsEvents) {
   // Ollama's stream: one JSON record a line, the answer a few characters per record.
   const auto e = secret_engine();
