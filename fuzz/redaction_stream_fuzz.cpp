@@ -11,7 +11,9 @@
 //   - events and lines: the event guard (event_guard.hpp) on the redacted output gives the
 //     same verdict over random split points as in one write; what it lets through is a prefix
 //     of its input (all of it when it does not cut), and (events) no field's text joined
-//     across the events it let through holds a literal secret.
+//     across the events it let through holds a literal secret;
+//   - the escape guard (escape_guard.hpp) on the redacted output: the same verdict whatever
+//     the split, a prefix of its input let through, all of it unchanged when it passes.
 // The engine is the full built-in library plus two literal secrets, with the smallest overlap
 // so that inputs of a few KiB exercise the hold-back logic (the proxy uses 8 KiB).
 //
@@ -20,6 +22,7 @@
 
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/event_text.hpp"
 #include "filters/redaction/stream.hpp"
@@ -81,6 +84,26 @@ bool guard(std::string_view redacted, const std::vector<std::size_t>& cuts, fram
   return g.finish(out);
 }
 
+bool escapes(std::string_view redacted, const std::vector<std::size_t>& cuts, std::string& out) {
+  escape_guard g(*small_engine());
+  std::size_t prev = 0;
+  for (std::size_t cut : cuts) {
+    if (!g.write(redacted.substr(prev, cut - prev), out)) return false;
+    prev = cut;
+  }
+  g.finish(out);
+  return true;
+}
+
+void check_escape_guard(std::string_view redacted, const std::vector<std::size_t>& cuts) {
+  std::string split, whole;
+  const bool passed = escapes(redacted, cuts, split);
+  if (passed != escapes(redacted, {redacted.size()}, whole))
+    fail("the escape guard's verdict depends on how the body was split");
+  if (!redacted.starts_with(split)) fail("the escape guard let through what it did not get");
+  if (passed && split != redacted) fail("the escape guard passed the body changed");
+}
+
 void check_event_guard(std::string_view redacted, const std::vector<std::size_t>& cuts,
                        framing frame) {
   std::string split, whole;
@@ -119,5 +142,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fail("the prefilter changed what is redacted");
   if (opts.frame != framing::none)
     check_event_guard(expected, split_points(expected.size(), ~seed), opts.frame);
+  check_escape_guard(expected, split_points(expected.size(), seed ^ 0x5bd1e995));
   return 0;
 }

@@ -6,14 +6,15 @@
 // the full built-in redactor library in 64 KiB chunks on one thread and reports MB/s (per
 // core). --dense puts an e-mail address and a phone number in every record (a user directory:
 // the worst realistic case); --events frames the body as server-sent events, which also go
-// through the event guard as in the proxy (event_guard.hpp; --no-guard: the stream alone, to
-// compare). --repeat times
+// through the event guard as in the proxy (event_guard.hpp), and every body through the
+// escape guard (escape_guard.hpp); --no-guard: the stream alone, to compare. --repeat times
 // that many passes over the same body (each a fresh stream). After the timed passes, one
 // untimed pass keeps the whole output and checks that none of the planted secrets is left in
 // it; the exit status is 1 when one is. --json prints one JSON object instead of the text
 // report (bench/bench.py reads it: scenario "redaction").
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/stream.hpp"
 
@@ -127,6 +128,9 @@ pass_result timed_pass(const rd::build_result& built, const std::string& body, s
   // Event streams also go through the event guard, as response_body has them.
   std::optional<rd::event_guard> guard;
   if (frame != rd::framing::none && with_guard) guard.emplace(*built.compiled, frame);
+  // Every text body goes through the escape guard, as response_body has it.
+  std::optional<rd::escape_guard> escapes;
+  if (with_guard) escapes.emplace(*built.compiled);
   std::string out, guarded;
   out.reserve(2 * chunk);
   out_bytes = 0;
@@ -136,6 +140,12 @@ pass_result timed_pass(const rd::build_result& built, const std::string& body, s
       guarded.clear();
       if (!guard->write(out, guarded) || (last && !guard->finish(guarded)))
         std::fprintf(stderr, "warning: the event guard cut the body\n");
+      out.swap(guarded);
+    }
+    if (escapes) {
+      guarded.clear();
+      if (!escapes->write(out, guarded)) std::fprintf(stderr, "warning: the escape guard cut\n");
+      if (last) escapes->finish(guarded);
       out.swap(guarded);
     }
     out_bytes += out.size();

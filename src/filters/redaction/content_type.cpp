@@ -73,23 +73,20 @@ body_class classify_content_type(std::string_view content_type) noexcept {
 
   const body_kind text = readable ? body_kind::text : body_kind::unsupported;
   if (iequals(media, "text/event-stream")) return {text, framing::events};
-  static constexpr std::array<std::string_view, 4> kLines{
-      "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonl"};
+  // (JSON text sequences, RFC 7464: a record starts with RS and ends with LF.)
+  static constexpr std::array<std::string_view, 5> kLines{
+      "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonl",
+      "application/json-seq"};
   for (std::string_view m : kLines)
     if (iequals(media, m)) return {text, framing::lines};
 
   if (istarts_with(media, "text/")) return {text, framing::none};
-  static constexpr std::array<std::string_view, 11> kText{"application/json",
-                                                          "application/json-seq",
-                                                          "application/xml",
-                                                          "application/javascript",
-                                                          "application/x-javascript",
-                                                          "application/ecmascript",
-                                                          "application/x-www-form-urlencoded",
-                                                          "application/yaml",
-                                                          "application/x-yaml",
-                                                          "application/graphql",
-                                                          "application/graphql-response+json"};
+  static constexpr std::array<std::string_view, 10> kText{
+      "application/json",       "application/xml",
+      "application/javascript", "application/x-javascript",
+      "application/ecmascript", "application/x-www-form-urlencoded",
+      "application/yaml",       "application/x-yaml",
+      "application/graphql",    "application/graphql-response+json"};
   for (std::string_view m : kText)
     if (iequals(media, m)) return {text, framing::none};
   if (iends_with(media, "+json") || iends_with(media, "+xml") || iends_with(media, "+yaml"))

@@ -3,13 +3,16 @@
 
 #include "filters/redaction/event_text.hpp"
 
+#include <optional>
+#include <utility>
+
 namespace airlock::filters::redaction {
 namespace {
 
 // Where the first whole event in `text` ends (after its blank line: "\n\n", "\r\n\r\n" or
 // "\r\r"; WHATWG HTML 9.2.6), or npos.
-std::size_t event_end(std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
+std::size_t event_end(std::string_view text, std::size_t from) {
+  for (std::size_t i = from; i < text.size(); ++i) {
     const char c = text[i];
     if (c != '\n' && c != '\r') continue;
     std::size_t next = i + 1;
@@ -26,12 +29,29 @@ std::size_t event_end(std::string_view text) {
   return std::string_view::npos;
 }
 
+// The event's type (its last "event" field; WHATWG HTML 9.2.6), "" when none.
+std::string_view event_type(std::string_view ev) {
+  std::string_view type;
+  for (std::size_t at = 0; at < ev.size();) {
+    std::size_t end = at;
+    while (end < ev.size() && ev[end] != '\n' && ev[end] != '\r')
+      ++end;
+    const std::string_view line = ev.substr(at, end - at);
+    if (line.starts_with("event:")) {
+      type = line.substr(6);
+      if (type.starts_with(' ')) type.remove_prefix(1);
+    }
+    at = end + 1;
+  }
+  return type;
+}
+
 }  // namespace
 
 bool event_guard::read(std::string_view ev, bool& starts_secret) {
   std::string data;
   if (frame_ == framing::lines) {
-    while (!ev.empty() && (ev.back() == '\n' || ev.back() == '\r'))
+    while (!ev.empty() && (ev.back() == '\n' || ev.back() == '\r' || ev.back() == '\x1e'))
       ev.remove_suffix(1);
     data.assign(ev);
   } else if (!event_data(ev, data)) {
@@ -39,14 +59,25 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
     return true;
   }
   bool spans = false, overflow = false;
-  for_each_event_string(data, [&](std::string_view path, std::string_view text) {
-    // Only fields that end with the start of a spelling are kept: any other is where a new
-    // one is (state 0).
-    const auto at = fields_.find(path);
+  // One field's reading: only fields that end with the start of a spelling are kept, any
+  // other is where a new one is (state 0).
+  // (A string read from the start once serves both its keys when neither has a state.)
+  std::optional<std::pair<secret_automaton::state, bool>> from_start;
+  auto follow = [&](std::string_view key, std::string_view text) {
+    const auto at = fields_.find(key);
     secret_automaton::state st = at == fields_.end() ? 0 : at->second;
     const bool held_before = starts_.depth(st) >= kMinStart;
     // The event itself was redacted: a spelling that ends in the joined text spans events.
-    spans = starts_.feed(st, text) || spans;
+    if (at == fields_.end()) {
+      if (!from_start) {
+        bool ended = starts_.feed(st, text);
+        from_start.emplace(st, ended);
+      }
+      st = from_start->first;
+      spans = from_start->second || spans;
+    } else {
+      spans = starts_.feed(st, text) || spans;
+    }
     const bool held_now = starts_.depth(st) >= kMinStart;
     if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
     if (at != fields_.end()) {
@@ -56,11 +87,29 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
         at->second = st;
     } else if (starts_.depth(st) > 0) {
       if (fields_.size() < kMaxFields)
-        fields_.emplace(std::string(path), st);
+        fields_.emplace(std::string(key), st);
       else
         overflow = true;
     }
-  });
+  };
+  // Each string is read the ways a client may join it: with the other strings at its path
+  // (an array's elements together), and per element and numbered choice, under the event's
+  // type (separate keys: "s" and "i" first, so the two never meet).
+  std::string shared_key, indexed_key;
+  const std::string_view type = frame_ == framing::events ? event_type(ev) : std::string_view();
+  const bool parsed = for_each_event_string(
+      data, [&](std::string_view path, std::string_view indexed, std::string_view text) {
+        if (path.empty() && text == "\n") return;  // (plain data: a client may join it as is)
+        shared_key.assign("s").append(path);
+        indexed_key.assign("i").append(type).append("\n").append(indexed);
+        from_start.reset();
+        follow(shared_key, text);
+        follow(indexed_key, text);
+      });
+  if (!parsed) {
+    why_ = "an event stream's JSON that the guard cannot parse";
+    return false;
+  }
   if (overflow) {
     why_ = "more than 256 fields of an event stream ending with the start of a secret";
     return false;
@@ -72,7 +121,7 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
 bool event_guard::event(std::string_view ev, std::string& out) {
   bool starts_secret = false;
   if (!read(ev, starts_secret)) {
-    why_ = "a value split across server-sent events";
+    if (why_ == nullptr) why_ = "a secret split across the events of an event stream";
     held_.clear();
     return false;
   }
@@ -97,14 +146,38 @@ bool event_guard::write(std::string_view redacted, std::string& out) {
   pending_.append(redacted);
   std::size_t used = 0;
   for (;;) {
-    const std::string_view rest = std::string_view(pending_).substr(used);
-    const auto nl = rest.find('\n');
-    const auto end =
-        frame_ == framing::lines ? (nl == std::string_view::npos ? nl : nl + 1) : event_end(rest);
-    if (end == std::string_view::npos) break;
-    if (!event(std::string_view(pending_).substr(used, end), out)) return false;
+    // (The search goes on where the last one stopped, two bytes back for a line ending that
+    // came in two parts: a long event is not read again for each piece of it.)
+    const std::size_t from = std::max(used, scan_from_ > 2 ? scan_from_ - 2 : 0);
+    const std::string_view all = pending_;
+    std::size_t end = std::string_view::npos;
+    if (frame_ == framing::lines) {
+      // A record ends at a line ending, LF or CR (a client that splits lines as Python's
+      // str.splitlines does), or at the RS that starts the next (RFC 7464).
+      std::size_t nl = from;
+      while (nl < all.size() && all[nl] != '\n' && all[nl] != '\r' && all[nl] != '\x1e')
+        ++nl;
+      if (nl < all.size()) end = nl + 1 - used;
+    } else if (const auto e = event_end(all, from); e != std::string_view::npos) {
+      end = e - used;
+    }
+    if (end == std::string_view::npos) {
+      scan_from_ = all.size();
+      break;
+    }
+    std::string_view ev = all.substr(used, end);
+    if (first_) {  // a byte-order mark before the first event is no part of it (WHATWG)
+      first_ = false;
+      if (ev.starts_with("\xEF\xBB\xBF")) {
+        out.append(ev.substr(0, 3));  // (nothing is held yet)
+        ev.remove_prefix(3);
+      }
+    }
+    if (!event(ev, out)) return false;
     used += end;
+    scan_from_ = used;
   }
+  scan_from_ -= used;
   pending_.erase(0, used);
   // An event is read whole: one that goes on past kMaxEvent ends the body (passed on unread,
   // it could finish a secret that an earlier event started, or start one).
@@ -120,7 +193,7 @@ bool event_guard::finish(std::string& out) {
   if (why_) return false;
   bool starts_secret = false;
   if (!pending_.empty() && !read(pending_, starts_secret)) {
-    why_ = "a value split across server-sent events";
+    if (why_ == nullptr) why_ = "a secret split across the events of an event stream";
     return false;
   }
   out.append(held_);

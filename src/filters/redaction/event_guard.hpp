@@ -63,8 +63,10 @@ class event_guard {
 
   const secret_automaton& starts_;
   framing frame_;
-  std::string pending_;  // output after the last whole event
-  std::string held_;     // whole events held back
+  std::string pending_;        // output after the last whole event
+  std::size_t scan_from_ = 0;  // where in pending_ the search for its end goes on
+  bool first_ = true;          // the first event is still to come
+  std::string held_;           // whole events held back
   // By JSON path, the fields whose joined text ends with the start of a spelling: where it is
   // in the secrets' spellings (any other field is at the start, state 0).
   std::map<std::string, secret_automaton::state, std::less<>> fields_;

@@ -17,23 +17,66 @@ namespace {
 constexpr std::size_t kMaxPath = 256;
 constexpr std::size_t kMaxStreams = 256;
 
-// Every string of `v`, each under its path, to `f`.
-void walk(const boost::json::value& v, std::string& path, const event_string_fn& f) {
-  const std::size_t keep = path.size();
+// Where a string is: its path with every array element under "[]" (a client that joins an
+// array's parts), and its path with each element's place and an object's numeric "index"
+// member (a client that joins per choice or content block, as model APIs number them), the
+// keys spelled so that no two paths read alike (their length first).
+struct place {
+  std::string shared;
+  std::string indexed;
+};
+
+std::string index_of(const boost::json::object& o) {
+  const auto it = o.find("index");
+  if (it == o.end()) return {};
+  if (it->value().is_int64()) return std::to_string(it->value().get_int64());
+  if (it->value().is_uint64()) return std::to_string(it->value().get_uint64());
+  return {};
+}
+
+// JSON a client may still read (a lone surrogate escape, NaN) that this parser refuses: an
+// object, or an array whose first element starts as a JSON value does ("[REDACTED:..." is a
+// placeholder, not an array).
+bool looks_like_json(std::string_view data) {
+  auto skip_space = [&](std::size_t at) { return data.find_first_not_of(" \t\r\n", at); };
+  const auto first = skip_space(0);
+  if (first == std::string_view::npos) return false;
+  if (data[first] == '{') return true;
+  if (data[first] != '[') return false;
+  const auto next = skip_space(first + 1);
+  if (next == std::string_view::npos) return false;
+  const char c = data[next];
+  return c == '{' || c == '[' || c == '"' || c == ']' || c == '-' || (c >= '0' && c <= '9') ||
+         c == 't' || c == 'f' || c == 'n' || c == 'N' || c == 'I';
+}
+
+// Every string of `v`, each under its place, to `f`.
+void walk(const boost::json::value& v, place& at, const event_string_fn& f) {
+  const std::size_t keep_shared = at.shared.size(), keep_indexed = at.indexed.size();
   if (v.is_string()) {
-    f(path, v.get_string());
+    f(at.shared, at.indexed, v.get_string());
   } else if (v.is_object()) {
-    for (const auto& [key, child] : v.get_object()) {
-      path.append(".").append(key.substr(0, kMaxPath));
-      walk(child, path, f);
-      path.resize(keep);
+    const auto& o = v.get_object();
+    if (const auto index = index_of(o); !index.empty()) at.indexed.append("#").append(index);
+    const std::size_t object_indexed = at.indexed.size();
+    for (const auto& [key, child] : o) {
+      at.shared.append(".").append(key.substr(0, kMaxPath));
+      at.indexed.append(".").append(std::to_string(key.size())).append(":").append(key);
+      walk(child, at, f);
+      at.shared.resize(keep_shared);
+      at.indexed.resize(object_indexed);
     }
   } else if (v.is_array()) {
-    path.append("[]");
-    for (const auto& element : v.get_array())
-      walk(element, path, f);
-    path.resize(keep);
+    at.shared.append("[]");
+    std::size_t i = 0;
+    for (const auto& element : v.get_array()) {
+      at.indexed.append("[").append(std::to_string(i++)).append("]");
+      walk(element, at, f);
+      at.indexed.resize(keep_indexed);
+    }
   }
+  at.shared.resize(keep_shared);
+  at.indexed.resize(keep_indexed);
 }
 
 // Text streams by JSON field path, in order of first appearance.
@@ -97,17 +140,23 @@ bool take_data_line(std::string_view line, std::string& data, bool& has_data) {
 
 }  // namespace
 
-void for_each_event_string(std::string_view data, const event_string_fn& f) {
-  if (data.empty()) return;
+bool for_each_event_string(std::string_view data, const event_string_fn& f) {
+  if (data.empty()) return true;
+  boost::json::parse_options lenient;  // what clients take: JavaScript's and Python's parsers
+  lenient.max_depth = 512;
+  lenient.allow_invalid_utf8 = true;
+  lenient.allow_comments = true;
+  lenient.allow_trailing_commas = true;
   boost::system::error_code ec;
-  const auto v = boost::json::parse(data, ec);
-  std::string path;
-  if (!ec && (v.is_object() || v.is_array())) {
-    walk(v, path, f);
-  } else {
-    f(path, data);
-    f(path, "\n");  // one event's text is not glued to the next one's
+  const auto v = boost::json::parse(data, ec, {}, lenient);
+  place at;
+  if (!ec && (v.is_object() || v.is_array() || v.is_string())) {
+    walk(v, at, f);
+    return true;
   }
+  f(at.shared, at.indexed, data);
+  f(at.shared, at.indexed, "\n");  // one event's text is not glued to the next one's
+  return !looks_like_json(data);
 }
 
 bool event_data(std::string_view event, std::string& data) {
@@ -120,8 +169,11 @@ bool event_data(std::string_view event, std::string& data) {
 }
 
 std::vector<std::string> event_stream_texts(std::string_view body) {
+  if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a byte-order mark (WHATWG)
   streams found;
-  auto add = [&](std::string_view path, std::string_view text) { found.add(path, text); };
+  auto add = [&](std::string_view path, std::string_view, std::string_view text) {
+    found.add(path, text);
+  };
   std::string data;
   bool has_data = false;
   while (!body.empty()) {

@@ -19,14 +19,20 @@
 
 namespace airlock::filters::redaction {
 
-using event_string_fn = std::function<void(std::string_view path, std::string_view text)>;
+// A string of an event's JSON with where it is: its field path with every array element under
+// "[]", the same path with each element's place and an object's numeric "index" member, and
+// the text.
+using event_string_fn = std::function<void(std::string_view path, std::string_view indexed_path,
+                                           std::string_view text)>;
 
 // One event's data (the values of its "data" lines joined by line feeds) into `data`; false
 // when it has none.
 bool event_data(std::string_view event, std::string& data);
-// Each string of one event's data, with its JSON field path, to `f`; data that is not a JSON
-// object or array is one text under the empty path, a line feed after it.
-void for_each_event_string(std::string_view data, const event_string_fn& f);
+// Each string of one event's data (JSON as lenient as the clients' parsers), with its paths,
+// to `f`; data that is not a JSON object, array or string is one text under the empty path, a
+// line feed after it. False when the data looks like JSON (an object or array) that does not
+// parse: a client's parser may read what this one does not.
+bool for_each_event_string(std::string_view data, const event_string_fn& f);
 
 // The streams of text in `body` (an event stream, possibly cut short), in order of first
 // appearance; none when it has no event data.

@@ -58,6 +58,11 @@ response_body::response_body(std::shared_ptr<const engine> e, const response_pla
       marker_(std::move(marker)) {
   guard_ = plan.treatment == body_treatment::pass;
   if (!guard_ && plan.media.frame != framing::none) events_.emplace(*e, plan.media.frame);
+  if (!guard_) escapes_.emplace(*e);
+  // A text body not labelled as an event stream may still be one to its client (the model
+  // APIs' SDKs parse the stream whatever its type): its first bytes decide.
+  sniffing_ = !guard_ && plan.media.frame == framing::none;
+  engine_ = e;
   if (plan.coding == content_coding::gzip || plan.coding == content_coding::deflate) {
     decoder_.emplace(plan.coding);
     encoder_.emplace(plan.coding);
@@ -93,24 +98,59 @@ bool response_body::take_text(std::string_view text, std::string& out) {
     read_enough_ = true;
   }
   decoded_ += text.size();
+  if (sniffing_) {
+    sniff_.append(text.substr(0, kSniffEvents - std::min(sniff_.size(), kSniffEvents)));
+    if (sniff_.size() >= kSniffEvents) decide_framing();
+  }
   stream_.write(text, redacted_);
+  if (sniffing_) {  // undecided: nothing goes on yet
+    undecided_ += redacted_;
+    redacted_.clear();
+    return true;
+  }
+  if (!undecided_.empty()) {
+    redacted_.insert(0, undecided_);
+    std::string().swap(undecided_);
+  }
   if (!through_events(redacted_)) return false;
   clamp(redacted_);
   emit(redacted_, out, flush_each_ && !redacted_.empty());
   return true;
 }
 
-bool response_body::through_events(std::string& text) {
-  if (!events_) return true;
-  std::string passed;
-  if (!events_->write(text, passed)) {
-    error_ = events_->why();
-    unredactable_ = true;
-    text.clear();
-    return false;
+// WHATWG HTML 9.2.6: an event stream is lines of fields ("data:", "event:", "id:", "retry:")
+// and comments (":"), after an optional byte-order mark.
+void response_body::decide_framing() {
+  sniffing_ = false;
+  std::string_view lead = sniff_;
+  if (lead.starts_with("\xEF\xBB\xBF")) lead.remove_prefix(3);
+  for (std::string_view field : {"data:", "event:", "id:", "retry:", ":"}) {
+    if (lead.starts_with(field)) {
+      events_.emplace(*engine_, framing::events);
+      break;
+    }
   }
+  std::string().swap(sniff_);
+  engine_.reset();
+}
+
+bool response_body::through_events(std::string& text) {
+  std::string passed;
+  if (events_) {
+    if (!events_->write(text, passed)) return refuse_text(events_->why(), text);
+    text.swap(passed);
+    passed.clear();
+  }
+  if (!escapes_->write(text, passed)) return refuse_text(escapes_->why(), text);
   text.swap(passed);
   return true;
+}
+
+bool response_body::refuse_text(const char* why, std::string& text) {
+  error_ = why;
+  unredactable_ = true;
+  text.clear();
+  return false;
 }
 
 // Redacted text past max_bytes of output is not sent.
@@ -182,14 +222,24 @@ bool response_body::finish(std::string& out) {
   // the first part of a value the cut falls into, and is dropped. Whatever it released was
   // read with its whole context, and covers at least max_bytes of the text.
   if (!read_enough_) stream_.finish(redacted_);
-  if (!guard_ && events_) {
-    // What the stream released at the end goes through the guard first, then what it held.
+  if (sniffing_) decide_framing();  // a body shorter than the sniff
+  if (!undecided_.empty()) {
+    redacted_.insert(0, undecided_);
+    std::string().swap(undecided_);
+  }
+  if (!guard_) {
+    // What the stream released at the end goes through the guards first, then what they held.
+    // Cut at max_bytes, the text did not end: what a guard holds back (the start of a secret)
+    // is dropped with the rest.
     std::string passed;
-    if (!events_->write(redacted_, passed) || !events_->finish(passed)) {
-      error_ = events_->why();
-      unredactable_ = true;
-      return false;
+    if (events_) {
+      if (!events_->write(redacted_, passed) || (!read_enough_ && !events_->finish(passed)))
+        return refuse_text(events_->why(), redacted_);
+      redacted_.swap(passed);
+      passed.clear();
     }
+    if (!escapes_->write(redacted_, passed)) return refuse_text(escapes_->why(), redacted_);
+    if (!read_enough_) escapes_->finish(passed);
     redacted_.swap(passed);
   }
   if (guard_) {

@@ -19,6 +19,7 @@
 #include "filters/redaction/content_type.hpp"
 #include "filters/redaction/decoder.hpp"
 #include "filters/redaction/encoder.hpp"
+#include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/stream.hpp"
 
@@ -89,15 +90,24 @@ class response_body {
   bool take(std::string_view bytes, std::string& out);
   bool looks_like_ascii_text(std::string_view bytes);
   bool take_text(std::string_view text, std::string& out);
-  // Redacted text of an event stream through the event guard (in place): false when it cut
-  // the body (error_ says why).
+  // Redacted text through the guards (in place: the event guard for an event stream, the
+  // escape guard for all text): false when one cut the body (error_ says why).
   bool through_events(std::string& text);
+  bool refuse_text(const char* why, std::string& text);
+  // A text body not labelled as an event stream: whether its first bytes are one.
+  void decide_framing();
+  static constexpr std::size_t kSniffEvents = 16;
   void clamp(std::string& text);
   void emit(std::string& text, std::string& out, bool flush);
   bool guarded(std::string& out);
 
   stream stream_;
-  std::optional<event_guard> events_;  // event streams, NDJSON: a secret split across them
+  std::optional<event_guard> events_;     // event streams, NDJSON: a secret split across them
+  std::optional<escape_guard> escapes_;   // text: a secret behind JSON or HTML escapes
+  bool sniffing_ = false;                 // untyped-as-events text: its framing undecided
+  std::string sniff_;                     // its first kSniffEvents bytes
+  std::string undecided_;                 // redacted text held while undecided
+  std::shared_ptr<const engine> engine_;  // for the event guard, until decided
   std::optional<decoder> decoder_;
   std::optional<encoder> encoder_;
   bool flush_each_ = false;  // event streams: every write's output decodes on its own

@@ -1,6 +1,7 @@
 // The secrets' spellings as one Aho-Corasick automaton (secret_automaton.hpp).
 #include "filters/redaction/secret_automaton.hpp"
 
+#include <algorithm>
 #include <deque>
 
 namespace airlock::filters::redaction {
@@ -10,6 +11,7 @@ secret_automaton::secret_automaton(const std::vector<std::string_view>& spelling
   // The trie of the spellings.
   for (std::string_view s : spellings) {
     if (s.empty()) continue;
+    longest_ = std::max(longest_, s.size());
     state at = 0;
     for (unsigned char c : s) {
       state to = at == 0 ? root_next_[c] : edge(at, c);

@@ -26,6 +26,13 @@ class secret_automaton {
   bool empty() const noexcept { return nodes_.size() <= 1; }
   // Reads `text` on from `s`; true when a whole spelling ended in it.
   bool feed(state& s, std::string_view text) const;
+  // Reads one byte on from `s`; true when a whole spelling ended with it.
+  bool advance(state& s, unsigned char c) const noexcept {
+    s = step(s, c);
+    return nodes_[s].ends;
+  }
+  // The longest spelling.
+  std::size_t longest() const noexcept { return longest_; }
   // How many bytes at the end of what was read start a spelling (the longest such).
   std::size_t depth(state s) const noexcept { return nodes_[s].depth; }
 
@@ -41,6 +48,7 @@ class secret_automaton {
 
   std::vector<node> nodes_;
   std::vector<state> root_next_;  // the root's edges, by byte (0: none)
+  std::size_t longest_ = 0;
 };
 
 }  // namespace airlock::filters::redaction

@@ -10,6 +10,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/decoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/encoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/engine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/escape_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp

@@ -120,6 +120,97 @@ TEST(redaction_event_guard, AStartTooShortToHoldStillCountsAndLongEventsAreCut) 
   }
 }
 
+TEST(redaction_event_guard, ChoicesBlocksAndEventTypesAreJoinedApart) {
+  // The red team's interleavings (session 16): a client joins per choice (OpenAI n > 1, each
+  // event one element with its "index"), per content block (Anthropic's top-level "index"), or
+  // per event type; another choice's text between the two halves must not hide them.
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 12)), b(kSecret.substr(12));
+  auto choice = [](int i, std::string_view text) {
+    return "data: {\"choices\":[{\"index\":" + std::to_string(i) + ",\"delta\":{\"content\":\"" +
+           std::string(text) + "\"}}]}\n\n";
+  };
+  auto block = [](int i, std::string_view text) {
+    return "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":" +
+           std::to_string(i) + ",\"delta\":{\"type\":\"text_delta\",\"text\":\"" +
+           std::string(text) + "\"}}\n\n";
+  };
+  auto typed = [](std::string_view type, std::string_view text) {
+    return "event: " + std::string(type) + "\ndata: " + std::string(text) + "\n\n";
+  };
+  const std::string streams[] = {
+      choice(0, a) + choice(1, "Hello") + choice(0, b),
+      block(0, a) + block(1, "Hi") + block(0, b),
+      typed("a", a) + typed("b", "zz") + typed("a", b),
+  };
+  for (const auto& body : streams) {
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(g.write(body, out)) << body;
+    EXPECT_EQ(out.find(a), std::string::npos) << body;
+  }
+}
+
+TEST(redaction_event_guard, WhatAClientMayParseOtherwiseIsNotPassedUnread) {
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 12)), b(kSecret.substr(12));
+  {
+    // JSON this parser refuses (a lone surrogate) but a client reads: the body is cut.
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(g.write("data: {\"c\":\"x\",\"p\":\"\\ud800\"}\n\n", out));
+    EXPECT_EQ(out, "");
+  }
+  {
+    // Top-level JSON strings, and a byte-order mark before the first event.
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(
+        g.write("\xEF\xBB\xBF"
+                "data: \"" +
+                    a + "\"\n\ndata: \"" + b + "\"\n\n",
+                out));
+    EXPECT_EQ(out.find(a), std::string::npos);
+  }
+  {
+    // JSON text sequences (RFC 7464): records start with RS.
+    event_guard g(*e, framing::lines);
+    std::string out;
+    EXPECT_FALSE(
+        g.write("\x1e{\"t\":\"" + a + "\"}\x1e{\"t\":\"" + b + "\"}\x1e{\"t\":\"end\"}", out));
+    EXPECT_EQ(out.find(a), std::string::npos);
+  }
+  {
+    // A redaction placeholder is not JSON: the event passes.
+    event_guard g(*e, framing::events);
+    std::string out;
+    ASSERT_TRUE(g.write("data: [REDACTED:secret:api]\n\n", out));
+    EXPECT_EQ(out, "data: [REDACTED:secret:api]\n\n");
+  }
+}
+
+TEST(redaction_event_guard, AnEventStreamLabelledOtherwiseIsGuardedToo) {
+  // The model APIs' SDKs parse an event stream whatever its Content-Type.
+  const auto e = secret_engine();
+  for (const char* type : {"text/plain", "application/json", ""}) {
+    boost::beast::http::fields head;
+    if (*type) head.set(boost::beast::http::field::content_type, type);
+    const auto plan = plan_response(head);
+    const std::string body = delta("key: ") + delta(kSecret.substr(0, 17)) +
+                             delta(kSecret.substr(17)) + "data: [DONE]\n\n";
+    for (std::size_t step : {1u, 64u, 4096u}) {
+      response_body rb(e, plan, 1 << 20, "");
+      std::string out;
+      bool ok = true;
+      for (std::size_t i = 0; i < body.size() && ok; i += step)
+        ok = rb.write(std::string_view(body).substr(i, step), out);
+      ok = ok && rb.finish(out);
+      EXPECT_FALSE(ok) << type << " " << step;
+      EXPECT_EQ(out.find(kSecret.substr(0, 8)), std::string::npos) << type << " " << step;
+    }
+  }
+}
+
 TEST(redaction_event_guard, NdjsonRecordsAreReadAsEvents) {
   // Ollama's stream: one JSON record a line, the answer a few characters per record.
   const auto e = secret_engine();

@@ -1,0 +1,118 @@
+#include "filters/redaction/builtin.hpp"
+#include "filters/redaction/engine.hpp"
+#include "filters/redaction/escape_guard.hpp"
+#include "filters/redaction/response_body.hpp"
+
+#include <boost/beast/http/fields.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+// A secret behind JSON escapes, HTML character references or percent-encoding
+// (escape_guard.hpp): the body is cut before any of it goes on, whatever the pieces; text that
+// only starts like a secret, or has no escapes, passes unchanged.
+namespace airlock::filters::redaction {
+namespace {
+
+constexpr std::string_view kSecret = "sk-live-ESCAPEGUARD-0123456789abcdefXYZ";
+
+std::shared_ptr<const engine> secret_engine() {
+  auto built = engine::build(*builtin_redactor("email"), {{"api", std::string(kSecret)}});
+  EXPECT_TRUE(built.errors.empty());
+  return built.compiled;
+}
+
+// The guard over `text` in pieces of `step` bytes: whether it passed, and what went on.
+bool run(const engine& e, std::string_view text, std::size_t step, std::string& out) {
+  escape_guard g(e);
+  for (std::size_t i = 0; i < text.size(); i += step)
+    if (!g.write(text.substr(i, step), out)) return false;
+  g.finish(out);
+  return true;
+}
+
+std::string json_u(std::string_view s, std::size_t every) {
+  std::string out;
+  char buf[8];
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i % every == 0) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[i]));
+      out += buf;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+TEST(redaction_escape_guard, ASecretBehindEscapesIsCutWhateverThePieces) {
+  const auto e = secret_engine();
+  const std::string s(kSecret);
+  const std::string spelled[] = {
+      json_u(s, 1),                                // every byte \u-escaped
+      json_u(s, 7),                                // some
+      "\\u0073" + s.substr(1),                     // the first only
+      "&#115;&#x6B;" + s.substr(2),                // HTML references
+      "&#115" + s.substr(1),                       // no ';'
+      "%73%6B%2D" + s.substr(3),                   // percent-encoded
+      s.substr(0, 10) + "\\u0043" + s.substr(11),  // an escape mid-way
+  };
+  for (const auto& body : spelled) {
+    const std::string text = "{\"echo\":\"" + body + "\",\"after\":1}";
+    for (std::size_t step : {1u, 3u, 16u, 4096u}) {
+      std::string out;
+      EXPECT_FALSE(run(*e, text, step, out)) << body << " " << step;
+      EXPECT_EQ(out.find(body.substr(0, 6)), std::string::npos) << body << " " << step;
+      EXPECT_LT(out.size(), text.find(body) + 1) << body << " " << step;
+    }
+  }
+}
+
+TEST(redaction_escape_guard, TextThatOnlyStartsLikeASecretPassesUnchanged) {
+  const auto e = secret_engine();
+  const std::string texts[] = {
+      R"({"a":"line\nbreak \"quoted\" \u00e9t\u00e9 &amp; &#x263A; 100% off %zz"})",
+      "\\u0073k-live-ESCAPE and no more",  // a start, then not the secret
+      "&#115;k-live- &#",                  // a start, then an unfinished reference
+      "%73k-live-ESCAPEGUARD-0123",        // most of it, then the end of the body
+      "\\ud83d\\ude00 \\ud800 lone \\",    // surrogates, a lone one, a trailing backslash
+  };
+  for (const auto& text : texts) {
+    for (std::size_t step : {1u, 2u, 5u, 4096u}) {
+      std::string out;
+      EXPECT_TRUE(run(*e, text, step, out)) << text;
+      EXPECT_EQ(out, text) << text << " " << step;
+    }
+  }
+}
+
+TEST(redaction_escape_guard, WithoutSecretsTheBytesPassAsTheyCome) {
+  auto built = engine::build(*builtin_redactor("email"), {});
+  ASSERT_TRUE(built.errors.empty());
+  escape_guard g(*built.compiled);
+  std::string out;
+  ASSERT_TRUE(g.write("\\u0073k-live-", out));
+  EXPECT_EQ(out, "\\u0073k-live-");
+}
+
+TEST(redaction_escape_guard, AResponseBodyCutsAJsonAnswerThatEscapesTheSecret) {
+  boost::beast::http::fields head;
+  head.set(boost::beast::http::field::content_type, "application/json");
+  const auto plan = plan_response(head);
+  const std::string body = "{\"echo\":\"" + json_u(kSecret, 3) + "\"}";
+  for (std::size_t step : {1u, 9u, 100000u}) {
+    response_body rb(secret_engine(), plan, 1 << 20, "");
+    std::string out;
+    bool ok = true;
+    for (std::size_t i = 0; i < body.size() && ok; i += step)
+      ok = rb.write(std::string_view(body).substr(i, step), out);
+    ok = ok && rb.finish(out);
+    EXPECT_FALSE(ok) << step;
+    EXPECT_TRUE(rb.unredactable()) << step;
+    EXPECT_EQ(out.find("\\u0073"), std::string::npos) << step;
+  }
+}
+
+}  // namespace
+}  // namespace airlock::filters::redaction
