@@ -14,9 +14,10 @@ constexpr std::size_t stream_buffer = 64 * 1024;
 // A refused request goes again at most this often (an origin that refuses every stream does
 // not keep it in a loop) ...
 constexpr int max_renewals = 3;
-// ... and only while the body bytes it pushed so far are at most this many. A refusal comes
-// when the origin reads the stream's HEADERS, before it grants any window beyond the initial
-// one, so the bytes pushed by then are the stream buffer and that window.
+// ... and only while the body bytes it pushed so far are at most this many. A refusal usually
+// comes as the origin reads the stream's HEADERS, when the bytes pushed are the stream buffer
+// and the initial window; an origin may refuse later (the bound then ends the retries). The
+// copy is kept until the response head comes: up to this much per stream in flight.
 constexpr std::size_t replay_limit = 256 * 1024;
 }  // namespace
 
@@ -78,6 +79,8 @@ asio::awaitable<void> h2_upstream_call::renew_if_refused() {
   } else if (fresh) {
     target->codec().reset(*fresh, NGHTTP2_CANCEL);  // cancelled while it opened
     target->kick();
+  } else {
+    replayable_ = false;  // no stream to be had: final, the other half does not try again
   }
   renewing_ = false;
   changed.notify();

@@ -114,11 +114,13 @@ asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_re
       if (call.stream->head_done || call.stream->closed) break;
       rec.failed_upstream(errc::upstream_timeout);
       rec.refuse(errc::upstream_timeout, "reading response: no HTTP/2 response head in time");
+      call.reset(NGHTTP2_CANCEL);  // answered: the request does not go again
       co_return false;
     }
   }
   const auto& st = *call.stream;
   if (st.head_done) co_return true;
+  call.reset(NGHTTP2_CANCEL);  // answered: the request does not go again
   const auto why = st.oversized ? errc::response_too_large : errc::upstream_error;
   rec.failed_upstream(why);
   rec.refuse(why, st.oversized
