@@ -86,10 +86,10 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
       else
         at->second = st;
     } else if (starts_.depth(st) > 0) {
-      if (fields_.size() < kMaxFields)
+      if (fields_.size() < kMaxFields && key.size() <= kMaxKey)
         fields_.emplace(std::string(key), st);
       else
-        overflow = true;
+        overflow = true;  // (what is kept is bounded: cut rather than forget)
     }
   };
   // Each string is read the ways a client may join it: with the other strings at its path
@@ -111,7 +111,9 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
     return false;
   }
   if (overflow) {
-    why_ = "more than 256 fields of an event stream ending with the start of a secret";
+    why_ =
+        "more than 256 fields of an event stream, or one at a path over 1 KiB, ending with the "
+        "start of a secret";
     return false;
   }
   starts_secret = starting_ > 0;

@@ -41,6 +41,7 @@ class event_guard {
   static constexpr std::size_t kMaxHeld = 64 * 1024;
   static constexpr std::size_t kMaxEvent = 8 << 20;
   static constexpr std::size_t kMaxFields = 256;
+  static constexpr std::size_t kMaxKey = 1024;  // a field's path, as kept
 
   // `frame`: server-sent events (an event ends at a blank line, its text is its "data" lines),
   // or lines (NDJSON, JSON Lines: a record is a line, as Ollama streams its answer).

@@ -143,7 +143,7 @@ bool take_data_line(std::string_view line, std::string& data, bool& has_data) {
 bool for_each_event_string(std::string_view data, const event_string_fn& f) {
   if (data.empty()) return true;
   boost::json::parse_options lenient;  // what clients take: JavaScript's and Python's parsers
-  lenient.max_depth = 512;
+  lenient.max_depth = 64;              // (deeper: refused, and the guard cuts what looks like JSON)
   lenient.allow_invalid_utf8 = true;
   lenient.allow_comments = true;
   lenient.allow_trailing_commas = true;
