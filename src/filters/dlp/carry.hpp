@@ -7,10 +7,11 @@
 // a time (one-byte HTTP/2 DATA frames, chunks or WebSocket messages) would turn into 8 KiB of
 // scanning per byte sent. So a stream has a budget of bytes scanned: kBudgetFactor times the
 // bytes it brought, plus kBudgetSlack. Within it every piece is read after the whole carry;
-// past it, a piece is read after the last kShortCarry bytes only (room for any single key the
-// scanner knows, also encoded), and after the whole carry again once kFullEvery new bytes came
-// or the stream ends: a longer secret (a PEM private key) is still found, at most kFullEvery
-// bytes after it ends. A client sending pieces of a few KiB never leaves the budget.
+// past it, a piece is read after the last kShortCarry bytes only (room for any built-in key
+// class, also encoded; reach() grows it for a longer literal secret), and after the whole carry
+// again once kFullEvery new bytes came or the stream ends: a longer secret (a PEM private key) is
+// still found, at most kFullEvery bytes after it ends. A client sending pieces of a few KiB never
+// leaves the budget.
 
 #include <algorithm>
 #include <cstddef>
@@ -50,7 +51,7 @@ class scan_window {
     if (last || affordable || since_full_ >= kFullEvery) {
       since_full_ = 0;
     } else {
-      text.remove_prefix(text.size() - std::min(text.size(), kShortCarry + piece.size()));
+      text.remove_prefix(text.size() - std::min(text.size(), short_carry_ + piece.size()));
       ++short_reads_;
     }
     scanned_ += text.size();
@@ -58,6 +59,10 @@ class scan_window {
   }
   // The piece was read: only the carry is kept.
   void trim() { keep_tail(buf_); }
+  // The short carry grown to hold `n` bytes before a piece (the longest spelling of a literal
+  // secret the scanner looks for, which a stream with no last piece, WebSocket messages,
+  // would otherwise never have read whole), up to kCarry.
+  void reach(std::size_t n) { short_carry_ = std::clamp(n, kShortCarry, kCarry); }
 
   std::uint64_t scanned() const noexcept { return scanned_; }
   std::uint64_t short_reads() const noexcept { return short_reads_; }
@@ -68,6 +73,7 @@ class scan_window {
   std::uint64_t scanned_ = 0;
   std::uint64_t short_reads_ = 0;
   std::size_t since_full_ = 0;
+  std::size_t short_carry_ = kShortCarry;
 };
 
 }  // namespace airlock::filters::dlp

@@ -11,6 +11,7 @@
 #include "filters/redaction/content_coding.hpp"
 #include "filters/redaction/content_type.hpp"
 #include "filters/redaction/head_fields.hpp"
+#include "filters/redaction/secret_automaton.hpp"
 #include "net/data_like_host.hpp"
 #include "policy/snapshot.hpp"
 
@@ -51,6 +52,12 @@ class dlp_filter final : public filter {
     if (ex.rule != nullptr && ex.rule->index < plan_.rules.size() &&
         plan_.rules[ex.rule->index].config != nullptr)
       rule_ = &plan_.rules[ex.rule->index];
+    if (rule_ != nullptr) {
+      // A literal secret longer than the short carry is still read whole past the budget.
+      const std::size_t longest = rule_->scan->engine().secret_starts().longest();
+      for (auto* w : {&window_, &client_carry_, &origin_carry_})
+        w->reach(longest);
+    }
     const auto& host = ex.target.host;
     if (blocklisted(plan_.blocklist, host.text))
       return verdict::violation(core::errc::host_blocklisted,

@@ -72,5 +72,24 @@ TEST(dlp_scan_window, PastTheBudgetALongSecretIsStillReadWhole) {
   EXPECT_NE(w.add(">", true).find(secret), std::string_view::npos);
 }
 
+TEST(dlp_scan_window, PastTheBudgetAPieceIsReadAfterReach) {
+  // A stream with no last piece (WebSocket messages): a literal secret of 2000 bytes, sent a
+  // byte at a time past the budget, is read whole when its last byte comes.
+  scan_window w;
+  w.reach(2000);
+  for (std::size_t i = 0; i < scan_window::kBudgetSlack; ++i) {
+    w.add(" ");
+    w.trim();
+  }
+  const std::string secret = "<" + std::string(1998, 's') + ">";
+  bool whole_at_last = false;
+  for (std::size_t i = 0; i < secret.size(); ++i) {
+    const auto text = w.add(std::string_view(secret).substr(i, 1));
+    if (i + 1 == secret.size()) whole_at_last = text.find(secret) != std::string_view::npos;
+    w.trim();
+  }
+  EXPECT_TRUE(whole_at_last);
+}
+
 }  // namespace
 }  // namespace airlock::filters::dlp
