@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 import unittest
 
 from harness import env
@@ -74,6 +75,23 @@ class ConsoleTest(ProxyTestCase):
         return WebDriverWait(self.browser, env.t(20), poll_frequency=0.1,
                              ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: condition(d), "console: " + what)
+
+    def click_until(self, what, button, done):
+        """Clicks the button at CSS `button` until the element at CSS `done` shows. A row the
+        page redraws (its data changed: the agent's requests in flight ended) may take a click
+        as it is replaced, and the click is lost; it is clicked again, at most every 2 s."""
+        last = [0.0]
+
+        def clicked(d):
+            if d.find_elements(By.CSS_SELECTOR, done):
+                return True
+            if time.monotonic() - last[0] >= env.t(2):
+                buttons = d.find_elements(By.CSS_SELECTOR, button)
+                if buttons:
+                    last[0] = time.monotonic()
+                    buttons[0].click()
+            return False
+        self.wait_for(what, clicked)
 
     def shot(self, name, section=None):
         if section:  # the view's section at the top of the window
@@ -159,21 +177,17 @@ class ConsoleTest(ProxyTestCase):
         self.wait_for("the row gone", lambda d: not [
             r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr") if path in r.text])
 
-        agent = self.wait_for("the builder agent", lambda d: d.find_elements(
-            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"]'))[0]
-        agent.find_element(By.NAME, "stop").click()
-        self.wait_for("builder stopped", lambda d: d.find_elements(
-            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]'))
+        builder = '#agents tbody tr[data-agent="builder"]'
+        self.click_until("builder stopped", builder + ' button[name="stop"]',
+                         builder + ' button[name="resume"]')
         agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
         self.assertTrue([a for a in agents if a["name"] == "builder" and a["stopped"]], agents)
         # The audit names the operator whose token the console sent.
         self.assertIsNotNone(self.proxy.wait_audit(type="operator", action="stop",
                                                    agent="builder", by="carol", outcome="ok"))
         self.shot("agents.png", "agents")
-        self.browser.find_element(
-            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="resume"]').click()
-        self.wait_for("builder resumed", lambda d: d.find_elements(
-            By.CSS_SELECTOR, '#agents tbody tr[data-agent="builder"] button[name="stop"]'))
+        self.click_until("builder resumed", builder + ' button[name="resume"]',
+                         builder + ' button[name="stop"]')
         # The access request is refused from the console too.
         reason = self.wait_for("the access request's row", lambda d: [
             r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
