@@ -93,8 +93,9 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
     }
   };
   // Each string is read the ways a client may join it: with the other strings at its path
-  // (an array's elements together), and per element and numbered choice, under the event's
-  // type (separate keys: "s" and "i" first, so the two never meet).
+  // (an array's elements together), per element and numbered choice, under the event's type,
+  // and with every string of the stream in order (a client that shows one field, then the
+  // next: a model's reasoning, then its answer). Separate keys: "s", "i" and "g" first.
   std::string shared_key, indexed_key;
   const std::string_view type = frame_ == framing::events ? event_type(ev) : std::string_view();
   const bool parsed = for_each_event_string(
@@ -105,6 +106,7 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
         from_start.reset();
         follow(shared_key, text);
         follow(indexed_key, text);
+        follow("g", text);
       });
   if (!parsed) {
     why_ = "an event stream's JSON that the guard cannot parse";

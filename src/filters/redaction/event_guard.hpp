@@ -3,7 +3,8 @@
 // text of its own, but a client joins the strings of one JSON field across events (a model
 // API's answer arrives a few characters per delta: {"choices":[{"delta":{"content":"sk-li"}}]},
 // then {"...":"ve-AB..."}), so a secret an origin streams in two deltas reaches it whole. The
-// guard reads the redacted events as the client does (event_text.hpp: per JSON field path) and
+// guard reads the redacted events as a client may (event_text.hpp: per JSON field path, per
+// element and choice, and all the strings in order) and
 // follows each field's joined text through the secrets' spellings (secret_automaton.hpp):
 // - an event after which a field's text ends with the start of a literal secret (kMinStart
 //   bytes or more, in any spelling) is held back, with the ones after it, until a later event

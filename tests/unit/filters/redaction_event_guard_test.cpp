@@ -138,8 +138,14 @@ TEST(redaction_event_guard, ChoicesBlocksAndEventTypesAreJoinedApart) {
   auto typed = [](std::string_view type, std::string_view text) {
     return "event: " + std::string(type) + "\ndata: " + std::string(text) + "\n\n";
   };
+  auto field = [](std::string_view name, std::string_view text) {
+    return "data: {\"choices\":[{\"delta\":{\"" + std::string(name) + "\":\"" + std::string(text) +
+           "\"}}]}\n\n";
+  };
   const std::string streams[] = {
       choice(0, a) + choice(1, "Hello") + choice(0, b),
+      // A client that shows the reasoning, then the answer.
+      field("reasoning_content", "thinking " + a) + field("content", b),
       block(0, a) + block(1, "Hi") + block(0, b),
       typed("a", a) + typed("b", "zz") + typed("a", b),
   };
