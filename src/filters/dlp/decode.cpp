@@ -111,13 +111,6 @@ bool unicode_space(std::uint32_t cp) noexcept {
          cp == 0x205F || cp == 0x3000;
 }
 
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 std::string percent_decode(std::string_view s, bool plus_space) {
   std::string out;
   out.reserve(s.size());

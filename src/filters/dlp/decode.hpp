@@ -3,6 +3,7 @@
 // to hide a secret from a scanner that reads only the bytes on the wire. Each is lenient where
 // encoders differ (padding, case, '+' for a space) and returns nothing rather than guess.
 
+#include "core/ascii.hpp"
 #include "core/text_stats.hpp"
 
 #include <cstddef>
@@ -13,8 +14,7 @@
 
 namespace airlock::filters::dlp {
 
-// The value of one hex digit, either case, or -1.
-int hex_value(char c) noexcept;
+using core::hex_value;  // (one hex digit's value, or -1)
 
 // One round of percent-decoding (RFC 3986 section 2.1); `plus_space`: '+' is a space, as in a
 // form or a query (WHATWG application/x-www-form-urlencoded). A '%' not followed by two hex

@@ -1,6 +1,7 @@
 // A secret behind escapes (escape_guard.hpp).
 #include "filters/redaction/escape_guard.hpp"
 
+#include "core/ascii.hpp"
 #include "core/utf8.hpp"
 
 #include <algorithm>
@@ -9,11 +10,8 @@
 namespace airlock::filters::redaction {
 namespace {
 
-int hex_value(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+int hex_value(unsigned char c) noexcept {
+  return core::hex_value(static_cast<char>(c));
 }
 
 // RFC 8259 section 7: the one-letter escapes.
@@ -55,9 +53,9 @@ bool escape_guard::read(unsigned char c, std::uint64_t from) {
 
 bool escape_guard::read_code_point(char32_t cp, std::uint64_t from) {
   if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) cp = 0xFFFD;
-  std::string utf8;
-  core::append_utf8(utf8, cp);
-  for (unsigned char c : utf8)
+  utf8_.clear();
+  core::append_utf8(utf8_, cp);
+  for (unsigned char c : utf8_)
     if (!read(c, from)) return false;
   return true;
 }

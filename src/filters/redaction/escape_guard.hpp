@@ -69,6 +69,7 @@ class escape_guard {
   bool hex_ = false;
   char pct_first_ = 0;  // a percent escape's first digit
   char32_t high_ = 0;   // a JSON high surrogate waiting for its low half
+  std::string utf8_;    // a decoded code point's bytes (kept: no allocation per escape)
   const char* why_ = nullptr;
 };
 

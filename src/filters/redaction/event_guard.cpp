@@ -1,6 +1,7 @@
 // A value split across server-sent events (event_guard.hpp).
 #include "filters/redaction/event_guard.hpp"
 
+#include "core/str_cat.hpp"
 #include "filters/redaction/event_text.hpp"
 
 #include <optional>
@@ -27,23 +28,6 @@ std::size_t event_end(std::string_view text, std::size_t from) {
     }
   }
   return std::string_view::npos;
-}
-
-// The event's type (its last "event" field; WHATWG HTML 9.2.6), "" when none.
-std::string_view event_type(std::string_view ev) {
-  std::string_view type;
-  for (std::size_t at = 0; at < ev.size();) {
-    std::size_t end = at;
-    while (end < ev.size() && ev[end] != '\n' && ev[end] != '\r')
-      ++end;
-    const std::string_view line = ev.substr(at, end - at);
-    if (line.starts_with("event:")) {
-      type = line.substr(6);
-      if (type.starts_with(' ')) type.remove_prefix(1);
-    }
-    at = end + 1;
-  }
-  return type;
 }
 
 }  // namespace
@@ -96,16 +80,22 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
   // (an array's elements together), per element and numbered choice, under the event's type,
   // and with every string of the stream in order (a client that shows one field, then the
   // next: a model's reasoning, then its answer). Separate keys: "s", "i" and "g" first.
-  std::string shared_key, indexed_key;
   const std::string_view type = frame_ == framing::events ? event_type(ev) : std::string_view();
   const bool parsed = for_each_event_string(
       data, [&](std::string_view path, std::string_view indexed, std::string_view text) {
         if (path.empty() && text == "\n") return;  // (plain data: a client may join it as is)
-        shared_key.assign("s").append(path);
-        indexed_key.assign("i").append(type).append("\n").append(indexed);
         from_start.reset();
-        follow(shared_key, text);
-        follow(indexed_key, text);
+        if (fields_.empty()) {
+          // Nothing pending (the usual case): a string that neither holds nor starts a
+          // spelling leaves every reading at the start, and needs no key.
+          secret_automaton::state st = 0;
+          const bool ended = starts_.feed(st, text);
+          if (!ended && starts_.depth(st) == 0) return;
+          from_start.emplace(st, ended);
+        }
+        // (str_cat: GCC 12 warns, wrongly, about assign().append() here at -O2, -Wrestrict.)
+        follow(core::str_cat('s', path), text);
+        follow(core::str_cat('i', type, '\n', indexed), text);
         follow("g", text);
       });
   if (!parsed) {

@@ -159,6 +159,17 @@ bool for_each_event_string(std::string_view data, const event_string_fn& f) {
   return !looks_like_json(data);
 }
 
+std::string_view event_type(std::string_view event) {
+  std::string_view type;
+  while (!event.empty()) {
+    const auto line = next_line(event);
+    if (!line.starts_with("event:")) continue;
+    type = line.substr(6);
+    if (type.starts_with(' ')) type.remove_prefix(1);
+  }
+  return type;
+}
+
 bool event_data(std::string_view event, std::string& data) {
   data.clear();
   bool has_data = false;

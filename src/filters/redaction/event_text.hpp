@@ -25,6 +25,8 @@ namespace airlock::filters::redaction {
 using event_string_fn = std::function<void(std::string_view path, std::string_view indexed_path,
                                            std::string_view text)>;
 
+// One event's type: its last "event" field (WHATWG HTML 9.2.6), "" when none.
+std::string_view event_type(std::string_view event);
 // One event's data (the values of its "data" lines joined by line feeds) into `data`; false
 // when it has none.
 bool event_data(std::string_view event, std::string& data);

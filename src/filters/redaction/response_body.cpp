@@ -108,11 +108,8 @@ bool response_body::take_text(std::string_view text, std::string& out) {
     redacted_.clear();
     return true;
   }
-  if (!undecided_.empty()) {
-    redacted_.insert(0, undecided_);
-    std::string().swap(undecided_);
-  }
-  if (!through_events(redacted_)) return false;
+  release_undecided();
+  if (!through_guards(redacted_, false)) return false;
   clamp(redacted_);
   emit(redacted_, out, flush_each_ && !redacted_.empty());
   return true;
@@ -134,14 +131,22 @@ void response_body::decide_framing() {
   engine_.reset();
 }
 
-bool response_body::through_events(std::string& text) {
+void response_body::release_undecided() {
+  if (undecided_.empty()) return;
+  redacted_.insert(0, undecided_);
+  std::string().swap(undecided_);
+}
+
+bool response_body::through_guards(std::string& text, bool end) {
   std::string passed;
   if (events_) {
-    if (!events_->write(text, passed)) return refuse_text(events_->why(), text);
+    if (!events_->write(text, passed) || (end && !events_->finish(passed)))
+      return refuse_text(events_->why(), text);
     text.swap(passed);
     passed.clear();
   }
   if (!escapes_->write(text, passed)) return refuse_text(escapes_->why(), text);
+  if (end) escapes_->finish(passed);
   text.swap(passed);
   return true;
 }
@@ -223,28 +228,14 @@ bool response_body::finish(std::string& out) {
   // read with its whole context, and covers at least max_bytes of the text.
   if (!read_enough_) stream_.finish(redacted_);
   if (sniffing_) decide_framing();  // a body shorter than the sniff
-  if (!undecided_.empty()) {
-    redacted_.insert(0, undecided_);
-    std::string().swap(undecided_);
-  }
-  if (!guard_) {
-    // What the stream released at the end goes through the guards first, then what they held.
-    // Cut at max_bytes, the text did not end: what a guard holds back (the start of a secret)
-    // is dropped with the rest.
-    std::string passed;
-    if (events_) {
-      if (!events_->write(redacted_, passed) || (!read_enough_ && !events_->finish(passed)))
-        return refuse_text(events_->why(), redacted_);
-      redacted_.swap(passed);
-      passed.clear();
-    }
-    if (!escapes_->write(redacted_, passed)) return refuse_text(escapes_->why(), redacted_);
-    if (!read_enough_) escapes_->finish(passed);
-    redacted_.swap(passed);
-  }
+  release_undecided();
   if (guard_) {
     if (!guarded(out)) return false;
   } else {
+    // What the stream released at the end goes through the guards, then what they held. Cut
+    // at max_bytes, the text did not end: what a guard holds back (the start of a secret) is
+    // dropped with the rest.
+    if (!through_guards(redacted_, !read_enough_)) return false;
     clamp(redacted_);
     if (cut_off()) redacted_ += marker_;
     emit(redacted_, out, false);

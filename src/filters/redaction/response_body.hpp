@@ -91,8 +91,11 @@ class response_body {
   bool looks_like_ascii_text(std::string_view bytes);
   bool take_text(std::string_view text, std::string& out);
   // Redacted text through the guards (in place: the event guard for an event stream, the
-  // escape guard for all text): false when one cut the body (error_ says why).
-  bool through_events(std::string& text);
+  // escape guard for all text; with `end`, what they hold after it): false when one cut the
+  // body (error_ says why).
+  bool through_guards(std::string& text, bool end);
+  // The text held while the framing was undecided, put before redacted_.
+  void release_undecided();
   bool refuse_text(const char* why, std::string& text);
   // A text body not labelled as an event stream: whether its first bytes are one.
   void decide_framing();

@@ -1,16 +1,10 @@
 #include "filters/validation/text.hpp"
 
+#include "core/ascii.hpp"
 #include "core/utf8.hpp"
 
 namespace airlock::filters::validation {
 namespace {
-
-int hex(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // The next unit of `s` at `i` after folding, advancing `i`: an ASCII letter in lower case, the
 // two non-ASCII letters that fold into ASCII as their ASCII letter, any other byte as itself.
@@ -63,8 +57,8 @@ std::optional<std::string_view> form_decode(std::string_view raw, std::string& b
         // Unlike the WHATWG parser, which passes a bad escape through as is, refuse it:
         // origins disagree about it (some decode "%%41", some fail, some keep it).
         if (raw.size() - i < 3) return std::nullopt;
-        const int h = hex(raw[i + 1]);
-        const int l = hex(raw[i + 2]);
+        const int h = core::hex_value(raw[i + 1]);
+        const int l = core::hex_value(raw[i + 2]);
         if (h < 0 || l < 0) return std::nullopt;
         buf.push_back(static_cast<char>(h * 16 + l));
         i += 2;
