@@ -72,9 +72,11 @@ asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, 
       rec.upstream_protocol = "h2";
       // A request the origin refused unprocessed, on a connection it then closed to new
       // streams (GOAWAY), goes again on the tunnel's next HTTP/2 upstream.
-      auto reconnect = [&s, &t, &ex]() -> asio::awaitable<std::shared_ptr<h2_upstream>> {
-        if (!co_await ensure_tunnel_upstream(s, t, ex)) co_return nullptr;
-        co_return t.h2&& t.h2->usable() ? t.h2 : nullptr;
+      // (ensure_tunnel_upstream records a failed connect's reason; the call keeps it too.)
+      auto reconnect = [&s, &t, &ex]() -> asio::awaitable<h2_reconnected> {
+        if (!co_await ensure_tunnel_upstream(s, t, ex))
+          co_return h2_reconnected{ex.record.reason, ex.record.detail};
+        co_return h2_reconnected{t.h2 && t.h2->usable() ? t.h2 : nullptr};
       };
       co_return co_await forward_h1_over_h2(s, client, *up, ex, chain, req_p, fp, reconnect);
     }

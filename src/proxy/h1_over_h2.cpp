@@ -60,6 +60,7 @@ asio::awaitable<bool> send_body(session_context& s, tls_client& client, h2_upstr
   }
   // The origin may have answered (and ended the stream) before it took the whole body.
   if (call.stream->head_done) co_return true;
+  if (record_renewal_failure(call, rec)) co_return false;
   rec.failed_upstream(errc::upstream_error);
   rec.refuse(errc::upstream_error, "sending request body: the HTTP/2 stream ended");
   co_return false;

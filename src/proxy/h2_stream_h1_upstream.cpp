@@ -246,15 +246,17 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
       rec.upstream_protocol = "h2";
       // A request the origin refused unprocessed, on a connection it then closed to new
       // streams (GOAWAY), goes again on the connection's next HTTP/2 upstream.
-      auto reconnect = [&c, &s, &ex, &limits]() -> asio::awaitable<std::shared_ptr<h2_upstream>> {
-        if (auto current = c.upstream_h2()) co_return current;
-        if (c.closing()) co_return nullptr;  // (the client is going: no new upstream)
+      auto reconnect = [&c, &s, &ex, &limits]() -> asio::awaitable<h2_reconnected> {
+        if (auto current = c.upstream_h2()) co_return h2_reconnected{current};
+        if (c.closing()) co_return h2_reconnected{};  // (the client is going: no new upstream)
         auto fresh = c.take_upstream(false);
-        const auto outcome = co_await connect_tls_upstream(s, *fresh, ex, true, false);
-        if (outcome.error != errc::ok || c.closing()) co_return nullptr;
+        auto outcome = co_await connect_tls_upstream(s, *fresh, ex, true, false);
+        if (outcome.error != errc::ok)
+          co_return h2_reconnected{outcome.error, std::move(outcome.detail)};
+        if (c.closing()) co_return h2_reconnected{};
         auto h2 = adopt_if_h2(c, *fresh, limits);
         if (!h2) c.put_upstream(std::move(fresh));  // HTTP/1.1 this time: kept for the next
-        co_return h2;
+        co_return h2_reconnected{std::move(h2)};
       };
       co_return co_await forward_h2_over_h2(c, ss, chain, req, held, *h2up, reconnect);
     }

@@ -15,6 +15,7 @@
 // @par Thread Safety
 // Everything here runs on the session's executor.
 
+#include "core/errc.hpp"
 #include "h2/client_session.hpp"
 #include "proxy/session_context.hpp"
 #include "proxy/signal.hpp"
@@ -33,9 +34,20 @@ namespace airlock::proxy {
 class h2_upstream;
 
 // Where a refused request goes when its connection takes no more streams (the origin's GOAWAY):
-// the tunnel's or client connection's HTTP/2 upstream as it is now, a new one if need be. Null
-// when there is none (the origin no longer picks h2, the connection failed).
-using h2_reconnect = std::function<boost::asio::awaitable<std::shared_ptr<h2_upstream>>()>;
+// the tunnel's or client connection's HTTP/2 upstream as it is now, a new one if need be.
+// Without one, `error` says why when connecting failed (the address guard's refusal among
+// them), and stays ok when the origin no longer picks h2 or the client connection is closing.
+struct h2_reconnected {
+  h2_reconnected() = default;
+  explicit h2_reconnected(std::shared_ptr<h2_upstream> up) : upstream(std::move(up)) {}
+  h2_reconnected(core::errc why, std::string why_detail)
+      : error(why), detail(std::move(why_detail)) {}
+
+  std::shared_ptr<h2_upstream> upstream;
+  core::errc error = core::errc::ok;
+  std::string detail;
+};
+using h2_reconnect = std::function<boost::asio::awaitable<h2_reconnected>()>;
 
 // One request on an h2_upstream: a stream, or another when the origin refused it unprocessed
 // (h2_upstream_call.cpp). Ending it (destroying it) before the origin ended the stream resets
@@ -66,6 +78,9 @@ struct h2_upstream_call {
   void reset(std::uint32_t error_code);
   // How many times the request went again on a new stream.
   int renewals() const noexcept { return renewals_; }
+  // Why the last renewal found no connection to go on (errc::ok: it did, or none was tried).
+  core::errc renewal_error() const noexcept { return renewal_error_; }
+  const std::string& renewal_detail() const noexcept { return renewal_detail_; }
   // RFC 9113 section 8.7: a stream reset with REFUSED_STREAM (also every stream above a
   // GOAWAY's last stream id, which nghttp2 closes so) was not processed, and its request "can
   // be safely retried". It goes again on a new stream, with the body bytes pushed so far, at
@@ -88,6 +103,8 @@ struct h2_upstream_call {
   bool renewing_ = false;
   bool cancelled_ = false;  // reset by us: the request does not go again
   int renewals_ = 0;
+  core::errc renewal_error_ = core::errc::ok;
+  std::string renewal_detail_;
 };
 
 class h2_upstream final : public h2::client_observer,

@@ -58,7 +58,12 @@ asio::awaitable<void> h2_upstream_call::renew_if_refused() {
   renewing_ = true;
   ++renewals_;
   auto target = conn;
-  if (!target->usable() && reconnect_) target = co_await reconnect_();
+  if (!target->usable() && reconnect_) {
+    auto next = co_await reconnect_();
+    target = std::move(next.upstream);
+    renewal_error_ = next.error;
+    renewal_detail_ = std::move(next.detail);
+  }
   std::shared_ptr<h2::client_stream> fresh;
   if (target && !cancelled_) fresh = co_await target->open_stream(fields_, has_body_, open_limit_);
   if (fresh && !cancelled_) {

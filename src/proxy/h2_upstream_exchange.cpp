@@ -103,6 +103,13 @@ h2::header_list h2_trailers_to_forward(const h2::header_list& fields) {
   return out;
 }
 
+bool record_renewal_failure(const h2_upstream_call& call, filters::exchange_record& rec) {
+  if (call.renewal_error() == errc::ok) return false;
+  rec.connect_failed(call.renewal_error());
+  rec.refuse(call.renewal_error(), call.renewal_detail());
+  return true;
+}
+
 asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_record& rec,
                                     const policy::model::limits& limits) {
   const auto deadline = std::chrono::steady_clock::now() + limits.response_timeout;
@@ -121,6 +128,7 @@ asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_re
   const auto& st = *call.stream;
   if (st.head_done) co_return true;
   call.reset(NGHTTP2_CANCEL);  // answered: the request does not go again
+  if (record_renewal_failure(call, rec)) co_return false;
   const auto why = st.oversized ? errc::response_too_large : errc::upstream_error;
   rec.failed_upstream(why);
   rec.refuse(why, st.oversized

@@ -38,6 +38,11 @@ h2::header_list h2_trailers_to_forward(const h2::header_list& fields);
 boost::asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_record& rec,
                                            const policy::model::limits& limits);
 
+// The request's stream ended unanswered. Where its renewal (h2_upstream_call) found no
+// connection because connecting failed, that failure is recorded as the reason (the address
+// guard's refusal stays a denial, not an upstream error) and this returns true.
+bool record_renewal_failure(const h2_upstream_call& call, filters::exchange_record& rec);
+
 enum class h2_piece { more, last, failed };
 // Moves the response body bytes received so far into `piece` (waiting up to idle_timeout for
 // some), counted against response_bytes in `total`. `failed` has the failure recorded; the
@@ -47,9 +52,8 @@ boost::asio::awaitable<h2_piece> next_h2_piece(h2_upstream_call& call, std::stri
                                                const policy::model::limits& limits,
                                                std::uint64_t& total);
 
-// The tunnel's HTTP/2 upstream for this exchange: the one it has, or a new connection when
-// the origin picks h2 for it (the tunnel keeps it). Null when the exchange goes over HTTP/1.1
-// (t.upstream is then connected) or the connection failed (answered).
+// Makes the tunnel's upstream ready for this exchange: the HTTP/2 one it has, or a new
+// connection (kept by the tunnel as t.h2 when the origin picks h2, else as t.upstream).
 // Returns false when the connection failed (recorded, not answered).
 boost::asio::awaitable<bool> ensure_tunnel_upstream(session_context& s, tunnel_context& t,
                                                     filters::exchange& ex);

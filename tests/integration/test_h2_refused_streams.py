@@ -18,14 +18,16 @@ from harness.proxy import make_policy, origin_rule
 from harness.tls_support import AirlockCA, OriginCerts, TlsTunnel
 
 
-class RefusedStreamCase(ProxyTestCase):
+class RefusingOriginCase(ProxyTestCase):
+    """The proxy and the scripted origin (refuser.test, intercepted); no tests of its own."""
     admin = False
+    close_on_goaway = False
 
     @classmethod
     def extra_setup(cls):
         cls.ica = AirlockCA()
         cls.certs = OriginCerts(names=("refuser.test",))
-        cls.h2o = H2Origin(*cls.certs.good)
+        cls.h2o = H2Origin(*cls.certs.good, close_on_goaway=cls.close_on_goaway)
 
     @classmethod
     def extra_teardown(cls):
@@ -60,6 +62,8 @@ class RefusedStreamCase(ProxyTestCase):
         self.assertTrue(r["body"].startswith(
             ("%s %d %s " % (path, len(body), hashlib.sha256(body).hexdigest())).encode()), r)
 
+
+class RefusedStreamCase(RefusingOriginCase):
     def test_a_refused_request_goes_again_with_its_body(self):
         path = "/once/upload"
         body = os.urandom(100000)
@@ -125,3 +129,29 @@ class RefusedStreamCase(ProxyTestCase):
 
     def test_a_stream_above_goaway_goes_again_on_a_new_connection(self):
         self.goaway_pair("/goaway/")
+
+
+class RenewalFailsCase(RefusingOriginCase):
+    """The stream above the GOAWAY cannot go again: the origin stopped listening. Its 502 and
+    its audit record say why the renewal failed (the connect refused), not the stream's close."""
+    close_on_goaway = True
+
+    def test_a_failed_renewal_is_recorded_as_its_connect_failure(self):
+        t = self.tunnel()
+        a, b = t.request("/goaway/a"), t.request("/goaway/b")
+        r_a, r_b = t.wait(a, b)
+        outcomes = dict((p, self.h2o.outcomes(p)) for p in ("/goaway/a", "/goaway/b"))
+        answered = [p for p, o in outcomes.items() if o == [(1, "answered")]]
+        unprocessed = [p for p, o in outcomes.items() if o == [(1, "goaway")]]
+        self.assertEqual(len(answered), 1, outcomes)
+        self.assertEqual(len(unprocessed), 1, outcomes)
+        r_done, r_lost = (r_a, r_b) if answered == ["/goaway/a"] else (r_b, r_a)
+        self.expect_answer(r_done, answered[0], b"")
+        self.assertEqual(r_lost["headers"][":status"], "502", r_lost)
+        status = parse_proxy_status(r_lost["headers"].get("proxy-status"))
+        self.assertEqual(status.get("error"), "connection_refused", status)
+        self.assertNotIn("REFUSED_STREAM", status.get("details", ""), status)
+        rec = self.proxy.wait_audit(path=unprocessed[0])
+        self.assertEqual(rec["reason"], "connect_refused", rec)
+        self.assertEqual(rec["decision"], "error", rec)
+

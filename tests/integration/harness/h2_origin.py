@@ -11,6 +11,8 @@ What it does with a stream depends on its path:
 - /goaway/...: the first two are held until both came; then the lower one is answered and
   GOAWAY names it as the last stream processed, so the other is not; later ones are answered;
 - anything else: answered.
+With close_on_goaway, the origin stops listening as it sends that GOAWAY: the stream it did not
+process finds no connection to go again on.
 An answer is 200 with "PATH BODY_LENGTH BODY_SHA256 conn=N" (N counts connections from 1).
 `arrivals` lists (conn, path, outcome) in order: outcome "refused", "answered" or "goaway".
 """
@@ -28,7 +30,8 @@ import h2.exceptions
 
 
 class H2Origin:
-    def __init__(self, cert, key):
+    def __init__(self, cert, key, close_on_goaway=False):
+        self.close_on_goaway = close_on_goaway
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
         self.ctx.set_alpn_protocols(["h2"])
@@ -51,7 +54,16 @@ class H2Origin:
 
     def stop(self):
         self.stopped = True
+        self._stop_listening()
         self.listener.close()
+
+    def _stop_listening(self):
+        # shutdown, not close: it wakes the accept() blocked on it (a close would leave the
+        # socket listening until that accept returns), and a connect then finds it refused.
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _accept(self):
         while not self.stopped:
@@ -144,6 +156,8 @@ class H2Origin:
         first, other = min(held), max(held)
         self.goaway_done |= {streams[first]["path"], streams[other]["path"]}
         self._answer(conn, conn_no, first, streams[first])
+        if self.close_on_goaway:
+            self._stop_listening()
         conn.close_connection(error_code=0, last_stream_id=first)
         self._note(conn_no, streams[other]["path"], "goaway")
         return [], True
