@@ -11,7 +11,8 @@
 //   - events and lines: the event guard (event_guard.hpp) on the redacted output gives the
 //     same verdict over random split points as in one write; what it lets through is a prefix
 //     of its input (all of it when it does not cut), and (events) no field's text joined
-//     across the events it let through holds a literal secret;
+//     across the events it let through holds a literal secret, as written or percent- and
+//     HTML-reference-decoded;
 //   - the escape guard (escape_guard.hpp) on the redacted output: the same verdict whatever
 //     the split, a prefix of its input let through, all of it unchanged when it passes.
 // The engine is the full built-in library plus two literal secrets, with the smallest overlap
@@ -25,6 +26,8 @@
 #include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/event_text.hpp"
+#include "filters/redaction/field_escapes.hpp"
+#include "filters/redaction/field_readings.hpp"
 #include "filters/redaction/stream.hpp"
 #include "fuzz_input.hpp"
 
@@ -114,11 +117,17 @@ void check_event_guard(std::string_view redacted, const std::vector<std::size_t>
   if (passed && split != redacted) fail("the event guard passed the body changed");
   if (frame != framing::events) return;
   const auto texts = event_stream_texts(split);
-  // (Past kMaxFields streams, event_stream_texts joins the rest into the last: no oracle.)
-  if (texts.size() >= event_guard::kMaxFields) return;
-  for (const auto& text : texts)
-    for (auto secret : kSecrets)
+  // (Past kMaxJoins streams, event_stream_texts joins the rest into the last: no oracle.)
+  if (texts.size() >= field_readings::kMaxJoins) return;
+  std::string decoded, tail;
+  for (const auto& text : texts) {
+    decode_field_escapes("", text, decoded, tail);
+    for (auto secret : kSecrets) {
       if (text.find(secret) != std::string::npos) fail("a secret joined across events got out");
+      if (decoded.find(secret) != std::string::npos)
+        fail("a secret joined across events and decoded got out");
+    }
+  }
 }
 
 }  // namespace

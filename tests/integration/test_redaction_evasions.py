@@ -323,3 +323,41 @@ class RedactionEvasionTest(SecretsCase):
                 r = self.get(path)
                 self.assertNotIn(a[:6].encode(), r.body)
                 self.assertEqual(self.audit_for(m)["reason"], "unredactable_response")
+
+    def test_an_escaped_secret_split_across_events_and_keys_is_not_delivered(self):
+        # A client that joins a field's deltas and then percent-decodes them (or reads HTML
+        # references in them), or joins the keys of its events, sees the secret whole.
+        pct = "".join("%%%02x" % ord(c) for c in SECRET)
+        refs = "".join("&#%d" % ord(c) for c in SECRET)
+        a, b = SECRET[:14], SECRET[14:]
+        cases = {
+            "percent": self.deltas("go to ", pct[:19], pct[19:], "."),  # (cut inside "%2f")
+            "html": self.deltas("see ", refs[:30], refs[30:]),
+            "keys": [("data: %s\n\n" % json.dumps({k: 1})).encode() for k in (a, b)],
+        }
+        for name, pieces in cases.items():
+            with self.subTest(name=name):
+                m, path = self.serve(lambda req, p=pieces: req.send_chunked(
+                    p, ctype="text/event-stream", delay=0.05))
+                r = self.get(path)
+                self.assertEqual(r.status, 200, r)
+                self.assertNotIn(pieces[1], r.body)
+                decoded = urllib.parse.unquote(r.body.decode())
+                self.assertNotIn(SECRET[:14], decoded)
+                rec = self.audit_for(m)
+                self.assertEqual(rec["reason"], "unredactable_response", rec)
+                self.assert_audit_clean(rec)
+
+    def test_a_stream_with_nan_or_a_lone_surrogate_flows(self):
+        # Python's json.dumps writes NaN; JSON.parse reads a lone surrogate escape. Neither is
+        # a reason to cut a stream that holds no secret (the guard reads them relaxed).
+        pieces = [b'data: {"score": NaN, "choices": [{"delta": {"content": "sk-li"}}]}\n\n',
+                  b'data: {"p": "\\ud800", "choices": [{"delta": {"content": "on"}}]}\n\n',
+                  b"data: [DONE]\n\n"]
+        m, path = self.serve(lambda req: req.send_chunked(
+            pieces, ctype="text/event-stream", delay=0.05))
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, b"".join(pieces))
+        rec = self.audit_for(m)
+        self.assertEqual(rec["decision"], "allow", rec)

@@ -4,7 +4,6 @@
 #include "core/str_cat.hpp"
 #include "filters/redaction/event_text.hpp"
 
-#include <optional>
 #include <utility>
 
 namespace airlock::filters::redaction {
@@ -39,77 +38,32 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
       ev.remove_suffix(1);
     data.assign(ev);
   } else if (!event_data(ev, data)) {
-    starts_secret = starting_ > 0;
+    starts_secret = readings_.starting();
     return true;
   }
-  bool spans = false, overflow = false;
-  // One field's reading: only fields that end with the start of a spelling are kept, any
-  // other is where a new one is (state 0).
-  // (A string read from the start once serves both its keys when neither has a state.)
-  std::optional<std::pair<secret_automaton::state, bool>> from_start;
-  auto follow = [&](std::string_view key, std::string_view text) {
-    const auto at = fields_.find(key);
-    secret_automaton::state st = at == fields_.end() ? 0 : at->second;
-    const bool held_before = starts_.depth(st) >= kMinStart;
-    // The event itself was redacted: a spelling that ends in the joined text spans events.
-    if (at == fields_.end()) {
-      if (!from_start) {
-        bool ended = starts_.feed(st, text);
-        from_start.emplace(st, ended);
-      }
-      st = from_start->first;
-      spans = from_start->second || spans;
-    } else {
-      spans = starts_.feed(st, text) || spans;
-    }
-    const bool held_now = starts_.depth(st) >= kMinStart;
-    if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
-    if (at != fields_.end()) {
-      if (starts_.depth(st) == 0)
-        fields_.erase(at);
-      else
-        at->second = st;
-    } else if (starts_.depth(st) > 0) {
-      if (fields_.size() < kMaxFields && key.size() <= kMaxKey)
-        fields_.emplace(std::string(key), st);
-      else
-        overflow = true;  // (what is kept is bounded: cut rather than forget)
-    }
-  };
-  // Each string is read the ways a client may join it: with the other strings at its path
-  // (an array's elements together), per element and numbered choice, under the event's type,
-  // and with every string of the stream in order (a client that shows one field, then the
-  // next: a model's reasoning, then its answer). Separate keys: "s", "i" and "g" first.
   const std::string_view type = frame_ == framing::events ? event_type(ev) : std::string_view();
+  const event_key_fn on_key = [&](std::string_view, std::string_view key) {
+    readings_.read_key(key);
+  };
   const bool parsed = for_each_event_string(
-      data, [&](std::string_view path, std::string_view indexed, std::string_view text) {
+      data,
+      [&](std::string_view path, std::string_view indexed, std::string_view text) {
         if (path.empty() && text == "\n") return;  // (plain data: a client may join it as is)
-        from_start.reset();
-        if (fields_.empty()) {
-          // Nothing pending (the usual case): a string that neither holds nor starts a
-          // spelling leaves every reading at the start, and needs no key.
-          secret_automaton::state st = 0;
-          const bool ended = starts_.feed(st, text);
-          if (!ended && starts_.depth(st) == 0) return;
-          from_start.emplace(st, ended);
-        }
-        // (str_cat: GCC 12 warns, wrongly, about assign().append() here at -O2, -Wrestrict.)
-        follow(core::str_cat('s', path), text);
-        follow(core::str_cat('i', type, '\n', indexed), text);
-        follow("g", text);
-      });
+        readings_.read_string(path, indexed, type, text);
+      },
+      &on_key);
   if (!parsed) {
     why_ = "an event stream's JSON that the guard cannot parse";
     return false;
   }
-  if (overflow) {
+  if (readings_.overflow()) {
     why_ =
         "more than 256 fields of an event stream, or one at a path over 1 KiB, ending with the "
         "start of a secret";
     return false;
   }
-  starts_secret = starting_ > 0;
-  return !spans;
+  starts_secret = readings_.starting();
+  return !readings_.spans();
 }
 
 bool event_guard::event(std::string_view ev, std::string& out) {

@@ -4,8 +4,8 @@
 // API's answer arrives a few characters per delta: {"choices":[{"delta":{"content":"sk-li"}}]},
 // then {"...":"ve-AB..."}), so a secret an origin streams in two deltas reaches it whole. The
 // guard reads the redacted events as a client may (event_text.hpp: per JSON field path, per
-// element and choice, and all the strings in order) and
-// follows each field's joined text through the secrets' spellings (secret_automaton.hpp):
+// element and choice, and all the strings in order; each join also decoded again, and the keys)
+// and follows each joined text through the secrets' spellings (field_readings.hpp):
 // - an event after which a field's text ends with the start of a literal secret (kMinStart
 //   bytes or more, in any spelling) is held back, with the ones after it, until a later event
 //   shows the value does not go on (they are then released) or completes it;
@@ -26,11 +26,11 @@
 // outlive the guard.
 
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/field_readings.hpp"
 #include "filters/redaction/secret_automaton.hpp"
 #include "filters/redaction/stream.hpp"
 
 #include <cstddef>
-#include <map>
 #include <string>
 #include <string_view>
 
@@ -38,15 +38,14 @@ namespace airlock::filters::redaction {
 
 class event_guard {
  public:
-  static constexpr std::size_t kMinStart = 4;
+  static constexpr std::size_t kMinStart = field_readings::kMinStart;
   static constexpr std::size_t kMaxHeld = 64 * 1024;
   static constexpr std::size_t kMaxEvent = 8 << 20;
-  static constexpr std::size_t kMaxFields = 256;
-  static constexpr std::size_t kMaxKey = 1024;  // a field's path, as kept
 
   // `frame`: server-sent events (an event ends at a blank line, its text is its "data" lines),
   // or lines (NDJSON, JSON Lines: a record is a line, as Ollama streams its answer).
-  event_guard(const engine& e, framing frame) : starts_(e.secret_starts()), frame_(frame) {}
+  event_guard(const engine& e, framing frame)
+      : starts_(e.secret_starts()), frame_(frame), readings_(starts_) {}
 
   // Redacted stream output in; appends to `out` the whole events that may go on. False when a
   // value spans events (or too much is held): nothing more may be sent.
@@ -69,10 +68,7 @@ class event_guard {
   std::size_t scan_from_ = 0;  // where in pending_ the search for its end goes on
   bool first_ = true;          // the first event is still to come
   std::string held_;           // whole events held back
-  // By JSON path, the fields whose joined text ends with the start of a spelling: where it is
-  // in the secrets' spellings (any other field is at the start, state 0).
-  std::map<std::string, secret_automaton::state, std::less<>> fields_;
-  std::size_t starting_ = 0;  // fields that end with kMinStart bytes of a spelling or more
+  field_readings readings_;    // the stream's strings, joined as clients may
   const char* why_ = nullptr;
 };
 

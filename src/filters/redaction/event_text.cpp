@@ -1,5 +1,7 @@
 #include "filters/redaction/event_text.hpp"
 
+#include "filters/redaction/json_relax.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -51,7 +53,8 @@ bool looks_like_json(std::string_view data) {
 }
 
 // Every string of `v`, each under its place, to `f`.
-void walk(const boost::json::value& v, place& at, const event_string_fn& f) {
+void walk(const boost::json::value& v, place& at, const event_string_fn& f,
+          const event_key_fn* keys) {
   const std::size_t keep_shared = at.shared.size(), keep_indexed = at.indexed.size();
   if (v.is_string()) {
     f(at.shared, at.indexed, v.get_string());
@@ -60,9 +63,10 @@ void walk(const boost::json::value& v, place& at, const event_string_fn& f) {
     if (const auto index = index_of(o); !index.empty()) at.indexed.append("#").append(index);
     const std::size_t object_indexed = at.indexed.size();
     for (const auto& [key, child] : o) {
+      if (keys) (*keys)(at.shared, key);
       at.shared.append(".").append(key.substr(0, kMaxPath));
       at.indexed.append(".").append(std::to_string(key.size())).append(":").append(key);
-      walk(child, at, f);
+      walk(child, at, f, keys);
       at.shared.resize(keep_shared);
       at.indexed.resize(object_indexed);
     }
@@ -71,7 +75,7 @@ void walk(const boost::json::value& v, place& at, const event_string_fn& f) {
     std::size_t i = 0;
     for (const auto& element : v.get_array()) {
       at.indexed.append("[").append(std::to_string(i++)).append("]");
-      walk(element, at, f);
+      walk(element, at, f, keys);
       at.indexed.resize(keep_indexed);
     }
   }
@@ -140,7 +144,8 @@ bool take_data_line(std::string_view line, std::string& data, bool& has_data) {
 
 }  // namespace
 
-bool for_each_event_string(std::string_view data, const event_string_fn& f) {
+bool for_each_event_string(std::string_view data, const event_string_fn& f,
+                           const event_key_fn* keys) {
   if (data.empty()) return true;
   boost::json::parse_options lenient;  // what clients take: JavaScript's and Python's parsers
   lenient.max_depth = 64;              // (deeper: refused, and the guard cuts what looks like JSON)
@@ -148,10 +153,15 @@ bool for_each_event_string(std::string_view data, const event_string_fn& f) {
   lenient.allow_comments = true;
   lenient.allow_trailing_commas = true;
   boost::system::error_code ec;
-  const auto v = boost::json::parse(data, ec, {}, lenient);
+  auto v = boost::json::parse(data, ec, {}, lenient);
+  if (ec && looks_like_json(data)) {
+    // NaN or a lone surrogate, which clients read and Boost.JSON does not (json_relax.hpp).
+    std::string relaxed;
+    if (relax_json(data, relaxed)) v = boost::json::parse(relaxed, ec, {}, lenient);
+  }
   place at;
   if (!ec && (v.is_object() || v.is_array() || v.is_string())) {
-    walk(v, at, f);
+    walk(v, at, f, keys);
     return true;
   }
   f(at.shared, at.indexed, data);

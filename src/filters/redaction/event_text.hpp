@@ -25,6 +25,9 @@ namespace airlock::filters::redaction {
 using event_string_fn = std::function<void(std::string_view path, std::string_view indexed_path,
                                            std::string_view text)>;
 
+// An object's key with the path of the object it is in ("" at the top).
+using event_key_fn = std::function<void(std::string_view path, std::string_view key)>;
+
 // One event's type: its last "event" field (WHATWG HTML 9.2.6), "" when none.
 std::string_view event_type(std::string_view event);
 // One event's data (the values of its "data" lines joined by line feeds) into `data`; false
@@ -33,8 +36,10 @@ bool event_data(std::string_view event, std::string& data);
 // Each string of one event's data (JSON as lenient as the clients' parsers), with its paths,
 // to `f`; data that is not a JSON object, array or string is one text under the empty path, a
 // line feed after it. False when the data looks like JSON (an object or array) that does not
-// parse: a client's parser may read what this one does not.
-bool for_each_event_string(std::string_view data, const event_string_fn& f);
+// parse: a client's parser may read what this one does not. With `keys`, each object's keys
+// go to it too, in order, before the strings under them.
+bool for_each_event_string(std::string_view data, const event_string_fn& f,
+                           const event_key_fn* keys = nullptr);
 
 // The streams of text in `body` (an event stream, possibly cut short), in order of first
 // appearance; none when it has no event data.

@@ -13,6 +13,9 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/escape_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/field_escapes.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/field_readings.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/json_relax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/secret_automaton.cpp
   ${CMAKE_CURRENT_LIST_DIR}/secret_spellings.cpp

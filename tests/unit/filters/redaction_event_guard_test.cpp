@@ -161,11 +161,26 @@ TEST(redaction_event_guard, WhatAClientMayParseOtherwiseIsNotPassedUnread) {
   const auto e = secret_engine();
   const std::string a(kSecret.substr(0, 12)), b(kSecret.substr(12));
   {
-    // JSON this parser refuses (a lone surrogate) but a client reads: the body is cut.
+    // JSON this parser refuses even leniently, where a client may read it: the body is cut.
     event_guard g(*e, framing::events);
     std::string out;
-    EXPECT_FALSE(g.write("data: {\"c\":\"x\",\"p\":\"\\ud800\"}\n\n", out));
+    EXPECT_FALSE(g.write("data: {\"c\":\"x\",\"p\":undefined}\n\n", out));
     EXPECT_EQ(out, "");
+  }
+  {
+    // A lone surrogate and NaN (JSON.parse and Python's json read them; json.dumps writes NaN)
+    // are read relaxed: a stream without a secret flows, one with a split secret is cut.
+    const std::string relaxed = "data: {\"c\":\"x\",\"p\":\"\\ud800\",\"n\":NaN}\n\n";
+    event_guard g(*e, framing::events);
+    std::string out;
+    ASSERT_TRUE(g.write(relaxed, out));
+    EXPECT_EQ(out, relaxed);
+    event_guard split(*e, framing::events);
+    out.clear();
+    EXPECT_FALSE(split.write("data: {\"c\":\"" + a + "\",\"n\":NaN}\n\n" + "data: {\"c\":\"" + b +
+                                 "\",\"p\":\"\\udc00\"}\n\n",
+                             out));
+    EXPECT_EQ(out.find(a), std::string::npos);
   }
   {
     // Top-level JSON strings, and a byte-order mark before the first event.
@@ -192,6 +207,76 @@ TEST(redaction_event_guard, WhatAClientMayParseOtherwiseIsNotPassedUnread) {
     std::string out;
     ASSERT_TRUE(g.write("data: [REDACTED:secret:api]\n\n", out));
     EXPECT_EQ(out, "data: [REDACTED:secret:api]\n\n");
+  }
+}
+
+// The secret percent-encoded (RFC 3986 section 2.1) or as HTML numeric references.
+std::string percent(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char c : s)
+    out.append({'%', kHex[c >> 4], kHex[c & 15]});
+  return out;
+}
+std::string html_refs(std::string_view s) {
+  std::string out;
+  for (const unsigned char c : s)
+    out.append("&#").append(std::to_string(c));  // (no ';': WHATWG reads it without)
+  return out;
+}
+
+TEST(redaction_event_guard, AnEscapedSecretSplitAcrossEventsIsCut) {
+  const auto e = secret_engine();
+  for (const auto& encoded : {percent(kSecret), html_refs(kSecret)}) {
+    // Cut anywhere, inside an escape too ("%7" then "3..."), and with plain text after it.
+    for (std::size_t cut = 1; cut < encoded.size(); cut += 7) {
+      event_guard g(*e, framing::events);
+      std::string out;
+      const std::string first = delta(encoded.substr(0, cut));
+      const bool held = g.write(first, out);
+      EXPECT_FALSE(held && g.write(delta(encoded.substr(cut)) + delta(" done"), out))
+          << encoded.substr(0, cut);
+      EXPECT_EQ(out.find(encoded.substr(0, std::max<std::size_t>(cut, 24))), std::string::npos);
+    }
+  }
+  // The last reference ends its string, and nothing comes after it at that path (a client
+  // that decodes each string reads it whole).
+  {
+    const auto refs = html_refs(kSecret);
+    event_guard g(*e, framing::events);
+    std::string out;
+    ASSERT_TRUE(g.write(delta(refs.substr(0, 30)), out));
+    EXPECT_FALSE(g.write(delta(refs.substr(30)) + "data: [DONE]\n\n", out));
+    EXPECT_EQ(out, "");
+  }
+  // Half escaped, half as written.
+  const std::string a(kSecret.substr(0, 16)), b(kSecret.substr(16));
+  event_guard g(*e, framing::events);
+  std::string out;
+  EXPECT_FALSE(g.write(delta(percent(a)) + delta(b), out));
+  EXPECT_EQ(out, "");
+}
+
+TEST(redaction_event_guard, EscapesThatCompleteNoSecretGoOn) {
+  const auto e = secret_engine();
+  event_guard g(*e, framing::events);
+  std::string out;
+  const std::string body = delta("100% sure &amp; 50%") + delta("7 of &#") + delta("x41 ok") +
+                           delta(percent(kSecret.substr(0, 12))) + delta(" no more");
+  ASSERT_TRUE(g.write(body, out));
+  ASSERT_TRUE(g.finish(out));
+  EXPECT_EQ(out, body);
+}
+
+TEST(redaction_event_guard, ASecretSplitAcrossKeysIsCut) {
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 14)), b(kSecret.substr(14));
+  for (const auto& body : {"data: {\"" + a + "\":1}\n\ndata: {\"" + b + "\":1}\n\n",
+                           "data: {\"x\":{\"" + a + "\":1}}\n\ndata: {\"" + b + "\":2}\n\n"}) {
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(g.write(body, out)) << body;
+    EXPECT_EQ(out.find(a), std::string::npos) << body;
   }
 }
 

@@ -1,0 +1,82 @@
+#pragma once
+// How the event guard (event_guard.hpp) follows a stream's strings across events: each string
+// is added to the joined texts a client may make of it, and each joined text is followed
+// through the secrets' spellings (secret_automaton.hpp) without being kept. The joins: the
+// strings at one JSON field path (an array's elements together), per element and numbered
+// choice under the event's type, and every string of the stream in order (a client that shows
+// a model's reasoning, then its answer); each also decoded once more, through percent-encoding
+// and HTML references (field_escapes.hpp: a client that decodes the text it joined); and the
+// keys of the stream's objects, all in order (a client that joins the names of fields; one
+// join, not one per path: a stream's usual keys between the parts end any other).
+//
+// Only joins whose text ends with the start of a spelling (or an incomplete escape) are kept;
+// any other is where a new one is (state 0). A decoded join is kept only while it differs from
+// its join as written: without escapes both read alike, and the usual string costs one walk
+// of the automaton whatever the number of joins.
+//
+// @par Thread Safety
+// One per response, one thread at a time; the automaton must outlive it.
+
+#include "filters/redaction/secret_automaton.hpp"
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace airlock::filters::redaction {
+
+// Where one joined text is in the secrets' spellings.
+struct joined_reading {
+  secret_automaton::state st = 0;
+  std::string tail;  // (decoded joins) an escape the last string left incomplete
+};
+
+class field_readings {
+ public:
+  static constexpr std::size_t kMinStart = 4;
+  static constexpr std::size_t kMaxJoins = 256;  // per kind (as written, decoded)
+  static constexpr std::size_t kMaxKey = 1024;   // a join's key (its path), as kept
+
+  explicit field_readings(const secret_automaton& starts) : starts_(starts) {}
+
+  // A string of an event (event_text.hpp's paths) under the event's type.
+  void read_string(std::string_view path, std::string_view indexed, std::string_view type,
+                   std::string_view text);
+  // A key of an object.
+  void read_key(std::string_view key);
+
+  // A spelling ended in a joined text (so spanning strings, each redacted whole).
+  bool spans() const noexcept { return spans_; }
+  // More joins to keep than the bounds allow: fail closed.
+  bool overflow() const noexcept { return overflow_; }
+  // Some join ends with kMinStart bytes or more of a spelling: the event is held.
+  bool starting() const noexcept { return starting_ > 0; }
+
+ private:
+  using reading = joined_reading;
+  using readings = std::map<std::string, reading, std::less<>>;
+  using stepped = std::pair<reading, bool>;  // after, and whether a spelling ended
+
+  stepped step(const reading& from, std::string_view text, bool decode);
+  // One join of the string being read, as written and decoded.
+  void join(std::string_view key, std::string_view text, bool escapes);
+  // `r` kept at `key` (`at`: where it was) when `keep`, else forgotten.
+  void settle(readings& in, readings::iterator at, std::string_view key, const reading& r,
+              bool keep);
+
+  const secret_automaton& starts_;
+  readings plain_;                    // joins as written
+  readings decoded_;                  // joins decoded, where they differ from plain_
+  secret_automaton::state keys_ = 0;  // every key of the stream joined in order
+  std::size_t starting_ = 0;
+  bool spans_ = false;
+  bool overflow_ = false;
+  // The string being read, from the start (a join not kept): the same for every such join.
+  std::optional<stepped> plain_start_, decoded_start_;
+  std::string scratch_;  // decoded text
+};
+
+}  // namespace airlock::filters::redaction
