@@ -259,10 +259,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // An event stream (event_text.hpp) read from any bytes, and the phrase streamed in deltas
   // between them found in what a client joins.
   (void)airlock::filters::redaction::event_stream_texts(in);
+  (void)airlock::filters::redaction::event_stream_readings(in);
   const std::string stream =
       std::string(in.substr(0, at)) + as_event_stream(phrase, bits) + std::string(in.substr(at));
   bool found = false;
-  for (const auto& text_read : airlock::filters::redaction::event_stream_texts(stream))
+  for (const auto& text_read : airlock::filters::redaction::event_stream_readings(stream))
     found = found || airlock::filters::dlp::find_injection(text_read).has_value();
   if (!found) missed(stream);
   return 0;

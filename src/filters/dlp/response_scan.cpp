@@ -124,7 +124,7 @@ void response_scan::judge(bool whole, std::string& out, bool& enough) {
 std::optional<std::string_view> response_scan::find_injection_in_text() const {
   if (auto cls = find_injection(text_)) return cls;
   if (events_)
-    for (const std::string& stream : redaction::event_stream_texts(text_))
+    for (const std::string& stream : redaction::event_stream_readings(text_))
       if (auto cls = find_injection(stream)) return cls;
   return std::nullopt;
 }

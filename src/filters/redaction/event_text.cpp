@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -189,26 +190,65 @@ bool event_data(std::string_view event, std::string& data) {
   return has_data;
 }
 
-std::vector<std::string> event_stream_texts(std::string_view body) {
+// Each event of `body` (an event stream, possibly cut short: what came is read too): its
+// type and data to `f`.
+template <typename F>
+void for_each_event(std::string_view body, F&& f) {
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a byte-order mark (WHATWG)
-  streams found;
-  auto add = [&](std::string_view path, std::string_view, std::string_view text) {
-    found.add(path, text);
-  };
   std::string data;
+  std::string_view type;
   bool has_data = false;
   while (!body.empty()) {
     const auto line = next_line(body);
     if (line.empty()) {  // the event ends
-      if (has_data) for_each_event_string(data, add);
+      if (has_data) f(type, data);
       data.clear();
+      type = {};
       has_data = false;
-    } else {
-      take_data_line(line, data, has_data);
+    } else if (!take_data_line(line, data, has_data) && line.starts_with("event:")) {
+      type = line.substr(line.starts_with("event: ") ? 7 : 6);
     }
   }
-  if (has_data) for_each_event_string(data, add);  // cut short: what came is read too
+  if (has_data) f(type, data);
+}
+
+std::vector<std::string> event_stream_texts(std::string_view body) {
+  streams found;
+  auto add = [&](std::string_view path, std::string_view, std::string_view text) {
+    found.add(path, text);
+  };
+  for_each_event(
+      body, [&](std::string_view, const std::string& data) { for_each_event_string(data, add); });
   return std::move(found).take();
+}
+
+std::vector<std::string> event_stream_readings(std::string_view body) {
+  streams by_path, by_index;
+  std::string in_order;
+  std::string key;
+  for_each_event(body, [&](std::string_view type, const std::string& data) {
+    for_each_event_string(
+        data, [&](std::string_view path, std::string_view indexed, std::string_view text) {
+          by_path.add(path, text);
+          key.assign(type).append("\n").append(indexed);
+          by_index.add(key, text);
+          in_order.append(text);
+        });
+  });
+  auto out = std::move(by_path).take();
+  std::unordered_set<std::string_view> seen;
+  // (Views into `out` stay valid: it is reserved for every reading first.)
+  auto more = std::move(by_index).take();
+  out.reserve(out.size() + more.size() + 1);
+  for (const auto& text : out)
+    seen.insert(text);
+  more.push_back(std::move(in_order));
+  for (auto& text : more) {
+    if (seen.contains(text)) continue;
+    out.push_back(std::move(text));
+    seen.insert(out.back());
+  }
+  return out;
 }
 
 }  // namespace airlock::filters::redaction

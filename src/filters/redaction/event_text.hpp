@@ -45,4 +45,10 @@ bool for_each_event_string(std::string_view data, const event_string_fn& f,
 // appearance; none when it has no event data.
 std::vector<std::string> event_stream_texts(std::string_view body);
 
+// Every text a client may join from `body`: event_stream_texts's streams (per field path),
+// then those per element and numbered choice under the event's type (interleaved choices read
+// apart), then all the strings in order (a model's reasoning, then its answer); each text once
+// (a join that reads the same as an earlier one is left out).
+std::vector<std::string> event_stream_readings(std::string_view body);
+
 }  // namespace airlock::filters::redaction
