@@ -25,6 +25,11 @@ constexpr int hex_value(char c) noexcept {
   return -1;
 }
 
+// An ASCII letter or digit (not the locale's: std::isalnum).
+constexpr bool is_alnum(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
 // ASCII case-insensitive equality.
 inline bool iequals(std::string_view a, std::string_view b) noexcept {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),

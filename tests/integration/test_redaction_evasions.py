@@ -295,6 +295,11 @@ class RedactionEvasionTest(SecretsCase):
             "json": ("application/json", '{"echo": "\\u%04x%s"}' % (ord(SECRET[0]), SECRET[1:])),
             "html": ("text/html", "<p>&#%d;%s</p>" % (ord(SECRET[0]), SECRET[1:])),
             "percent": ("text/plain", "next=" + "".join("%%%02X" % ord(c) for c in SECRET)),
+            # A browser reads any number of leading zeros, and named references to ASCII.
+            "html-zeros": ("text/html", "<p>&#%s%d;%s</p>" % ("0" * 30, ord(SECRET[0]),
+                                                              SECRET[1:])),
+            "html-named": ("text/html", "<p>%s</p>" % SECRET.replace("/", "&sol;").replace(
+                "+", "&plus;").replace("=", "&equals;")),
         }
         for name, (ctype, text) in spelled.items():
             with self.subTest(name=name):

@@ -1,6 +1,8 @@
 // A secret behind escapes (escape_guard.hpp).
 #include "filters/redaction/escape_guard.hpp"
 
+#include "filters/redaction/html_reference.hpp"
+
 #include "core/ascii.hpp"
 #include "core/utf8.hpp"
 
@@ -128,8 +130,15 @@ bool escape_guard::take(unsigned char c, std::uint64_t at) {
         mode_ = mode::amp_hash;
         return true;
       }
+      if (core::is_alnum(static_cast<char>(c))) {
+        mode_ = mode::amp_name;
+        name_.assign(1, static_cast<char>(c));
+        return true;
+      }
       mode_ = mode::text;
       return read('&', escape_at_) && take(c, at);
+    case mode::amp_name:
+      return take_name(c, at);
     case mode::amp_hash:
       mode_ = mode::amp_digits;
       value_ = 0;
@@ -138,11 +147,13 @@ bool escape_guard::take(unsigned char c, std::uint64_t at) {
       if (hex_) return true;
       return take(c, at);
     case mode::amp_digits: {
+      // (Leading zeros included, as a browser reads them: "&#0000115;" is "s".)
       const int v = hex_ ? hex_value(c) : (c >= '0' && c <= '9' ? c - '0' : -1);
-      if (v >= 0 && digits_ < 8) {
-        value_ = value_ * (hex_ ? 16 : 10) + static_cast<std::uint32_t>(v);
-        ++digits_;
-        return true;
+      if (v >= 0) {
+        value_ = numeric_reference_digit(value_, v, hex_);
+        if (static_cast<std::size_t>(++digits_) <= kMaxReferenceDigits) return true;
+        why_ = "a character reference of more digits than the guard reads";
+        return false;
       }
       mode_ = mode::text;
       if (digits_ == 0) {  // "&#" or "&#x" and no digit: as written
@@ -150,11 +161,32 @@ bool escape_guard::take(unsigned char c, std::uint64_t at) {
         if (hex_ && !read('x', escape_at_)) return false;
         return take(c, at);
       }
-      if (!read_code_point(value_, escape_at_)) return false;
+      if (!read_code_point(numeric_reference_value(value_), escape_at_)) return false;
       return c == ';' || take(c, at);
     }
   }
   return true;
+}
+
+bool escape_guard::take_name(unsigned char c, std::uint64_t at) {
+  if (core::is_alnum(static_cast<char>(c)) && name_.size() < kMaxReferenceName) {
+    name_.push_back(static_cast<char>(c));
+    return true;
+  }
+  mode_ = mode::text;
+  const int named = named_reference(name_);
+  if (c == ';' && named >= 0) return read(static_cast<unsigned char>(named), escape_at_);
+  // Else the longest legacy name at its front ("&ampx" is "&" then "x"), or none: as written.
+  const std::size_t legacy = legacy_reference_prefix(name_);
+  if (legacy > 0) {
+    if (!read(static_cast<unsigned char>(named_reference(name_.substr(0, legacy))), escape_at_))
+      return false;
+  } else if (!read('&', escape_at_)) {
+    return false;
+  }
+  for (const char n : std::string_view(name_).substr(legacy))
+    if (!read(static_cast<unsigned char>(n), escape_at_)) return false;
+  return take(c, at);
 }
 
 bool escape_guard::skim(std::string_view text, std::uint64_t at) {

@@ -4,8 +4,9 @@
 // "sk-live-...", an HTML parser reads "&#115;k-live-..." the same way, and an origin may escape
 // any character it likes: no list of spellings covers them all. The guard reads the redacted
 // text through those escapes, JSON's (RFC 8259 section 7: \uXXXX, surrogate pairs included, and
-// \" \\ \/ \b \f \n \r \t) and HTML's numeric character references (&#NNN; and &#xHH;, the ';'
-// optional; WHATWG HTML 13.2.5.72-80) and percent-encoding (RFC 3986 section 2.1, every byte
+// \" \\ \/ \b \f \n \r \t) and HTML's character references (&#NNN; and &#xHH;, the ';'
+// optional, and the named ones for ASCII characters, &sol; and the like: html_reference.hpp)
+// and percent-encoding (RFC 3986 section 2.1, every byte
 // of the value escaped or some), and follows the text so read through the secrets' spellings
 // (secret_automaton.hpp). The raw text behind the start of a spelling (or an escape
 // not yet complete) is held back until it is known not to go on; a spelling that ends in the
@@ -42,13 +43,24 @@ class escape_guard {
   const char* why() const noexcept { return why_; }
 
  private:
-  enum class mode : std::uint8_t { text, backslash, json_hex, amp, amp_hash, amp_digits, percent };
+  enum class mode : std::uint8_t {
+    text,
+    backslash,
+    json_hex,
+    amp,
+    amp_name,
+    amp_hash,
+    amp_digits,
+    percent
+  };
 
   // One raw byte (at absolute offset `at`) through the decoder; false on a secret.
   bool take(unsigned char c, std::uint64_t at);
   // One decoded byte, that began at raw offset `from`; false on a secret.
   bool read(unsigned char c, std::uint64_t from);
   bool read_code_point(char32_t cp, std::uint64_t from);
+  // One byte after "&" and a letter or digit: a named reference goes on or ends.
+  bool take_name(unsigned char c, std::uint64_t at);
   // Raw text before the next escape, read only where a spelling could start in its last bytes.
   bool skim(std::string_view text, std::uint64_t at);
   // Where the held-back raw text begins (absolute offset).
@@ -70,6 +82,7 @@ class escape_guard {
   char pct_first_ = 0;  // a percent escape's first digit
   char32_t high_ = 0;   // a JSON high surrogate waiting for its low half
   std::string utf8_;    // a decoded code point's bytes (kept: no allocation per escape)
+  std::string name_;    // a named reference's name so far
   const char* why_ = nullptr;
 };
 

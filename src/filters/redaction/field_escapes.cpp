@@ -2,17 +2,58 @@
 
 #include "core/ascii.hpp"
 #include "core/utf8.hpp"
+#include "filters/redaction/html_reference.hpp"
 
 #include <cstring>
 
 namespace airlock::filters::redaction {
 namespace {
 
-constexpr int kMaxDigits = 7;  // (decimal 1114111, hex 10FFFF: both fit)
+constexpr std::size_t kMaxSignificant = 8;  // (8 digits are past U+10FFFF in either base)
 
 int digit(char c, bool hex) noexcept {
   if (hex) return core::hex_value(c);
   return c >= '0' && c <= '9' ? c - '0' : -1;
+}
+
+// A numeric reference at the front of `in` ("&#", "&#x"): as decode_one.
+std::size_t decode_numeric(std::string_view in, std::string& out) {
+  std::size_t at = 2;
+  if (at == in.size()) return std::string_view::npos;
+  const bool hex = in[at] == 'x' || in[at] == 'X';
+  if (hex) ++at;
+  char32_t value = 0;
+  std::size_t digits = 0;
+  for (; at < in.size(); ++at, ++digits) {
+    const int d = digit(in[at], hex);
+    if (d < 0) break;
+    value = numeric_reference_digit(value, d, hex);
+  }
+  if (at == in.size()) return std::string_view::npos;  // more digits, or the ';', may follow
+  if (digits == 0) return 0;
+  if (in[at] == ';') ++at;
+  core::append_utf8(out, numeric_reference_value(value));
+  return at;
+}
+
+// A named reference at the front of `in` ("&" and a letter or digit): as decode_one.
+std::size_t decode_named(std::string_view in, std::string& out) {
+  std::size_t at = 1;
+  while (at < in.size() && core::is_alnum(in[at]) && at <= kMaxReferenceName)
+    ++at;
+  const std::string_view name = in.substr(1, at - 1);
+  if (name.size() > kMaxReferenceName) return 0;
+  if (at == in.size()) return std::string_view::npos;
+  const int named = named_reference(name);
+  if (named >= 0 && in[at] == ';') {
+    out.push_back(static_cast<char>(named));
+    return at + 1;
+  }
+  // Else the longest legacy name it starts with ("&ampx" is "&x", "&lt3" "<3").
+  const std::size_t legacy = legacy_reference_prefix(name);
+  if (legacy == 0) return 0;
+  out.push_back(static_cast<char>(named_reference(name.substr(0, legacy))));
+  return 1 + legacy;
 }
 
 // One escape at the front of `in`: its length, with its decoding appended to `out`; 0 when it
@@ -29,28 +70,26 @@ std::size_t decode_one(std::string_view in, std::string& out) {
     out.push_back(static_cast<char>(hi * 16 + lo));
     return 3;
   }
-  // "&#" digits, or "&#x" hex digits, then an optional ';'.
   if (in.size() < 2) return std::string_view::npos;
-  if (in[1] != '#') return 0;
-  std::size_t at = 2;
-  if (at == in.size()) return std::string_view::npos;
-  const bool hex = in[at] == 'x' || in[at] == 'X';
-  if (hex) ++at;
-  char32_t value = 0;
-  int digits = 0;
-  for (; at < in.size() && digits <= kMaxDigits; ++at, ++digits) {
-    const int d = digit(in[at], hex);
-    if (d < 0) break;
-    value = value * (hex ? 16 : 10) + static_cast<char32_t>(d);
+  if (in[1] == '#') return decode_numeric(in, out);
+  if (core::is_alnum(in[1])) return decode_named(in, out);
+  return 0;
+}
+
+// An incomplete escape as kept: a numeric reference's leading zeros as one and its digits past
+// the eighth dropped (neither changes what it reads as), so the tail stays short.
+void keep_tail(std::string_view in, std::string& tail) {
+  if (!in.starts_with("&#")) {
+    tail.assign(in);
+    return;
   }
-  if (digits > kMaxDigits) return 0;
-  if (at == in.size()) return std::string_view::npos;  // more digits, or the ';', may follow
-  if (digits == 0) return 0;
-  if (in[at] == ';') ++at;
-  // (WHATWG: zero, surrogates and values past U+10FFFF read as U+FFFD.)
-  if (value == 0 || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) value = 0xFFFD;
-  core::append_utf8(out, value);
-  return at;
+  std::size_t at = 2;
+  const bool hex = at < in.size() && (in[at] == 'x' || in[at] == 'X');
+  if (hex) ++at;
+  tail.assign(in.substr(0, at));
+  const std::size_t first = in.find_first_not_of('0', at);
+  if (at < in.size() && in[at] == '0') tail.push_back('0');
+  if (first != std::string_view::npos) tail.append(in.substr(first, kMaxSignificant));
 }
 
 }  // namespace
@@ -80,7 +119,7 @@ void decode_field_escapes(std::string_view tail, std::string_view text, std::str
     in.remove_prefix(plain);
     const std::size_t n = decode_one(in, decoded);
     if (n == std::string_view::npos) {
-      next_tail.assign(in);
+      keep_tail(in, next_tail);
       return;
     }
     if (n == 0) {
@@ -94,10 +133,14 @@ void decode_field_escapes(std::string_view tail, std::string_view text, std::str
 
 bool decode_tail_as_ended(std::string_view tail, std::string& out) {
   out.clear();
-  if (!tail.starts_with("&#")) return false;
   std::string ended(tail);
-  ended.push_back(';');
-  return decode_one(ended, out) == ended.size();
+  // A numeric reference ends with its digits; a name only if it is one of the legacy names.
+  if (tail.starts_with("&#") || named_reference_without_semicolon(tail.substr(1)))
+    ended.push_back('\x01');
+  else
+    return false;
+  const std::size_t n = decode_one(ended, out);
+  return n != 0 && n != std::string_view::npos;
 }
 
 }  // namespace airlock::filters::redaction

@@ -4,6 +4,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/builtin.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checksums.cpp
   ${CMAKE_CURRENT_LIST_DIR}/head_fields.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/html_reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/redaction_filter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/content_coding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/content_type.cpp

@@ -1,6 +1,7 @@
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine.hpp"
 #include "filters/redaction/escape_guard.hpp"
+#include "filters/redaction/html_reference.hpp"
 #include "filters/redaction/response_body.hpp"
 
 #include <boost/beast/http/fields.hpp>
@@ -50,13 +51,15 @@ TEST(redaction_escape_guard, ASecretBehindEscapesIsCutWhateverThePieces) {
   const auto e = secret_engine();
   const std::string s(kSecret);
   const std::string spelled[] = {
-      json_u(s, 1),                                // every byte \u-escaped
-      json_u(s, 7),                                // some
-      "\\u0073" + s.substr(1),                     // the first only
-      "&#115;&#x6B;" + s.substr(2),                // HTML references
-      "&#115" + s.substr(1),                       // no ';'
-      "%73%6B%2D" + s.substr(3),                   // percent-encoded
-      s.substr(0, 10) + "\\u0043" + s.substr(11),  // an escape mid-way
+      json_u(s, 1),                                        // every byte \u-escaped
+      json_u(s, 7),                                        // some
+      "\\u0073" + s.substr(1),                             // the first only
+      "&#115;&#x6B;" + s.substr(2),                        // HTML references
+      "&#115" + s.substr(1),                               // no ';'
+      "%73%6B%2D" + s.substr(3),                           // percent-encoded
+      s.substr(0, 10) + "\\u0043" + s.substr(11),          // an escape mid-way
+      "&#" + std::string(40, '0') + "115;" + s.substr(1),  // leading zeros (WHATWG reads any)
+      s.substr(0, 7) + "&#45;" + s.substr(8),              // '-' as a reference
   };
   for (const auto& body : spelled) {
     const std::string text = "{\"echo\":\"" + body + "\",\"after\":1}";
@@ -67,6 +70,33 @@ TEST(redaction_escape_guard, ASecretBehindEscapesIsCutWhateverThePieces) {
       EXPECT_LT(out.size(), text.find(body) + 1) << body << " " << step;
     }
   }
+}
+
+TEST(redaction_escape_guard, NamedReferencesToItsPunctuationAreReadToo) {
+  // "&sol;" is "/", "&plus;" "+", "&equals;" "=", "&lowbar;" "_" (WHATWG HTML 13.5); the
+  // legacy "&amp" needs no ';' and is read at the front of longer letters ("&ampx").
+  const std::string secret = "rs-ESCAPE/guard+0123=abc_def&x";
+  auto built = engine::build(*builtin_redactor("email"), {{"api", secret}});
+  ASSERT_TRUE(built.errors.empty());
+  const std::string spelled = "rs-ESCAPE&sol;guard&plus;0123&equals;abc&lowbar;def&ampx";
+  for (std::size_t step : {1u, 4u, 4096u}) {
+    std::string out;
+    EXPECT_FALSE(run(*built.compiled, "<p>" + spelled + "</p>", step, out)) << step;
+    EXPECT_EQ(out.find("rs-ESCAPE"), std::string::npos) << step;
+  }
+  // A name that is not one, or a letter after one that needs its ';', is read as written.
+  std::string out;
+  const std::string near = "rs-ESCAPE&solx;guard+0123=abc_def&x rs-ESCAPE&sol guard";
+  EXPECT_TRUE(run(*built.compiled, near, 3, out));
+  EXPECT_EQ(out, near);
+}
+
+TEST(redaction_escape_guard, AReferenceOfEndlessDigitsIsCut) {
+  const auto e = secret_engine();
+  std::string out;
+  const std::string zeros = "ok &#" + std::string(kMaxReferenceDigits + 1, '0') + "115;";
+  EXPECT_FALSE(run(*e, zeros, 512, out));
+  EXPECT_LT(out.size(), 4096u);  // (what came before the reference at most)
 }
 
 TEST(redaction_escape_guard, TextThatOnlyStartsLikeASecretPassesUnchanged) {

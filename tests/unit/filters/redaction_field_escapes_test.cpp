@@ -21,20 +21,26 @@ TEST(redaction_field_escapes, PercentAndHtmlReferencesAreDecoded) {
   EXPECT_EQ(decode("", "&#115;&#x6b;&#45x"), std::make_pair(std::string("sk-x"), std::string()));
   EXPECT_EQ(decode("", "&#X4B;"), std::make_pair(std::string("K"), std::string()));
   EXPECT_EQ(decode("", "caf&#xe9;"), std::make_pair(std::string("caf\xC3\xA9"), std::string()));
+  // Leading zeros, any number of them, as a browser reads them.
+  EXPECT_EQ(decode("", "&#00000000000115;&#x000000006b.").first, "sk.");
+  // Named references to ASCII characters; the legacy four without ';' too.
+  EXPECT_EQ(decode("", "a&sol;b&plus;c&equals;d&lowbar;e&period;f&amp;g&ampx&lt;&lt3.").first,
+            "a/b+c=d_e.f&g&x<<3.");
   // What starts no escape stays as written.
-  EXPECT_EQ(decode("", "100% & 50%zz &#; &amp; &#xg"),
-            std::make_pair(std::string("100% & 50%zz &#; &amp; &#xg"), std::string()));
+  EXPECT_EQ(
+      decode("", "100% & 50%zz &#; &sol &copy; &nosuch; &#xg"),
+      std::make_pair(std::string("100% & 50%zz &#; &sol &copy; &nosuch; &#xg"), std::string()));
   // A reference past U+10FFFF, to a surrogate or to zero reads as U+FFFD (WHATWG).
-  EXPECT_EQ(decode("", "&#0;&#xD800;&#x110000;").first, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
-  // More than seven digits: not a reference.
-  EXPECT_EQ(decode("", "&#000000115;").first, "&#000000115;");
+  EXPECT_EQ(decode("", "&#0;&#xD800;&#x110000;&#99999999999999;").first,
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_FALSE(has_field_escapes("plain text"));
   EXPECT_TRUE(has_field_escapes("a%"));
   EXPECT_TRUE(has_field_escapes("a&"));
 }
 
 TEST(redaction_field_escapes, AnEscapeSplitBetweenStringsIsCarried) {
-  for (const std::string_view cut : {"%", "%7", "&", "&#", "&#x", "&#x7", "&#11", "&#115"}) {
+  for (const std::string_view cut :
+       {"%", "%7", "&", "&#", "&#x", "&#x7", "&#11", "&#115", "&so", "&sol", "&DiacriticalGrav"}) {
     const auto [first, tail] = decode("", std::string("sk") + std::string(cut));
     EXPECT_EQ(first, "sk") << cut;
     EXPECT_EQ(tail, cut);
@@ -44,12 +50,16 @@ TEST(redaction_field_escapes, AnEscapeSplitBetweenStringsIsCarried) {
   EXPECT_EQ(decode("&#11", "5;k").first, "sk");
   EXPECT_EQ(decode("&#115", "k").first, "sk");  // (';' optional: the next character ends it)
   EXPECT_EQ(decode("&#x7", "3k").first, "sk");
+  EXPECT_EQ(decode("&so", "l;x").first, "/x");
   EXPECT_EQ(decode("%", "zz").first, "%zz");
-  const auto [longest, kept] = decode("", "&#x10FFFF");
-  EXPECT_EQ(longest, "");
-  EXPECT_EQ(kept.size(), 9u);
-  EXPECT_EQ(decode("", "&#x1000000").second, "&#x1000000");  // (7 digits: still may be one)
-  EXPECT_EQ(decode("", "&#x10000000").second, "");           // 8: as written
+  // Leading zeros and digits past the eighth are not kept: the tail stays short.
+  const auto [zeros, kept] = decode("", "&#" + std::string(10000, '0') + "11");
+  EXPECT_EQ(zeros, "");
+  EXPECT_EQ(kept, "&#011");
+  EXPECT_EQ(decode(kept, "5;").first, "s");
+  EXPECT_EQ(decode("", "&#x" + std::string(50, '0')).second, "&#x0");
+  EXPECT_EQ(decode("", "&#123456789012").second, "&#12345678");
+  EXPECT_EQ(decode("&#12345678", ";").first, "\xEF\xBF\xBD");
 }
 
 TEST(redaction_field_escapes, AReferenceAtTheEndOfAStringIsComplete) {
@@ -58,7 +68,9 @@ TEST(redaction_field_escapes, AReferenceAtTheEndOfAStringIsComplete) {
   EXPECT_EQ(out, "s");
   ASSERT_TRUE(decode_tail_as_ended("&#x6B", out));
   EXPECT_EQ(out, "k");
-  for (const std::string_view not_one : {"%", "%7", "&", "&#", "&#x"})
+  ASSERT_TRUE(decode_tail_as_ended("&amp", out));
+  EXPECT_EQ(out, "&");
+  for (const std::string_view not_one : {"%", "%7", "&", "&#", "&#x", "&sol", "&so"})
     EXPECT_FALSE(decode_tail_as_ended(not_one, out)) << not_one;
 }
 

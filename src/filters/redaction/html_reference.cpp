@@ -1,0 +1,67 @@
+#include "filters/redaction/html_reference.hpp"
+
+namespace airlock::filters::redaction {
+namespace {
+
+// WHATWG HTML 13.5, "Named character references": every name (with ';') whose character is
+// ASCII.
+struct ascii_name {
+  std::string_view name;
+  char c;
+};
+constexpr ascii_name kAsciiNames[] = {
+    {"AMP", '&'},      {"DiacriticalGrave", '`'},
+    {"GT", '>'},       {"Hat", '^'},
+    {"LT", '<'},       {"NewLine", '\n'},
+    {"QUOT", '"'},     {"Tab", '\t'},
+    {"UnderBar", '_'}, {"VerticalLine", '|'},
+    {"amp", '&'},      {"apos", '\''},
+    {"ast", '*'},      {"bsol", '\\'},
+    {"colon", ':'},    {"comma", ','},
+    {"commat", '@'},   {"dollar", '$'},
+    {"equals", '='},   {"excl", '!'},
+    {"grave", '`'},    {"gt", '>'},
+    {"lbrace", '{'},   {"lbrack", '['},
+    {"lcub", '{'},     {"lowbar", '_'},
+    {"lpar", '('},     {"lsqb", '['},
+    {"lt", '<'},       {"midast", '*'},
+    {"num", '#'},      {"percnt", '%'},
+    {"period", '.'},   {"plus", '+'},
+    {"quest", '?'},    {"quot", '"'},
+    {"rbrace", '}'},   {"rbrack", ']'},
+    {"rcub", '}'},     {"rpar", ')'},
+    {"rsqb", ']'},     {"semi", ';'},
+    {"sol", '/'},      {"verbar", '|'},
+    {"vert", '|'},
+};
+
+}  // namespace
+
+int named_reference(std::string_view name) noexcept {
+  for (const auto& [n, c] : kAsciiNames)
+    if (n == name) return static_cast<unsigned char>(c);
+  return -1;
+}
+
+bool named_reference_without_semicolon(std::string_view name) noexcept {
+  return name == "amp" || name == "AMP" || name == "lt" || name == "LT" || name == "gt" ||
+         name == "GT" || name == "quot" || name == "QUOT";
+}
+
+std::size_t legacy_reference_prefix(std::string_view name) noexcept {
+  for (const std::size_t n : {4, 3, 2})
+    if (name.size() >= n && named_reference_without_semicolon(name.substr(0, n))) return n;
+  return 0;
+}
+
+char32_t numeric_reference_value(char32_t value) noexcept {
+  if (value == 0 || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0xFFFD;
+  return value;
+}
+
+char32_t numeric_reference_digit(char32_t value, int digit, bool hex) noexcept {
+  if (value > 0x10FFFF) return value;
+  return value * (hex ? 16 : 10) + static_cast<char32_t>(digit);
+}
+
+}  // namespace airlock::filters::redaction
