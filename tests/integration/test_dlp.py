@@ -586,6 +586,10 @@ class CodedResponseInjectionTest(ProxyTestCase):
         events = [b"data: %s\n\n" % json.dumps(
             {"id": "c1", "choices": [{"index": 0, "delta": {"content": w}}]}).encode()
             for w in words] + [b"data: [DONE]\n\n"]
+        self.assert_stream_withheld(events)
+
+    def assert_stream_withheld(self, events):
+        """The event stream `events` is withheld as an instruction override."""
         m = marker()
         path = "/coded/" + m
         self.echo.route(path, lambda req: req.send_chunked(events, ctype="text/event-stream"))
@@ -604,15 +608,7 @@ class CodedResponseInjectionTest(ProxyTestCase):
         events = [b"data: %s\n\n" % json.dumps(
             {"id": "c1", "choices": [{"index": i, "delta": {"content": w}}]}).encode()
             for i, w in deltas] + [b"data: [DONE]\n\n"]
-        m = marker()
-        path = "/coded/" + m
-        self.echo.route(path, lambda req: req.send_chunked(events, ctype="text/event-stream"))
-        [r], _ = self.send_raw(self.request("GET", self.echo.url(path, "block.test")))
-        self.assertEqual(r.status, 200, r)
-        self.assertTrue(r.body.startswith(b"[airlock: response withheld: prompt injection ("),
-                        r.body[:300])
-        rec = self.assert_audit(path=lambda v: v is not None and m in v)
-        self.assertEqual(rec["dlp"][0]["class"], "instruction-override", rec)
+        self.assert_stream_withheld(events)
 
     def test_gzip_without_a_finding_passes_as_sent(self):
         body = gzip.compress(b"<p>Today's forecast: sunny.</p>" * 40)

@@ -266,14 +266,18 @@ class RedactionEvasionTest(SecretsCase):
                 self.assertEqual(rec["reason"], "unredactable_response", rec)
                 self.assert_audit_clean(rec)
 
-    def test_the_start_of_a_secret_that_does_not_go_on_is_delivered(self):
-        pieces = self.deltas("a path: ", SECRET[:15], "other/things", " done")
+    def assert_stream_delivered(self, pieces):
+        """The event stream `pieces` reaches the client whole; its audit record."""
         m, path = self.serve(lambda req: req.send_chunked(
             pieces, ctype="text/event-stream", delay=0.05))
         r = self.get(path)
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.body, b"".join(pieces))
-        rec = self.audit_for(m)
+        return self.audit_for(m)
+
+    def test_the_start_of_a_secret_that_does_not_go_on_is_delivered(self):
+        rec = self.assert_stream_delivered(
+            self.deltas("a path: ", SECRET[:15], "other/things", " done"))
         self.assertEqual(rec["status"], 200, rec)
 
     def test_a_secret_split_across_ndjson_records_is_not_delivered(self):
@@ -359,10 +363,5 @@ class RedactionEvasionTest(SecretsCase):
         pieces = [b'data: {"score": NaN, "choices": [{"delta": {"content": "sk-li"}}]}\n\n',
                   b'data: {"p": "\\ud800", "choices": [{"delta": {"content": "on"}}]}\n\n',
                   b"data: [DONE]\n\n"]
-        m, path = self.serve(lambda req: req.send_chunked(
-            pieces, ctype="text/event-stream", delay=0.05))
-        r = self.get(path)
-        self.assertEqual(r.status, 200, r)
-        self.assertEqual(r.body, b"".join(pieces))
-        rec = self.audit_for(m)
+        rec = self.assert_stream_delivered(pieces)
         self.assertEqual(rec["decision"], "allow", rec)
