@@ -40,8 +40,10 @@ unsigned long locked_flags(const std::string& path) {
   return flags;
 }
 
-bool remount_read_only_one(const std::string& path) {
-  if (::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(path),
+// `via`: what the calls are given, when not path itself (mounts.hpp).
+bool remount_read_only_one(const std::string& path, const std::string& via = {}) {
+  const std::string& at = via.empty() ? path : via;
+  if (::mount(nullptr, at.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(at),
               nullptr) != 0) {
     return step_failed(str_cat("mount(", path, ", MS_REMOUNT|MS_BIND|MS_RDONLY)"));
   }
@@ -98,28 +100,33 @@ bool remount_tree_read_only(const std::string& path) {
 
 // nosuid and nodev on a writable bind and every mount below it (defence in depth: seccomp
 // already refuses setuid modes, and no_new_privs makes the bits inert for the command).
-bool make_nosuid(const std::string& path) {
+bool make_nosuid(const std::string& path, const std::string& via) {
+  const std::string& at = via.empty() ? path : via;
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), AT_RECURSIVE, &attr, sizeof attr) == 0)
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, at.c_str(), AT_RECURSIVE, &attr, sizeof attr) == 0)
     return true;
   if (errno != ENOSYS) return step_failed(str_cat("mount_setattr(", path, ", MOUNT_ATTR_NOSUID)"));
   // Before Linux 5.12: the top mount only.
-  if (::mount(nullptr, path.c_str(), nullptr,
-              MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | locked_flags(path), nullptr) != 0)
+  if (::mount(nullptr, at.c_str(), nullptr,
+              MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | locked_flags(at), nullptr) != 0)
     return step_failed(str_cat("mount(", path, ", MS_REMOUNT|MS_BIND|MS_NOSUID)"));
   return true;
 }
 
-bool make_read_only(const std::string& path, bool recursive) {
+bool make_read_only(const std::string& path, bool recursive, const std::string& via) {
   // mount_setattr(2) (Linux 5.12) changes only the read-only bit, recursively and atomically.
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_RDONLY;
   const unsigned int flags = recursive ? AT_RECURSIVE : 0;
-  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), flags, &attr, sizeof attr) == 0)
+  const std::string& at = via.empty() ? path : via;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, at.c_str(), flags, &attr, sizeof attr) == 0)
     return true;
   if (errno != ENOSYS) return step_failed(str_cat("mount_setattr(", path, ", MOUNT_ATTR_RDONLY)"));
-  return recursive ? remount_tree_read_only(path) : remount_read_only_one(path);
+  // The mounts below are found by path in mountinfo: before 5.12 a writer racing the launcher
+  // could still move those (not the top one, which `via` holds).
+  if (!recursive) return remount_read_only_one(path, via);
+  return remount_read_only_one(path, via) && remount_tree_read_only(path);
 }
 
 }  // namespace airlock::launcher

@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "launcher/mount_steps.hpp"
 #include "launcher/step.hpp"
 
 #include <fcntl.h>
@@ -19,20 +20,16 @@ namespace airlock::launcher {
 namespace {
 
 using core::str_cat;
+using namespace mount_detail;
 
 constexpr unsigned long tmpfs_flags = MS_NOSUID | MS_NODEV;
-
-std::string join(const std::string& root, const std::string& path) {
-  if (path == "/") return root;
-  return root + path;
-}
 
 bool exists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// mkdir -p, for mount points inside the jail's own tmpfs directories.
+// mkdir -p, for the staged files' directories in the staging tmpfs (the launcher's own).
 bool make_dirs(const std::string& path) {
   std::string partial;
   std::size_t pos = 1;
@@ -47,44 +44,19 @@ bool make_dirs(const std::string& path) {
   return true;
 }
 
-// Creates a directory or an empty file at path; ENOENT when its parent is missing.
-bool create_node(const std::string& path, bool is_dir) {
-  if (is_dir) return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  ::close(fd);
-  return true;
-}
-
-// A mount point of the right kind (directory or empty file) at path. The parent usually
-// exists already, so it is tried first; mkdir -p only when it does not.
-bool ensure_mount_point(const std::string& path, bool is_dir) {
-  if (exists(path)) return true;
-  if (create_node(path, is_dir)) return true;
-  auto slash = path.rfind('/');
-  if (errno != ENOENT || slash == 0 || slash == std::string::npos)
-    return step_failed(str_cat(is_dir ? "mkdir(" : "open(", path, is_dir ? ")" : ", O_CREAT)"));
-  if (!make_dirs(path.substr(0, slash))) return false;
-  if (create_node(path, is_dir)) return true;
-  return step_failed(str_cat(is_dir ? "mkdir(" : "open(", path, is_dir ? ")" : ", O_CREAT)"));
-}
-
-bool do_mount(const char* source, const std::string& target, const char* type, unsigned long flags,
-              const char* data) {
-  if (::mount(source, target.c_str(), type, flags, data) != 0) {
-    return step_failed(
-        str_cat("mount(", source ? source : "none", ", ", target, ", ", type ? type : "bind", ')'));
-  }
-  return true;
-}
-
-bool write_staged_file(const staged_file& f, const std::string& host_root) {
+bool write_staged_file(const staged_file& f, const mount_context& ctx) {
   const std::string path = str_cat('/', f.path);
   const auto slash = path.rfind('/');
   if (slash != 0 && !make_dirs(path.substr(0, slash))) return false;
   if (!f.bind_from.empty()) {
-    if (!create_node(path, false)) return step_failed(str_cat("open(", path, ", O_CREAT)"));
-    return do_mount(str_cat(host_root, f.bind_from).c_str(), path, nullptr, MS_BIND, nullptr);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return step_failed(str_cat("open(", path, ", O_CREAT)"));
+    ::close(fd);
+    // The host's file as checked, not whatever its path leads to by now (path_walk.hpp).
+    const auto src = open_no_symlinks(ctx.host_root, f.bind_from);
+    if (!src) return false;
+    return do_mount(fd_path(proc_root(ctx), src.fd.get()).c_str(), path, nullptr, MS_BIND, nullptr,
+                    f.bind_from);
   }
   if (!f.link_to.empty()) {
     const std::string to = str_cat('/', f.link_to);
@@ -121,7 +93,7 @@ bool enter_staging_tmpfs(const mount_context& ctx) {
 bool step_root_ro(const mount_context& ctx) {
   if (!enter_staging_tmpfs(ctx)) return false;
   for (const auto& f : ctx.files) {
-    if (!write_staged_file(f, ctx.host_root)) return false;
+    if (!write_staged_file(f, ctx)) return false;
   }
   // The file bound over hidden files: mode 000, so open() fails rather than reading empty.
   const int fd = ::open(ctx.masked_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
@@ -134,9 +106,9 @@ bool step_root_ro(const mount_context& ctx) {
   return make_read_only(ctx.staging_root, true);
 }
 
-bool step_tmpfs(const std::string& target, const std::string& data) {
-  if (!ensure_mount_point(target, true)) return false;
-  return do_mount("tmpfs", target, "tmpfs", tmpfs_flags, data.c_str());
+bool step_tmpfs(const mount_context& ctx, const std::string& target, const std::string& data) {
+  const auto at = mount_point(ctx, target, true);
+  return at && mount_on(ctx, at, target, "tmpfs", "tmpfs", tmpfs_flags, data.c_str());
 }
 
 bool bind_device(const std::string& host_root, const std::string& dev_root, const char* name) {
@@ -149,10 +121,12 @@ bool bind_device(const std::string& host_root, const std::string& dev_root, cons
   return do_mount(str_cat(host_root, "/dev/", name).c_str(), target, nullptr, MS_BIND, nullptr);
 }
 
-bool step_dev(const std::string& target, const std::string& shm_data, const mount_context& ctx) {
-  if (!ensure_mount_point(target, true)) return false;
+// Below the tmpfs mounted here, every path is the launcher's own: made by path.
+bool step_dev(const mount_step& s, const std::string& target, const mount_context& ctx) {
+  const auto at = mount_point(ctx, s.target, true);
   // A dozen nodes, read-only once populated; bounded anyway, like every tmpfs of the jail.
-  if (!do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"))
+  if (!at || !mount_on(ctx, at, s.target, "tmpfs", "tmpfs", MS_NOSUID | MS_NOEXEC,
+                       "mode=0755,size=64k,nr_inodes=64"))
     return false;
   for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
     if (!bind_device(ctx.host_root, target, dev)) return false;
@@ -170,14 +144,14 @@ bool step_dev(const std::string& target, const std::string& shm_data, const moun
   // A private devpts, so programs that need a pseudo-terminal (script, expect, ssh -t) work
   // without seeing the host's terminals. Optional: a kernel may refuse it in a user namespace.
   const std::string pts = target + "/pts";
-  if (!ensure_mount_point(pts, true)) return false;
+  if (::mkdir(pts.c_str(), 0755) != 0) return step_failed(str_cat("mkdir(", pts, ')'));
   if (::mount("devpts", pts.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
               "newinstance,ptmxmode=0666,mode=0620") != 0) {
     AIRLOCK_LOG(debug, "launcher",
                 "mount(devpts) failed; no pseudo-terminals inside: ", std::strerror(errno));
   }
   // POSIX shared memory (shm_open, Python's multiprocessing) lives in /dev/shm.
-  return step_tmpfs(target + "/shm", shm_data.empty() ? "mode=1777" : shm_data);
+  return step_tmpfs(ctx, s.target + "/shm", s.data.empty() ? "mode=1777" : s.data);
 }
 
 bool step_proc(const std::string& target) {
@@ -198,65 +172,13 @@ bool step_sysfs(const std::string& target) {
   return true;
 }
 
-bool step_bind(const std::string& source, const std::string& target, bool writable, bool is_dir) {
-  if (!ensure_mount_point(target, is_dir)) return false;
-  // source is a path in this mount namespace (below the host root, or in the staging tmpfs).
-  if (!do_mount(source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr)) return false;
-  return writable ? make_nosuid(target) : make_read_only(target, true);
-}
-
-bool step_hide(const mount_step& s, const std::string& target, const mount_context& ctx) {
-  struct stat st;
-  if (::lstat(target.c_str(), &st) != 0) {
-    // Not visible from inside (not bound, or below a directory we cannot enter ourselves):
-    // nothing to cover.
-    if (s.optional && (errno == ENOENT || errno == EACCES || errno == ENOTDIR)) return true;
-    return step_failed(str_cat("lstat(", target, ')'));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    // Empty, read-only, and mode 000: reading it fails with EACCES for a process without
-    // CAP_DAC_OVERRIDE, which the command does not have.
-    return do_mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                    "mode=000,size=4k,nr_inodes=2");
-  }
-  if (S_ISLNK(st.st_mode)) return true;  // canonical paths never name a link; be safe anyway
-  // A mode-000 file over it: open() fails with EACCES rather than reading empty.
-  if (!do_mount(ctx.masked_file.c_str(), target, nullptr, MS_BIND, nullptr)) return false;
-  return make_read_only(target, false);
-}
-
-bool step_resolv_conf(const mount_step& s, const std::string& target, const mount_context& ctx) {
-  if (ctx.resolv_file.empty()) return true;  // no resolver after all (capture unavailable)
-  // Where the file cannot be (a read-only directory without it), glibc falls back to
-  // 127.0.0.1 by itself, which is where the resolver listens.
-  if (!exists(target) && !ensure_mount_point(target, false)) {
-    if (s.optional) {
-      AIRLOCK_LOG(debug, "launcher", "no resolv.conf at ", s.target, ": ", last_step_error());
-      return true;
-    }
-    return false;
-  }
-  if (!do_mount(ctx.resolv_file.c_str(), target, nullptr, MS_BIND, nullptr)) return false;
-  return make_read_only(target, false);
-}
-
-// A staged trust file bound over a system path (the CA bundle, the JVM's cacerts). Skipped
-// when the launcher did not make it (no keytool store) or the path is not there.
-bool step_trust_file(const mount_step& s, const std::string& target, const mount_context& ctx) {
-  const std::string source = str_cat(ctx.trust_dir, '/', s.source);
-  if (!exists(source) || !exists(target)) return true;
-  if (!do_mount(source.c_str(), target, nullptr, MS_BIND, nullptr)) return false;
-  return make_read_only(target, false);
-}
-
 // The home as a private overlay (overlayfs(5)): the caller's home read-only below, a fresh
 // sized tmpfs above, so that caches and dotfiles can be written and vanish with the jail.
 // Unprivileged overlay mounts need Linux 5.11; "userxattr" (5.11) keeps the overlay's own
 // bookkeeping in user.* attributes, which a user namespace may set (on tmpfs since 6.6),
 // and is retried without for older kernels. Failing both, the home stays read-only and the
 // launcher says so.
-bool step_home_layer(const mount_step& s, const std::string& target, const mount_context& ctx,
-                     bool& layered) {
+bool step_home_layer(const mount_step& s, const mount_context& ctx, bool& layered) {
   layered = false;
   const std::string lower = str_cat(ctx.host_root, s.source);
   const std::string layer = "/home-layer";
@@ -270,10 +192,12 @@ bool step_home_layer(const mount_step& s, const std::string& target, const mount
   (void)::chmod(upper.c_str(), st.st_mode & 07777);  // the umask took some bits
   const std::string options = str_cat("lowerdir=", lower, ",upperdir=", upper, ",workdir=", work);
   // A home below a directory the jail has its own of (/tmp) needs its mount point made.
-  if (!ensure_mount_point(target, true)) return false;
+  const auto at = mount_point(ctx, s.target, true);
+  if (!at) return false;
+  const std::string on = fd_path(proc_root(ctx), at.fd.get());
   for (const char* extra : {",userxattr", ""}) {
-    if (::mount("overlay", target.c_str(), "overlay", tmpfs_flags,
-                str_cat(options, extra).c_str()) == 0) {
+    if (::mount("overlay", on.c_str(), "overlay", tmpfs_flags, str_cat(options, extra).c_str()) ==
+        0) {
       layered = true;
       return true;
     }
@@ -317,10 +241,10 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_root_ro(ctx);
         break;
       case mount_kind::tmpfs:
-        ok = step_tmpfs(target, s.data);
+        ok = step_tmpfs(ctx, s.target, s.data);
         break;
       case mount_kind::dev:
-        ok = step_dev(target, s.data, ctx);
+        ok = step_dev(s, target, ctx);
         break;
       case mount_kind::proc:
         ok = step_proc(target);
@@ -329,16 +253,16 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_sysfs(target);
         break;
       case mount_kind::trust:
-        ok = step_bind(ctx.trust_dir, target, false, true);
+        ok = step_bind(ctx, "/", ctx.trust_dir, s);
         break;
       case mount_kind::bind:
-        ok = step_bind(str_cat(ctx.host_root, s.source), target, s.writable, s.is_dir);
+        ok = step_bind(ctx, ctx.host_root, s.source, s);
         break;
       case mount_kind::resolv_conf:
-        ok = step_resolv_conf(s, target, ctx);
+        ok = step_resolv_conf(s, ctx);
         break;
       case mount_kind::hide:
-        ok = step_hide(s, target, ctx);
+        ok = step_hide(s, ctx);
         break;
       case mount_kind::protect_ro:
         ok = step_protect_ro(target, s.optional);
@@ -350,11 +274,11 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_pivot(ctx);
         break;
       case mount_kind::trust_file:
-        ok = step_trust_file(s, target, ctx);
+        ok = step_trust_file(s, ctx);
         break;
       case mount_kind::home_layer: {
         bool layered = false;
-        ok = step_home_layer(s, target, ctx, layered);
+        ok = step_home_layer(s, ctx, layered);
         if (outcome) outcome->home_layered = layered;
         break;
       }

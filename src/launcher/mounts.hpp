@@ -46,10 +46,12 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
                   mount_outcome* outcome = nullptr);
 
 // Makes the mount at path read-only (recursively: every mount below it too), keeping the
-// flags the kernel locked when the mount came from a more privileged namespace.
-bool make_read_only(const std::string& path, bool recursive);
+// flags the kernel locked when the mount came from a more privileged namespace. `via`, when
+// given, is what the calls are handed instead of path: /proc/self/fd/N of the mount's root
+// (path_walk.hpp), so that a link swapped into path cannot send them elsewhere.
+bool make_read_only(const std::string& path, bool recursive, const std::string& via = {});
 
 // Makes the mount at path nosuid and nodev, recursively where the kernel can (Linux 5.12).
-bool make_nosuid(const std::string& path);
+bool make_nosuid(const std::string& path, const std::string& via = {});
 
 }  // namespace airlock::launcher

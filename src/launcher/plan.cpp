@@ -21,49 +21,6 @@ constexpr std::string_view kernel_dirs[] = {"/proc", "/sys", "/dev"};
 
 }  // namespace
 
-const std::vector<std::string>& builtin_hidden_paths() {
-  // Credentials that commonly sit in a home directory or /etc. Hidden only where they exist.
-  static const std::vector<std::string> paths = {
-      "/etc/shadow",
-      "/etc/shadow-",
-      "/etc/gshadow",
-      "/etc/gshadow-",
-      "/etc/ssh",
-      "/etc/sudoers",
-      "/etc/sudoers.d",
-      "~/.ssh",
-      "~/.aws",
-      "~/.azure",
-      "~/.gnupg",
-      "~/.netrc",
-      "~/.git-credentials",
-      "~/.docker",
-      "~/.kube",
-      "~/.config/gcloud",
-      "~/.config/gh",
-      "~/.npmrc",
-      "~/.pypirc",
-      "~/.cargo/credentials",
-      "~/.cargo/credentials.toml",
-      "~/.password-store",
-      "~/.local/share/keyrings",
-  };
-  return paths;
-}
-
-const std::vector<std::string>& system_bundle_paths() {
-  // Go's crypto/x509 list (root_linux.go), which covers the usual distributions.
-  static const std::vector<std::string> paths = {
-      "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Gentoo, Arch
-      "/etc/pki/tls/certs/ca-bundle.crt",                   // Fedora, RHEL 6
-      "/etc/ssl/ca-bundle.pem",                             // openSUSE
-      "/etc/pki/tls/cacert.pem",                            // OpenELEC
-      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // CentOS, RHEL 7
-      "/etc/ssl/cert.pem",                                  // Alpine
-  };
-  return paths;
-}
-
 namespace plan_detail {
 
 planner::resolved planner::resolve(const std::string& what, const std::string& raw,
@@ -111,19 +68,46 @@ std::string planner::set_command_and_ids() {
   return {};
 }
 
+// The directories named writable besides the work directory, --rw and --home DIR: a jailed run
+// with the same options could write them, so may have planted symlinks there for a later run
+// to follow through another path named below them (--ro DIR/sub, --workdir DIR/proj).
+std::vector<jail_root> planner::writable_roots() const {
+  std::vector<jail_root> out;
+  auto add = [&](const char* what, const std::string& raw) {
+    auto canon = host.canonical(absolute_path(raw, host.cwd));
+    if (canon && *canon != "/" && host.is_dir(*canon)) out.push_back({what, *canon});
+  };
+  for (const auto& r : o.rw)
+    add("--rw", r);
+  if (o.home) add("--home", *o.home);
+  return out;
+}
+
+// symlink_escape, and then that the path it checked is the canonical path to be bound.
+std::string planner::check_links(const named_path& named, const std::string& canonical,
+                                 const std::vector<jail_root>& in) const {
+  std::string checked;
+  if (auto e = symlink_escape(named, in, host, &checked); !e.empty()) return e;
+  return changed_while_checked(named, canonical, checked);
+}
+
 // The work directory: never the home or a system directory (plan_paths.hpp). Also the
 // directories a jailed run may have written, where it may have planted symlinks for a later
-// run to follow: the current directory (when it could be a work directory) and this one.
+// run to follow: the current directory (when it could be a work directory), this one, and
+// the --rw paths and --home DIR.
 std::string planner::expose_work_directory() {
   const std::string advice = "cd into a project directory, or name one with --workdir DIR";
   if (writable_dir_refusal({"the work directory", host.cwd, host.cwd, advice}, host).empty())
     roots.push_back({"the current directory", host.cwd});
+  const auto writable = writable_roots();
   const std::string raw = o.workdir.value_or(host.cwd);
-  if (o.workdir) {
-    if (auto e = symlink_escape({"--workdir", raw}, roots, host); !e.empty()) return e;
-  }
   auto w = resolve("the work directory", raw, true);
   if (!w) return w.why;
+  if (o.workdir) {
+    auto in = roots;
+    in.insert(in.end(), writable.begin(), writable.end());
+    if (auto e = check_links({"--workdir", raw}, w->path, in); !e.empty()) return e;
+  }
   if (!w->is_dir) return str_cat("the work directory ", raw, " is not a directory");
   if (auto why = writable_dir_refusal({"the work directory", raw, w->path, advice}, host);
       !why.empty())
@@ -132,6 +116,7 @@ std::string planner::expose_work_directory() {
   binds.push_back(*w);
   if (roots.empty() || roots.front().path != p.workdir)
     roots.push_back({"the work directory", p.workdir});
+  roots.insert(roots.end(), writable.begin(), writable.end());
   return {};
 }
 
@@ -143,7 +128,7 @@ std::string planner::expose_paths() {
     for (const auto& r : *list) {
       auto e = resolve(what, r, writable);
       if (!e) return e.why;
-      if (auto link = symlink_escape({what, r}, roots, host); !link.empty()) return link;
+      if (auto link = check_links({what, r}, e->path, roots); !link.empty()) return link;
       binds.push_back(*e);
     }
   }
@@ -162,7 +147,7 @@ std::string planner::choose_home() {
       if (is_within(*dir, k)) return str_cat("--home ", *o.home, ": refusing ", *dir);
     }
     if (*dir == "/") return "--home /: refusing to expose / itself";
-    if (auto e = symlink_escape({"--home", *o.home}, roots, host); !e.empty()) return e;
+    if (auto e = check_links({"--home", *o.home}, *dir, roots); !e.empty()) return e;
     if (auto e =
             writable_dir_refusal({"--home", *o.home, *dir,
                                   "name a directory of its own (say, .agent-home in a project)"},

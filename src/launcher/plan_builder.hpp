@@ -70,6 +70,9 @@ class planner {
     const exposed& operator*() const { return *value; }
   };
   resolved resolve(const std::string& what, const std::string& raw, bool writable) const;
+  std::vector<jail_root> writable_roots() const;
+  std::string check_links(const named_path& named, const std::string& canonical,
+                          const std::vector<jail_root>& in) const;
   void add_hidden(const std::string& canon, std::string why);
   hide_context hide_needs() const;
 

@@ -168,7 +168,8 @@ std::string writable_dir_refusal(const writable_dir& d, const host_facts& host) 
 }
 
 std::string symlink_escape(const named_path& p, const std::vector<jail_root>& roots,
-                           const host_facts& host) {
+                           const host_facts& host, std::string* checked) {
+  if (checked) checked->clear();
   const std::string path = absolute_path(p.given, host.cwd);
   std::string at = "/";  // where the components so far resolve
   std::string spelled;   // the components so far, as given
@@ -199,7 +200,17 @@ std::string symlink_escape(const named_path& p, const std::vector<jail_root>& ro
     }
     at = *next;
   }
+  if (checked) *checked = at;
   return {};
+}
+
+std::string changed_while_checked(const named_path& p, const std::string& canonical,
+                                  const std::string& checked) {
+  if (checked == canonical) return {};
+  return str_cat(p.what, ' ', p.given, ": resolved to ", canonical, " and then to ",
+                 checked.empty() ? std::string("nothing") : checked,
+                 " while it was checked (a symlink on the way was swapped, as a jailed run "
+                 "writing there could do); refusing it");
 }
 
 std::string dir_of_hides(const hidden_dir_of& f, const hide_context& ctx, const host_facts& host,

@@ -54,8 +54,16 @@ struct named_path {
 // component that is a symlink, sits in a directory that resolves inside one of `roots`, and
 // leads outside that root; "" otherwise. Other spellings of the same place (a symlinked
 // ancestor, /proc/self/cwd, "..") change nothing: only the links inside a root count.
+// `checked`, when given, is set to the path the walk ended at (empty when a component is
+// missing): what was checked, which the caller compares with the canonical path it binds.
 std::string symlink_escape(const named_path& p, const std::vector<jail_root>& roots,
-                           const host_facts& host);
+                           const host_facts& host, std::string* checked = nullptr);
+
+// The error for a named path whose canonical path (bound) is not the one symlink_escape
+// checked, `checked` (empty: the walk found a component missing): something on the way was
+// swapped for a link, or back, in between. "" when they agree.
+std::string changed_while_checked(const named_path& p, const std::string& canonical,
+                                  const std::string& checked);
 
 // What hiding a directory whole must not cover.
 struct hide_context {
