@@ -49,6 +49,12 @@ struct h2_reconnected {
 };
 using h2_reconnect = std::function<boost::asio::awaitable<h2_reconnected>()>;
 
+// The request body bytes that the calls begun on one connection keep to send again
+// (h2_upstream_call), counted together: a client's many streams share one bound.
+struct replay_budget {
+  std::size_t used = 0;
+};
+
 // One request on an h2_upstream: a stream, or another when the origin refused it unprocessed
 // (h2_upstream_call.cpp). Ending it (destroying it) before the origin ended the stream resets
 // it (CANCEL). Readers take `*stream` anew after each wait until the response head came (the
@@ -84,19 +90,22 @@ struct h2_upstream_call {
   // RFC 9113 section 8.7: a stream reset with REFUSED_STREAM (also every stream above a
   // GOAWAY's last stream id, which nghttp2 closes so) was not processed, and its request "can
   // be safely retried". It goes again on a new stream, with the body bytes pushed so far, at
-  // most max_renewals times and while those bytes are within replay_limit. Either half of a
+  // most max_renewals times and while those bytes are within replay_limit (256 KiB for a stream,
+  // 1 MiB for all the calls begun on one connection). Either half of a
   // bridge may find the refusal; the other waits for the renewal to end.
   // wait() and push() do so themselves.
   boost::asio::awaitable<void> renew_if_refused();
 
  private:
   bool refused() const noexcept;
+  void drop_replay();  // (its bytes given back to the budget)
 
   h2::header_list fields_;
   bool has_body_;
   h2_reconnect reconnect_;
   std::chrono::steady_clock::duration open_limit_;
   std::string replay_;  // the request body pushed so far, while the head has not come
+  std::shared_ptr<replay_budget> budget_;  // (the first connection's, kept across renewals)
   bool replayable_ = true;
   bool ended_ = false;  // the request body's end (and trailers_) pushed
   h2::header_list trailers_;
@@ -137,6 +146,7 @@ class h2_upstream final : public h2::client_observer,
 
   void on_activity(h2::client_stream& st) override;
   void on_connection() override;
+  const std::shared_ptr<replay_budget>& replays() const noexcept { return replays_; }
 
  private:
   boost::asio::awaitable<void> read_loop();
@@ -155,6 +165,7 @@ class h2_upstream final : public h2::client_observer,
   bool cut_ = false;      // the socket is closed
   bool reading_ = false;  // the reader runs
   std::int64_t last_busy_ns_ = 0;
+  std::shared_ptr<replay_budget> replays_ = std::make_shared<replay_budget>();
 };
 
 // The h2 client limits for a policy's limits (the response head's size, as for requests).

@@ -19,6 +19,10 @@ constexpr int max_renewals = 3;
 // and the initial window; an origin may refuse later (the bound then ends the retries). The
 // copy is kept until the response head comes: up to this much per stream in flight.
 constexpr std::size_t replay_limit = 256 * 1024;
+// And this much for all the calls begun on one connection: past it, a stream's copy is dropped
+// (that request is then not sent again) rather than the proxy holding 256 KiB for every stream
+// a client opens.
+constexpr std::size_t connection_replay_limit = 1024 * 1024;
 }  // namespace
 
 h2_upstream_call::h2_upstream_call(std::shared_ptr<h2_upstream> c,
@@ -31,11 +35,13 @@ h2_upstream_call::h2_upstream_call(std::shared_ptr<h2_upstream> c,
       fields_(std::move(fields)),
       has_body_(has_body),
       reconnect_(std::move(reconnect)),
-      open_limit_(open_limit) {
+      open_limit_(open_limit),
+      budget_(conn->replays()) {
   stream->user = this;
 }
 
 h2_upstream_call::~h2_upstream_call() {
+  drop_replay();
   stream->user = nullptr;
   // Not ended both ways: the origin is told to stop (RFC 9113 section 8.1: a response that
   // ended before the request body did gets RST_STREAM NO_ERROR from the client too).
@@ -102,11 +108,15 @@ asio::awaitable<bool> h2_upstream_call::push(std::string_view data, bool last,
                                              const h2::header_list* trailers) {
   co_await renew_if_refused();
   if (stream->closed) co_return false;
-  if (stream->head_done || replay_.size() + data.size() > replay_limit) {
+  if (stream->head_done || replay_.size() + data.size() > replay_limit ||
+      budget_->used + data.size() > connection_replay_limit) {
     replayable_ = false;  // answered (no refusal can come) or too much to send again
-    std::string().swap(replay_);
+    drop_replay();
   }
-  if (replayable_) replay_.append(data);
+  if (replayable_) {
+    replay_.append(data);
+    budget_->used += data.size();
+  }
   stream->out.append(data);
   if (last && trailers) {
     stream->out_trailers = *trailers;
@@ -127,6 +137,11 @@ asio::awaitable<bool> h2_upstream_call::push(std::string_view data, bool last,
   // A zero-window stall: the origin does not take the body.
   reset(NGHTTP2_CANCEL);
   co_return false;
+}
+
+void h2_upstream_call::drop_replay() {
+  budget_->used -= replay_.size();
+  std::string().swap(replay_);
 }
 
 void h2_upstream_call::consume(std::size_t n) {

@@ -112,6 +112,26 @@ class RefusedStreamCase(RefusingOriginCase):
         self.expect_answer(r_small, "/late/small", small)
         self.expect_outcomes("/late/small", "refused", "answered")
 
+    def test_the_bodies_kept_to_send_again_are_bounded_per_connection(self):
+        # Eight uploads at once, each under the per-stream bound (256 KiB), all refused once
+        # the origin read them: the proxy keeps at most 1 MiB for the streams begun on one
+        # connection, so five at most go again and the others are answered 502.
+        paths = ["/batch8/up%d" % i for i in range(8)]
+        bodies = {p: os.urandom(200000) for p in paths}
+        t = self.tunnel()
+        results = t.wait(*[t.request(p, method="POST", body=bodies[p]) for p in paths])
+        again = [p for p, r in zip(paths, results) if r["headers"][":status"] == "200"]
+        lost = [p for p, r in zip(paths, results) if r["headers"][":status"] == "502"]
+        self.assertEqual(len(again) + len(lost), 8, results)
+        self.assertGreaterEqual(len(again), 1, results)
+        self.assertLessEqual(len(again), 5, results)
+        for p, r in zip(paths, results):
+            if p in again:
+                self.expect_answer(r, p, bodies[p])
+                self.expect_outcomes(p, "refused", "answered")
+            else:
+                self.expect_outcomes(p, "refused")
+
     def goaway_pair(self, prefix):
         t = self.tunnel()
         a, b = t.request(prefix + "a"), t.request(prefix + "b")

@@ -8,6 +8,9 @@ What it does with a stream depends on its path:
 - /always/...: every arrival is refused;
 - /late/...: the first arrival is refused only once its whole body was read (the window
   granted, as an origin may do before it processes anything); later arrivals are answered;
+- /batchN/...: the first arrival of each such path is held once its whole body was read, until
+  N of them are held; then all N are refused at once (so all N requests are in flight when
+  they are); later arrivals are answered;
 - /goaway/...: the first two are held until both came; then the lower one is answered and
   GOAWAY names it as the last stream processed, so the other is not; later ones are answered;
 - anything else: answered.
@@ -18,6 +21,7 @@ An answer is 200 with "PATH BODY_LENGTH BODY_SHA256 conn=N" (N counts connection
 """
 
 import hashlib
+import re
 import socket
 import ssl
 import threading
@@ -122,8 +126,9 @@ class H2Origin:
                             self._note(conn_no, path, "refused")
                             continue
                         late = path.startswith("/late/") and self._first(path)
+                        first = path.startswith("/batch") and self._first(path)
                         # (Its end, even with the HEADERS, comes as a StreamEnded event.)
-                        streams[sid] = {"path": path, "body": b"", "late": late}
+                        streams[sid] = {"path": path, "body": b"", "late": late, "first": first}
                     elif isinstance(ev, h2.events.DataReceived):
                         conn.acknowledge_received_data(ev.flow_controlled_length, sid)
                         if sid in streams:
@@ -146,6 +151,16 @@ class H2Origin:
         if s["late"]:
             conn.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
             self._note(conn_no, s["path"], "refused")
+            return held, False
+        batch = re.match(r"/batch(\d+)/", s["path"])
+        if batch and s["first"]:
+            batch_held = streams.setdefault("batch", [])
+            batch_held.append(sid)
+            if len(batch_held) == int(batch.group(1)):
+                for each in batch_held:
+                    conn.reset_stream(each, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    self._note(conn_no, streams[each]["path"], "refused")
+                batch_held.clear()
             return held, False
         if not s["path"].startswith("/goaway/") or s["path"] in self.goaway_done:
             self._answer(conn, conn_no, sid, s)
