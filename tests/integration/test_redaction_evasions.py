@@ -304,6 +304,12 @@ class RedactionEvasionTest(SecretsCase):
                                                               SECRET[1:])),
             "html-named": ("text/html", "<p>%s</p>" % SECRET.replace("/", "&sol;").replace(
                 "+", "&plus;").replace("=", "&equals;")),
+            # Escaped twice: HTML inside JSON as Go writes it, and a URL inside a URL.
+            "json-html": ("application/json", '{"html": "<p>\\u0026#%d;%s</p>"}' % (
+                ord(SECRET[0]), SECRET[1:])),
+            "percent-twice": ("text/plain", "next=%%25%02x%s" % (ord(SECRET[0]), SECRET[1:])),
+            "javascript": ("application/javascript", "var k = '\\x%02x%s';" % (
+                ord(SECRET[0]), SECRET[1:])),
         }
         for name, (ctype, text) in spelled.items():
             with self.subTest(name=name):
@@ -356,6 +362,27 @@ class RedactionEvasionTest(SecretsCase):
                 rec = self.audit_for(m)
                 self.assertEqual(rec["reason"], "unredactable_response", rec)
                 self.assert_audit_clean(rec)
+
+    def test_reasoning_then_answer_in_the_chunk_envelope_is_not_delivered(self):
+        # DeepSeek-style reasoning_content, then content: the envelope's id, object and model
+        # come between the two parts in every event; the client shows one after the other.
+        def chunk(field, text):
+            return ("data: %s\n\n" % json.dumps({
+                "id": "c1", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {field: text}}]})).encode()
+        a, b = SECRET[:14], SECRET[14:]
+        pieces = [chunk("reasoning_content", a), chunk("content", b), b"data: [DONE]\n\n"]
+        m, path = self.serve(lambda req: req.send_chunked(
+            pieces, ctype="text/event-stream", delay=0.05))
+        r = self.get(path)
+        self.assertNotIn(a.encode(), r.body)
+        self.assertEqual(self.audit_for(m)["reason"], "unredactable_response")
+
+    def test_plain_text_events_that_start_like_json_flow(self):
+        pieces = [b"data: [INFO] starting\n\n", b"data: [1/3] fetching\n\n",
+                  b"data: {user} joined\n\n", b"data: [DONE]\n\n"]
+        rec = self.assert_stream_delivered(pieces)
+        self.assertEqual(rec["decision"], "allow", rec)
 
     def test_a_stream_with_nan_or_a_lone_surrogate_flows(self):
         # Python's json.dumps writes NaN; JSON.parse reads a lone surrogate escape. Neither is

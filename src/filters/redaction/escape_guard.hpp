@@ -8,7 +8,10 @@
 // optional, and the named ones for ASCII characters, &sol; and the like: html_reference.hpp)
 // and percent-encoding (RFC 3986 section 2.1, every byte
 // of the value escaped or some), and follows the text so read through the secrets' spellings
-// (secret_automaton.hpp). The raw text behind the start of a spelling (or an escape
+// (secret_automaton.hpp), and once more decoded a second time (escape_layer.hpp: a value
+// escaped twice, HTML inside JSON as Go writes it, "\u0026#115;", a URL inside a URL, JSON
+// inside a JSON string); JavaScript's \xHH and \u{H...} are read as escapes too. The raw text
+// behind the start of a spelling (or an escape
 // not yet complete) is held back until it is known not to go on; a spelling that ends in the
 // text so read cuts the body (write() returns false): a secret never reaches the client.
 //
@@ -20,13 +23,14 @@
 // One per response, one thread at a time; the engine's automaton must outlive it.
 
 #include "filters/redaction/engine.hpp"
+#include "filters/redaction/escape_layer.hpp"
 #include "filters/redaction/secret_automaton.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace airlock::filters::redaction {
 
@@ -43,46 +47,19 @@ class escape_guard {
   const char* why() const noexcept { return why_; }
 
  private:
-  enum class mode : std::uint8_t {
-    text,
-    backslash,
-    json_hex,
-    amp,
-    amp_name,
-    amp_hash,
-    amp_digits,
-    percent
-  };
-
-  // One raw byte (at absolute offset `at`) through the decoder; false on a secret.
-  bool take(unsigned char c, std::uint64_t at);
-  // One decoded byte, that began at raw offset `from`; false on a secret.
-  bool read(unsigned char c, std::uint64_t from);
-  bool read_code_point(char32_t cp, std::uint64_t from);
-  // One byte after "&" and a letter or digit: a named reference goes on or ends.
-  bool take_name(unsigned char c, std::uint64_t at);
   // Raw text before the next escape, read only where a spelling could start in its last bytes.
   bool skim(std::string_view text, std::uint64_t at);
   // Where the held-back raw text begins (absolute offset).
   std::uint64_t hold_from() const noexcept;
+  bool fail();  // (why_ from the layers)
 
   const secret_automaton& starts_;
   std::size_t reach_;  // the longest spelling
-  secret_automaton::state st_ = 0;
-  std::string pending_;                // raw text not yet released
-  std::uint64_t pending_at_ = 0;       // absolute offset of pending_[0]
-  std::uint64_t scanned_ = 0;          // absolute offset up to which raw text was read
-  std::vector<std::uint64_t> origin_;  // raw offset each of the last reach_ decoded bytes began at
-  std::uint64_t decoded_ = 0;          // decoded bytes read
-  mode mode_ = mode::text;
-  std::uint64_t escape_at_ = 0;  // raw offset of the escape being read
-  std::uint32_t value_ = 0;      // its digits so far
-  int digits_ = 0;
-  bool hex_ = false;
-  char pct_first_ = 0;  // a percent escape's first digit
-  char32_t high_ = 0;   // a JSON high surrogate waiting for its low half
-  std::string utf8_;    // a decoded code point's bytes (kept: no allocation per escape)
-  std::string name_;    // a named reference's name so far
+  // The raw text decoded once, and what that decodes to once more (escape_layer.hpp).
+  std::array<escape_layer, 2> layers_;
+  std::string pending_;           // raw text not yet released
+  std::uint64_t pending_at_ = 0;  // absolute offset of pending_[0]
+  std::uint64_t scanned_ = 0;     // absolute offset up to which raw text was read
   const char* why_ = nullptr;
 };
 

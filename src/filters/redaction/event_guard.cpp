@@ -52,6 +52,7 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
         readings_.read_string(path, indexed, type, text);
       },
       &on_key);
+  readings_.end_event();
   if (!parsed) {
     why_ = "an event stream's JSON that the guard cannot parse";
     return false;

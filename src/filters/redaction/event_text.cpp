@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -29,28 +30,57 @@ struct place {
   std::string indexed;
 };
 
+// (As JavaScript and Python use it: 0, 0.0 and "0" name the same choice.)
 std::string index_of(const boost::json::object& o) {
   const auto it = o.find("index");
   if (it == o.end()) return {};
-  if (it->value().is_int64()) return std::to_string(it->value().get_int64());
-  if (it->value().is_uint64()) return std::to_string(it->value().get_uint64());
+  const auto& v = it->value();
+  if (v.is_int64()) return std::to_string(v.get_int64());
+  if (v.is_uint64()) return std::to_string(v.get_uint64());
+  if (v.is_double()) {
+    const double d = v.get_double();
+    if (d >= -1e15 && d <= 1e15 && d == static_cast<double>(static_cast<std::int64_t>(d)))
+      return std::to_string(static_cast<std::int64_t>(d));
+    return {};
+  }
+  if (v.is_string()) {
+    const std::string_view digits = v.get_string();
+    if (!digits.empty() && digits.size() <= 18 &&
+        digits.find_first_not_of("0123456789") == std::string_view::npos &&
+        (digits.size() == 1 || digits[0] != '0'))
+      return std::string(digits);
+  }
   return {};
 }
 
-// JSON a client may still read (a lone surrogate escape, NaN) that this parser refuses: an
-// object, or an array whose first element starts as a JSON value does ("[REDACTED:..." is a
-// placeholder, not an array).
+// Whether data that does not parse is JSON that a client's parser may still read (NaN, a lone
+// surrogate, comments) rather than text: an object's first member or end, or an array's first
+// element as a JSON value starts ("[REDACTED:...", "[INFO] ...", "[1/3] ..." and "{user}
+// joined" are text).
 bool looks_like_json(std::string_view data) {
   auto skip_space = [&](std::size_t at) { return data.find_first_not_of(" \t\r\n", at); };
   const auto first = skip_space(0);
   if (first == std::string_view::npos) return false;
-  if (data[first] == '{') return true;
-  if (data[first] != '[') return false;
+  const char open = data[first];
+  if (open != '{' && open != '[') return false;
   const auto next = skip_space(first + 1);
   if (next == std::string_view::npos) return false;
   const char c = data[next];
-  return c == '{' || c == '[' || c == '"' || c == ']' || c == '-' || (c >= '0' && c <= '9') ||
-         c == 't' || c == 'f' || c == 'n' || c == 'N' || c == 'I';
+  if (open == '{') return c == '"' || c == '}' || c == '/';
+  if (c == '{' || c == '[' || c == '"' || c == ']' || c == '/') return true;
+  // A number or a literal, ended as a value is: by space, ',' or ']' (or the data's end).
+  auto ends_value = [](char d) {
+    return d == ' ' || d == '\t' || d == '\r' || d == '\n' || d == ',' || d == ']';
+  };
+  std::size_t end = next;
+  while (end < data.size() && !ends_value(data[end]))
+    ++end;
+  const std::string_view token = data.substr(next, end - next);
+  if (token == "true" || token == "false" || token == "null" || token == "NaN" ||
+      token == "Infinity" || token == "-Infinity")
+    return true;
+  if (c != '-' && !(c >= '0' && c <= '9')) return false;
+  return token.find_first_not_of("0123456789+-.eE") == std::string_view::npos;
 }
 
 // Every string of `v`, each under its place, to `f`.
@@ -148,26 +178,36 @@ bool take_data_line(std::string_view line, std::string& data, bool& has_data) {
 bool for_each_event_string(std::string_view data, const event_string_fn& f,
                            const event_key_fn* keys) {
   if (data.empty()) return true;
-  boost::json::parse_options lenient;  // what clients take: JavaScript's and Python's parsers
-  lenient.max_depth = 64;              // (deeper: refused, and the guard cuts what looks like JSON)
-  lenient.allow_invalid_utf8 = true;
-  lenient.allow_comments = true;
-  lenient.allow_trailing_commas = true;
+  boost::json::parse_options strict;  // what clients take: JavaScript's and Python's parsers
+  strict.max_depth = 64;              // (deeper: refused, and the guard cuts what looks like JSON)
+  strict.allow_invalid_utf8 = true;
   boost::system::error_code ec;
-  auto v = boost::json::parse(data, ec, {}, lenient);
+  auto v = boost::json::parse(data, ec, {}, strict);
+  std::string relaxed;
+  bool relax = false;
   if (ec && looks_like_json(data)) {
     // NaN or a lone surrogate, which clients read and Boost.JSON does not (json_relax.hpp).
-    std::string relaxed;
-    if (relax_json(data, relaxed)) v = boost::json::parse(relaxed, ec, {}, lenient);
+    relax = relax_json(data, relaxed);
+    if (relax) v = boost::json::parse(relaxed, ec, {}, strict);
+  }
+  bool as_text_too = false;
+  if (ec && looks_like_json(data)) {
+    // Comments or trailing commas: a lenient parser reads the strings, and a client that
+    // does not parse JSON reads the data as text, comments and all. Both are read.
+    auto lenient = strict;
+    lenient.allow_comments = true;
+    lenient.allow_trailing_commas = true;
+    v = boost::json::parse(relax ? std::string_view(relaxed) : data, ec, {}, lenient);
+    as_text_too = true;
   }
   place at;
   if (!ec && (v.is_object() || v.is_array() || v.is_string())) {
     walk(v, at, f, keys);
-    return true;
+    if (!as_text_too) return true;
   }
   f(at.shared, at.indexed, data);
   f(at.shared, at.indexed, "\n");  // one event's text is not glued to the next one's
-  return !looks_like_json(data);
+  return !ec || !looks_like_json(data);
 }
 
 std::string_view event_type(std::string_view event) {

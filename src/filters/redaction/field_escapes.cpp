@@ -44,16 +44,38 @@ std::size_t decode_named(std::string_view in, std::string& out) {
   const std::string_view name = in.substr(1, at - 1);
   if (name.size() > kMaxReferenceName) return 0;
   if (at == in.size()) return std::string_view::npos;
-  const int named = named_reference(name);
-  if (named >= 0 && in[at] == ';') {
-    out.push_back(static_cast<char>(named));
+  if (const auto named = named_reference(name); !named.empty() && in[at] == ';') {
+    out.append(named);
     return at + 1;
   }
   // Else the longest legacy name it starts with ("&ampx" is "&x", "&lt3" "<3").
   const std::size_t legacy = legacy_reference_prefix(name);
   if (legacy == 0) return 0;
-  out.push_back(static_cast<char>(named_reference(name.substr(0, legacy))));
+  out.append(named_reference(name.substr(0, legacy)));
   return 1 + legacy;
+}
+
+// A JSON (or JavaScript \xHH) escape at the front of `in` (a string that holds JSON, a tool
+// call's arguments, decoded once more): as decode_one.
+std::size_t decode_backslash(std::string_view in, std::string& out) {
+  if (in.size() < 2) return std::string_view::npos;
+  static constexpr std::string_view kLetters = "\"\\/'bfnrt", kMeans = "\"\\/'\b\f\n\r\t";
+  if (const auto at = kLetters.find(in[1]); at != std::string_view::npos) {
+    out.push_back(kMeans[at]);
+    return 2;
+  }
+  const std::size_t digits = in[1] == 'u' ? 4 : in[1] == 'x' ? 2 : 0;
+  if (digits == 0) return 0;
+  char32_t value = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    if (2 + i == in.size()) return std::string_view::npos;
+    const int d = core::hex_value(in[2 + i]);
+    if (d < 0) return 0;
+    value = value * 16 + static_cast<char32_t>(d);
+  }
+  // (A surrogate half alone reads as U+FFFD: secrets are ASCII.)
+  core::append_utf8(out, numeric_reference_value(value));
+  return 2 + digits;
 }
 
 // One escape at the front of `in`: its length, with its decoding appended to `out`; 0 when it
@@ -70,6 +92,7 @@ std::size_t decode_one(std::string_view in, std::string& out) {
     out.push_back(static_cast<char>(hi * 16 + lo));
     return 3;
   }
+  if (in[0] == '\\') return decode_backslash(in, out);
   if (in.size() < 2) return std::string_view::npos;
   if (in[1] == '#') return decode_numeric(in, out);
   if (core::is_alnum(in[1])) return decode_named(in, out);
@@ -97,7 +120,8 @@ void keep_tail(std::string_view in, std::string& tail) {
 bool has_field_escapes(std::string_view text) noexcept {
   // (Two memchr, not find_first_of: libstdc++'s calls memchr on the set for every byte.)
   return std::memchr(text.data(), '%', text.size()) != nullptr ||
-         std::memchr(text.data(), '&', text.size()) != nullptr;
+         std::memchr(text.data(), '&', text.size()) != nullptr ||
+         std::memchr(text.data(), '\\', text.size()) != nullptr;
 }
 
 void decode_field_escapes(std::string_view tail, std::string_view text, std::string& decoded,
@@ -113,9 +137,11 @@ void decode_field_escapes(std::string_view tail, std::string_view text, std::str
   }
   decoded.reserve(in.size());
   while (!in.empty()) {
-    const std::size_t plain = in.find_first_of("%&");
+    std::size_t plain = 0;  // (a loop: libstdc++'s find_first_of calls memchr for each byte)
+    while (plain < in.size() && in[plain] != '%' && in[plain] != '&' && in[plain] != '\\')
+      ++plain;
     decoded.append(in.substr(0, plain));
-    if (plain == std::string_view::npos) return;
+    if (plain == in.size()) return;
     in.remove_prefix(plain);
     const std::size_t n = decode_one(in, decoded);
     if (n == std::string_view::npos) {

@@ -1,8 +1,10 @@
 #pragma once
-// A JSON string's text as a client may decode it again: percent-encoding (RFC 3986 section
-// 2.1) and HTML character references (&#NNN; and &#xHH;, the ';' optional, leading zeros
-// any; the named ones for ASCII characters: html_reference.hpp). The event guard (event_guard.hpp)
-// follows a field joined across events this way too, so a secret an origin streams percent-encoded,
+// A JSON string's text as a client may decode it again: JSON's escapes (a string that holds
+// JSON, as a tool call's arguments do; \uXXXX, the one-letter ones, and JavaScript's \xHH),
+// percent-encoding (RFC 3986 section 2.1) and HTML character references (&#NNN; and &#xHH;, the ';'
+// optional, leading zeros any; the named ones for ASCII characters: html_reference.hpp). The event
+// guard (event_guard.hpp) follows a field joined across events this way too, so a secret an origin
+// streams percent-encoded,
 // "%73%6b%2d" in one event and the rest in the next, is seen whole; within one event the escape
 // guard (escape_guard.hpp) reads it. An escape may itself be split between two events ("%7" then
 // "3"): what is not yet complete is the `tail`, read again in front of the field's next string.

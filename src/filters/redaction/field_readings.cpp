@@ -1,8 +1,10 @@
 // A stream's strings followed through the secrets' spellings (field_readings.hpp).
 #include "filters/redaction/field_readings.hpp"
 
-#include "core/str_cat.hpp"
 #include "filters/redaction/field_escapes.hpp"
+
+#include <algorithm>
+#include <utility>
 
 namespace airlock::filters::redaction {
 
@@ -71,25 +73,51 @@ void field_readings::join(std::string_view key, std::string_view text, bool esca
   settle(plain_, p, key, after.first, starts_.depth(after.first.st) > 0);
 }
 
-void field_readings::read_string(std::string_view path, std::string_view indexed,
-                                 std::string_view type, std::string_view text) {
+bool field_readings::starts_nothing(std::string_view text, bool escapes) {
   plain_start_.reset();
   decoded_start_.reset();
+  if (!plain_.empty() || !decoded_.empty()) return false;
+  // Nothing pending (the usual case): a string that neither holds nor starts a spelling, as
+  // written or decoded, leaves every join at the start, and needs no key.
+  plain_start_ = step(reading{}, text, false);
+  if (escapes) decoded_start_ = step(reading{}, text, true);
+  auto nothing = [&](const stepped& s) {
+    return !s.second && starts_.depth(s.first.st) == 0 && s.first.tail.empty();
+  };
+  return nothing(*plain_start_) && (!decoded_start_ || nothing(*decoded_start_));
+}
+
+std::string_view field_readings::join_key(std::string& key, char kind, std::string_view type,
+                                          std::string_view path) {
+  key.assign(1, kind);
+  const auto add = [&](std::string_view part) {
+    key.append(part.substr(0, kMaxKey + 1 - std::min(key.size(), kMaxKey + 1)));
+  };
+  add(type);
+  if (!type.empty()) add("\n");
+  add(path);
+  return key;
+}
+
+void field_readings::read_string(std::string_view path, std::string_view indexed,
+                                 std::string_view type, std::string_view text) {
   const bool escapes = has_field_escapes(text);
-  if (plain_.empty() && decoded_.empty()) {
-    // Nothing pending (the usual case): a string that neither holds nor starts a spelling,
-    // as written or decoded, leaves every join at the start, and needs no key.
-    plain_start_ = step(reading{}, text, false);
-    if (escapes) decoded_start_ = step(reading{}, text, true);
-    auto nothing = [&](const stepped& s) {
-      return !s.second && starts_.depth(s.first.st) == 0 && s.first.tail.empty();
-    };
-    if (nothing(*plain_start_) && (!decoded_start_ || nothing(*decoded_start_))) return;
-  }
-  // (str_cat: GCC 12 warns, wrongly, about assign().append() here at -O2, -Wrestrict.)
-  join(core::str_cat('s', path), text, escapes);
-  join(core::str_cat('i', type, '\n', indexed), text, escapes);
+  in_event_ = true;
+  // (A string that changes no join changes none as the event's last either: not kept.)
+  last_changes_nothing_ = starts_nothing(text, escapes);
+  if (last_changes_nothing_) return;
+  last_.assign(text);
+  join(join_key(key_, 's', {}, path), text, escapes);
+  join(join_key(key_, 'i', type, indexed), text, escapes);
+  join(join_key(key_, 'j', {}, indexed), text, escapes);
   join("g", text, escapes);
+}
+
+void field_readings::end_event() {
+  if (!std::exchange(in_event_, false) || last_changes_nothing_) return;
+  const bool escapes = has_field_escapes(last_);
+  if (starts_nothing(last_, escapes)) return;
+  join("l", last_, escapes);
 }
 
 void field_readings::read_key(std::string_view key) {

@@ -3,11 +3,12 @@
 // is added to the joined texts a client may make of it, and each joined text is followed
 // through the secrets' spellings (secret_automaton.hpp) without being kept. The joins: the
 // strings at one JSON field path (an array's elements together), per element and numbered
-// choice under the event's type, and every string of the stream in order (a client that shows
-// a model's reasoning, then its answer); each also decoded once more, through percent-encoding
-// and HTML references (field_escapes.hpp: a client that decodes the text it joined); and the
-// keys of the stream's objects, all in order (a client that joins the names of fields; one
-// join, not one per path: a stream's usual keys between the parts end any other).
+// choice (with and without the event's type), every string of the stream in order, and the
+// last string of each event (a client that shows a model's reasoning, then its answer); each also
+// decoded once more, through percent-encoding and HTML references (field_escapes.hpp: a client that
+// decodes the text it joined); and the keys of the stream's objects, all in order (a client that
+// joins the names of fields; one join, not one per path: a stream's usual keys between the parts
+// end any other).
 //
 // Only joins whose text ends with the start of a spelling (or an incomplete escape) are kept;
 // any other is where a new one is (state 0). A decoded join is kept only while it differs from
@@ -45,6 +46,10 @@ class field_readings {
   // A string of an event (event_text.hpp's paths) under the event's type.
   void read_string(std::string_view path, std::string_view indexed, std::string_view type,
                    std::string_view text);
+  // The event's strings were all read: its last one is read once more, into the join of the
+  // events' last strings (a model API puts its text last, after the envelope's id and model,
+  // so its reasoning and then its answer, in different fields, are one text there).
+  void end_event();
   // A key of an object.
   void read_key(std::string_view key);
 
@@ -61,6 +66,15 @@ class field_readings {
   using stepped = std::pair<reading, bool>;  // after, and whether a spelling ended
 
   stepped step(const reading& from, std::string_view text, bool decode);
+  // True when the string changes no join (nothing pending, and it starts no spelling); else
+  // the reading from the start is kept for join().
+  bool starts_nothing(std::string_view text, bool escapes);
+  // A join's key: its kind, the event type and the path, cut one byte past kMaxKey (a key that
+  // long is never kept: settle() cuts rather than let two paths share a join), so that
+  // building one costs that much at most, whatever the origin's keys and types.
+  // (Built in `key`, kept from string to string: no allocation for each.)
+  static std::string_view join_key(std::string& key, char kind, std::string_view type,
+                                   std::string_view path);
   // One join of the string being read, as written and decoded.
   void join(std::string_view key, std::string_view text, bool escapes);
   // `r` kept at `key` (`at`: where it was) when `keep`, else forgotten.
@@ -77,6 +91,10 @@ class field_readings {
   // The string being read, from the start (a join not kept): the same for every such join.
   std::optional<stepped> plain_start_, decoded_start_;
   std::string scratch_;  // decoded text
+  std::string key_;      // the join key being read
+  std::string last_;     // the event's last string so far, when it changed a join
+  bool last_changes_nothing_ = false;
+  bool in_event_ = false;  // a string of the event was read
 };
 
 }  // namespace airlock::filters::redaction

@@ -7,40 +7,40 @@ namespace {
 // ASCII.
 struct ascii_name {
   std::string_view name;
-  char c;
+  std::string_view text;
 };
 constexpr ascii_name kAsciiNames[] = {
-    {"AMP", '&'},      {"DiacriticalGrave", '`'},
-    {"GT", '>'},       {"Hat", '^'},
-    {"LT", '<'},       {"NewLine", '\n'},
-    {"QUOT", '"'},     {"Tab", '\t'},
-    {"UnderBar", '_'}, {"VerticalLine", '|'},
-    {"amp", '&'},      {"apos", '\''},
-    {"ast", '*'},      {"bsol", '\\'},
-    {"colon", ':'},    {"comma", ','},
-    {"commat", '@'},   {"dollar", '$'},
-    {"equals", '='},   {"excl", '!'},
-    {"grave", '`'},    {"gt", '>'},
-    {"lbrace", '{'},   {"lbrack", '['},
-    {"lcub", '{'},     {"lowbar", '_'},
-    {"lpar", '('},     {"lsqb", '['},
-    {"lt", '<'},       {"midast", '*'},
-    {"num", '#'},      {"percnt", '%'},
-    {"period", '.'},   {"plus", '+'},
-    {"quest", '?'},    {"quot", '"'},
-    {"rbrace", '}'},   {"rbrack", ']'},
-    {"rcub", '}'},     {"rpar", ')'},
-    {"rsqb", ']'},     {"semi", ';'},
-    {"sol", '/'},      {"verbar", '|'},
-    {"vert", '|'},
+    {"AMP", "&"},      {"DiacriticalGrave", "`"},
+    {"GT", ">"},       {"Hat", "^"},
+    {"LT", "<"},       {"NewLine", "\n"},
+    {"QUOT", "\""},    {"Tab", "\t"},
+    {"UnderBar", "_"}, {"VerticalLine", "|"},
+    {"amp", "&"},      {"apos", "'"},
+    {"ast", "*"},      {"bsol", "\\"},
+    {"colon", ":"},    {"comma", ","},
+    {"commat", "@"},   {"dollar", "$"},
+    {"equals", "="},   {"excl", "!"},
+    {"grave", "`"},    {"gt", ">"},
+    {"lbrace", "{"},   {"lbrack", "["},
+    {"lcub", "{"},     {"lowbar", "_"},
+    {"lpar", "("},     {"lsqb", "["},
+    {"lt", "<"},       {"midast", "*"},
+    {"num", "#"},      {"percnt", "%"},
+    {"period", "."},   {"plus", "+"},
+    {"quest", "?"},    {"quot", "\""},
+    {"rbrace", "}"},   {"rbrack", "]"},
+    {"rcub", "}"},     {"rpar", ")"},
+    {"rsqb", "]"},     {"semi", ";"},
+    {"sol", "/"},      {"verbar", "|"},
+    {"vert", "|"},     {"fjlig", "fj"},  // (the one name for two characters)
 };
 
 }  // namespace
 
-int named_reference(std::string_view name) noexcept {
-  for (const auto& [n, c] : kAsciiNames)
-    if (n == name) return static_cast<unsigned char>(c);
-  return -1;
+std::string_view named_reference(std::string_view name) noexcept {
+  for (const auto& [n, text] : kAsciiNames)
+    if (n == name) return text;
+  return {};
 }
 
 bool named_reference_without_semicolon(std::string_view name) noexcept {

@@ -4,7 +4,8 @@
 // field_escapes.hpp): numeric references take any number of leading zeros ("&#0000115;" is
 // "s") and a value past U+10FFFF, a surrogate or zero reads as U+FFFD; named references are
 // looked up only among those that stand for an ASCII character ("&sol;" is "/", "&plus;" "+",
-// "&lowbar;" "_"): a secret's value is ASCII, and every spelling of its characters counts.
+// "&lowbar;" "_", "&fjlig;" "fj"): a secret's value is ASCII, and every spelling of its characters
+// counts.
 //
 // @par Thread Safety
 // Pure functions.
@@ -21,8 +22,9 @@ inline constexpr std::size_t kMaxReferenceName = 16;
 // (and cuts the body): no real text escapes a character with more.
 inline constexpr std::size_t kMaxReferenceDigits = 1024;
 
-// The ASCII character `name` stands for when written "&name;", or -1.
-int named_reference(std::string_view name) noexcept;
+// The ASCII text `name` stands for when written "&name;" (one character, or "fj" for
+// "&fjlig;"), or "" when none.
+std::string_view named_reference(std::string_view name) noexcept;
 // Whether "&name" also stands for it without the ';' (the legacy names of the WHATWG table,
 // of which these four stand for ASCII characters: amp, lt, gt, quot, in either case).
 bool named_reference_without_semicolon(std::string_view name) noexcept;

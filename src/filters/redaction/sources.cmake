@@ -12,6 +12,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/encoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/engine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/escape_guard.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/escape_layer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/field_escapes.cpp

@@ -60,6 +60,15 @@ TEST(redaction_escape_guard, ASecretBehindEscapesIsCutWhateverThePieces) {
       s.substr(0, 10) + "\\u0043" + s.substr(11),          // an escape mid-way
       "&#" + std::string(40, '0') + "115;" + s.substr(1),  // leading zeros (WHATWG reads any)
       s.substr(0, 7) + "&#45;" + s.substr(8),              // '-' as a reference
+      // Escaped twice over: each layer read as a client that decodes both reads it.
+      "\\u0026#115;" + s.substr(1),  // HTML inside JSON, '&' escaped as Go's JSON does
+      "\\u002573" + s.substr(1),     // a URL inside JSON
+      "%26%23115%3B" + s.substr(1),  // HTML inside a URL
+      "&#37;73" + s.substr(1),       // a URL inside HTML
+      "%2573%256B" + s.substr(2),    // a URL inside a URL
+      "\\\\u0073" + s.substr(1),     // JSON inside a JSON string
+      "\\x73" + s.substr(1),         // JavaScript
+      "\\u{73}\\u{00006B}" + s.substr(2),
   };
   for (const auto& body : spelled) {
     const std::string text = "{\"echo\":\"" + body + "\",\"after\":1}";
@@ -84,6 +93,11 @@ TEST(redaction_escape_guard, NamedReferencesToItsPunctuationAreReadToo) {
     EXPECT_FALSE(run(*built.compiled, "<p>" + spelled + "</p>", step, out)) << step;
     EXPECT_EQ(out.find("rs-ESCAPE"), std::string::npos) << step;
   }
+  // "&fjlig;" is two letters.
+  auto fj = engine::build(*builtin_redactor("email"), {{"api", "sk-live-fjORD-0123456789"}});
+  std::string cut;
+  EXPECT_FALSE(run(*fj.compiled, "key: sk-live-&fjlig;ORD-0123456789.", 5, cut));
+  EXPECT_EQ(cut.find("sk-live"), std::string::npos);
   // A name that is not one, or a letter after one that needs its ';', is read as written.
   std::string out;
   const std::string near = "rs-ESCAPE&solx;guard+0123=abc_def&x rs-ESCAPE&sol guard";

@@ -249,6 +249,22 @@ TEST(redaction_event_guard, AnEscapedSecretSplitAcrossEventsIsCut) {
     EXPECT_FALSE(g.write(delta(refs.substr(30)) + "data: [DONE]\n\n", out));
     EXPECT_EQ(out, "");
   }
+  // A tool call's arguments, JSON with \u escapes, streamed in pieces (the client parses the
+  // joined arguments).
+  {
+    std::string args = "{\\\"key\\\":\\\"";
+    for (const char c : kSecret.substr(0, 10)) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\\\u%04x", static_cast<unsigned char>(c));
+      args += buf;
+    }
+    args += std::string(kSecret.substr(10)) + "\\\"}";
+    event_guard g(*e, framing::events);
+    std::string out;
+    const std::size_t cut = 11 + 7 * 4 + 3;  // (after "\\u": the escape split too)
+    EXPECT_FALSE(g.write(delta(args.substr(0, cut)) + delta(args.substr(cut)), out)) << args;
+    EXPECT_EQ(out, "");
+  }
   // Half escaped, half as written.
   const std::string a(kSecret.substr(0, 16)), b(kSecret.substr(16));
   event_guard g(*e, framing::events);
@@ -278,6 +294,83 @@ TEST(redaction_event_guard, ASecretSplitAcrossKeysIsCut) {
     EXPECT_FALSE(g.write(body, out)) << body;
     EXPECT_EQ(out.find(a), std::string::npos) << body;
   }
+}
+
+TEST(redaction_event_guard, TextThatOnlyStartsLikeJsonFlows) {
+  // Plain-text events that begin with '[' or '{' are text, not JSON a client might parse.
+  const auto e = secret_engine();
+  const std::string body =
+      "data: [INFO] starting\n\ndata: [1/3] step\n\ndata: [tool] ls\n\n"
+      "data: {user} joined\n\ndata: [DONE]\n\n";
+  event_guard g(*e, framing::events);
+  std::string out;
+  ASSERT_TRUE(g.write(body, out)) << g.why();
+  ASSERT_TRUE(g.finish(out));
+  EXPECT_EQ(out, body);
+}
+
+TEST(redaction_event_guard, AModelsReasoningThenItsAnswerInTheEnvelopeIsJoined) {
+  // DeepSeek-style reasoning_content, then content, inside the OpenAI chunk envelope (its id,
+  // object and model strings come before the text in every event).
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 15)), b(kSecret.substr(15));
+  auto chunk = [](std::string_view field, std::string_view text) {
+    return "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"m\","
+           "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"" +
+           std::string(field) + "\":\"" + std::string(text) + "\"}}]}\n\n";
+  };
+  event_guard g(*e, framing::events);
+  std::string out;
+  EXPECT_FALSE(g.write(chunk("reasoning_content", a) + chunk("content", b), out));
+  EXPECT_EQ(out.find(a), std::string::npos);
+}
+
+TEST(redaction_event_guard, ChoicesNamedByAFloatOrUnderOtherEventTypesAreJoinedApart) {
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 15)), b(kSecret.substr(15));
+  auto choice = [](std::string_view index, std::string_view text, std::string_view type = "") {
+    return (type.empty() ? std::string() : "event: " + std::string(type) + "\n") +
+           "data: {\"choices\":[{\"index\":" + std::string(index) + ",\"delta\":{\"content\":\"" +
+           std::string(text) + "\"}}]}\n\n";
+  };
+  for (const auto& body : {choice("0.0", a) + choice("1.0", "Hello") + choice("0.0", b),
+                           choice("\"0\"", a) + choice("\"1\"", "Hello") + choice("\"0\"", b),
+                           choice("0", a, "response.a") + choice("1", "Hello", "response.b") +
+                               choice("0", b, "response.b")}) {
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(g.write(body, out)) << body;
+    EXPECT_EQ(out.find(a), std::string::npos) << body;
+  }
+}
+
+TEST(redaction_event_guard, JsonWithACommentIsReadAsTextToo) {
+  // A client that does not parse JSON joins the data as text, the comment included.
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 15)), b(kSecret.substr(15));
+  event_guard g(*e, framing::events);
+  std::string out;
+  EXPECT_FALSE(g.write("data: {\"t\":\"x\"}//" + a + "\n\ndata: " + b + "\n\n", out));
+  EXPECT_EQ(out.find(a), std::string::npos);
+}
+
+TEST(redaction_event_guard, AKeyOverItsBoundIsNotKeptButCut) {
+  // A join's key is at most 1 KiB, however long the event type or the keys: one that would be
+  // longer and has to be kept cuts the body; one that does not is never built.
+  const auto e = secret_engine();
+  const std::string type(4096, 't');
+  const std::string a(kSecret.substr(0, 15)), b(kSecret.substr(15));
+  {
+    event_guard g(*e, framing::events);
+    std::string out;
+    const std::string plain = "event: " + type + "\ndata: {\"c\":\"hello\"}\n\n";
+    ASSERT_TRUE(g.write(plain + plain, out));
+    EXPECT_EQ(out, plain + plain);
+  }
+  event_guard g(*e, framing::events);
+  std::string out;
+  EXPECT_FALSE(g.write("event: " + type + "\ndata: {\"c\":\"" + a + "\"}\n\n", out));
+  EXPECT_EQ(out, "");
 }
 
 TEST(redaction_event_guard, AnEventStreamLabelledOtherwiseIsGuardedToo) {

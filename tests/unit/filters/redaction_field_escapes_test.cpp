@@ -33,6 +33,11 @@ TEST(redaction_field_escapes, PercentAndHtmlReferencesAreDecoded) {
   // A reference past U+10FFFF, to a surrogate or to zero reads as U+FFFD (WHATWG).
   EXPECT_EQ(decode("", "&#0;&#xD800;&#x110000;&#99999999999999;").first,
             "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  // JSON's escapes (a string that holds JSON) and JavaScript's \x.
+  EXPECT_EQ(decode("", R"(\u0073\x6b-\"\\\/\n\q\u00zz)").first, "sk-\"\\/\n\\q\\u00zz");
+  EXPECT_EQ(decode("", R"(a\u007)").second, R"(\u007)");
+  EXPECT_EQ(decode(R"(\u007)", "3").first, "s");
+  EXPECT_TRUE(has_field_escapes("a\\b"));
   EXPECT_FALSE(has_field_escapes("plain text"));
   EXPECT_TRUE(has_field_escapes("a%"));
   EXPECT_TRUE(has_field_escapes("a&"));
