@@ -27,7 +27,6 @@
 #include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/event_text.hpp"
 #include "filters/redaction/field_escapes.hpp"
-#include "filters/redaction/field_readings.hpp"
 #include "filters/redaction/stream.hpp"
 #include "fuzz_input.hpp"
 
@@ -117,8 +116,8 @@ void check_event_guard(std::string_view redacted, const std::vector<std::size_t>
   if (passed && split != redacted) fail("the event guard passed the body changed");
   if (frame != framing::events) return;
   const auto texts = event_stream_texts(split);
-  // (Past kMaxJoins streams, event_stream_texts joins the rest into the last: no oracle.)
-  if (texts.size() >= field_readings::kMaxJoins) return;
+  // (Past kMaxEventStreams, event_stream_texts joins the rest into the last: no oracle.)
+  if (texts.size() >= kMaxEventStreams) return;
   std::string decoded, tail;
   for (const auto& text : texts) {
     decode_field_escapes("", text, decoded, tail);

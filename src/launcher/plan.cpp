@@ -242,7 +242,17 @@ std::string planner::hide_host_secrets() {
       if (host.home.empty() || host.home == "/") continue;
       path = str_cat(host.home, b.substr(1));
     }
-    if (auto canon = host.canonical(path)) add_hidden(*canon, str_cat("built in (", b, ')'));
+    auto canon = host.canonical(path);
+    if (!canon) continue;
+    // With --home DIR, DIR is bound over the caller's home: what lies there is not in the
+    // jail, and a hide at that path would land in DIR (where a link, the user's or a jailed
+    // run's, would refuse every run). What a link in the home leads to elsewhere is hidden,
+    // and so is what DIR itself holds or lies in (--home ~/.ssh is refused below).
+    const bool under_home_dir = p.home.mode == home_mode::dir && is_within(*canon, p.home.path) &&
+                                !is_within(*canon, p.home.source) &&
+                                !is_within(p.home.source, *canon);
+    if (under_home_dir) continue;
+    add_hidden(*canon, str_cat("built in (", b, ')'));
   }
 
   // --ro/--rw, --home (and the work directory) must not re-expose anything hidden. Both

@@ -26,11 +26,13 @@ bool step_failed(std::string_view what) noexcept {
 }
 
 bool step_failed_msg(std::string_view message) noexcept {
+  const int err = errno;  // (kept: callers read it after, as after step_failed)
   try {
     last_error.assign(message);
     AIRLOCK_LOG(debug, "launcher", last_error);
   } catch (...) {
   }
+  errno = err;
   return false;
 }
 

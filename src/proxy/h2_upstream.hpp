@@ -81,6 +81,9 @@ struct h2_upstream_call {
                                     const h2::header_list* trailers = nullptr);
   // `n` response body bytes went on: the origin may send that many more.
   void consume(std::size_t n);
+  // The response head came: the request is not sent again, and its copy goes (its bytes back
+  // to the connection's budget while the answer streams).
+  void answered();
   void reset(std::uint32_t error_code);
   // How many times the request went again on a new stream.
   int renewals() const noexcept { return renewals_; }

@@ -139,6 +139,11 @@ asio::awaitable<bool> h2_upstream_call::push(std::string_view data, bool last,
   co_return false;
 }
 
+void h2_upstream_call::answered() {
+  replayable_ = false;
+  drop_replay();
+}
+
 void h2_upstream_call::drop_replay() {
   budget_->used -= replay_.size();
   std::string().swap(replay_);

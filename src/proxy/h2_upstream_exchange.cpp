@@ -126,7 +126,10 @@ asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_re
     }
   }
   const auto& st = *call.stream;
-  if (st.head_done) co_return true;
+  if (st.head_done) {
+    call.answered();
+    co_return true;
+  }
   call.reset(NGHTTP2_CANCEL);  // answered: the request does not go again
   if (record_renewal_failure(call, rec)) co_return false;
   const auto why = st.oversized ? errc::response_too_large : errc::upstream_error;

@@ -40,7 +40,16 @@ int json_escape(unsigned char c) {
 
 }  // namespace
 
+bool escape_layer::flush_high(std::uint64_t from, escape_layer* next) {
+  if (high_ == 0) return true;
+  high_ = 0;
+  return read_code_point(0xFFFD, from, next);
+}
+
 bool escape_layer::read(unsigned char c, std::uint64_t from, escape_layer* next) {
+  // A high surrogate that this byte does not complete stands alone: it comes first (a
+  // client's string holds it, and the byte right after it).
+  if (!flush_high(from, next)) return false;
   origin_[decoded_ % reach_] = from;
   ++decoded_;
   if (starts_.advance(st_, c)) return false;
@@ -80,10 +89,6 @@ bool escape_layer::take(unsigned char c, std::uint64_t at, escape_layer* next) {
         digits_ = 0;
         value_ = 0;
         return true;
-      }
-      if (high_ != 0) {  // a high surrogate with no low one after it
-        high_ = 0;
-        if (!read_code_point(0xFFFD, escape_at_, next)) return false;
       }
       return read(c, at, next);
     case mode::backslash:
@@ -160,7 +165,8 @@ bool escape_layer::take_hex(unsigned char c, std::uint64_t at, escape_layer* nex
   mode_ = mode::text;
   const char32_t cp = value_;
   if (js) return read_code_point(cp, escape_at_, next);
-  if (cp >= 0xD800 && cp < 0xDC00) {  // its low half follows as another \u escape
+  if (cp >= 0xD800 && cp < 0xDC00) {                  // its low half follows as another \u escape
+    if (!flush_high(escape_at_, next)) return false;  // (two high halves: the first alone)
     high_ = cp;
     return true;
   }

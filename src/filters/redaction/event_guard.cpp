@@ -59,8 +59,8 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
   }
   if (readings_.overflow()) {
     why_ =
-        "more than 256 fields of an event stream, or one at a path over 1 KiB, ending with the "
-        "start of a secret";
+        "more than 512 fields of an event stream, or one at a path over 256 bytes, ending with "
+        "the start of a secret";
     return false;
   }
   starts_secret = readings_.starting();

@@ -68,7 +68,6 @@ class event_guard {
   std::size_t scan_from_ = 0;  // where in pending_ the search for its end goes on
   bool first_ = true;          // the first event is still to come
   std::string held_;           // whole events held back
-  std::string last_;           // the last string of the event being read
   field_readings readings_;    // the stream's strings, joined as clients may
   const char* why_ = nullptr;
 };

@@ -19,7 +19,9 @@ namespace {
 // Bounds on what an origin's event stream can make the reader hold besides its text: a path is
 // cut to kMaxPath bytes, and past kMaxStreams paths the rest share the last stream.
 constexpr std::size_t kMaxPath = 256;
-constexpr std::size_t kMaxStreams = 256;
+constexpr std::size_t kMaxStreams = kMaxEventStreams;
+// The type of an event without one (WHATWG HTML 9.2.6: "message", as a client listens for it).
+constexpr std::string_view kMessage = "message";
 
 // Where a string is: its path with every array element under "[]" (a client that joins an
 // array's parts), and its path with each element's place and an object's numeric "index"
@@ -96,7 +98,10 @@ void walk(const boost::json::value& v, place& at, const event_string_fn& f,
     for (const auto& [key, child] : o) {
       if (keys) (*keys)(at.shared, key);
       at.shared.append(".").append(key.substr(0, kMaxPath));
-      at.indexed.append(".").append(std::to_string(key.size())).append(":").append(key);
+      at.indexed.append(".")
+          .append(std::to_string(key.size()))
+          .append(":")
+          .append(key.substr(0, kMaxPath));
       walk(child, at, f, keys);
       at.shared.resize(keep_shared);
       at.indexed.resize(object_indexed);
@@ -218,7 +223,7 @@ std::string_view event_type(std::string_view event) {
     type = line.substr(6);
     if (type.starts_with(' ')) type.remove_prefix(1);
   }
-  return type;
+  return type.empty() ? kMessage : type;
 }
 
 bool event_data(std::string_view event, std::string& data) {
@@ -241,7 +246,7 @@ void for_each_event(std::string_view body, F&& f) {
   while (!body.empty()) {
     const auto line = next_line(body);
     if (line.empty()) {  // the event ends
-      if (has_data) f(type, data);
+      if (has_data) f(type.empty() ? kMessage : type, data);
       data.clear();
       type = {};
       has_data = false;
@@ -249,7 +254,7 @@ void for_each_event(std::string_view body, F&& f) {
       type = line.substr(line.starts_with("event: ") ? 7 : 6);
     }
   }
-  if (has_data) f(type, data);
+  if (has_data) f(type.empty() ? kMessage : type, data);
 }
 
 std::vector<std::string> event_stream_texts(std::string_view body) {
@@ -270,7 +275,9 @@ std::vector<std::string> event_stream_readings(std::string_view body) {
     for_each_event_string(
         data, [&](std::string_view path, std::string_view indexed, std::string_view text) {
           by_path.add(path, text);
-          key.assign(type).append("\n").append(indexed);
+          // (Cut as it is built: a long type or key costs no more than kMaxPath per string.)
+          key.assign(type.substr(0, kMaxPath)).push_back('\n');
+          key.append(indexed.substr(0, kMaxPath + 1 - key.size()));
           by_index.add(key, text);
           in_order.append(text);
         });

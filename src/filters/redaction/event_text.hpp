@@ -12,6 +12,7 @@
 // @par Thread Safety
 // A pure function.
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -28,7 +29,7 @@ using event_string_fn = std::function<void(std::string_view path, std::string_vi
 // An object's key with the path of the object it is in ("" at the top).
 using event_key_fn = std::function<void(std::string_view path, std::string_view key)>;
 
-// One event's type: its last "event" field (WHATWG HTML 9.2.6), "" when none.
+// One event's type: its last "event" field (WHATWG HTML 9.2.6), "message" when none or empty.
 std::string_view event_type(std::string_view event);
 // One event's data (the values of its "data" lines joined by line feeds) into `data`; false
 // when it has none.
@@ -40,6 +41,9 @@ bool event_data(std::string_view event, std::string& data);
 // go to it too, in order, before the strings under them.
 bool for_each_event_string(std::string_view data, const event_string_fn& f,
                            const event_key_fn* keys = nullptr);
+
+// At most this many streams: past it, the rest share the last.
+inline constexpr std::size_t kMaxEventStreams = 256;
 
 // The streams of text in `body` (an event stream, possibly cut short), in order of first
 // appearance; none when it has no event data.

@@ -159,6 +159,7 @@ void decode_field_escapes(std::string_view tail, std::string_view text, std::str
 
 bool decode_tail_as_ended(std::string_view tail, std::string& out) {
   out.clear();
+  if (tail.empty()) return false;
   std::string ended(tail);
   // A numeric reference ends with its digits; a name only if it is one of the legacy names.
   if (tail.starts_with("&#") || named_reference_without_semicolon(tail.substr(1)))

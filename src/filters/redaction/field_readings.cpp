@@ -9,16 +9,23 @@
 namespace airlock::filters::redaction {
 
 field_readings::stepped field_readings::step(const reading& from, std::string_view text,
-                                             bool decode) {
+                                             decoding how) {
   stepped after{from, false};
   std::string_view what = text;
-  if (decode && (!from.tail.empty() || has_field_escapes(text))) {
+  if (how == decoding::joined && (!from.tail.empty() || has_field_escapes(text))) {
     decode_field_escapes(from.tail, text, scratch_, after.first.tail);
+    what = scratch_;
+  } else if (how == decoding::apart && has_field_escapes(text)) {
+    // Each string decoded on its own: an escape it ends in is complete, or read as written.
+    std::string tail, ended;
+    decode_field_escapes({}, text, scratch_, tail);
+    scratch_.append(decode_tail_as_ended(tail, ended) ? std::string_view(ended) : tail);
     what = scratch_;
   }
   after.second = starts_.feed(after.first.st, what);
   // A reference the string ended in is complete for a client that decodes each string.
-  if (decode && !after.first.tail.empty() && decode_tail_as_ended(after.first.tail, scratch_)) {
+  if (how == decoding::joined && !after.first.tail.empty() &&
+      decode_tail_as_ended(after.first.tail, scratch_)) {
     auto ended = after.first.st;
     after.second = starts_.feed(ended, scratch_) || after.second;
   }
@@ -45,46 +52,56 @@ void field_readings::settle(readings& in, readings::iterator at, std::string_vie
 
 void field_readings::join(std::string_view key, std::string_view text, bool escapes) {
   const auto p = plain_.find(key);
-  const bool plain_kept = p != plain_.end();
+  const reading* plain_kept = p != plain_.end() ? &p->second : nullptr;
   stepped after;
   if (plain_kept) {
-    after = step(p->second, text, false);
+    after = step(*plain_kept, text, decoding::none);
   } else {
-    if (!plain_start_) plain_start_ = step(reading{}, text, false);
+    if (!plain_start_) plain_start_ = step(reading{}, text, decoding::none);
     after = *plain_start_;
   }
   spans_ = after.second || spans_;
-  // The decoded join: where none is kept it reads as the join as written did so far.
-  const auto d = decoded_.empty() ? decoded_.end() : decoded_.find(key);
-  if (d != decoded_.end() || escapes) {
-    stepped decoded;
-    if (d != decoded_.end()) {
-      decoded = step(d->second, text, true);
-    } else if (plain_kept) {
-      decoded = step(p->second, text, true);
-    } else {
-      if (!decoded_start_) decoded_start_ = step(reading{}, text, true);
-      decoded = *decoded_start_;
-    }
-    spans_ = decoded.second || spans_;
-    const bool same = decoded.first.st == after.first.st && decoded.first.tail.empty();
-    settle(decoded_, d, key, decoded.first, !same);
-  }
+  join_decoded(decoded_, decoding::joined, decoded_start_, key, text, escapes, plain_kept, after);
+  join_decoded(apart_, decoding::apart, apart_start_, key, text, escapes, plain_kept, after);
   settle(plain_, p, key, after.first, starts_.depth(after.first.st) > 0);
+}
+
+void field_readings::join_decoded(readings& in, decoding how, std::optional<stepped>& start,
+                                  std::string_view key, std::string_view text, bool escapes,
+                                  const reading* plain_kept, const stepped& plain_after) {
+  // Where none is kept, the decoded join reads as the join as written did so far.
+  const auto d = in.empty() ? in.end() : in.find(key);
+  if (d == in.end() && !escapes) return;
+  stepped decoded;
+  if (d != in.end()) {
+    decoded = step(d->second, text, how);
+  } else if (plain_kept) {
+    decoded = step(*plain_kept, text, how);
+  } else {
+    if (!start) start = step(reading{}, text, how);
+    decoded = *start;
+  }
+  spans_ = decoded.second || spans_;
+  const bool same = decoded.first.st == plain_after.first.st && decoded.first.tail.empty();
+  settle(in, d, key, decoded.first, !same);
 }
 
 bool field_readings::starts_nothing(std::string_view text, bool escapes) {
   plain_start_.reset();
   decoded_start_.reset();
-  if (!plain_.empty() || !decoded_.empty()) return false;
+  apart_start_.reset();
+  if (!plain_.empty() || !decoded_.empty() || !apart_.empty()) return false;
   // Nothing pending (the usual case): a string that neither holds nor starts a spelling, as
   // written or decoded, leaves every join at the start, and needs no key.
-  plain_start_ = step(reading{}, text, false);
-  if (escapes) decoded_start_ = step(reading{}, text, true);
   auto nothing = [&](const stepped& s) {
     return !s.second && starts_.depth(s.first.st) == 0 && s.first.tail.empty();
   };
-  return nothing(*plain_start_) && (!decoded_start_ || nothing(*decoded_start_));
+  plain_start_ = step(reading{}, text, decoding::none);
+  if (!nothing(*plain_start_)) return false;
+  if (!escapes) return true;
+  decoded_start_ = step(reading{}, text, decoding::joined);
+  apart_start_ = step(reading{}, text, decoding::apart);
+  return nothing(*decoded_start_) && nothing(*apart_start_);
 }
 
 std::string_view field_readings::join_key(std::string& key, char kind, std::string_view type,

@@ -21,6 +21,7 @@
 #include "filters/redaction/secret_automaton.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,8 +39,8 @@ struct joined_reading {
 class field_readings {
  public:
   static constexpr std::size_t kMinStart = 4;
-  static constexpr std::size_t kMaxJoins = 256;  // per kind (as written, decoded)
-  static constexpr std::size_t kMaxKey = 1024;   // a join's key (its path), as kept
+  static constexpr std::size_t kMaxJoins = 512;  // per kind (as written, decoded)
+  static constexpr std::size_t kMaxKey = 256;    // a join's key (its path), as kept
 
   explicit field_readings(const secret_automaton& starts) : starts_(starts) {}
 
@@ -65,7 +66,16 @@ class field_readings {
   using readings = std::map<std::string, reading, std::less<>>;
   using stepped = std::pair<reading, bool>;  // after, and whether a spelling ended
 
-  stepped step(const reading& from, std::string_view text, bool decode);
+  // How a join's strings are read: as written; decoded as the client that decodes the joined
+  // text does (an escape split between strings carried as the tail); or each string decoded
+  // on its own (an escape a string ends in complete there).
+  enum class decoding : std::uint8_t { none, joined, apart };
+  stepped step(const reading& from, std::string_view text, decoding how);
+  // The string at `key` in the decoded joins `in` (`plain_kept`: the join as written before
+  // it, if kept; `plain_after`: after it).
+  void join_decoded(readings& in, decoding how, std::optional<stepped>& start, std::string_view key,
+                    std::string_view text, bool escapes, const reading* plain_kept,
+                    const stepped& plain_after);
   // True when the string changes no join (nothing pending, and it starts no spelling); else
   // the reading from the start is kept for join().
   bool starts_nothing(std::string_view text, bool escapes);
@@ -84,12 +94,13 @@ class field_readings {
   const secret_automaton& starts_;
   readings plain_;                    // joins as written
   readings decoded_;                  // joins decoded, where they differ from plain_
+  readings apart_;                    // joins of strings each decoded alone, where they differ
   secret_automaton::state keys_ = 0;  // every key of the stream joined in order
   std::size_t starting_ = 0;
   bool spans_ = false;
   bool overflow_ = false;
   // The string being read, from the start (a join not kept): the same for every such join.
-  std::optional<stepped> plain_start_, decoded_start_;
+  std::optional<stepped> plain_start_, decoded_start_, apart_start_;
   std::string scratch_;  // decoded text
   std::string key_;      // the join key being read
   std::string last_;     // the event's last string so far, when it changed a join

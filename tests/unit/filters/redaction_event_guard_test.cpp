@@ -355,7 +355,7 @@ TEST(redaction_event_guard, JsonWithACommentIsReadAsTextToo) {
 }
 
 TEST(redaction_event_guard, AKeyOverItsBoundIsNotKeptButCut) {
-  // A join's key is at most 1 KiB, however long the event type or the keys: one that would be
+  // A join's key is at most 256 bytes, however long the event type or the keys: one that would be
   // longer and has to be kept cuts the body; one that does not is never built.
   const auto e = secret_engine();
   const std::string type(4096, 't');

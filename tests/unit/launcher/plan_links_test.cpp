@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -120,6 +121,26 @@ TEST_F(PlanLinks, ALinkPlantedInTheHomeDirIsRefusedForTheNextRunsPaths) {
       << error_of(o);
   o.workdir = root_ + "/agent-home/proj";
   EXPECT_EQ(error_of(o), "");
+}
+
+// With --home DIR, DIR covers the caller's home: its built-in hides (~/.docker and the like)
+// would land inside DIR, where a link would refuse every run; they are left out. One that
+// leads out of the home is still hidden.
+TEST_F(PlanLinks, WithAHomeDirTheHomesOwnHidesAreLeftOut) {
+  fs::create_directories(root_ + "/home/.docker");
+  fs::create_directories(root_ + "/victim/kube");
+  fs::create_directory_symlink(root_ + "/victim/kube", root_ + "/home/.kube");
+  auto o = opts();
+  o.home = root_ + "/agent-home";
+  auto r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  const auto& hidden = r.value->hidden;
+  EXPECT_EQ(std::count(hidden.begin(), hidden.end(), root_ + "/home/.docker"), 0);
+  EXPECT_EQ(std::count(hidden.begin(), hidden.end(), root_ + "/victim/kube"), 1);
+  // Without --home DIR, the caller's home is the jail's (a layer over it): both are hidden.
+  r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(std::count(r.value->hidden.begin(), r.value->hidden.end(), root_ + "/home/.docker"), 1);
 }
 
 // resolve() saw the link (canonical: the victim), the walk that checks links then saw the
