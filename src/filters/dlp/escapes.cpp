@@ -1,5 +1,7 @@
 #include "filters/dlp/escapes.hpp"
 
+#include "filters/redaction/html_reference.hpp"
+
 #include "core/utf8.hpp"
 #include "filters/dlp/decode.hpp"
 
@@ -41,15 +43,16 @@ bool numeric_reference(std::string_view s, std::size_t at, std::uint32_t& cp, st
   const bool hex = s[i] == 'x' || s[i] == 'X';
   i += hex ? 1 : 0;
   const std::size_t digits_from = i;
-  std::uint64_t v = 0;
-  for (; i < s.size() && i - digits_from < 8; ++i) {
+  char32_t v = 0;
+  // Every digit, leading zeros included, as a browser reads them (html_reference.hpp).
+  for (; i < s.size(); ++i) {
     const int d = hex ? hex_value(s[i]) : (s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1);
     if (d < 0) break;
-    v = v * (hex ? 16 : 10) + static_cast<std::uint64_t>(d);
+    v = redaction::numeric_reference_digit(v, d, hex);
   }
   if (i == digits_from) return false;
   if (i < s.size() && s[i] == ';') ++i;
-  cp = v == 0 || v > 0x10FFFF ? 0xFFFD : static_cast<std::uint32_t>(v);
+  cp = static_cast<std::uint32_t>(redaction::numeric_reference_value(v));
   len = i - at;
   return true;
 }

@@ -298,6 +298,9 @@ TEST(DlpDecode, HtmlUnescape) {
             "igno &<>\"' ");
   EXPECT_EQ(html_unescape("&#0; &#x110000; &copy;").value(), "\xEF\xBF\xBD \xEF\xBF\xBD &copy;");
   EXPECT_TRUE(html_references_may_hide("x &#105;gnore"));
+  // Any number of leading zeros, as a browser reads them.
+  EXPECT_EQ(html_unescape("&#0000000105;gnore &#x00000000069;").value(), "ignore i");
+  EXPECT_TRUE(html_references_may_hide("x &#000000000105;gnore"));
   EXPECT_TRUE(html_references_may_hide("&#x430;"));  // Cyrillic a, folded to 'a'
   EXPECT_FALSE(html_references_may_hide("it&#39;s &#8217; &#160; &#60;b&#62;"));
   EXPECT_TRUE(json_escapes_may_hide(R"(\u0041KIA)"));

@@ -81,6 +81,21 @@ TEST(redaction_escape_guard, ASecretBehindEscapesIsCutWhateverThePieces) {
   }
 }
 
+TEST(redaction_escape_guard, ASecretAfterALoneHighSurrogateIsCut) {
+  // A client's string holds the lone half, then the secret: the half may go on, none of the
+  // secret does.
+  const auto e = secret_engine();
+  const std::string s(kSecret);
+  for (const std::string& after : {"\\u0073" + s.substr(1), "%73" + s.substr(1), s}) {
+    const std::string text = "{\"echo\":\"\\ud800" + after + "\"}";
+    for (std::size_t step : {1u, 5u, 4096u}) {
+      std::string out;
+      EXPECT_FALSE(run(*e, text, step, out)) << text << " " << step;
+      EXPECT_LE(out.size(), text.find(after)) << text << " " << step;
+    }
+  }
+}
+
 TEST(redaction_escape_guard, NamedReferencesToItsPunctuationAreReadToo) {
   // "&sol;" is "/", "&plus;" "+", "&equals;" "=", "&lowbar;" "_" (WHATWG HTML 13.5); the
   // legacy "&amp" needs no ';' and is read at the front of longer letters ("&ampx").

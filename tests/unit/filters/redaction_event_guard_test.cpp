@@ -265,6 +265,25 @@ TEST(redaction_event_guard, AnEscapedSecretSplitAcrossEventsIsCut) {
     EXPECT_FALSE(g.write(delta(args.substr(0, cut)) + delta(args.substr(cut)), out)) << args;
     EXPECT_EQ(out, "");
   }
+  // A reference a delta ends in, for a client that decodes each delta on its own: "...-&#48"
+  // is "...-0", and the next delta's digits follow it.
+  {
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(g.write(delta(std::string(kSecret.substr(0, 20)) + "&#48") +
+                             delta(kSecret.substr(21)) + delta(" done"),
+                         out));
+    EXPECT_EQ(out.find("AIRLOCK"), std::string::npos);
+  }
+  // An event without a type is a "message" event, joined with "event: message" ones.
+  {
+    const std::string a(kSecret.substr(0, 15)), b(kSecret.substr(15));
+    event_guard g(*e, framing::events);
+    std::string out;
+    EXPECT_FALSE(
+        g.write(delta(a) + "event: other\n" + delta("x") + "event: message\n" + delta(b), out));
+    EXPECT_EQ(out.find(a), std::string::npos);
+  }
   // Half escaped, half as written.
   const std::string a(kSecret.substr(0, 16)), b(kSecret.substr(16));
   event_guard g(*e, framing::events);
