@@ -42,15 +42,26 @@ bool escape_guard::write(std::string_view redacted, std::string& out) {
   pending_.append(redacted);
   const std::uint64_t end = pending_at_ + pending_.size();
   std::uint64_t pos = std::max(scanned_, pending_at_);
+  // Where each escape character comes next (absolute offsets, `end` for none), looked for again
+  // only once passed: a body of many escapes ("\n\n\n...") is not searched to its end for
+  // each of them.
+  constexpr char kEscapes[] = {'\\', '&', '%'};
+  std::uint64_t next_at[3] = {0, 0, 0};
   while (pos < end) {
     const std::string_view rest = std::string_view(pending_).substr(pos - pending_at_);
     if (layers_[0].idle() && layers_[1].idle()) {
       // Nothing pending: on to the next escape, reading only where a spelling could start.
-      const char* next = rest.data() + rest.size();
-      for (const char e : {'\\', '&', '%'})
-        if (const void* hit = std::memchr(rest.data(), e, rest.size()))
-          next = std::min(next, static_cast<const char*>(hit));
-      const std::size_t n = static_cast<std::size_t>(next - rest.data());
+      std::uint64_t next = end;
+      for (int i = 0; i < 3; ++i) {
+        if (next_at[i] < pos) {
+          const void* hit = std::memchr(rest.data(), kEscapes[i], rest.size());
+          next_at[i] =
+              hit ? pos + static_cast<std::uint64_t>(static_cast<const char*>(hit) - rest.data())
+                  : end;
+        }
+        next = std::min(next, next_at[i]);
+      }
+      const std::size_t n = static_cast<std::size_t>(next - pos);
       layers_[0].restart();
       layers_[1].restart();
       if (!skim(rest.substr(0, n), pos)) return false;
