@@ -35,18 +35,18 @@ field_readings::stepped field_readings::step(const reading& from, std::string_vi
 void field_readings::settle(readings& in, readings::iterator at, std::string_view key,
                             const reading& r, bool keep) {
   const bool held_before = at != in.end() && starts_.depth(at->second.st) >= kMinStart;
+  if (at == in.end() && keep && (in.size() >= kMaxJoins || key.size() > kMaxKey)) {
+    overflow_ = true;  // (what is kept is bounded: cut rather than forget)
+    return;
+  }
   const bool held_now = keep && starts_.depth(r.st) >= kMinStart;
   if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
-  if (at != in.end()) {
-    if (keep)
-      at->second = r;
-    else
-      in.erase(at);
+  if (at == in.end()) {
+    if (keep) in.emplace(std::string(key), r);
   } else if (keep) {
-    if (in.size() < kMaxJoins && key.size() <= kMaxKey)
-      in.emplace(std::string(key), r);
-    else
-      overflow_ = true;  // (what is kept is bounded: cut rather than forget)
+    at->second = r;
+  } else {
+    in.erase(at);
   }
 }
 
