@@ -172,6 +172,24 @@ class LauncherTestBase:
         except OSError:
             pass
 
+    def own(self, *paths):
+        """Hands paths to the launcher's user (the unprivileged variant's)."""
+        if self.user is None:
+            return
+        for p in paths:
+            os.lchown(p, self.user.pw_uid, self.user.pw_gid)
+
+    def run_in(self, cwd, *args, home=None):
+        """`airlock ARGS` from the directory cwd (and with HOME=home), as the test's user."""
+        kwargs = self._popen_kwargs()
+        kwargs["cwd"] = cwd
+        if home is not None:
+            kwargs["env"]["HOME"] = home
+        p = subprocess.run([AIRLOCK, *args], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=RUN_TIMEOUT, **kwargs)
+        self.assert_no_sanitizer_reports(p.stderr)
+        return p
+
     def assert_no_sanitizer_reports(self, stderr):
         """The launcher (a sanitized build in CI) printed no ASan/UBSan/LSan report."""
         hits = [line for line in stderr.splitlines() if any(m in line for m in SANITIZER_MARKS)]

@@ -10,7 +10,6 @@ Like test_launcher.py (whose helpers it uses), every test runs as the caller and
 root, as the unprivileged user airlock-test; nothing of a jail may be left behind.
 """
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -20,7 +19,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_launcher as base  # noqa: E402
 
-RUN_TIMEOUT = base.RUN_TIMEOUT
 
 # Exchanges two names atomically until killed: renameat2(2) with RENAME_EXCHANGE (glibc 2.28),
 # so the path is always either the directory or the link; each state lasts a random time up to
@@ -53,24 +51,6 @@ class MountLinksTestBase(base.LauncherTestBase):
         locals()[_name] = None
     del _name
 
-    def own(self, *paths):
-        """Hands paths to the launcher's user (the unprivileged variant's)."""
-        if self.user is None:
-            return
-        for p in paths:
-            os.lchown(p, self.user.pw_uid, self.user.pw_gid)
-
-    def run_in(self, cwd, *args, home=None):
-        """`airlock ARGS` from the directory cwd (and with HOME=home), as the test's user."""
-        kwargs = self._popen_kwargs()
-        kwargs["cwd"] = cwd
-        if home is not None:
-            kwargs["env"]["HOME"] = home
-        p = subprocess.run([base.AIRLOCK, *args], stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, timeout=RUN_TIMEOUT, **kwargs)
-        self.assert_no_sanitizer_reports(p.stderr)
-        return p
-
     def make_victim(self):
         """A directory outside everything the jail is given, with a secret and a cache/."""
         victim = os.path.join(self.outside, "victim")
@@ -83,7 +63,7 @@ class MountLinksTestBase(base.LauncherTestBase):
     # ---- a bind source swapped for a link between the check and the mount ---------------
 
     def test_bind_source_swapped_for_a_link_is_never_mounted(self):
-        victim = self.make_victim()
+        self.make_victim()
         deps = os.path.join(self.work, "deps")
         os.makedirs(os.path.join(deps, "cache"))
         # Relative, so that it leads to the victim below the launcher's view of the host's root

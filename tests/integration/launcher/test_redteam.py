@@ -29,24 +29,6 @@ class RedTeamTestBase(base.LauncherTestBase):
         locals()[_name] = None
     del _name
 
-    def own(self, *paths):
-        """Hands paths to the launcher's user (the unprivileged variant's)."""
-        if self.user is None:
-            return
-        for p in paths:
-            os.lchown(p, self.user.pw_uid, self.user.pw_gid)
-
-    def run_in(self, cwd, *args, home=None):
-        """`airlock ARGS` from the directory cwd (and with HOME=home), as the test's user."""
-        kwargs = self._popen_kwargs()
-        kwargs["cwd"] = cwd
-        if home is not None:
-            kwargs["env"]["HOME"] = home
-        p = subprocess.run([base.AIRLOCK, *args], stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, timeout=RUN_TIMEOUT, **kwargs)
-        self.assert_no_sanitizer_reports(p.stderr)
-        return p
-
     # ---- 1. the work directory ----------------------------------------------------------
 
     def test_home_and_system_directories_are_not_the_work_directory(self):
