@@ -14,30 +14,6 @@ int hex_value(unsigned char c) noexcept {
   return core::hex_value(static_cast<char>(c));
 }
 
-// RFC 8259 section 7: the one-letter escapes (JavaScript's \v and \0 read as JSON's would not
-// matter: no secret holds them).
-int json_escape(unsigned char c) {
-  switch (c) {
-    case '"':
-    case '\\':
-    case '/':
-    case '\'':  // (JavaScript)
-      return c;
-    case 'b':
-      return '\b';
-    case 'f':
-      return '\f';
-    case 'n':
-      return '\n';
-    case 'r':
-      return '\r';
-    case 't':
-      return '\t';
-    default:
-      return -1;
-  }
-}
-
 }  // namespace
 
 bool escape_layer::flush_high(std::uint64_t from, escape_layer* next) {
@@ -134,7 +110,7 @@ bool escape_layer::take_backslash(unsigned char c, std::uint64_t at, escape_laye
     digits_ = 0;
     return true;
   }
-  if (const int e = json_escape(c); e >= 0)
+  if (const int e = one_letter_escape(c); e >= 0)
     return read(static_cast<unsigned char>(e), escape_at_, next);
   return read('\\', escape_at_, next) && take(c, at, next);  // not an escape: as written
 }
@@ -225,19 +201,12 @@ bool escape_layer::take_name(unsigned char c, std::uint64_t at, escape_layer* ne
   mode_ = mode::text;
   // (A copy: reading it may hand bytes to the next layer, never to this one's name_.)
   const std::string name = name_;
-  if (const auto named = named_reference(name); c == ';' && !named.empty()) {
-    for (const char n : named)
-      if (!read(static_cast<unsigned char>(n), escape_at_, next)) return false;
-    return true;
-  }
-  // Else the longest legacy name at its front ("&ampx" is "&" then "x"), or none: as written.
-  const std::size_t legacy = legacy_reference_prefix(name);
-  const std::string_view front =
-      legacy > 0 ? named_reference(std::string_view(name).substr(0, legacy)) : "&";
-  for (const char n : front)
+  const auto r = read_named_reference(name, c == ';');
+  for (const char n : r.used > 0 ? r.text : std::string_view("&"))
     if (!read(static_cast<unsigned char>(n), escape_at_, next)) return false;
-  for (const char n : std::string_view(name).substr(legacy))
+  for (const char n : std::string_view(name).substr(r.used))  // (the rest as written)
     if (!read(static_cast<unsigned char>(n), escape_at_, next)) return false;
+  if (r.semicolon) return true;
   return take(c, at, next);
 }
 

@@ -44,24 +44,18 @@ std::size_t decode_named(std::string_view in, std::string& out) {
   const std::string_view name = in.substr(1, at - 1);
   if (name.size() > kMaxReferenceName) return 0;
   if (at == in.size()) return std::string_view::npos;
-  if (const auto named = named_reference(name); !named.empty() && in[at] == ';') {
-    out.append(named);
-    return at + 1;
-  }
-  // Else the longest legacy name it starts with ("&ampx" is "&x", "&lt3" "<3").
-  const std::size_t legacy = legacy_reference_prefix(name);
-  if (legacy == 0) return 0;
-  out.append(named_reference(name.substr(0, legacy)));
-  return 1 + legacy;
+  const auto r = read_named_reference(name, in[at] == ';');
+  if (r.used == 0) return 0;
+  out.append(r.text);
+  return 1 + r.used + (r.semicolon ? 1 : 0);
 }
 
 // A JSON (or JavaScript \xHH) escape at the front of `in` (a string that holds JSON, a tool
 // call's arguments, decoded once more): as decode_one.
 std::size_t decode_backslash(std::string_view in, std::string& out) {
   if (in.size() < 2) return std::string_view::npos;
-  static constexpr std::string_view kLetters = "\"\\/'bfnrt", kMeans = "\"\\/'\b\f\n\r\t";
-  if (const auto at = kLetters.find(in[1]); at != std::string_view::npos) {
-    out.push_back(kMeans[at]);
+  if (const int e = one_letter_escape(static_cast<unsigned char>(in[1])); e >= 0) {
+    out.push_back(static_cast<char>(e));
     return 2;
   }
   const std::size_t digits = in[1] == 'u' ? 4 : in[1] == 'x' ? 2 : 0;

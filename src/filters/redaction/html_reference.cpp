@@ -54,6 +54,36 @@ std::size_t legacy_reference_prefix(std::string_view name) noexcept {
   return 0;
 }
 
+named_read read_named_reference(std::string_view name, bool semicolon_follows) noexcept {
+  if (const auto named = named_reference(name); semicolon_follows && !named.empty())
+    return {named, name.size(), true};
+  const std::size_t legacy = legacy_reference_prefix(name);
+  if (legacy == 0) return {};
+  return {named_reference(name.substr(0, legacy)), legacy, false};
+}
+
+int one_letter_escape(unsigned char c) noexcept {
+  switch (c) {
+    case '"':
+    case '\\':
+    case '/':
+    case '\'':  // (JavaScript)
+      return c;
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case 'n':
+      return '\n';
+    case 'r':
+      return '\r';
+    case 't':
+      return '\t';
+    default:
+      return -1;
+  }
+}
+
 char32_t numeric_reference_value(char32_t value) noexcept {
   if (value == 0 || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0xFFFD;
   return value;

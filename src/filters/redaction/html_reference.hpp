@@ -31,6 +31,20 @@ bool named_reference_without_semicolon(std::string_view name) noexcept;
 // The length of the legacy name `name` starts with, or 0: a browser reads the longest name it
 // knows at the front of the letters after "&" (13.2.5.73), so "&ampx" is "&" then "x".
 std::size_t legacy_reference_prefix(std::string_view name) noexcept;
+// What "&" and `name` (letters and digits) read as, the character after the name being ';'
+// or not: the text, how many of the name's characters it takes (0: none, the '&' is as
+// written), and whether it takes the ';' too. A whole name with its ';', else the longest
+// legacy name at its front ("&ampx" is "&" then "x"; "&sol" without ';' is as written).
+struct named_read {
+  std::string_view text;
+  std::size_t used = 0;
+  bool semicolon = false;
+};
+named_read read_named_reference(std::string_view name, bool semicolon_follows) noexcept;
+
+// JSON's (and JavaScript's) one-letter escapes: what "\" and `c` read as, or -1.
+int one_letter_escape(unsigned char c) noexcept;
+
 // A numeric reference's value as a browser reads it (U+FFFD for zero, a surrogate or past
 // U+10FFFF).
 char32_t numeric_reference_value(char32_t value) noexcept;
