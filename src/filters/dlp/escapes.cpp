@@ -46,7 +46,7 @@ bool numeric_reference(std::string_view s, std::size_t at, std::uint32_t& cp, st
   char32_t v = 0;
   // Every digit, leading zeros included, as a browser reads them (html_reference.hpp).
   for (; i < s.size(); ++i) {
-    const int d = hex ? hex_value(s[i]) : (s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1);
+    const int d = redaction::reference_digit(s[i], hex);
     if (d < 0) break;
     v = redaction::numeric_reference_digit(v, d, hex);
   }

@@ -176,7 +176,7 @@ bool escape_layer::take_percent(unsigned char c, std::uint64_t at, escape_layer*
 
 bool escape_layer::take_digits(unsigned char c, std::uint64_t at, escape_layer* next) {
   // (Leading zeros included, as a browser reads them: "&#0000115;" is "s".)
-  const int v = hex_ ? hex_value(c) : (c >= '0' && c <= '9' ? c - '0' : -1);
+  const int v = reference_digit(static_cast<char>(c), hex_);
   if (v >= 0) {
     value_ = numeric_reference_digit(value_, v, hex_);
     if (++digits_ <= kMaxReferenceDigits) return true;

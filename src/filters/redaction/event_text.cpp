@@ -178,6 +178,14 @@ bool take_data_line(std::string_view line, std::string& data, bool& has_data) {
   return true;
 }
 
+// An "event" line's value into `type`; false for a line of another field.
+bool take_event_line(std::string_view line, std::string_view& type) {
+  if (!line.starts_with("event:")) return false;
+  type = line.substr(6);
+  if (type.starts_with(' ')) type.remove_prefix(1);
+  return true;
+}
+
 }  // namespace
 
 bool for_each_event_string(std::string_view data, const event_string_fn& f,
@@ -217,12 +225,8 @@ bool for_each_event_string(std::string_view data, const event_string_fn& f,
 
 std::string_view event_type(std::string_view event) {
   std::string_view type;
-  while (!event.empty()) {
-    const auto line = next_line(event);
-    if (!line.starts_with("event:")) continue;
-    type = line.substr(6);
-    if (type.starts_with(' ')) type.remove_prefix(1);
-  }
+  while (!event.empty())
+    take_event_line(next_line(event), type);
   return type.empty() ? kMessage : type;
 }
 
@@ -250,8 +254,8 @@ void for_each_event(std::string_view body, F&& f) {
       data.clear();
       type = {};
       has_data = false;
-    } else if (!take_data_line(line, data, has_data) && line.starts_with("event:")) {
-      type = line.substr(line.starts_with("event: ") ? 7 : 6);
+    } else if (!take_data_line(line, data, has_data)) {
+      take_event_line(line, type);
     }
   }
   if (has_data) f(type.empty() ? kMessage : type, data);

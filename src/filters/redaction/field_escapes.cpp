@@ -11,11 +11,6 @@ namespace {
 
 constexpr std::size_t kMaxSignificant = 8;  // (8 digits are past U+10FFFF in either base)
 
-int digit(char c, bool hex) noexcept {
-  if (hex) return core::hex_value(c);
-  return c >= '0' && c <= '9' ? c - '0' : -1;
-}
-
 // A numeric reference at the front of `in` ("&#", "&#x"): as decode_one.
 std::size_t decode_numeric(std::string_view in, std::string& out) {
   std::size_t at = 2;
@@ -25,7 +20,7 @@ std::size_t decode_numeric(std::string_view in, std::string& out) {
   char32_t value = 0;
   std::size_t digits = 0;
   for (; at < in.size(); ++at, ++digits) {
-    const int d = digit(in[at], hex);
+    const int d = reference_digit(in[at], hex);
     if (d < 0) break;
     value = numeric_reference_digit(value, d, hex);
   }

@@ -1,5 +1,7 @@
 #include "filters/redaction/html_reference.hpp"
 
+#include "core/ascii.hpp"
+
 namespace airlock::filters::redaction {
 namespace {
 
@@ -82,6 +84,11 @@ int one_letter_escape(unsigned char c) noexcept {
     default:
       return -1;
   }
+}
+
+int reference_digit(char c, bool hex) noexcept {
+  if (hex) return core::hex_value(c);
+  return c >= '0' && c <= '9' ? c - '0' : -1;
 }
 
 char32_t numeric_reference_value(char32_t value) noexcept {

@@ -48,6 +48,8 @@ int one_letter_escape(unsigned char c) noexcept;
 // A numeric reference's value as a browser reads it (U+FFFD for zero, a surrogate or past
 // U+10FFFF).
 char32_t numeric_reference_value(char32_t value) noexcept;
+// A numeric reference's digit's value (decimal, or hex after "&#x"), or -1.
+int reference_digit(char c, bool hex) noexcept;
 // The value so far and the next digit, saturating past U+10FFFF (any more digits keep it so).
 char32_t numeric_reference_digit(char32_t value, int digit, bool hex) noexcept;
 

@@ -27,7 +27,7 @@ bool is_low(long v) {
 }
 
 bool word_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  return core::is_alnum(c) || c == '_';
 }
 
 }  // namespace
