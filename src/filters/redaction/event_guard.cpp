@@ -47,9 +47,10 @@ bool event_guard::read(std::string_view ev, bool& starts_secret) {
   };
   const bool parsed = for_each_event_string(
       data,
-      [&](std::string_view path, std::string_view indexed, std::string_view text) {
+      [&](std::string_view path, std::string_view indexed, std::string_view typed,
+          std::string_view text) {
         if (path.empty() && text == "\n") return;  // (plain data: a client may join it as is)
-        readings_.read_string(path, indexed, type, text);
+        readings_.read_string({path, indexed, typed}, type, text);
       },
       &on_key);
   readings_.end_event();

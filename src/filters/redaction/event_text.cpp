@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -27,22 +28,31 @@ constexpr std::string_view kMessage = "message";
 // array's parts), and its path with each element's place and an object's numeric "index"
 // member (a client that joins per choice or content block, as model APIs number them), the
 // keys spelled so that no two paths read alike (their length first).
+// The typed path is the indexed one with an index given as a string kept apart from the
+// number.
 struct place {
   std::string shared;
   std::string indexed;
+  std::string typed;
 };
 
-// (As JavaScript and Python use it: 0, 0.0 and "0" name the same choice.)
-std::string index_of(const boost::json::object& o) {
+// An object's numeric "index" member: its digits, and whether they came as a string. As
+// JavaScript names properties, 0, 0.0 and "0" are one choice; as a Python dict keys them, 0 and
+// 0.0 are one and "0" another.
+struct choice_index {
+  std::string digits;  // empty: none
+  bool quoted = false;
+};
+choice_index index_of(const boost::json::object& o) {
   const auto it = o.find("index");
   if (it == o.end()) return {};
   const auto& v = it->value();
-  if (v.is_int64()) return std::to_string(v.get_int64());
-  if (v.is_uint64()) return std::to_string(v.get_uint64());
+  if (v.is_int64()) return {std::to_string(v.get_int64())};
+  if (v.is_uint64()) return {std::to_string(v.get_uint64())};
   if (v.is_double()) {
     const double d = v.get_double();
     if (d >= -1e15 && d <= 1e15 && d == static_cast<double>(static_cast<std::int64_t>(d)))
-      return std::to_string(static_cast<std::int64_t>(d));
+      return {std::to_string(static_cast<std::int64_t>(d))};
     return {};
   }
   if (v.is_string()) {
@@ -50,7 +60,7 @@ std::string index_of(const boost::json::object& o) {
     if (!digits.empty() && digits.size() <= 18 &&
         digits.find_first_not_of("0123456789") == std::string_view::npos &&
         (digits.size() == 1 || digits[0] != '0'))
-      return std::string(digits);
+      return {std::string(digits), true};
   }
   return {};
 }
@@ -88,35 +98,46 @@ bool looks_like_json(std::string_view data) {
 // Every string of `v`, each under its place, to `f`.
 void walk(const boost::json::value& v, place& at, const event_string_fn& f,
           const event_key_fn* keys) {
-  const std::size_t keep_shared = at.shared.size(), keep_indexed = at.indexed.size();
+  const std::size_t keep_shared = at.shared.size(), keep_indexed = at.indexed.size(),
+                    keep_typed = at.typed.size();
   if (v.is_string()) {
-    f(at.shared, at.indexed, v.get_string());
+    f(at.shared, at.indexed, at.typed, v.get_string());
   } else if (v.is_object()) {
     const auto& o = v.get_object();
-    if (const auto index = index_of(o); !index.empty()) at.indexed.append("#").append(index);
-    const std::size_t object_indexed = at.indexed.size();
+    if (const auto index = index_of(o); !index.digits.empty()) {
+      at.indexed.append("#").append(index.digits);
+      at.typed.append(index.quoted ? "#\"" : "#").append(index.digits);
+    }
+    const std::size_t object_indexed = at.indexed.size(), object_typed = at.typed.size();
     for (const auto& [key, child] : o) {
       if (keys) (*keys)(at.shared, key);
       at.shared.append(".").append(key.substr(0, kMaxPath));
-      at.indexed.append(".")
-          .append(std::to_string(key.size()))
-          .append(":")
-          .append(key.substr(0, kMaxPath));
+      for (auto* path : {&at.indexed, &at.typed}) {
+        path->append(".")
+            .append(std::to_string(key.size()))
+            .append(":")
+            .append(key.substr(0, kMaxPath));
+      }
       walk(child, at, f, keys);
       at.shared.resize(keep_shared);
       at.indexed.resize(object_indexed);
+      at.typed.resize(object_typed);
     }
   } else if (v.is_array()) {
     at.shared.append("[]");
     std::size_t i = 0;
     for (const auto& element : v.get_array()) {
-      at.indexed.append("[").append(std::to_string(i++)).append("]");
+      const std::string n = std::to_string(i++);
+      at.indexed.append("[").append(n).append("]");
+      at.typed.append("[").append(n).append("]");
       walk(element, at, f, keys);
       at.indexed.resize(keep_indexed);
+      at.typed.resize(keep_typed);
     }
   }
   at.shared.resize(keep_shared);
   at.indexed.resize(keep_indexed);
+  at.typed.resize(keep_typed);
 }
 
 // Text streams by JSON field path, in order of first appearance.
@@ -218,8 +239,8 @@ bool for_each_event_string(std::string_view data, const event_string_fn& f,
     walk(v, at, f, keys);
     if (!as_text_too) return true;
   }
-  f(at.shared, at.indexed, data);
-  f(at.shared, at.indexed, "\n");  // one event's text is not glued to the next one's
+  f(at.shared, at.indexed, at.typed, data);
+  f(at.shared, at.indexed, at.typed, "\n");  // one event's text is not glued to the next one's
   return !ec || !looks_like_json(data);
 }
 
@@ -263,7 +284,7 @@ void for_each_event(std::string_view body, F&& f) {
 
 std::vector<std::string> event_stream_texts(std::string_view body) {
   streams found;
-  auto add = [&](std::string_view path, std::string_view, std::string_view text) {
+  auto add = [&](std::string_view path, std::string_view, std::string_view, std::string_view text) {
     found.add(path, text);
   };
   for_each_event(
@@ -272,27 +293,30 @@ std::vector<std::string> event_stream_texts(std::string_view body) {
 }
 
 std::vector<std::string> event_stream_readings(std::string_view body) {
-  streams by_path, by_index;
+  streams by_path, by_index, by_typed;
   std::string in_order;
   std::string key;
   for_each_event(body, [&](std::string_view type, const std::string& data) {
-    for_each_event_string(
-        data, [&](std::string_view path, std::string_view indexed, std::string_view text) {
-          by_path.add(path, text);
-          // (Cut as it is built: a long type or key costs no more than kMaxPath per string.)
-          key.assign(type.substr(0, kMaxPath)).push_back('\n');
-          key.append(indexed.substr(0, kMaxPath + 1 - key.size()));
-          by_index.add(key, text);
-          in_order.append(text);
-        });
+    for_each_event_string(data, [&](std::string_view path, std::string_view indexed,
+                                    std::string_view typed, std::string_view text) {
+      by_path.add(path, text);
+      // (Cut as it is built: a long type or key costs no more than kMaxPath per string.)
+      key.assign(type.substr(0, kMaxPath)).push_back('\n');
+      key.append(indexed.substr(0, kMaxPath + 1 - key.size()));
+      by_index.add(key, text);
+      by_typed.add(typed, text);
+      in_order.append(text);
+    });
   });
   auto out = std::move(by_path).take();
   std::unordered_set<std::string_view> seen;
   // (Views into `out` stay valid: it is reserved for every reading first.)
   auto more = std::move(by_index).take();
-  out.reserve(out.size() + more.size() + 1);
+  auto typed = std::move(by_typed).take();
+  out.reserve(out.size() + more.size() + typed.size() + 1);
   for (const auto& text : out)
     seen.insert(text);
+  std::move(typed.begin(), typed.end(), std::back_inserter(more));
   more.push_back(std::move(in_order));
   for (auto& text : more) {
     if (seen.contains(text)) continue;

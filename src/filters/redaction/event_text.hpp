@@ -21,10 +21,11 @@
 namespace airlock::filters::redaction {
 
 // A string of an event's JSON with where it is: its field path with every array element under
-// "[]", the same path with each element's place and an object's numeric "index" member, and
-// the text.
+// "[]"; the same path with each element's place and an object's numeric "index" member, an
+// index 0, 0.0 or "0" read alike (JavaScript's property names); the same again with "0" apart
+// from 0 and 0.0 (a Python dict's keys); and the text.
 using event_string_fn = std::function<void(std::string_view path, std::string_view indexed_path,
-                                           std::string_view text)>;
+                                           std::string_view typed_path, std::string_view text)>;
 
 // An object's key with the path of the object it is in ("" at the top).
 using event_key_fn = std::function<void(std::string_view path, std::string_view key)>;
@@ -51,8 +52,9 @@ std::vector<std::string> event_stream_texts(std::string_view body);
 
 // Every text a client may join from `body`: event_stream_texts's streams (per field path),
 // then those per element and numbered choice under the event's type (interleaved choices read
-// apart), then all the strings in order (a model's reasoning, then its answer); each text once
-// (a join that reads the same as an earlier one is left out).
+// apart), those per choice with "0" apart from 0 (typed_path), then all the strings in order (a
+// model's reasoning, then its answer); each text once (a join that reads the same as an earlier one
+// is left out).
 std::vector<std::string> event_stream_readings(std::string_view body);
 
 }  // namespace airlock::filters::redaction

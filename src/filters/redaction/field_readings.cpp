@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace airlock::filters::redaction {
 
@@ -116,18 +117,32 @@ std::string_view field_readings::join_key(std::string& key, char kind, std::stri
   return key;
 }
 
-void field_readings::read_string(std::string_view path, std::string_view indexed,
-                                 std::string_view type, std::string_view text) {
+void field_readings::read_string(const string_paths& at, std::string_view type,
+                                 std::string_view text) {
+  if (!typed_apart_ && at.typed != at.indexed) split_typed_joins();
   const bool escapes = has_field_escapes(text);
   in_event_ = true;
   // (A string that changes no join changes none as the event's last either: not kept.)
   last_changes_nothing_ = starts_nothing(text, escapes);
   if (last_changes_nothing_) return;
   last_.assign(text);
-  join(join_key(key_, 's', {}, path), text, escapes);
-  join(join_key(key_, 'i', type, indexed), text, escapes);
-  join(join_key(key_, 'j', {}, indexed), text, escapes);
+  join(join_key(key_, 's', {}, at.path), text, escapes);
+  join(join_key(key_, 'i', type, at.indexed), text, escapes);
+  join(join_key(key_, 'j', {}, at.indexed), text, escapes);
+  if (typed_apart_) join(join_key(key_, 't', {}, at.typed), text, escapes);
   join("g", text, escapes);
+}
+
+void field_readings::split_typed_joins() {
+  typed_apart_ = true;
+  for (auto* in : {&plain_, &decoded_, &apart_}) {
+    std::vector<std::pair<std::string, reading>> typed;
+    for (const auto& [key, r] : *in) {
+      if (key.starts_with('j')) typed.emplace_back("t" + key.substr(1), r);
+    }
+    for (const auto& [key, r] : typed)
+      settle(*in, in->end(), key, r, true);
+  }
 }
 
 void field_readings::end_event() {

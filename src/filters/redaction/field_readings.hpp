@@ -3,7 +3,8 @@
 // is added to the joined texts a client may make of it, and each joined text is followed
 // through the secrets' spellings (secret_automaton.hpp) without being kept. The joins: the
 // strings at one JSON field path (an array's elements together), per element and numbered
-// choice (with and without the event's type), every string of the stream in order, and the
+// choice (with and without the event's type, and with a choice numbered "0" apart from 0 as
+// Python keys them), every string of the stream in order, and the
 // last string of each event (a client that shows a model's reasoning, then its answer); each also
 // decoded once more, through percent-encoding and HTML references (field_escapes.hpp: a client that
 // decodes the text it joined); and the keys of the stream's objects, all in order (a client that
@@ -30,6 +31,11 @@
 
 namespace airlock::filters::redaction {
 
+// Where a string is (event_text.hpp's event_string_fn).
+struct string_paths {
+  std::string_view path, indexed, typed;
+};
+
 // Where one joined text is in the secrets' spellings.
 struct joined_reading {
   secret_automaton::state st = 0;
@@ -45,8 +51,7 @@ class field_readings {
   explicit field_readings(const secret_automaton& starts) : starts_(starts) {}
 
   // A string of an event (event_text.hpp's paths) under the event's type.
-  void read_string(std::string_view path, std::string_view indexed, std::string_view type,
-                   std::string_view text);
+  void read_string(const string_paths& at, std::string_view type, std::string_view text);
   // The event's strings were all read: its last one is read once more, into the join of the
   // events' last strings (a model API puts its text last, after the envelope's id and model,
   // so its reasoning and then its answer, in different fields, are one text there).
@@ -87,6 +92,11 @@ class field_readings {
                                    std::string_view path);
   // One join of the string being read, as written and decoded.
   void join(std::string_view key, std::string_view text, bool escapes);
+  // The first string under a choice numbered as a string ("0"): from here on, the joins per
+  // choice are also kept with "0" apart from 0 (kind 't'). Until now those read as the joins
+  // without the event's type (kind 'j'), so they start as copies of them; a stream that never
+  // numbers a choice so costs no join more.
+  void split_typed_joins();
   // `r` kept at `key` (`at`: where it was) when `keep`, else forgotten.
   void settle(readings& in, readings::iterator at, std::string_view key, const reading& r,
               bool keep);
@@ -105,7 +115,8 @@ class field_readings {
   std::string key_;      // the join key being read
   std::string last_;     // the event's last string so far, when it changed a join
   bool last_changes_nothing_ = false;
-  bool in_event_ = false;  // a string of the event was read
+  bool in_event_ = false;     // a string of the event was read
+  bool typed_apart_ = false;  // a choice was numbered as a string (split_typed_joins)
 };
 
 }  // namespace airlock::filters::redaction

@@ -362,6 +362,29 @@ TEST(redaction_event_guard, ChoicesNamedByAFloatOrUnderOtherEventTypesAreJoinedA
   }
 }
 
+// JavaScript reads choices 0 and "0" as one, a Python dict keeps them apart: an origin that
+// alternates them hides the secret from a join of either kind alone.
+TEST(redaction_event_guard, AChoiceNumberedAsAStringIsAlsoJoinedApartFromTheNumber) {
+  const auto e = secret_engine();
+  const std::string a(kSecret.substr(0, 15)), b(kSecret.substr(15));
+  auto choice = [](std::string_view index, std::string_view text) {
+    return "data: {\"choices\":[{\"index\":" + std::string(index) + ",\"delta\":{\"content\":\"" +
+           std::string(text) + "\"}}]}\n\n";
+  };
+  for (const auto& body : {choice("0", a) + choice("\"0\"", "Hello") + choice("0", b),
+                           choice("\"0\"", a) + choice("0", "Hello") + choice("\"0\"", b),
+                           choice("0", a) + choice("\"0\"", "Hello") + choice("0.0", b)}) {
+    expect_cut(*e, body, a);
+  }
+  // A start that goes on in neither reading is released unchanged.
+  event_guard g(*e, framing::events);
+  std::string out;
+  const std::string body = choice("\"0\"", a) + choice("0", "Hello") + choice("\"0\"", " world");
+  ASSERT_TRUE(g.write(body, out));
+  ASSERT_TRUE(g.finish(out));
+  EXPECT_EQ(out, body);
+}
+
 TEST(redaction_event_guard, JsonWithACommentIsReadAsTextToo) {
   // A client that does not parse JSON joins the data as text, the comment included.
   const auto e = secret_engine();
