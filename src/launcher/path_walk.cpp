@@ -56,18 +56,6 @@ bool make_missing(int dir, const std::string& name, bool as_dir, const std::stri
 
 }  // namespace
 
-path_fd& path_fd::operator=(path_fd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-path_fd::~path_fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 opened_path open_no_symlinks(const std::string& root, const std::string& path,
                              const walk_options& opts) {
   path_fd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));

@@ -13,27 +13,13 @@
 // as runc does. A walk rather than openat2(2)'s RESOLVE_NO_SYMLINKS: the same on every kernel
 // the launcher runs on (openat2 is Linux 5.6), and it names the component that is a link.
 
+#include "core/unique_fd.hpp"
+
 #include <string>
-#include <utility>
 
 namespace airlock::launcher {
 
-// An owned descriptor, closed when it goes.
-class path_fd {
- public:
-  path_fd() = default;
-  explicit path_fd(int fd) : fd_(fd) {}
-  path_fd(path_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  path_fd& operator=(path_fd&& other) noexcept;
-  path_fd(const path_fd&) = delete;
-  path_fd& operator=(const path_fd&) = delete;
-  ~path_fd();
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using path_fd = core::unique_fd;
 
 struct walk_options {
   // Make what is missing: directories (0755) on the way, and at the end a directory or, when

@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/str_cat.hpp"
+#include "core/unique_fd.hpp"
 #include "launcher/address.hpp"
 #include "launcher/channel.hpp"
 #include "launcher/exit_codes.hpp"
@@ -87,17 +88,9 @@ bool prepare_staging(plan& p, mount_context& ctx) {
   return true;
 }
 
-struct fd_holder {
-  int fd = -1;
-  ~fd_holder() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
-
 // The jail's sockets, each in its slot (channel.hpp's socket_role).
 struct jail_sockets {
-  fd_holder relay_fd, capture_v4, capture_v6, dns_fd, terminal_fd;
+  core::unique_fd relay_fd, capture_v4, capture_v6, dns_fd, terminal_fd;
 };
 
 // Takes the jail's sockets as they arrive, its notices and its failure, until it is ready to
@@ -111,7 +104,7 @@ bool receive_jail_sockets(int sock, jail_sockets& js) {
       return false;
     }
     if (m->type == message_type::relay_fd && m->fd >= 0) {
-      fd_holder* slot = nullptr;
+      core::unique_fd* slot = nullptr;
       switch (static_cast<socket_role>(m->flags)) {
         case socket_role::relay:
           slot = &relay_fd;
@@ -129,12 +122,12 @@ bool receive_jail_sockets(int sock, jail_sockets& js) {
           slot = &terminal_fd;
           break;
       }
-      if (slot == nullptr || slot->fd >= 0) {
-        ::close(m->fd);
+      core::unique_fd received(m->fd);
+      if (slot == nullptr || *slot) {
         say("unexpected socket from the jail");
         return false;
       }
-      slot->fd = m->fd;
+      *slot = std::move(received);
       continue;
     }
     if (m->type == message_type::notice) {
@@ -145,7 +138,7 @@ bool receive_jail_sockets(int sock, jail_sockets& js) {
       say(str_cat("cannot confine the command (", m->text, "); it was not started"));
       return false;
     }
-    if (m->type == message_type::ready && relay_fd.fd >= 0) return true;
+    if (m->type == message_type::ready && relay_fd) return true;
     say("unexpected message from the jail");
     return false;
   }
@@ -157,7 +150,7 @@ bool receive_jail_sockets(int sock, jail_sockets& js) {
 std::unique_ptr<relay> start_relay(const plan& p, bool verbose, pid_t child, jail_sockets& js,
                                    relay::config& relay_cfg, terminal_relay& term) {
   auto& [relay_fd, capture_v4, capture_v6, dns_fd, terminal_fd] = js;
-  const bool captured = capture_v4.fd >= 0 && dns_fd.fd >= 0;
+  const bool captured = capture_v4 && dns_fd;
   if (p.capture.required && !captured) {
     say("--capture: the jail did not set up transparent capture");
     return nullptr;
@@ -169,7 +162,7 @@ std::unique_ptr<relay> start_relay(const plan& p, bool verbose, pid_t child, jai
     relay_cfg.resolver_ipv6 = relay_cfg.capture_v6 >= 0;
     relay_cfg.dns_allow = p.capture.dns_allow;
   }
-  if (terminal_fd.fd >= 0) term.start(terminal_fd.release());
+  if (terminal_fd) term.start(terminal_fd.release());
   // Each connection's program, for rules with `binaries` (peer_identity.hpp).
   if (relay_cfg.agent) relay_cfg.identity_init = child;
   auto rel = std::make_unique<relay>(relay_fd.release(), relay_cfg);
@@ -371,10 +364,7 @@ int run(const options& o) {
     say(str_cat("signalfd: ", std::strerror(errno)));
     return exit_launcher_error;
   }
-  std::unique_ptr<int, void (*)(int*)> sfd_guard(new int(sfd), [](int* fd) {
-    ::close(*fd);
-    delete fd;
-  });
+  const core::unique_fd sfd_owned(sfd);
   bool timed_out = false;
   const int status = wait_for_jail(child, p, sfd, term, timed_out);
   guard.reaped();

@@ -1,6 +1,7 @@
 #include "policy/secret_reader.hpp"
 
 #include "core/str_cat.hpp"
+#include "core/unique_fd.hpp"
 #include "policy/secrets.hpp"
 
 #include <openssl/crypto.h>
@@ -22,14 +23,6 @@ std::string mode_text(mode_t mode) {
   std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
   return buf;
 }
-
-// Closes the descriptor on every path out.
-struct fd_guard {
-  int fd;
-  ~fd_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
@@ -91,13 +84,13 @@ secret_read read_secret_env(const std::string& variable) {
 secret_read read_secret_file(const std::string& path) {
   secret_read out;
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
-  fd_guard f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (f.fd < 0) {
+  const core::unique_fd f(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!f) {
     out.error = core::str_cat("cannot read '", path, "': ", std::strerror(errno));
     return out;
   }
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) {
+  if (::fstat(f.get(), &st) != 0) {
     out.error = core::str_cat("cannot read '", path, "': ", std::strerror(errno));
     return out;
   }
@@ -115,7 +108,7 @@ secret_read read_secret_file(const std::string& path) {
   std::string raw(cap, '\0');
   std::size_t got = 0;
   while (got < cap) {
-    const ssize_t n = ::read(f.fd, raw.data() + got, cap - got);
+    const ssize_t n = ::read(f.get(), raw.data() + got, cap - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int e = errno;
