@@ -76,9 +76,11 @@ bool event_guard::event(std::string_view ev, std::string& out) {
     return false;
   }
   held_.append(ev);
-  if (starts_secret) {
-    if (held_.size() <= kMaxHeld) return true;
-    why_ = "server-sent events held back past 64 KiB (the start of a secret, never ended)";
+  if (starts_secret && held_.size() <= kMaxHeld) return true;
+  if (starts_secret && !readings_.release_starts()) {
+    why_ =
+        "server-sent events held back past 64 KiB behind the start of a secret, more of it than "
+        "may go on";
     held_.clear();
     return false;
   }

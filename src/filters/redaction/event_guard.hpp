@@ -14,7 +14,9 @@
 //   from the held events, and the response is cut rather than passed whole.
 // An engine without literal secrets needs no guard: the bytes pass as they come.
 // Newline-delimited JSON (NDJSON, JSON Lines) is read the same way, a record for an event.
-// Held events are bounded (kMaxHeld bytes, then the body is cut: fail closed), and so is an
+// Held events are bounded: past kMaxHeld bytes they go on when each start held is a short
+// part of the secret (a vendor prefix such as "sk-proj-": field_readings::release_starts), and
+// otherwise the body is cut (fail closed). So is an
 // event, which is read once whole (kMaxEvent, then the body is cut: an event passed on unread
 // could finish a secret an earlier event started, or start one). Values the
 // redactors find (an e-mail address, a key of a known shape) split across events are not

@@ -24,6 +24,7 @@ field_readings::stepped field_readings::step(const reading& from, std::string_vi
     what = scratch_;
   }
   after.second = starts_.feed(after.first.st, what);
+  if (after.first.st != from.st) after.first.released = false;
   // A reference the string ended in is complete for a client that decodes each string.
   if (how == decoding::joined && !after.first.tail.empty() &&
       decode_tail_as_ended(after.first.tail, scratch_)) {
@@ -35,12 +36,12 @@ field_readings::stepped field_readings::step(const reading& from, std::string_vi
 
 void field_readings::settle(readings& in, readings::iterator at, std::string_view key,
                             const reading& r, bool keep) {
-  const bool held_before = at != in.end() && starts_.depth(at->second.st) >= kMinStart;
+  const bool held_before = at != in.end() && holds(at->second);
   if (at == in.end() && keep && (in.size() >= kMaxJoins || key.size() > kMaxKey)) {
     overflow_ = true;  // (what is kept is bounded: cut rather than forget)
     return;
   }
-  const bool held_now = keep && starts_.depth(r.st) >= kMinStart;
+  const bool held_now = keep && holds(r);
   if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
   if (at == in.end()) {
     if (keep) in.emplace(std::string(key), r);
@@ -153,10 +154,31 @@ void field_readings::end_event() {
 }
 
 void field_readings::read_key(std::string_view key) {
-  const bool held_before = starts_.depth(keys_) >= kMinStart;
-  spans_ = starts_.feed(keys_, key) || spans_;
-  const bool held_now = starts_.depth(keys_) >= kMinStart;
+  const bool held_before = holds(keys_);
+  const auto before = keys_.st;
+  spans_ = starts_.feed(keys_.st, key) || spans_;
+  if (keys_.st != before) keys_.released = false;
+  const bool held_now = holds(keys_);
   if (held_now != held_before) starting_ = held_now ? starting_ + 1 : starting_ - 1;
+}
+
+bool field_readings::release_starts() {
+  auto releasable = [&](const reading& r) {
+    const std::size_t depth = starts_.depth(r.st);
+    return !holds(r) || (depth <= kMaxReleased && depth * 4 <= starts_.shortest(r.st));
+  };
+  for (const auto* in : {&plain_, &decoded_, &apart_}) {
+    for (const auto& [key, r] : *in)
+      if (!releasable(r)) return false;
+  }
+  if (!releasable(keys_)) return false;
+  for (auto* in : {&plain_, &decoded_, &apart_}) {
+    for (auto& [key, r] : *in)
+      r.released = r.released || holds(r);
+  }
+  keys_.released = keys_.released || holds(keys_);
+  starting_ = 0;
+  return true;
 }
 
 }  // namespace airlock::filters::redaction

@@ -39,14 +39,16 @@ struct string_paths {
 // Where one joined text is in the secrets' spellings.
 struct joined_reading {
   secret_automaton::state st = 0;
-  std::string tail;  // (decoded joins) an escape the last string left incomplete
+  std::string tail;       // (decoded joins) an escape the last string left incomplete
+  bool released = false;  // the start it ends with was let through (release_starts)
 };
 
 class field_readings {
  public:
   static constexpr std::size_t kMinStart = 4;
-  static constexpr std::size_t kMaxJoins = 512;  // per kind (as written, decoded)
-  static constexpr std::size_t kMaxKey = 256;    // a join's key (its path), as kept
+  static constexpr std::size_t kMaxJoins = 512;   // per kind (as written, decoded)
+  static constexpr std::size_t kMaxKey = 256;     // a join's key (its path), as kept
+  static constexpr std::size_t kMaxReleased = 8;  // release_starts
 
   explicit field_readings(const secret_automaton& starts) : starts_(starts) {}
 
@@ -65,6 +67,12 @@ class field_readings {
   bool overflow() const noexcept { return overflow_; }
   // Some join ends with kMinStart bytes or more of a spelling: the event is held.
   bool starting() const noexcept { return starting_ > 0; }
+  // The events held behind the starts grew too many: when each start is short (kMaxReleased
+  // bytes at most, and a quarter of the shortest spelling it starts at most: a vendor prefix
+  // such as "sk-proj-", not the secret's own bytes), they are let through and starting() is
+  // false until a join reads on from one (a start that then grows is held again). False, and
+  // nothing changed, when some start is longer.
+  bool release_starts();
 
  private:
   using reading = joined_reading;
@@ -97,15 +105,20 @@ class field_readings {
   // without the event's type (kind 'j'), so they start as copies of them; a stream that never
   // numbers a choice so costs no join more.
   void split_typed_joins();
+  // Whether a join holds the events: it ends with kMinStart bytes of a spelling or more, not
+  // let through before.
+  bool holds(const reading& r) const noexcept {
+    return !r.released && starts_.depth(r.st) >= kMinStart;
+  }
   // `r` kept at `key` (`at`: where it was) when `keep`, else forgotten.
   void settle(readings& in, readings::iterator at, std::string_view key, const reading& r,
               bool keep);
 
   const secret_automaton& starts_;
-  readings plain_;                    // joins as written
-  readings decoded_;                  // joins decoded, where they differ from plain_
-  readings apart_;                    // joins of strings each decoded alone, where they differ
-  secret_automaton::state keys_ = 0;  // every key of the stream joined in order
+  readings plain_;    // joins as written
+  readings decoded_;  // joins decoded, where they differ from plain_
+  readings apart_;    // joins of strings each decoded alone, where they differ
+  reading keys_;      // every key of the stream joined in order
   std::size_t starting_ = 0;
   bool spans_ = false;
   bool overflow_ = false;

@@ -17,13 +17,15 @@ secret_automaton::secret_automaton(const std::vector<std::string_view>& spelling
       state to = at == 0 ? root_next_[c] : edge(at, c);
       if (to == 0) {
         to = static_cast<state>(nodes_.size());
-        nodes_.push_back({0, nodes_[at].depth + 1, false, {}});
+        const auto length = static_cast<std::uint32_t>(s.size());
+        nodes_.push_back({0, nodes_[at].depth + 1, length, false, {}});
         if (at == 0)
           root_next_[c] = to;
         else
           nodes_[at].next.emplace_back(c, to);
       }
       at = to;
+      nodes_[at].shortest = std::min(nodes_[at].shortest, static_cast<std::uint32_t>(s.size()));
     }
     nodes_[at].ends = true;
   }

@@ -35,12 +35,15 @@ class secret_automaton {
   std::size_t longest() const noexcept { return longest_; }
   // How many bytes at the end of what was read start a spelling (the longest such).
   std::size_t depth(state s) const noexcept { return nodes_[s].depth; }
+  // The length of the shortest spelling those bytes start (0 at state 0).
+  std::size_t shortest(state s) const noexcept { return nodes_[s].shortest; }
 
  private:
   struct node {
     state fail = 0;
     std::uint32_t depth = 0;
-    bool ends = false;  // a spelling ends here (or at a node its failure links reach)
+    std::uint32_t shortest = 0;  // the shortest spelling through here
+    bool ends = false;           // a spelling ends here (or at a node its failure links reach)
     std::vector<std::pair<unsigned char, state>> next;
   };
   state edge(state s, unsigned char c) const noexcept;  // 0 when none (and s is not the root)

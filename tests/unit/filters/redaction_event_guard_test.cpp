@@ -105,6 +105,51 @@ TEST(redaction_event_guard, HeldEventsAreBounded) {
   EXPECT_EQ(out, "");
 }
 
+// A model that writes a key's vendor prefix ("export KEY=sk-live-") and then a long tool
+// call: past kMaxHeld the prefix and the events behind it go on. What follows the prefix in
+// its field is still read on from it: the rest of the secret cuts the body, none of it sent.
+TEST(redaction_event_guard, PastTheBoundAShortStartGoesOnAndTheRestIsStillCut) {
+  const auto e = secret_engine();
+  const std::string prefix(kSecret.substr(0, 8));  // "sk-live-": 8 bytes of 38
+  const std::string pad = "data: {\"tool\":\"" + std::string(100, 'p') + "\"}\n\n";
+  event_guard g(*e, framing::events);
+  std::string out;
+  ASSERT_TRUE(g.write(delta("export KEY=" + prefix), out));
+  EXPECT_EQ(out, "");
+  std::string sent = delta("export KEY=" + prefix);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(g.write(pad, out)) << i;
+    sent += pad;
+  }
+  EXPECT_EQ(out, sent) << "held, then let through past 64 KiB";
+  out.clear();
+  ASSERT_TRUE(g.write(delta(" then run it"), out));
+  EXPECT_EQ(out, delta(" then run it"));  // the start did not go on: the stream flows
+  // The same start, and then the rest of the secret in its field.
+  event_guard h(*e, framing::events);
+  std::string got;
+  ASSERT_TRUE(h.write(delta(prefix), got));
+  for (int i = 0; i < 700; ++i)
+    ASSERT_TRUE(h.write(pad, got)) << i;
+  ASSERT_NE(got, "");
+  got.clear();
+  EXPECT_FALSE(h.write(delta(kSecret.substr(8)), got));
+  EXPECT_EQ(got.find(kSecret.substr(8, 6)), std::string::npos);
+  // A start that grew past the prefix is held again, and past the bound cuts.
+  event_guard k(*e, framing::events);
+  ASSERT_TRUE(k.write(delta(prefix), got));
+  for (int i = 0; i < 700; ++i)
+    ASSERT_TRUE(k.write(pad, got)) << i;
+  got.clear();
+  ASSERT_TRUE(k.write(delta(kSecret.substr(8, 4)), got));
+  EXPECT_EQ(got, "");
+  bool ok = true;
+  for (int i = 0; i < 700 && ok; ++i)
+    ok = k.write(pad, got);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(got, "");
+}
+
 TEST(redaction_event_guard, AStartTooShortToHoldStillCountsAndLongEventsAreCut) {
   const auto e = secret_engine();
   {
