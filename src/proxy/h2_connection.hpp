@@ -59,8 +59,10 @@ class h2_connection final : public h2::observer {
   bool closing() const noexcept { return closing_; }
   // An idle upstream of this connection (unless !idle_ok), or a fresh context to connect (h2
   // streams to an HTTP/1.1 origin: one upstream connection per stream in flight, kept for the
-  // next).
-  std::unique_ptr<tunnel_context> take_upstream(bool idle_ok = true);
+  // next), or null when a fresh one would go past the client's connection caps in `caps`
+  // (upstream_slots.hpp).
+  std::unique_ptr<tunnel_context> take_upstream(const policy::model::limits& caps,
+                                                bool idle_ok = true);
   void put_upstream(std::unique_ptr<tunnel_context> u);
   // The connection's HTTP/2 upstream while it takes new streams (null otherwise), and a new one
   // (an origin that picked h2) which replaces it, the old one closing once its streams end.
@@ -98,9 +100,13 @@ class h2_connection final : public h2::observer {
   std::int64_t last_read_ns_ = 0;
   std::int64_t last_write_ns_ = 0;
   std::vector<std::unique_ptr<tunnel_context>> idle_upstreams_;
+  std::shared_ptr<upstream_slots> upstream_slots_;
   std::shared_ptr<h2_upstream> upstream_h2_;
   std::vector<std::weak_ptr<h2_stream_state>> streams_;
 };
+
+// The refusal detail of a stream that found no upstream slot (take_upstream).
+std::string upstream_slots_detail(const policy::model::limits& caps);
 
 // Serves one stream's exchange (h2_stream.cpp).
 boost::asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss);

@@ -4,6 +4,7 @@
 
 #include "core/log.hpp"
 #include "core/steady_ns.hpp"
+#include "core/str_cat.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
 #include "proxy/h2_connection.hpp"
@@ -38,7 +39,8 @@ h2_connection::h2_connection(session_context& s, tls_client& client, tunnel_cont
       write_wanted_(s.client.get_executor()),
       output_drained_(s.client.get_executor()),
       streams_done_(s.client.get_executor()),
-      tick_(s.client.get_executor()) {}
+      tick_(s.client.get_executor()),
+      upstream_slots_(std::make_shared<upstream_slots>(s.w.shared().limiter, limiter_key(s))) {}
 
 void h2_connection::on_request(const std::shared_ptr<h2::stream>& st) {
   // Streams the client closed still finish their exchange (an upstream being connected, a
@@ -90,14 +92,18 @@ asio::awaitable<void> h2_connection::serve(std::shared_ptr<h2_stream_state> ss) 
   if (--active_ == 0) streams_done_.notify();
 }
 
-std::unique_ptr<tunnel_context> h2_connection::take_upstream(bool idle_ok) {
+std::unique_ptr<tunnel_context> h2_connection::take_upstream(const policy::model::limits& caps,
+                                                             bool idle_ok) {
   if (idle_ok && !idle_upstreams_.empty()) {
     auto u = std::move(idle_upstreams_.back());
     idle_upstreams_.pop_back();
     return u;
   }
+  auto slot = upstream_slots_->take(caps.max_connections, caps.max_connections_per_client);
+  if (!slot) return nullptr;
   auto u = std::make_unique<tunnel_context>(
       tunnel_context{.target = t_.target, .agent = t_.agent, .tls = t_.tls});
+  u->slot = std::move(slot);
   // The first upstream takes the connection the CONNECT made to check the origin.
   u->early = std::move(t_.early);
   u->early_peer = t_.early_peer;
@@ -110,6 +116,13 @@ void h2_connection::put_upstream(std::unique_ptr<tunnel_context> u) {
   // As many kept as the client may have streams in flight; the rest close.
   if (!closing_ && u->upstream && idle_upstreams_.size() < limits_.max_concurrent_streams)
     idle_upstreams_.push_back(std::move(u));
+}
+
+std::string upstream_slots_detail(const policy::model::limits& caps) {
+  return core::str_cat(
+      "each HTTP/2 stream in flight to an HTTP/1.1 origin needs an upstream connection, counted as "
+      "one of the client's: limits.max_connections_per_client (",
+      caps.max_connections_per_client, ") or max_connections (", caps.max_connections, ") reached");
 }
 
 asio::awaitable<void> h2_connection::read_loop() {

@@ -230,7 +230,11 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
     std::unique_ptr<tunnel_context> up;
     if (!h2up) {
       // A second attempt connects anew: the first found its reused connection closed.
-      up = c.take_upstream(attempt == 0);
+      up = c.take_upstream(limits, attempt == 0);
+      if (!up) {
+        rec.refuse(errc::too_many_connections, upstream_slots_detail(limits));
+        co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
+      }
       if (!up->upstream) {
         auto outcome = co_await connect_tls_upstream(s, *up, ex, want_h2, attempt == 0);
         if (outcome.error != errc::ok) {
@@ -249,7 +253,9 @@ asio::awaitable<void> forward_stream(h2_connection& c, h2_stream_state& ss, filt
       auto reconnect = [&c, &s, &ex, &limits]() -> asio::awaitable<h2_reconnected> {
         if (auto current = c.upstream_h2()) co_return h2_reconnected{current};
         if (c.closing()) co_return h2_reconnected{};  // (the client is going: no new upstream)
-        auto fresh = c.take_upstream(false);
+        auto fresh = c.take_upstream(limits, false);
+        if (!fresh)
+          co_return h2_reconnected{errc::too_many_connections, upstream_slots_detail(limits)};
         auto outcome = co_await connect_tls_upstream(s, *fresh, ex, true, false);
         if (outcome.error != errc::ok)
           co_return h2_reconnected{outcome.error, std::move(outcome.detail)};

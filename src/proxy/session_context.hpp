@@ -5,6 +5,7 @@
 #include "net/host.hpp"
 #include "net/peer_binary.hpp"
 #include "proxy/interception.hpp"
+#include "proxy/upstream_slots.hpp"
 #include "proxy/worker.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -68,6 +69,16 @@ struct tunnel_context {
   // The client's TLS 1.3 session ticket waits for the first request's head, so that it leaves
   // with the answer (tls::queue_session_ticket).
   bool ticket_due = false;
+  // An HTTP/2 stream's upstream: its place among the client's connections (upstream_slots.hpp).
+  std::unique_ptr<upstream_slot> slot = nullptr;
 };
+
+// The key the client connection was counted under in the worker's client_limiter: its source
+// address, or for relay connections (which always name their agent) the one loopback key they
+// share (relay_listener.cpp).
+inline boost::asio::ip::address limiter_key(const session_context& s) {
+  if (!s.relay_agent.empty()) return boost::asio::ip::address_v4::loopback();
+  return s.client_endpoint.address();
+}
 
 }  // namespace airlock::proxy

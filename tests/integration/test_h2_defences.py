@@ -27,6 +27,7 @@ class H2Attacks(InspectedOriginCase):
 
     admin = False
     idle_timeout = "60s"
+    limits = {}
 
     origin_names = ("insp.test",)
 
@@ -35,7 +36,8 @@ class H2Attacks(InspectedOriginCase):
         rule = {"name": "inspected", "hosts": ["insp.test"], "addresses": ["127.0.0.1"],
                 "allow_cidrs": ["127.0.0.1/32"], "ports": [cls.good.port], "inspect": True}
         return make_policy([origin_rule(cls.origin.port), rule],
-                           limits={"idle_timeout": cls.idle_timeout, "header_bytes": "16KiB"},
+                           limits={"idle_timeout": cls.idle_timeout, "header_bytes": "16KiB",
+                                   **cls.limits},
                            tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                                 "upstream_ca": cls.certs.ca_cert})
 
@@ -154,6 +156,33 @@ class H2DefenceCase(H2Attacks):
         self.assertEqual(r["headers"][":status"], "200", r)
         self.assert_bystander_fine()
 
+
+
+class H2UpstreamFanOutCase(H2Attacks):
+    # The bystander's connection and the attacker's take two of the client's four: the
+    # attacker's streams may hold their own connection's upstream and two more at a time.
+    limits = {"max_connections_per_client": 4}
+
+    def test_streams_to_an_http11_origin_count_as_the_clients_connections(self):
+        t = self.tunnel()
+        before = self.good.accepted
+        sids = [t.request("/slow/1500?fan=%d" % i) for i in range(6)]
+        answers = t.wait(*sids)
+        statuses = sorted(r["headers"][":status"] for r in answers)
+        self.assertEqual(statuses, ["200"] * 3 + ["503"] * 3, answers)
+        # (The bystander's idle upstream is its own: three new origin connections at most.)
+        self.assertLessEqual(self.good.accepted - before, 3)
+        refused = [r for r in answers if r["headers"][":status"] == "503"][0]
+        self.assertEqual(refused["headers"].get("x-airlock-reason"), "too_many_connections")
+        self.assertIn("connection_limit_reached", refused["headers"].get("proxy-status", ""))
+        self.assertIn(b"max_connections_per_client", refused["body"])
+        recs = [r for r in self.proxy.audit()
+                if r.get("path") == "/slow/1500" and r.get("reason") == "too_many_connections"]
+        self.assertEqual(len(recs), 3, self.proxy.audit()[-6:])
+        # Their upstreams went back: the connection's next streams are served again.
+        again = t.wait(*[t.request("/echo/again%d" % i) for i in range(3)])
+        self.assertEqual([r["headers"][":status"] for r in again], ["200"] * 3, again)
+        self.assert_bystander_fine()
 
 
 class H2StallCase(H2Attacks):
