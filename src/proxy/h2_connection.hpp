@@ -71,6 +71,17 @@ class h2_connection final : public h2::observer {
   // already there and usable: returns the one to use.
   std::shared_ptr<h2_upstream> adopt_upstream_h2(std::shared_ptr<h2_upstream> up);
 
+  // Request body bytes the connection's streams hold whole (for a filter that reads a body
+  // whole): the window is given back as they are held, so without a bound a client's 100
+  // streams would pin 100 bodies per connection. Counts `n` more when the connection's total
+  // stays within `cap`, else nothing (false). Given back with release_held when the stream ends.
+  bool claim_held(std::size_t n, std::uint64_t cap) noexcept {
+    if (held_bytes_ + n > cap) return false;
+    held_bytes_ += n;
+    return true;
+  }
+  void release_held(std::size_t n) noexcept { held_bytes_ -= n; }
+
   void on_request(const std::shared_ptr<h2::stream>& st) override;
   void on_activity(h2::stream& st) override;
 
@@ -93,8 +104,9 @@ class h2_connection final : public h2::observer {
   signal streams_done_;
   boost::asio::steady_timer tick_;  // the watchdog's
   bool watchdog_done_ = false;
-  bool goaway_ = false;     // the watchdog asked the client to go (idle, or shutting down)
-  std::size_t active_ = 0;  // stream coroutines running
+  bool goaway_ = false;         // the watchdog asked the client to go (idle, or shutting down)
+  std::size_t active_ = 0;      // stream coroutines running
+  std::size_t held_bytes_ = 0;  // claim_held
   bool closing_ = false;
   bool writer_done_ = false;
   std::int64_t last_read_ns_ = 0;

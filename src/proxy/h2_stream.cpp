@@ -4,6 +4,7 @@
 // and the answer back through the chain, on this stream only. A refusal is this stream's own
 // answer (403/429 with Proxy-Status); the connection's other streams carry on.
 #include "core/ascii.hpp"
+#include "core/str_cat.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
 #include "proxy/exchange_record.hpp"
@@ -29,14 +30,35 @@ asio::awaitable<bool> await_change(h2_connection& c, h2_stream_state& ss,
 
 namespace {
 
+// A stream's held body bytes, counted on its connection (h2_connection::claim_held) until the
+// stream's exchange ends.
+struct held_claim {
+  h2_connection& c;
+  std::size_t bytes = 0;
+  ~held_claim() { c.release_held(bytes); }
+};
+
 // Reads the whole request body (a filter must see all of it before any byte goes on), giving
-// the window back as it is held, up to the body limit. False when the exchange ended here.
+// the window back as it is held, up to the body limit, and with the bodies the connection's
+// other streams hold, up to the larger of limits.body_bytes and this one's limit: an HTTP/2
+// connection holds no more than an HTTP/1.1 one could. False when the exchange ended here.
 asio::awaitable<bool> hold_body(h2_connection& c, h2_stream_state& ss, filters::chain& chain,
-                                std::string& body) {
+                                std::string& body, held_claim& claim) {
   auto& ex = chain.ex();
   auto& st = *ss.stream;
-  const auto idle = ex.snapshot->limits().idle_timeout;
+  const auto& limits = ex.snapshot->limits();
+  const auto idle = limits.idle_timeout;
+  const std::uint64_t cap = std::max(limits.body_bytes, ex.body_limit);
   for (;;) {
+    if (!c.claim_held(st.body.size(), cap)) {
+      ex.record.refuse(
+          errc::body_too_large,
+          core::str_cat("the request bodies this HTTP/2 connection's streams hold whole for "
+                        "inspection would pass ",
+                        cap, " bytes (limits.body_bytes or the rule's): send fewer at once"));
+      break;
+    }
+    claim.bytes += st.body.size();
     body += st.body;
     c.codec().consume(st, st.body.size());
     st.body.clear();
@@ -150,9 +172,10 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   if (!decided.passes()) co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   // 4. A body a filter must see whole, then credentials, then the head for the upstream.
   std::optional<std::string> held;
+  held_claim claim{c};
   if (ex.has_body && chain.request_body_use() == filters::body_use::whole) {
     held.emplace();
-    if (!co_await hold_body(c, ss, chain, *held)) co_return;
+    if (!co_await hold_body(c, ss, chain, *held, claim)) co_return;
   }
   if (!chain.forward().passes()) co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   h2_rewrite_for_upstream(req, ex, held ? &*held : nullptr);

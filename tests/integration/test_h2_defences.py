@@ -28,13 +28,15 @@ class H2Attacks(InspectedOriginCase):
     admin = False
     idle_timeout = "60s"
     limits = {}
+    rule_extra = {}
 
     origin_names = ("insp.test",)
 
     @classmethod
     def policy(cls):
         rule = {"name": "inspected", "hosts": ["insp.test"], "addresses": ["127.0.0.1"],
-                "allow_cidrs": ["127.0.0.1/32"], "ports": [cls.good.port], "inspect": True}
+                "allow_cidrs": ["127.0.0.1/32"], "ports": [cls.good.port], "inspect": True,
+                **cls.rule_extra}
         return make_policy([origin_rule(cls.origin.port), rule],
                            limits={"idle_timeout": cls.idle_timeout, "header_bytes": "16KiB",
                                    **cls.limits},
@@ -182,6 +184,42 @@ class H2UpstreamFanOutCase(H2Attacks):
         # Their upstreams went back: the connection's next streams are served again.
         again = t.wait(*[t.request("/echo/again%d" % i) for i in range(3)])
         self.assertEqual([r["headers"][":status"] for r in again], ["200"] * 3, again)
+        self.assert_bystander_fine()
+
+
+class H2HeldBodiesCase(H2Attacks):
+    # Bodies checked as JSON are held whole; the connection's streams together hold at most
+    # limits.body_bytes (an HTTP/1.1 connection could hold one such body).
+    limits = {"body_bytes": "150KiB"}
+    rule_extra = {"body": {"json": {}}}
+
+    def json_body(self, size):
+        return b'{"pad":"' + b"x" * (size - 10) + b'"}'
+
+    def test_bodies_held_together_are_bounded_per_connection(self):
+        t = self.tunnel()
+        body = self.json_body(70000)
+        sids = []
+        for path in ("/echo/held-a", "/echo/held-b"):
+            sid = t.headers(path, method="POST", end_stream=False,
+                            extra=[("content-length", "70000")])
+            t.send_body(sid, body[:50000], end=False)
+            sids.append(sid)
+        # A third stream's bytes would take the connection past 150 KiB held: refused alone.
+        c = t.headers("/echo/held-c", method="POST", end_stream=False,
+                      extra=[("content-length", "70000")])
+        t.send_body(c, b"x" * 60000, end=False)
+        (r_c,) = t.wait(c)
+        self.assertEqual(r_c["headers"][":status"], "413", r_c)
+        self.assertEqual(r_c["headers"].get("x-airlock-reason"), "body_too_large")
+        self.assertIn(b"send fewer at once", r_c["body"])
+        rec = self.proxy.wait_audit(path="/echo/held-c", protocol="h2")
+        self.assertEqual(rec["reason"], "body_too_large", rec)
+        # The two held before it are served whole when their bodies end.
+        for sid in sids:
+            t.send_body(sid, body[50000:])
+        for r in t.wait(*sids):
+            self.assertEqual(r["headers"][":status"], "200", r)
         self.assert_bystander_fine()
 
 
