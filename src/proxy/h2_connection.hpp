@@ -129,6 +129,11 @@ boost::asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& 
 boost::asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss,
                                             std::string_view data, bool last,
                                             std::chrono::milliseconds idle);
+// The answer did not reach the client whole (h2_push_output failed): the record keeps its
+// decision and the origin's status, and says why and after how many body bytes, as
+// forward_detail::note_undelivered does for HTTP/1.1. (h2_stream.cpp)
+void h2_note_undelivered(h2_connection& c, const h2_stream_state& ss,
+                         filters::exchange_record& rec);
 // The proxy's own answer (the refusal or failure in the record) on this stream; a gRPC call's
 // as a gRPC status. (h2_stream.cpp)
 boost::asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,

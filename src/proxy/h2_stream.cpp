@@ -103,6 +103,22 @@ asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss, std:
   co_return !st.closed;
 }
 
+void h2_note_undelivered(h2_connection& c, const h2_stream_state& ss,
+                         filters::exchange_record& rec) {
+  const auto& st = *ss.stream;
+  std::string why;
+  if (st.closed && st.close_error != NGHTTP2_NO_ERROR && !c.closing())
+    why =
+        core::str_cat("the client reset the stream (", nghttp2_http2_strerror(st.close_error), ')');
+  else if (c.closing() || st.closed)
+    why = "the connection or the stream ended";
+  else
+    why = "the client's window stayed shut past limits.idle_timeout";
+  std::string what =
+      core::str_cat("response not delivered: ", why, " after ", st.out_sent, " body bytes");
+  rec.detail = rec.detail.empty() ? std::move(what) : core::str_cat(rec.detail, "; ", what);
+}
+
 // The proxy's own answer (the refusal or failure in the record) on this stream.
 asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
                                 filters::exchange_record& rec, std::chrono::milliseconds idle) {

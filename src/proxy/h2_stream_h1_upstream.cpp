@@ -196,7 +196,10 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
     rec.bytes_out += piece.size();
     if (last && upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0)
       give_back(c, ss, up);
-    if (!co_await h2_push_output(c, ss, piece, last, limits.idle_timeout)) co_return true;
+    if (!co_await h2_push_output(c, ss, piece, last, limits.idle_timeout)) {
+      h2_note_undelivered(c, ss, rec);
+      co_return true;
+    }
   }
   co_return true;
 }

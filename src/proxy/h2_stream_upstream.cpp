@@ -175,7 +175,10 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
     rec.bytes_out += data.size();
     const bool pushed = co_await h2_push_output(c, ss, data, last, limits.idle_timeout);
     call.consume(piece.size());
-    if (!pushed) co_return;
+    if (!pushed) {
+      h2_note_undelivered(c, ss, rec);
+      co_return;
+    }
   }
 }
 

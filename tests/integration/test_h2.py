@@ -106,6 +106,26 @@ class H2Case(InspectedOriginCase):
         self.assertEqual(rec["reason"], "path_denied")
         self.assertEqual(rec["protocol"], "h2")
 
+    def test_answer_the_client_resets_is_recorded_as_not_delivered(self):
+        t = self.tunnel()
+        mark = self.proxy.audit_mark()
+        sid = t.request("/bytes/3000000")
+        t.pump(lambda: t.responses[sid]["headers"] is not None)
+        self.assertEqual(t.responses[sid]["headers"][":status"], "200")
+        t.conn.reset_stream(sid, error_code=8)  # CANCEL
+        t.flush()
+        rec = self.proxy.wait_audit(after=mark, path="/bytes/3000000", protocol="h2")
+        self.assertIsNotNone(rec)
+        self.assertEqual((rec["decision"], rec["status"]), ("allow", 200), rec)
+        self.assertIn("response not delivered: the client reset the stream (CANCEL)",
+                      rec["detail"])
+        self.assertLess(rec["bytes_out"], 3000000)
+        # One record, and the connection goes on.
+        (r,) = t.wait(t.request("/echo/allowed/after-reset"))
+        self.assertEqual(r["headers"][":status"], "200")
+        recs = [x for x in self.proxy.audit()[mark:] if x.get("path") == "/bytes/3000000"]
+        self.assertEqual(len(recs), 1, recs)
+
     def test_connection_outlives_the_head_timeout(self):
         t = self.tunnel()
         (r,) = t.wait(t.request("/echo/allowed/first"))
