@@ -21,6 +21,11 @@ namespace {
 // cut to kMaxPath bytes, and past kMaxStreams paths the rest share the last stream.
 constexpr std::size_t kMaxPath = 256;
 constexpr std::size_t kMaxStreams = kMaxEventStreams;
+// How deep an event's JSON is read: as deep as Python's json module reads (it stops at the
+// interpreter's recursion limit, 1,000 frames by default); deeper data that looks like JSON is
+// refused, and the guard cuts the body (a JavaScript client may read deeper still). (walk()
+// recurses once per level.)
+constexpr std::size_t kMaxEventJsonDepth = 1000;
 // The type of an event without one (WHATWG HTML 9.2.6: "message", as a client listens for it).
 constexpr std::string_view kMessage = "message";
 
@@ -213,7 +218,7 @@ bool for_each_event_string(std::string_view data, const event_string_fn& f,
                            const event_key_fn* keys) {
   if (data.empty()) return true;
   boost::json::parse_options strict;  // what clients take: JavaScript's and Python's parsers
-  strict.max_depth = 64;              // (deeper: refused, and the guard cuts what looks like JSON)
+  strict.max_depth = kMaxEventJsonDepth;
   strict.allow_invalid_utf8 = true;
   boost::system::error_code ec;
   auto v = boost::json::parse(data, ec, {}, strict);

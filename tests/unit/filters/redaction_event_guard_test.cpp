@@ -430,6 +430,29 @@ TEST(redaction_event_guard, AChoiceNumberedAsAStringIsAlsoJoinedApartFromTheNumb
   EXPECT_EQ(out, body);
 }
 
+TEST(redaction_event_guard, DeepJsonIsReadAsDeepAsPythonReadsIt) {
+  const auto e = secret_engine();
+  auto nested = [](std::size_t depth, std::string_view text) {
+    return "data: " + std::string(depth, '[') + "\"" + std::string(text) + "\"" +
+           std::string(depth, ']') + "\n\n";
+  };
+  {
+    // 500 levels: read (a split secret is still caught), and text that is no secret flows.
+    const std::string body = nested(500, "Hello") + nested(500, " world");
+    event_guard g(*e, framing::events);
+    std::string out;
+    ASSERT_TRUE(g.write(body, out)) << g.why();
+    ASSERT_TRUE(g.finish(out));
+    EXPECT_EQ(out, body);
+    expect_cut(*e, nested(500, kSecret.substr(0, 15)) + nested(500, kSecret.substr(15)),
+               std::string(kSecret.substr(0, 15)));
+  }
+  // Deeper than a client's parser goes: not passed on unread.
+  event_guard g(*e, framing::events);
+  std::string out;
+  EXPECT_FALSE(g.write(nested(1500, "Hello"), out));
+}
+
 TEST(redaction_event_guard, JsonWithACommentIsReadAsTextToo) {
   // A client that does not parse JSON joins the data as text, the comment included.
   const auto e = secret_engine();
