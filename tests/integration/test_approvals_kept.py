@@ -1,17 +1,66 @@
-"""What a hold must keep (docs/operations.md "Approvals"): an operator's own edits of the
-overlay file.
+"""What a hold must keep (docs/operations.md "Approvals"): a secret DLP finds in a held
+request's target, and an operator's own edits of the overlay file.
 
+- DLP's checks of the head run before the hold: a request DLP blocks is refused at once, never
+  shown to an operator; one it only reports is held, and GET /approvals, the hold's audit
+  record and the operator's decision record show the path as the exchange record does
+  ([REDACTED:dlp] for the segment), never the key.
 - A permanent approval adds its rule to the overlay and keeps the rest of the file byte for
   byte: a rule the operator narrowed stays narrowed; a file it cannot add to is left as it is
   and the approval answers 409."""
 
+import json
 import os
 import unittest
 
 from harness import env
 from harness.base import marker
 from harness.ops_admin import admin_call
+from harness.proxy import origin_rule
 from test_approvals import OVERLAY, ApprovalCase
+
+# AWS's documented example key: DLP's aws-access-key class finds it.
+KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+class HeldSecretTest(ApprovalCase):
+    @classmethod
+    def policy(cls):
+        p = super().policy()
+        p["rules"] += [
+            origin_rule(cls.origin.port, name="dlp-blocked", hosts=["blocked.test"],
+                        ask={"timeout": "30s"}, dlp={"action": "block"}),
+            origin_rule(cls.origin.port, name="dlp-reported", hosts=["reported.test"],
+                        ask={"timeout": "30s"}, dlp={"action": "report"}),
+        ]
+        p["agents"]["default"]["rules"] += ["dlp-blocked", "dlp-reported"]
+        return p
+
+    def test_what_dlp_blocks_is_never_held(self):
+        m = marker()
+        f = self.held_get("/echo/%s/%s" % (KEY, m), host="blocked.test")
+        self.assertEqual(f.result(env.t(10)), (403, "dlp_blocked"))
+        self.assertEqual(self.origin.seen(m), [])
+        self.assert_audit(reason="dlp_blocked", path="/echo/[REDACTED:dlp]/%s" % m)
+        self.assertFalse(any(rec.get("type") == "approval" for rec in self.proxy.audit()
+                             if m in json.dumps(rec)))
+
+    def test_a_held_secret_is_shown_redacted(self):
+        m = marker()
+        shown = "/echo/[REDACTED:dlp]/%s" % m
+        f = self.held_get("/echo/%s/%s" % (KEY, m), host="reported.test")
+        p = self.wait_pending(path=shown)
+        self.assertNotIn(KEY, json.dumps(self.approvals()))
+        self.decide(p["id"], scope="once")
+        self.assertEqual(f.result(env.t(20))[0], 200)
+        self.assert_audit(path=shown, decision="allow")
+        records = [rec for rec in self.proxy.audit() if m in json.dumps(rec)]
+        kinds = {(rec.get("type"), rec.get("action")) for rec in records}
+        self.assertTrue({("approval", "held"), ("operator", "approve")} <= kinds, records)
+        for rec in records:
+            self.assertNotIn(KEY, json.dumps(rec))
+            self.assertEqual(rec.get("path"), shown, rec)
+
 
 # The operator narrowed approved-1 to /echo/safe/ (and left a comment).
 NARROWED = """# Permanent approvals, written by airlock (approvals.overlay)

@@ -42,6 +42,14 @@ std::string diff_lines(const std::string& before, const std::string& after) {
 overlay_change add_to_overlay(const policy::snapshot& current, const request_info& r,
                               bool same_method, const std::string& old_text) {
   overlay_change out;
+  if (r.redacted) {
+    // DLP replaced what it found in the host or the method: the operator never saw the
+    // target, and a rule for the redacted name would stand for every name redacted so.
+    out.error =
+        "the held request's host or method carries what DLP redacted; approve it once, "
+        "or write the rule by hand";
+    return out;
+  }
   // A name neither the policy in force nor the file (edited since, perhaps) uses.
   std::uint64_t last = last_approved_number(old_text);
   for (const auto& rule : current.rules())

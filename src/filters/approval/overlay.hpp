@@ -26,7 +26,7 @@ struct overlay_change {
 // The overlay with a rule allowing `r` (its method too when `same_method` and r is no
 // CONNECT) added for r.agent. `old_text` is the file as it is now (empty when it does not
 // exist); the new text keeps it byte for byte. `error` is set instead when the file cannot
-// take the rule so (overlay_text.hpp).
+// take the rule so (overlay_text.hpp), or `r`'s target was redacted by DLP.
 overlay_change add_to_overlay(const policy::snapshot& current, const request_info& r,
                               bool same_method, const std::string& old_text);
 

@@ -137,6 +137,11 @@ rules: [{name: approved-1, hosts: [a.test], ports: [443]}]
         "+    methods: [\"GET\"]\n", "+  default: {rules: [approved-3, \"approved-4\"]}\n"})
     EXPECT_NE(change.diff.find(line), std::string::npos) << line << change.diff;
   EXPECT_EQ(std::count(change.diff.begin(), change.diff.end(), '\n'), 6);
+  // A target DLP redacted is never written as a rule.
+  r.redacted = true;
+  change = add_to_overlay(*loaded.policy, r, false, file);
+  EXPECT_FALSE(change.error.empty());
+  EXPECT_TRUE(change.text.empty());
 }
 
 }  // namespace
