@@ -47,9 +47,6 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
   f.push_back(std::make_unique<approval::access_factory>(*snapshot, state.approvals));
   f.push_back(std::make_unique<decision::decision_factory>());
   f.push_back(std::make_unique<rate_limit::rate_limit_factory>(state.rates->bind(snapshot)));
-  // After the kill switch and the limits (a stopped or limited agent is not held), before the
-  // checks of what the request carries.
-  f.push_back(std::make_unique<approval::approval_factory>(*snapshot, state.approvals));
   f.push_back(std::make_unique<credentials::placeholder_require_factory>());
   f.push_back(std::make_unique<validation::validation_factory>());
   // Before DLP: a tool call refused (a secret in its arguments included) is answered as
@@ -59,6 +56,11 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
   // After the rule is known and the request validated, before credentials go in: DLP reads
   // what the agent sent, never what the proxy adds.
   f.push_back(std::make_unique<dlp::dlp_factory>(std::move(dlp_plan.plan)));
+  // After the kill switch and the limits (a stopped or limited agent is not held) and after
+  // every check of the head (validation, MCP, DLP): an operator is never asked to approve what
+  // the policy refuses, and the hold is listed and recorded with the target as DLP left it in
+  // the record. Before the credentials go in; the body's checks run once it is approved.
+  f.push_back(std::make_unique<approval::approval_factory>(*snapshot, state.approvals));
   f.push_back(std::make_unique<credentials::injection_factory>(secrets));
   f.push_back(std::make_unique<redaction::redaction_factory>(std::move(engines.engines)));
   p->snapshot_ = std::move(snapshot);

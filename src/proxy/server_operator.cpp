@@ -99,6 +99,10 @@ bool server::write_permanent(const filters::approval::request_info& r, bool same
   const bool existed = std::filesystem::exists(file, ec);
   const std::string before = approval::read_file_or_empty(file);
   auto change = approval::add_to_overlay(*current, r, same_method, before);
+  if (!change.error.empty()) {
+    message = core::str_cat("nothing written to ", file, ": ", change.error);
+    return false;
+  }
   if (!approval::replace_file(file, change.text, message)) return false;
   std::string loaded;
   if (!reload("approval", loaded)) {

@@ -42,14 +42,22 @@ class approval_filter final : public filter {
 }  // namespace
 
 request_info describe(const exchange& ex) {
+  // The target as the exchange's record shows it (the codec fills it, DLP replaces what it
+  // found there), so every listing and record of the hold says what the exchange record says.
+  const auto shown = [](const std::string& recorded, std::string_view sent) {
+    return recorded.empty() ? std::string(sent) : recorded;
+  };
+  const std::string_view method =
+      ex.request ? std::string_view(ex.request->method_string()) : std::string_view("CONNECT");
   request_info r;
   r.agent = ex.record.agent;
-  r.host = ex.target.host.text;
+  r.host = shown(ex.record.host, ex.target.host.text);
   r.port = ex.target.port;
-  r.method = ex.request ? std::string(ex.request->method_string()) : std::string("CONNECT");
+  r.method = shown(ex.record.method, method);
+  r.redacted = r.host != ex.target.host.text || r.method != method;
   r.connect = ex.connect;
   r.in_tunnel = ex.in_tunnel;
-  if (!ex.connect) r.path = ex.path;
+  if (!ex.connect) r.path = shown(ex.record.path, ex.path);
   r.rule = ex.rule && ex.rule->source ? ex.rule->name : std::string();
   return r;
 }

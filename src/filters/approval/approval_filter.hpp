@@ -40,7 +40,8 @@ class approval_factory final : public filter_factory {
   std::vector<grant> permanent_;  // from the overlay's rules, never expiring
 };
 
-// The request as the registry sees it.
+// The request as the registry sees it: its target as the exchange record shows it, so what DLP
+// found there (the filter runs after DLP) reads [REDACTED:dlp] in every listing and record.
 request_info describe(const exchange& ex);
 
 }  // namespace airlock::filters::approval

@@ -2,63 +2,21 @@
 
 #include "core/str_cat.hpp"
 #include "filters/approval/approval_filter.hpp"
+#include "filters/approval/overlay_text.hpp"
 #include "policy/snapshot.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <set>
 #include <sstream>
 
 namespace airlock::filters::approval {
 namespace {
-
-// A YAML double-quoted scalar (YAML 1.2 section 7.3.1): backslash and quote escaped, control
-// bytes as \xNN, so a name from the policy cannot break out of its string.
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::uint64_t number_of(std::string_view name) {
-  if (!name.starts_with(approved_rule_prefix)) return 0;
-  name.remove_prefix(approved_rule_prefix.size());
-  std::uint64_t n = 0;
-  auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
-  return ec == std::errc{} && p == name.data() + name.size() ? n : 0;
-}
-
-std::string rule_text(const std::string& name, const std::string& host, std::string_view ports,
-                      const std::vector<std::string>& methods) {
-  std::string out = core::str_cat("  - name: ", quoted(name), "\n    hosts: [", quoted(host),
-                                  "]\n    ports: [", ports, "]\n");
-  if (!methods.empty()) {
-    out += "    methods: [";
-    for (std::size_t i = 0; i < methods.size(); ++i)
-      out += core::str_cat(i ? ", " : "", quoted(methods[i]));
-    out += "]\n";
-  }
-  return out;
-}
 
 std::string diff_lines(const std::string& before, const std::string& after) {
   auto lines = [](const std::string& text) {
@@ -84,40 +42,28 @@ std::string diff_lines(const std::string& before, const std::string& after) {
 overlay_change add_to_overlay(const policy::snapshot& current, const request_info& r,
                               bool same_method, const std::string& old_text) {
   overlay_change out;
-  std::string rules;
-  std::map<std::string, std::vector<std::string>> agents;  // agent -> approved rule names
-  std::uint64_t last = 0;
-  for (const auto& rule : current.rules()) {
-    if (!rule.name.starts_with(approved_rule_prefix) || !rule.source) continue;
-    const auto& src = *rule.source;
-    last = std::max(last, number_of(rule.name));
-    std::string ports;
-    for (std::size_t i = 0; i < src.ports.size(); ++i)
-      ports += core::str_cat(i ? ", " : "", static_cast<std::string>(src.ports[i]));
-    rules +=
-        rule_text(rule.name, src.hosts.empty() ? std::string() : src.hosts[0], ports, src.methods);
+  if (r.redacted) {
+    // DLP replaced what it found in the host or the method: the operator never saw the
+    // target, and a rule for the redacted name would stand for every name redacted so.
+    out.error =
+        "the held request's host or method carries what DLP redacted; approve it once, "
+        "or write the rule by hand";
+    return out;
   }
-  for (const auto& agent : current.agents())
-    for (const auto* rule : agent.rules)
-      if (rule->name.starts_with(approved_rule_prefix)) agents[agent.name].push_back(rule->name);
-  out.rule_name = core::str_cat(approved_rule_prefix, last + 1);
-  std::vector<std::string> methods;
-  if (same_method && !r.connect && !r.access_request) methods.push_back(r.method);
-  rules += rule_text(out.rule_name, r.host, std::to_string(r.port), methods);
-  agents[r.agent].push_back(out.rule_name);
-  out.text =
-      "# Permanent approvals, written by airlock (approvals.overlay) and included by the\n"
-      "# policy (include:). Rewritten at each permanent approval; the operator's own policy\n"
-      "# file is never written.\n"
-      "rules:\n" +
-      rules + "agents:\n";
-  for (const auto& [name, list] : agents) {
-    out.text += core::str_cat("  ", quoted(name), ":\n    rules: [");
-    for (std::size_t i = 0; i < list.size(); ++i)
-      out.text += core::str_cat(i ? ", " : "", quoted(list[i]));
-    out.text += "]\n";
-  }
-  out.diff = diff_lines(old_text, out.text);
+  // A name neither the policy in force nor the file (edited since, perhaps) uses.
+  std::uint64_t last = last_approved_number(old_text);
+  for (const auto& rule : current.rules())
+    last = std::max(last, approved_number(rule.name));
+  overlay_addition add;
+  add.rule_name = out.rule_name = core::str_cat(approved_rule_prefix, last + 1);
+  add.agent = r.agent;
+  add.fields = {{"name", yaml_quoted(add.rule_name)},
+                {"hosts", core::str_cat("[", yaml_quoted(r.host), "]")},
+                {"ports", core::str_cat("[", r.port, "]")}};
+  if (same_method && !r.connect && !r.access_request)
+    add.fields.emplace_back("methods", core::str_cat("[", yaml_quoted(r.method), "]"));
+  out.text = append_to_overlay(old_text, add, out.error);
+  if (out.error.empty()) out.diff = diff_lines(old_text, out.text);
   return out;
 }
 

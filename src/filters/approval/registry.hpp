@@ -30,7 +30,9 @@
 
 namespace airlock::filters::approval {
 
-// What is asked for: names and the target, never a header or body value.
+// What is asked for: names and the target, never a header or body value. The target is as the
+// exchange's record shows it: what DLP found in the host, method or path is replaced there
+// ([REDACTED:dlp]), so no listing, record or fleet message carries it.
 struct request_info {
   std::string agent;
   std::string host;
@@ -42,6 +44,9 @@ struct request_info {
   std::string rule;    // the rule that asked (`ask`), or empty (approvals.ask_unmatched)
   std::string reason;  // an agent's access request: its own words (untrusted, bounded)
   bool access_request = false;
+  // DLP replaced the host or the method: no grant covers the request (one made from it would
+  // stand for every target redacted the same), and no permanent rule is written for it.
+  bool redacted = false;
 };
 
 enum class scope : std::uint8_t { once, agent_host, permanent };

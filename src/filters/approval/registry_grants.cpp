@@ -36,7 +36,8 @@ std::string_view scope_name(scope s) {
 }
 
 bool grant::covers(const request_info& r, sys_clock::time_point now) const {
-  if (now >= expires || r.agent != agent || r.host != host || r.port != port) return false;
+  if (now >= expires || r.redacted || r.agent != agent || r.host != host || r.port != port)
+    return false;
   // A method or path the grant names is only visible in a request, not in a CONNECT: a tunnel
   // is covered by a host grant only (its requests, when inspected, are checked one by one).
   if (!method.empty() && (r.connect || r.method != method)) return false;

@@ -8,6 +8,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/fleet_message.cpp
      ${CMAKE_CURRENT_LIST_DIR}/fleet_store.cpp
      ${CMAKE_CURRENT_LIST_DIR}/overlay.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/overlay_text.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry_grants.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry_json.cpp)

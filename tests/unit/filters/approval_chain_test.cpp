@@ -151,6 +151,35 @@ agents: {default: {rules: []}}
   EXPECT_EQ(ex.record.reason, core::errc::ok);
 }
 
+TEST_F(approval_chain_test, WhatDlpBlocksIsNeverHeldAndAHoldShowsWhatDlpRedacted) {
+  load(R"(
+agents: {default: {rules: [blocked, reported]}}
+rules:
+  - {name: blocked, hosts: [a.example.com], ports: [80], ask: {timeout: 5s}, dlp: {action: block}}
+  - {name: reported, hosts: [b.example.com], ports: [80], ask: {timeout: 5s},
+     dlp: {action: report}}
+)");
+  const std::string key = "AKIAIOSFODNN7EXAMPLE";
+  {
+    // The operator is never asked to approve what DLP refuses.
+    auto& ex = request("a.example.com", "/upload/" + key + "/x");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::dlp_blocked);
+    EXPECT_EQ(approvals_.held_count(), 0u);
+  }
+  // Under report it is held, and listed with the path the exchange record has.
+  auto& ex = request("b.example.com", "/upload/" + key + "/x");
+  chain c(pipeline_->factories(), ex);
+  auto v = c.request_head();
+  ASSERT_TRUE(v.waits());
+  EXPECT_EQ(ex.record.path, "/upload/[REDACTED:dlp]/x");
+  const std::string listed = approvals_.json();
+  EXPECT_EQ(listed.find(key), std::string::npos) << listed;
+  EXPECT_NE(listed.find("/upload/[REDACTED:dlp]/x"), std::string::npos) << listed;
+  v.waiting->abandon();
+}
+
 TEST_F(approval_chain_test, ReservedNameIsAnsweredNeverDecided) {
   load(R"(
 approvals: {access_requests: true}

@@ -152,6 +152,21 @@ TEST(ApprovalRegistry, ExpiredGrantCoversNothing) {
   EXPECT_FALSE(g.covers(get("a", "x.test"), now + 2s));
 }
 
+TEST(ApprovalRegistry, ARequestWhoseHostOrMethodDlpRedactedIsNeverCovered) {
+  // Its host reads "[REDACTED:dlp].x.test" for every name DLP redacted so: a grant made from
+  // one such request must not stand for the others.
+  grant g;
+  g.agent = "a";
+  g.host = "[REDACTED:dlp].x.test";
+  g.port = 443;
+  g.expires = std::chrono::system_clock::now() + 1h;
+  auto r = get("a", "[REDACTED:dlp].x.test");
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_TRUE(g.covers(r, now));
+  r.redacted = true;
+  EXPECT_FALSE(g.covers(r, now));
+}
+
 TEST(ApprovalRegistry, PermanentNeedsTheWriter) {
   registry reg;
   std::string why, message;
