@@ -223,5 +223,17 @@ TEST(ApprovalAdminApi, BodiesAndIds) {
   EXPECT_EQ(decide_from_admin(reg, id, false, "", "op", message), 404u);
 }
 
+// The answer to a bad duration says "1s to 30d": days are a unit (core::parse_duration).
+TEST(ApprovalAdminApi, DurationsInDays) {
+  decision d;
+  std::string error;
+  ASSERT_TRUE(read_decision(R"({"scope":"agent_host","duration":"30d"})", d, error)) << error;
+  EXPECT_EQ(d.duration, std::chrono::hours(24 * 30));
+  ASSERT_TRUE(read_decision(R"({"duration":"1d"})", d, error)) << error;
+  EXPECT_EQ(d.duration, std::chrono::hours(24));
+  EXPECT_FALSE(read_decision(R"({"duration":"31d"})", d, error));
+  EXPECT_NE(error.find("1s to 30d"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace airlock::filters::approval
