@@ -53,6 +53,11 @@ struct bounds {
   std::uint32_t total = 256;
 };
 
+// Whether `path` is under `prefix` (a grant's path_prefix): whole segments ("/v1" covers "/v1"
+// and "/v1/x", not "/v10"; "/v1/" covers "/v1/x", not "/v1"), and never a path with dot
+// segments or an encoded slash or backslash, which a server would resolve elsewhere.
+bool path_under_prefix(std::string_view path, std::string_view prefix) noexcept;
+
 // A grant for one agent to one host and port, optionally one method and a path prefix.
 struct grant {
   std::uint64_t id = 0;
