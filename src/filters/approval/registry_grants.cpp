@@ -58,11 +58,17 @@ bool grant::covers(const request_info& r, sys_clock::time_point now) const {
 }
 
 bool registry::granted(const request_info& r) {
-  std::lock_guard lk(mu_);
-  expire();
-  const auto now = sys_clock::now();
-  return std::any_of(grants_.begin(), grants_.end(),
-                     [&](const grant& g) { return g.covers(r, now); });
+  std::vector<timed_out_access> ended;
+  bool covered = false;
+  {
+    std::lock_guard lk(mu_);
+    ended = expire();
+    const auto now = sys_clock::now();
+    covered = std::any_of(grants_.begin(), grants_.end(),
+                          [&](const grant& g) { return g.covers(r, now); });
+  }
+  report_timed_out(ended);
+  return covered;
 }
 
 void registry::store_grant(grant g, std::vector<std::function<void()>>& calls,
@@ -95,12 +101,14 @@ void registry::store_grant(grant g, std::vector<std::function<void()>>& calls,
 void registry::add_grant(grant g) {
   std::vector<std::function<void()>> calls;
   std::vector<std::uint64_t> released;
+  std::vector<timed_out_access> ended;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
-    expire();
+    ended = expire();
     store_grant(std::move(g), calls, released);
   }
+  report_timed_out(ended);
   for (auto& c : calls)
     c();
   for (auto id : released)
