@@ -68,6 +68,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     factor = 60'000;
   else if (suffix == "h")
     factor = 3'600'000;
+  else if (suffix == "d")  // 24 h, a calendar day being no concern of a timeout
+    factor = 86'400'000;
   else
     return std::nullopt;
   constexpr std::uint64_t max_ms = std::uint64_t{1} << 50;

@@ -1,6 +1,6 @@
 #pragma once
-// Sizes ("64KiB", "10MiB", "512") and durations ("5s", "250ms", "2m", "1h") as written in the
-// policy file and on the command line.
+// Sizes ("64KiB", "10MiB", "512") and durations ("5s", "250ms", "2m", "1h", "30d") as written
+// in the policy file and on the command line.
 
 #include <chrono>
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace airlock::core {
 // anything else, including overflow.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-// Accepts an integer with suffix ms, s, m or h (a bare number means seconds).
+// Accepts an integer with suffix ms, s, m, h or d (24 h; a bare number means seconds).
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 }  // namespace airlock::core

@@ -104,6 +104,10 @@ class pending {
   }
   // The verdict when no outcome came within wait_limit (fail closed).
   virtual verdict timed_out(std::chrono::milliseconds waited) const;
+  // The outcome as the session takes it, on its own thread, just before the chain goes on: a
+  // wait that took long may check again what changed meanwhile (a held request: the kill
+  // switch), whoever decided and on whatever thread.
+  virtual verdict settle(verdict outcome) const { return outcome; }
 };
 
 // What a filter does with a body, decided per exchange once the head is known.

@@ -2,6 +2,7 @@
 
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
+#include "net/url_path.hpp"
 #include "policy/binaries.hpp"
 #include "policy/matcher.hpp"
 #include "policy/ports.hpp"
@@ -35,35 +36,6 @@ bool host_matches(const compiled_rule::matcher& m, const net::normalized_host& h
       matched_by = re->pattern();
       return true;
     }
-  }
-  return false;
-}
-
-// "/a/../b", "/a/./b", "/..", and their percent-encoded forms ("%2e%2E"): a server removes
-// these after our check (RFC 3986 section 5.2.4), so "^/repos/.*" would let "/repos/../admin"
-// through. A rule that checks paths refuses them.
-bool has_dot_segment(std::string_view path) noexcept {
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    std::string_view seg = path.substr(start, end - start);
-    int dots = 0;
-    bool only_dots = !seg.empty();
-    while (!seg.empty() && only_dots) {
-      if (seg.front() == '.') {
-        ++dots;
-        seg.remove_prefix(1);
-      } else if (seg.size() >= 3 && seg[0] == '%' && seg[1] == '2' &&
-                 (seg[2] == 'e' || seg[2] == 'E')) {
-        ++dots;
-        seg.remove_prefix(3);
-      } else {
-        only_dots = false;
-      }
-    }
-    if (only_dots && (dots == 1 || dots == 2)) return true;
-    start = end + 1;
   }
   return false;
 }
@@ -188,7 +160,9 @@ rule_outcome evaluate_rule(const compiled_rule& rule, const request_target& targ
     return out;
   }
   if (!m.paths.empty()) {
-    if (has_dot_segment(target.path)) {
+    // A server removes dot segments after our check (RFC 3986 section 5.2.4), so "^/repos/.*"
+    // would let "/repos/../admin" through: a rule that checks paths refuses them.
+    if (net::has_dot_segment(target.path)) {
       out.reason = errc::path_denied;
       out.dot_segments = true;
       return out;

@@ -8,7 +8,8 @@
 // second whether the client is gone (an HTTP/1.1 client closed its socket; an HTTP/2 client
 // reset the stream or closed the connection): then the wait is abandoned (pending::abandon
 // drops the hold from the pending approvals) rather than kept until an operator decides on a
-// request nobody will receive, or it times out.
+// request nobody will receive, or it times out. The outcome passes pending::settle on the
+// session's executor before the chain goes on (a held request checks the kill switch again).
 
 #include "core/errc.hpp"
 #include "filters/filter.hpp"
@@ -78,7 +79,7 @@ inline boost::asio::awaitable<filters::verdict> await_pending(
     timer.expires_after(watch ? std::min(left, look_every) : left);
     // The outcome may have been posted already: it runs after this wait has begun.
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (st->outcome) co_return std::move(*st->outcome);
+    if (st->outcome) co_return p.settle(std::move(*st->outcome));
     if (watch && client_gone()) {
       p.abandon();
       co_return filters::verdict::refuse(
@@ -86,7 +87,7 @@ inline boost::asio::awaitable<filters::verdict> await_pending(
           "the client closed its connection while the request was held");
     }
   }
-  if (st->outcome) co_return std::move(*st->outcome);
+  if (st->outcome) co_return p.settle(std::move(*st->outcome));
   p.cancel();
   co_return p.timed_out(timeout);
 }

@@ -137,6 +137,14 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
       [this](const filters::approval::request_info& r, bool same_method, std::string& message) {
         return write_permanent(r, same_method, message);
       });
+  // The kill switch and what is held: a stop (here or from another replica) ends the agent's
+  // holds, and a held request's session asks again when it takes its verdict.
+  approvals_.set_stop_check([this](std::string_view agent) { return rates_.is_stopped(agent); });
+  rates_.set_stop_listener([this](std::string_view agent) {
+    if (const auto n = approvals_.stop_agent(agent); n > 0)
+      AIRLOCK_LOG(warn, "approvals", "agent ", agent, ": ", n,
+                  " held request(s) refused (stopped)");
+  });
   std::string error;
   auto active = build_active(initial, error);
   if (!active) {

@@ -132,24 +132,49 @@ class HeldPlainRequestTest(ApprovalCase):
 
     def test_agent_host_grant(self):
         m = marker()
-        f = self.held_get("/echo/grant-%s" % m)
-        p = self.wait_pending(path="/echo/grant-%s" % m)
+        f = self.held_get("/echo/grant-%s/first" % m)
+        p = self.wait_pending(path="/echo/grant-%s/first" % m)
         # Narrowed to this test's own paths: the other tests' requests stay held.
-        self.decide(p["id"], scope="agent_host", duration="1h", method=True,
-                    path_prefix="/echo/grant-")
+        prefix = "/echo/grant-%s" % m
+        self.decide(p["id"], scope="agent_host", duration="1h", method=True, path_prefix=prefix)
         self.assertEqual(f.result(env.t(20))[0], 200)
         grants = self.approvals()["grants"]
         self.assertTrue(any(g["host"] == "origin.test" and g["method"] == "GET" and
-                            g["path_prefix"] == "/echo/grant-" for g in grants), grants)
+                            g["path_prefix"] == prefix for g in grants), grants)
         # Covered now: straight through, no hold.
-        r = self.curl(self.url("/echo/grant-covered-%s" % m))
+        r = self.curl(self.url("%s/covered" % prefix))
         self.assertEqual(r.status, 200, r)
         # Not covered: another method.
-        f3 = self.pool.submit(lambda: self.curl(self.url("/echo/grant-post-%s" % m),
+        f3 = self.pool.submit(lambda: self.curl(self.url("%s/post" % prefix),
                                                 args=["--data", "x"], max_time=env.t(40)))
-        p3 = self.wait_pending(path="/echo/grant-post-%s" % m, method="POST")
+        p3 = self.wait_pending(path="%s/post" % prefix, method="POST")
         self.decide(p3["id"], "refuse")
         self.assertEqual(f3.result(env.t(20)).status, 403)
+
+    def test_grant_prefix_covers_whole_segments_only(self):
+        # An operator allows GET under /echo/seg-M/; a path a server resolves outside it (dot
+        # segments, an encoded slash) or one that only shares its first bytes is held again.
+        m = marker()
+        prefix = "/echo/seg-%s/" % m
+        f = self.held_get(prefix + "first")
+        p = self.wait_pending(path=prefix + "first")
+        self.decide(p["id"], scope="agent_host", duration="1h", method=True,
+                    path_prefix=prefix)
+        self.assertEqual(f.result(env.t(20))[0], 200)
+        for path in (prefix + "../x-" + m, prefix + "%2e%2e/x-" + m, prefix + "..%2fx-" + m,
+                     prefix[:-1] + "0/x-" + m):
+            with self.subTest(path=path):
+                f = self.held_get(path)
+                p = self.wait_pending(path=path)  # held, not passed by the grant
+                self.decide(p["id"], "refuse")
+                self.assertEqual(f.result(env.t(20)), (403, "approval_refused"))
+        self.assertEqual([s for s in self.origin.seen(m) if "x-" in s], [])
+        # A prefix no request could be under is refused outright.
+        f = self.held_get("/echo/seg-bad-%s" % m)
+        p = self.wait_pending(path="/echo/seg-bad-%s" % m)
+        self.decide(p["id"], expect=400, scope="agent_host", path_prefix="/echo/../")
+        self.decide(p["id"], "refuse")
+        f.result(env.t(20))
 
     def test_bad_decisions(self):
         self.decide(999999, expect=404)
@@ -265,6 +290,52 @@ class HeldUnmatchedTest(ApprovalCase):
             self.decide(p["id"], "refuse")
         for fut in futures:
             self.assertEqual(fut.result(env.t(20))[1], "approval_refused")
+
+
+class AccessRequestTimeoutTest(ApprovalCase):
+    """An agent's access request that nobody decides in time: polled as timed_out, and
+    recorded once, as a held request's timeout is."""
+
+    @classmethod
+    def policy(cls):
+        p = super().policy()
+        p["approvals"].update({"access_requests": True, "timeout": "1s"})
+        return p
+
+    def access_request(self, body=None, query=""):
+        c = self.raw(timeout=env.t(10))
+        try:
+            url = "http://airlock.internal/request-access" + query
+            if body is None:
+                c.send(self.request("GET", url, headers=[("Connection", "close")]))
+            else:
+                c.send(self.request("POST", url, body=json.dumps(body).encode(),
+                                    headers=[("Connection", "close"),
+                                             ("Content-Type", "application/json")]))
+            return c.read_responses(1)[-1]
+        finally:
+            c.close()
+
+    def test_timed_out_access_request_is_audited_once(self):
+        host = "access-%s.example" % marker()
+        r = self.access_request({"host": host, "port": 443, "reason": "a test"})
+        self.assertEqual(r.status, 202, r)
+        rid = json.loads(r.body)["id"]
+        self.assertIsNotNone(self.proxy.wait_audit(type="approval", action="access_requested",
+                                                   approval_id=rid))
+        deadline = time.monotonic() + env.t(10)
+        outcome = "pending"
+        while outcome == "pending" and time.monotonic() < deadline:
+            outcome = json.loads(self.access_request(query="?id=%d" % rid).body)["outcome"]
+            time.sleep(0.1)
+        self.assertEqual(outcome, "timed_out")
+        rec = self.proxy.wait_audit(type="approval", action="timed_out", approval_id=rid)
+        self.assertIsNotNone(rec, "the access request's timeout left no record")
+        self.assertEqual((rec["host"], rec["outcome"]), (host, "approval_timeout"))
+        self.approvals()  # looks again: no second record
+        self.access_request(query="?id=%d" % rid)
+        self.assertEqual(len([x for x in self.proxy.audit() if x.get("approval_id") == rid and
+                              x.get("action") == "timed_out"]), 1)
 
 
 class CrossSiteTest(ApprovalCase):

@@ -1,7 +1,8 @@
 """The kill switch beyond plain requests (docs/operations.md, "The kill switch"): from the stop
 on, every new tunnel of the agent gets 403 `agent_stopped`, and every tunnel it has open (opaque
-or inspected) is cut; and `mode: report` does not relax it. (Plain
-requests, the reload and the resume are in test_request_controls.BreakerTest.)"""
+or inspected) is cut; its held requests (`ask`) end refused and can no longer be approved; and
+`mode: report` does not relax it. (Plain requests, the reload and the resume are in
+test_request_controls.BreakerTest.)"""
 
 import time
 import unittest
@@ -11,6 +12,7 @@ from harness.base import CurlAnswer, marker
 from harness.ops_admin import admin_call
 from harness.proxy import make_policy, origin_rule, tunnel_rule
 from harness.tls_support import TlsTunnel
+from test_approvals import ApprovalCase
 from test_tls_interception import InterceptionCase, inspect_rule
 
 
@@ -105,6 +107,42 @@ class KillSwitchTunnelTest(KillSwitchCase):
         self.assertEqual(r.responses[0].header("X-Airlock-Reason"), "agent_stopped", r)
         self.assert_audit(scheme="connect", reason="agent_stopped", client_port=r.local_port)
         self.assertEqual(self.good.seen(m), [])
+
+
+class KillSwitchHeldTest(ApprovalCase):
+    """A stop ends what the agent has held: a plain request and a CONNECT waiting for an
+    operator are refused at once (agent_stopped), each with one `approval` record, and are
+    gone from GET /approvals, so that nothing is approved for a stopped agent."""
+
+    def test_stop_refuses_held_requests(self):
+        m = marker()
+        f_get = self.held_get("/echo/stopped-%s" % m)
+        names_before = len(self.good.tls_server_names)
+        f_tunnel = self.held_connect("origin.test:%d" % self.good.port)
+        p_get = self.wait_pending(path="/echo/stopped-%s" % m)
+        p_tunnel = self.wait_pending(method="CONNECT", host="origin.test")
+        r = admin_call(self.proxy.admin, "POST", "/agents/default/stop")
+        self.assertEqual(r.status, 200, r)
+        self.addCleanup(admin_call, self.proxy.admin, "POST", "/agents/default/resume")
+        # Answered without any decision, long before the holds' 30 s.
+        self.assertEqual(f_get.result(env.t(10)), (403, "agent_stopped"))
+        t = f_tunnel.result(env.t(10))
+        self.assertIsNone(t.tls)
+        self.assertEqual(t.connect_response.status, 403)
+        self.assertEqual(t.connect_response.header("X-Airlock-Reason"), "agent_stopped")
+        pending = [p["id"] for p in self.approvals()["pending"]]
+        for p in (p_get, p_tunnel):
+            self.assertNotIn(p["id"], pending)
+            self.decide(p["id"], expect=404)  # nothing left to approve
+            rec = self.proxy.wait_audit(type="approval", action="agent_stopped",
+                                        approval_id=p["id"])
+            self.assertIsNotNone(rec, "no record of the held request the stop ended")
+            self.assertEqual(rec["outcome"], "agent_stopped")
+        self.assertEqual(len([x for x in self.proxy.audit() if x.get("type") == "approval" and
+                              x.get("action") == "agent_stopped"]), 2)
+        self.assert_audit(reason="agent_stopped", path="/echo/stopped-%s" % m)
+        self.assertEqual(self.origin.seen(m), [])
+        self.assertEqual(self.good.tls_server_names[names_before:], [])
 
 
 class KillSwitchReportModeTest(KillSwitchCase):

@@ -1,7 +1,8 @@
 """Approvals across replicas (`state: redis`, docs/operations.md "Approvals" and "Shared
 state"): a request held on replica A is listed by B and C with a replica-qualified id, and a
 decision on B or C reaches the client waiting on A; an agent_host grant decided on one replica
-applies on the others; unknown ids are 404; with the store stopped, each replica still lists
+applies on the others; a stop sent to one replica ends the agent's holds on another; unknown
+ids are 404; with the store stopped, each replica still lists
 its own holds, says the fleet is unavailable, and a decision for another replica's hold fails
 within its bound instead of hanging; a replica that starts later learns the grants in force, and
 holds forgotten by the store are listed again."""
@@ -103,24 +104,39 @@ class FleetApprovalTest(FleetCase):
     def test_agent_host_grant_applies_on_every_replica(self):
         a, b, c = self.proxies
         m = marker()
-        path = "/echo/grant-%s-1" % m
+        path = "/echo/grant-%s/1" % m
         f = self.held(a, path)
         p = self.wait_listed(b, path)
         # Narrowed to this test's paths, so that no other test's request is let through.
         r = self.decide(b, p["id"], scope="agent_host", duration="1h", method=True,
-                        path_prefix="/echo/grant-%s-" % m)
+                        path_prefix="/echo/grant-%s/" % m)
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(f.result(env.t(20))[0], 200)
-        self.wait_for(lambda: any(g["path_prefix"] == "/echo/grant-%s-" % m
+        self.wait_for(lambda: any(g["path_prefix"] == "/echo/grant-%s/" % m
                                   for g in self.approvals(c)["grants"]), "grant on C")
-        status, _, _ = self.get(c, timeout=env.t(10), path="/echo/grant-%s-2" % m)
+        status, _, _ = self.get(c, timeout=env.t(10), path="/echo/grant-%s/2" % m)
         self.assertEqual(status, 200, "a covered request through C was held")
         # A replica that starts later reads the grants kept in the store.
         fresh = self.restart(2)
-        self.wait_for(lambda: any(g["path_prefix"] == "/echo/grant-%s-" % m
+        self.wait_for(lambda: any(g["path_prefix"] == "/echo/grant-%s/" % m
                                   for g in self.approvals(fresh)["grants"]), "grant on a new C")
-        status, _, _ = self.get(fresh, timeout=env.t(10), path="/echo/grant-%s-3" % m)
+        status, _, _ = self.get(fresh, timeout=env.t(10), path="/echo/grant-%s/3" % m)
         self.assertEqual(status, 200, "a covered request through a restarted C was held")
+
+    def test_stop_on_one_replica_ends_holds_on_another(self):
+        a, b, _ = self.proxies
+        path = "/echo/stop-%s" % marker()
+        f = self.held(a, path)
+        local = self.wait_listed(a, path)
+        r = admin_call(b.admin, "POST", "/agents/default/stop")
+        self.assertEqual(r.status, 200, r)
+        self.addCleanup(admin_call, b.admin, "POST", "/agents/default/resume")
+        self.assertEqual(f.result(env.t(20)), (403, "agent_stopped"))
+        self.assertIsNotNone(a.wait_audit(type="approval", action="agent_stopped", path=path,
+                                          approval_id=local["id"]))
+        for p in self.proxies:
+            self.wait_for(lambda: not any(e["path"] == path for e in self.approvals(p)["pending"]),
+                          "the stopped agent's hold unlisted")
 
     def test_unknown_ids(self):
         a, b, _ = self.proxies

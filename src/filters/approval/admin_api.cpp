@@ -2,6 +2,7 @@
 
 #include "core/str_cat.hpp"
 #include "core/units.hpp"
+#include "net/url_path.hpp"
 
 #include <boost/json.hpp>
 
@@ -48,8 +49,10 @@ bool read_decision(std::string_view body, decision& d, std::string& error) {
       d.same_method = v.as_bool();
     } else if (key == "path_prefix") {
       const auto* s = v.if_string();
-      if (!s || s->empty() || s->front() != '/' || s->size() > max_prefix) {
-        error = "path_prefix: a path starting with '/'";
+      // A prefix a server would resolve elsewhere would cover no request (path_under_prefix).
+      if (!s || s->empty() || s->front() != '/' || s->size() > max_prefix ||
+          net::has_dot_segment(*s) || net::has_hidden_separator(*s)) {
+        error = "path_prefix: a path starting with '/', without dot segments or encoded slashes";
         return false;
       }
       d.path_prefix = std::string(*s);

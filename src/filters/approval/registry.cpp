@@ -13,8 +13,8 @@ using steady = std::chrono::steady_clock;
 // The wait one session awaits: the registry's entry `id`.
 class held_wait final : public pending {
  public:
-  held_wait(registry& r, std::uint64_t id, std::chrono::milliseconds timeout)
-      : registry_(r), id_(id), timeout_(timeout) {}
+  held_wait(registry& r, std::uint64_t id, std::string agent, std::chrono::milliseconds timeout)
+      : registry_(r), id_(id), agent_(std::move(agent)), timeout_(timeout) {}
   void start(std::function<void(verdict)> done) override;
   void cancel() noexcept override;
   void abandon() noexcept override;
@@ -27,10 +27,19 @@ class held_wait final : public pending {
         core::errc::approval_timeout,
         core::str_cat("approval ", id_, ": no decision within ", waited.count() / 1000, " s"));
   }
+  // An approval decided before a stop may reach the session after it (or come from another
+  // replica that had not heard of it yet): what goes on is decided here, last (fail closed).
+  verdict settle(verdict outcome) const override {
+    if (!outcome.passes() || !registry_.agent_stopped(agent_)) return outcome;
+    return verdict::refuse(core::errc::agent_stopped,
+                           core::str_cat("approval ", id_, ": agent ", agent_,
+                                         " was stopped while its request was held"));
+  }
 
  private:
   registry& registry_;
   std::uint64_t id_;
+  std::string agent_;
   std::chrono::milliseconds timeout_;
 };
 
@@ -104,7 +113,7 @@ void registry::emit(std::string_view event, std::uint64_t id, const request_info
   if (sink) sink(event, id, r, outcome, by);
 }
 
-void registry::expire() {
+std::vector<registry::timed_out_access> registry::expire() {
   const auto now = sys_clock::now();
   std::erase_if(grants_, [&](const grant& g) { return g.expires <= now; });
   const auto snow = steady::now();
@@ -114,11 +123,22 @@ void registry::expire() {
     // to wait (it always does at once: a safety net only).
     return e.outcome != "pending" && e.forget_at <= snow && (e.request.access_request || e.early);
   });
+  std::vector<timed_out_access> ended;
   for (auto& [id, e] : held_)
     if (e.request.access_request && e.outcome == "pending" && e.deadline <= snow) {
       e.outcome = "timed_out";
       e.forget_at = snow + keep_outcome_;
+      ended.push_back({id, e.request});
     }
+  return ended;
+}
+
+void registry::report_timed_out(const std::vector<timed_out_access>& ended) {
+  // As a held request's timeout (cancel()): it leaves the pending list, one record.
+  for (const auto& t : ended) {
+    tell_fleet(t.id, nullptr, {});
+    emit("timed_out", t.id, t.request, "approval_timeout", "");
+  }
 }
 
 bool registry::admit(const request_info& r, const bounds& b, std::string& why) {
@@ -147,47 +167,66 @@ bool registry::admit(const request_info& r, const bounds& b, std::string& why) {
 std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
                                         std::chrono::milliseconds timeout, std::string& why) {
   std::uint64_t id = 0;
+  std::vector<timed_out_access> ended;
+  bool admitted = false;
   {
     std::lock_guard lk(mu_);
-    expire();
-    if (!admit(r, b, why)) return nullptr;
-    id = next_id_++;
-    entry& e = held_[id];
-    e.request = r;
-    e.since = sys_clock::now();
-    e.deadline = steady::now() + timeout;
+    ended = expire();
+    admitted = admit(r, b, why);
+    if (admitted) {
+      id = next_id_++;
+      entry& e = held_[id];
+      e.request = r;
+      e.since = sys_clock::now();
+      e.deadline = steady::now() + timeout;
+    }
   }
+  report_timed_out(ended);
+  if (!admitted) return nullptr;
   emit("held", id, r, "pending", "");
   tell_fleet(id, &r, timeout);
-  return std::make_shared<held_wait>(*this, id, timeout);
+  end_if_stopped(r.agent);
+  return std::make_shared<held_wait>(*this, id, r.agent, timeout);
 }
 
 std::uint64_t registry::ask(request_info r, const bounds& b, std::chrono::milliseconds timeout,
                             std::string& why) {
   r.access_request = true;
   std::uint64_t id = 0;
+  std::vector<timed_out_access> ended;
+  bool admitted = false;
   {
     std::lock_guard lk(mu_);
-    expire();
-    if (!admit(r, b, why)) return 0;
-    id = next_id_++;
-    entry& e = held_[id];
-    e.request = r;
-    e.since = sys_clock::now();
-    e.deadline = steady::now() + timeout;
+    ended = expire();
+    admitted = admit(r, b, why);
+    if (admitted) {
+      id = next_id_++;
+      entry& e = held_[id];
+      e.request = r;
+      e.since = sys_clock::now();
+      e.deadline = steady::now() + timeout;
+    }
   }
+  report_timed_out(ended);
+  if (!admitted) return 0;
   emit("access_requested", id, r, "pending", "");
   tell_fleet(id, &r, timeout);
+  end_if_stopped(r.agent);
   return id;
 }
 
 std::string registry::access_outcome(std::uint64_t id, std::string_view agent) {
-  std::lock_guard lk(mu_);
-  expire();
-  auto it = held_.find(id);
-  if (it == held_.end() || !it->second.request.access_request || it->second.request.agent != agent)
-    return {};
-  return it->second.outcome;
+  std::vector<timed_out_access> ended;
+  std::string outcome;
+  {
+    std::lock_guard lk(mu_);
+    ended = expire();
+    auto it = held_.find(id);
+    if (it != held_.end() && it->second.request.access_request && it->second.request.agent == agent)
+      outcome = it->second.outcome;
+  }
+  report_timed_out(ended);
+  return outcome;
 }
 
 void registry::start(std::uint64_t id, std::function<void(verdict)> done) {
@@ -228,53 +267,82 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
                       request_info* target) {
   request_info r;
   permanent_writer writer;
+  std::vector<timed_out_access> ended;
+  bool pending_now = false;
   {
     std::lock_guard lk(mu_);
-    expire();
+    ended = expire();
     auto it = held_.find(id);
-    if (it == held_.end() || it->second.outcome != "pending") {
-      message = core::str_cat("no pending approval ", id);
-      return false;
+    pending_now = it != held_.end() && it->second.outcome == "pending";
+    if (pending_now) {
+      r = it->second.request;
+      writer = permanent_;
     }
-    r = it->second.request;
-    writer = permanent_;
+  }
+  report_timed_out(ended);
+  if (!pending_now) {
+    message = core::str_cat("no pending approval ", id);
+    return false;
   }
   if (target != nullptr) *target = r;
   // The file is written and the policy reloaded outside the lock (a reload takes a while and
   // new requests still ask for grants meanwhile).
-  if (d.approve && d.scope == scope::permanent) {
+  const bool permanent = d.approve && d.scope == scope::permanent;
+  if (permanent) {
     if (!writer) {
       message = "no approvals.overlay file in the policy: permanent approvals are off";
       return false;
     }
     if (!writer(r, d.same_method, message)) return false;
   }
+  bool still_held = false;
+  if (!apply_decision(id, r, d, still_held)) {
+    message = core::str_cat("approval ", id, " ended while it was being decided");
+    return false;
+  }
+  const std::string outcome =
+      d.approve ? core::str_cat("approved:", scope_name(d.scope)) : std::string("refused");
+  emit("decided", id, r, outcome, d.by);
+  if (!still_held)  // written and loaded: in force, whatever became of the request itself
+    message = core::str_cat("approval ", id, ": the held request ended before the decision ",
+                            "reached it (its timeout, its client gone, or a stop) and was not ",
+                            "sent; the approval is in force all the same: ", message);
+  if (message.empty())
+    message = core::str_cat("approval ", id, d.approve ? " approved (" : " refused",
+                            d.approve ? scope_name(d.scope) : "", d.approve ? ")" : "");
+  return true;
+}
+
+bool registry::apply_decision(std::uint64_t id, const request_info& r, const decision& d,
+                              bool& still_held) {
   std::vector<std::function<void()>> calls;
-  std::vector<std::uint64_t> released{id};
+  std::vector<std::uint64_t> released;
   std::optional<grant> new_grant;
   grant_hook granted;
   {
     std::lock_guard lk(mu_);
     auto it = held_.find(id);
-    if (it == held_.end() || it->second.outcome != "pending") {
-      message = core::str_cat("approval ", id, " ended while it was being decided");
-      return false;
-    }
-    entry& e = it->second;
-    e.outcome = d.approve ? "approved" : "refused";
-    e.forget_at = steady::now() + keep_outcome_;
-    auto outcome = d.approve
-                       ? verdict::next()
-                       : verdict::refuse(core::errc::approval_refused,
-                                         core::str_cat("approval ", id, " refused by ", d.by));
-    if (e.request.access_request) {
-      // Kept for its agent to poll.
-    } else if (!e.started) {
-      e.early = std::move(outcome);  // start() delivers it
-    } else {
-      calls.push_back(
-          [done = std::move(e.done), v = std::move(outcome)]() mutable { done(std::move(v)); });
-      held_.erase(it);
+    still_held = it != held_.end() && it->second.outcome == "pending";
+    // Only a permanent approval has done something (its overlay) that cannot be taken back.
+    if (!still_held && !(d.approve && d.scope == scope::permanent)) return false;
+    if (still_held) {
+      released.push_back(id);
+      entry& e = it->second;
+      e.outcome = d.approve ? "approved" : "refused";
+      e.forget_at = steady::now() + keep_outcome_;
+      auto outcome = d.approve
+                         ? verdict::next()
+                         : verdict::refuse(core::errc::approval_refused,
+                                           core::str_cat("approval ", id, " refused by ", d.by));
+      if (e.request.access_request) {
+        // Kept for its agent to poll.
+      } else if (!e.started) {
+        e.early = std::move(outcome);  // start() delivers it
+      } else {
+        calls.push_back(
+            [done = std::move(e.done), v = std::move(outcome)]() mutable { done(std::move(v)); });
+        held_.erase(it);
+      }
     }
     // An access request names a host, not one request: approving it grants it, for
     // `duration` when scoped once or agent_host.
@@ -299,12 +367,6 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
   for (auto n : released)
     tell_fleet(n, nullptr, {});
   if (new_grant && granted) granted(*new_grant);
-  const std::string outcome =
-      d.approve ? core::str_cat("approved:", scope_name(d.scope)) : std::string("refused");
-  emit("decided", id, r, outcome, d.by);
-  if (message.empty())
-    message = core::str_cat("approval ", id, d.approve ? " approved (" : " refused",
-                            d.approve ? scope_name(d.scope) : "", d.approve ? ")" : "");
   return true;
 }
 

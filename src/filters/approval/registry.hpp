@@ -11,6 +11,10 @@
 // Bounds: a hold is refused at once (approval_limit) past max_held_per_agent for its agent or
 // max_held_total for the proxy, so an agent cannot exhaust the proxy by asking.
 //
+// The kill switch: stop_agent() ends what an agent has pending (agent_stopped), and a held
+// request's session checks the stop again when it takes its verdict (pending::settle), so an
+// approval that crossed the stop lets nothing out.
+//
 // @par Thread Safety
 // Every member may be called from any thread (one mutex). The sessions' callbacks are called
 // outside the lock.
@@ -58,6 +62,11 @@ struct bounds {
   std::uint32_t total = 256;
 };
 
+// Whether `path` is under `prefix` (a grant's path_prefix): whole segments ("/v1" covers "/v1"
+// and "/v1/x", not "/v10"; "/v1/" covers "/v1/x", not "/v1"), and never a path with dot
+// segments or an encoded slash or backslash, which a server would resolve elsewhere.
+bool path_under_prefix(std::string_view path, std::string_view prefix) noexcept;
+
 // A grant for one agent to one host and port, optionally one method and a path prefix.
 struct grant {
   std::uint64_t id = 0;
@@ -103,9 +112,20 @@ class registry {
                                        std::chrono::milliseconds timeout)>;
   using grant_hook = std::function<void(const grant& g)>;
 
+  // Whether the kill switch has stopped an agent (the server asks its rate-limit registry).
+  using stop_check = std::function<bool(std::string_view agent)>;
+
   void set_permanent_writer(permanent_writer w);
   void set_event_sink(event_sink s);
   void set_fleet_hooks(hold_hook held, grant_hook granted);
+  void set_stop_check(stop_check stopped);
+
+  // The kill switch stopped `agent` (here, or on another replica): each of its held requests
+  // is refused with agent_stopped and each access request ends refused, each with one
+  // `agent_stopped` event. Returns how many ended.
+  std::size_t stop_agent(std::string_view agent);
+  // Whether the stop check says `agent` is stopped (false without one).
+  bool agent_stopped(std::string_view agent);
 
   // A grant decided on another replica: kept and applied (it releases the held requests it
   // covers) as if decided here, without telling the fleet again.
@@ -131,6 +151,8 @@ class registry {
   // Applies an operator's decision to a held request or access request. False when there is
   // no such pending id (already decided, timed out, or never held), or the decision cannot be
   // applied (a permanent approval whose file cannot be written); `message` says what happened.
+  // A permanent approval whose rule was written and loaded is in force: true, even when the
+  // request itself ended meanwhile (its timeout, its client gone, a stop), as `message` says.
   // `target`, when given, receives what was (or was to be) decided, for the audit trail.
   bool decide(std::uint64_t id, const decision& d, std::string& message,
               request_info* target = nullptr);
@@ -166,11 +188,27 @@ class registry {
   // connection. Either way it leaves the pending list.
   void cancel(std::uint64_t id, bool client_gone);
   bool admit(const request_info& r, const bounds& b, std::string& why);  // under mu_
-  void expire();                                                         // under mu_
+  // An access request whose timeout passed: recorded (report_timed_out) outside the lock.
+  struct timed_out_access {
+    std::uint64_t id = 0;
+    request_info request;
+  };
+  // Under mu_: forgets what has been kept long enough, and returns the access requests whose
+  // timeout passed just now, for report_timed_out() once the lock is released.
+  [[nodiscard]] std::vector<timed_out_access> expire();
+  void report_timed_out(const std::vector<timed_out_access>& ended);
+  std::string json_locked() const;  // json() under mu_
+  // A hold or access request begun for an agent the kill switch stopped meanwhile (after the
+  // rate-limit filter let it on, before it was listed) is ended at once.
+  void end_if_stopped(std::string_view agent);
   // Keeps a new grant and releases every held request it covers (`calls` run outside the
   // lock; `released` are the ids that left the pending list). Under mu_.
   void store_grant(grant g, std::vector<std::function<void()>>& calls,
                    std::vector<std::uint64_t>& released);
+  // decide()'s second half, once any overlay is written: delivers the outcome to the held
+  // request if it is still pending (`still_held`) and keeps the grant the decision makes.
+  // False when the request ended meanwhile and nothing was applied (all but permanent).
+  bool apply_decision(std::uint64_t id, const request_info& r, const decision& d, bool& still_held);
   void tell_fleet(std::uint64_t id, const request_info* r, std::chrono::milliseconds timeout);
   void emit(std::string_view event, std::uint64_t id, const request_info& r,
             std::string_view outcome, std::string_view by);
@@ -185,6 +223,7 @@ class registry {
   event_sink events_;
   hold_hook fleet_held_;
   grant_hook fleet_granted_;
+  stop_check stopped_agent_;
 };
 
 }  // namespace airlock::filters::approval

@@ -2,6 +2,8 @@
 // decision scopes' names; the holds themselves are in registry.cpp.
 #include "filters/approval/registry.hpp"
 
+#include "net/url_path.hpp"
+
 #include <algorithm>
 
 namespace airlock::filters::approval {
@@ -15,6 +17,17 @@ using steady = std::chrono::steady_clock;
 constexpr std::size_t max_grants = 4096;
 
 }  // namespace
+
+bool path_under_prefix(std::string_view path, std::string_view prefix) noexcept {
+  // A server resolves "/v1/../admin" and "/v1/..%2fadmin" to "/admin" after our check
+  // (RFC 3986 section 5.2.4; an encoded slash or a backslash decoded before routing): such a
+  // path is under no prefix, whatever its text starts with.
+  if (net::has_dot_segment(path) || net::has_hidden_separator(path)) return false;
+  if (!path.starts_with(prefix)) return false;
+  // Whole segments: "/v1" covers "/v1" and "/v1/...", not "/v10" or "/v1.json"; "/v1/" ends
+  // on a boundary already.
+  return prefix.ends_with('/') || path.size() == prefix.size() || path[prefix.size()] == '/';
+}
 
 std::optional<scope> parse_scope(std::string_view text) {
   if (text == "once") return scope::once;
@@ -41,16 +54,22 @@ bool grant::covers(const request_info& r, sys_clock::time_point now) const {
   // A method or path the grant names is only visible in a request, not in a CONNECT: a tunnel
   // is covered by a host grant only (its requests, when inspected, are checked one by one).
   if (!method.empty() && (r.connect || r.method != method)) return false;
-  if (!path_prefix.empty() && (r.connect || !r.path.starts_with(path_prefix))) return false;
+  if (!path_prefix.empty() && (r.connect || !path_under_prefix(r.path, path_prefix))) return false;
   return true;
 }
 
 bool registry::granted(const request_info& r) {
-  std::lock_guard lk(mu_);
-  expire();
-  const auto now = sys_clock::now();
-  return std::any_of(grants_.begin(), grants_.end(),
-                     [&](const grant& g) { return g.covers(r, now); });
+  std::vector<timed_out_access> ended;
+  bool covered = false;
+  {
+    std::lock_guard lk(mu_);
+    ended = expire();
+    const auto now = sys_clock::now();
+    covered = std::any_of(grants_.begin(), grants_.end(),
+                          [&](const grant& g) { return g.covers(r, now); });
+  }
+  report_timed_out(ended);
+  return covered;
 }
 
 void registry::store_grant(grant g, std::vector<std::function<void()>>& calls,
@@ -83,12 +102,14 @@ void registry::store_grant(grant g, std::vector<std::function<void()>>& calls,
 void registry::add_grant(grant g) {
   std::vector<std::function<void()>> calls;
   std::vector<std::uint64_t> released;
+  std::vector<timed_out_access> ended;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
-    expire();
+    ended = expire();
     store_grant(std::move(g), calls, released);
   }
+  report_timed_out(ended);
   for (auto& c : calls)
     c();
   for (auto id : released)

@@ -42,8 +42,19 @@ void put_grant(boost::json::object& o, const grant& g) {
 
 std::string registry::json() {
   namespace json = boost::json;
-  std::lock_guard lk(mu_);
-  expire();
+  std::vector<timed_out_access> ended;
+  std::string text;
+  {
+    std::lock_guard lk(mu_);
+    ended = expire();
+    text = json_locked();
+  }
+  report_timed_out(ended);
+  return text;
+}
+
+std::string registry::json_locked() const {
+  namespace json = boost::json;
   json::array pending_list, decided, grants;
   const auto snow = steady::now();
   for (const auto& [id, e] : held_) {

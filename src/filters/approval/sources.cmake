@@ -11,4 +11,5 @@ list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/overlay_text.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry.cpp
      ${CMAKE_CURRENT_LIST_DIR}/registry_grants.cpp
-     ${CMAKE_CURRENT_LIST_DIR}/registry_json.cpp)
+     ${CMAKE_CURRENT_LIST_DIR}/registry_json.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/registry_stop.cpp)

@@ -184,11 +184,28 @@ std::shared_ptr<const plan> registry::current() const {
 }
 
 bool registry::stop(std::string_view agent) {
-  std::lock_guard lock(mutex_);
-  const auto it = agents_.find(agent);
-  if (it == agents_.end()) return false;
-  it->second->breaker.stop();
+  std::function<void(std::string_view)> listener;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = agents_.find(agent);
+    if (it == agents_.end()) return false;
+    it->second->breaker.stop();
+    listener = stop_listener_;
+  }
+  if (listener) listener(agent);
   return true;
+}
+
+bool registry::is_stopped(std::string_view agent) const {
+  std::lock_guard lock(mutex_);
+  if (const auto it = agents_.find(agent); it != agents_.end())
+    return it->second->breaker.stopped();
+  return stopped_elsewhere_.contains(agent);
+}
+
+void registry::set_stop_listener(std::function<void(std::string_view agent)> listener) {
+  std::lock_guard lock(mutex_);
+  stop_listener_ = std::move(listener);
 }
 
 bool registry::resume(std::string_view agent) {

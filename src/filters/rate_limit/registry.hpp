@@ -16,6 +16,7 @@
 #include "filters/rate_limit/tool_limits.hpp"
 #include "policy/model.hpp"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,12 @@ class registry {
   // breaker suspension too (an operator's resume is a fresh start).
   bool stop(std::string_view agent);
   bool resume(std::string_view agent);
+  // Whether `agent` is stopped (also when it has left the policy meanwhile).
+  bool is_stopped(std::string_view agent) const;
+  // Called after every stop() that stopped an agent (the admin port's, or another replica's
+  // through fleet_control), outside the lock: what else the agent holds ends too (its held
+  // requests, filters/approval). Set once, before the first stop.
+  void set_stop_listener(std::function<void(std::string_view agent)> listener);
   // A breaker trip on another replica (state: redis): the agent is suspended until `until_ns`.
   // False when no agent of that name is in the last bound plan.
   bool suspend(std::string_view agent, std::int64_t until_ns);
@@ -109,6 +116,7 @@ class registry {
   std::set<std::string, std::less<>> stopped_elsewhere_;  // stopped names not in the policy
   std::shared_ptr<const plan> current_;
   shared_store* store_ = nullptr;
+  std::function<void(std::string_view)> stop_listener_;
 
   // A new state for an agent (rule empty) or an agent on a rule, with its leases when shared.
   std::shared_ptr<bucket_state> new_buckets(std::string_view agent, std::string_view rule) const;

@@ -85,6 +85,8 @@ TEST(ParseDuration, Units) {
   EXPECT_EQ(parse_duration("5s"), milliseconds(5000));
   EXPECT_EQ(parse_duration("2m"), milliseconds(120'000));
   EXPECT_EQ(parse_duration("1h"), milliseconds(3'600'000));
+  EXPECT_EQ(parse_duration("1d"), milliseconds(86'400'000));
+  EXPECT_EQ(parse_duration("30d"), milliseconds(30LL * 86'400'000));
   EXPECT_EQ(parse_duration("0ms"), milliseconds(0));
   EXPECT_EQ(parse_duration("0"), milliseconds(0));
 }
@@ -103,6 +105,7 @@ TEST(ParseDuration, Overflow) {
   EXPECT_EQ(parse_duration("9223372036854775807ms"), std::nullopt);
   EXPECT_EQ(parse_duration("1000000000000h"), std::nullopt);
   EXPECT_EQ(parse_duration("5124095576030431h"), std::nullopt);  // wraps int64 if unchecked
+  EXPECT_EQ(parse_duration("1000000000000d"), std::nullopt);
   EXPECT_EQ(parse_duration("18446744073709551615"), std::nullopt);
   // Large but sane values still work.
   EXPECT_EQ(parse_duration("8760h"), milliseconds(8760LL * 3'600'000));
@@ -114,8 +117,8 @@ TEST(ParseDuration, Overflow) {
 
 TEST(ParseDuration, RejectsGarbage) {
   for (const char* s :
-       {"",    " ",  "ms",   "s",   "-5s",  "+5s",  "1.5s", "5sec", "5 seconds", "5us",
-        "5ns", "5d", "5msx", "5hs", "0x5s", "five", "5 5s", "5s5",  "\t5s",      "5smm"}) {
+       {"",    " ",   "ms",   "s",   "-5s",  "+5s",  "1.5s", "5sec", "5 seconds", "5us",
+        "5ns", "5dd", "5msx", "5hs", "0x5s", "five", "5 5s", "5s5",  "\t5s",      "5smm"}) {
     EXPECT_EQ(parse_duration(s), std::nullopt) << '"' << s << '"';
   }
 }

@@ -187,6 +187,64 @@ TEST(ApprovalRegistry, PermanentNeedsTheWriter) {
   EXPECT_TRUE(reg.granted(get("a", "x.test")));
 }
 
+// The overlay was written and loaded while the held request ended (its client left, or its
+// timeout): the rule is in force, so the decision says so and keeps the grant.
+TEST(ApprovalRegistry, PermanentWrittenAsTheHoldEndedIsInForceAndSaysSo) {
+  registry reg;
+  std::vector<std::string> events;
+  reg.set_event_sink(
+      [&](std::string_view event, std::uint64_t, const request_info&, std::string_view outcome,
+          std::string_view) { events.push_back(std::string(event) + " " + std::string(outcome)); });
+  std::string why, message;
+  waiter w{std::nullopt, reg.hold(get("a", "x.test"), {}, 10s, why)};
+  w.start();
+  const auto id = first_pending_id(reg);
+  reg.set_permanent_writer([&](const request_info&, bool, std::string& m) {
+    w.p->abandon();  // the client goes while the policy reloads
+    m = "approved for good: approved-1 written";
+    return true;
+  });
+  ASSERT_TRUE(reg.decide(id, approve(scope::permanent), message)) << message;
+  EXPECT_NE(message.find("approved-1 written"), std::string::npos) << message;
+  EXPECT_NE(message.find("ended before"), std::string::npos) << message;
+  EXPECT_FALSE(w.outcome);                       // nobody was waiting any more
+  EXPECT_TRUE(reg.granted(get("a", "x.test")));  // the rule is in force
+  EXPECT_EQ(events, (std::vector<std::string>{"held pending", "client_gone approval_abandoned",
+                                              "decided approved:permanent"}));
+  // Any other scope applies nothing once the hold is gone: it still fails.
+  waiter v{std::nullopt, reg.hold(get("a", "y.test"), {}, 10s, why)};
+  v.start();
+  const auto other = first_pending_id(reg);
+  v.p->abandon();
+  EXPECT_FALSE(reg.decide(other, approve(scope::agent_host), message));
+}
+
+// An access request that times out is recorded as a held request's timeout is: once.
+TEST(ApprovalRegistry, AccessRequestTimeoutIsRecordedOnce) {
+  registry reg;
+  std::vector<std::string> events;
+  std::vector<std::uint64_t> left;
+  reg.set_event_sink([&](std::string_view event, std::uint64_t id, const request_info& r,
+                         std::string_view outcome, std::string_view) {
+    events.push_back(std::string(event) + " " + std::to_string(id) + " " + r.host + " " +
+                     std::string(outcome));
+  });
+  reg.set_fleet_hooks(
+      [&](std::uint64_t id, const request_info* r, std::chrono::milliseconds) {
+        if (r == nullptr) left.push_back(id);
+      },
+      nullptr);
+  std::string why;
+  const auto id = reg.ask(get("a", "api.test", ""), {}, 0ms, why);
+  ASSERT_NE(id, 0u) << why;
+  EXPECT_EQ(reg.access_outcome(id, "a"), "timed_out");
+  EXPECT_EQ(reg.access_outcome(id, "a"), "timed_out");
+  EXPECT_FALSE(reg.granted(get("a", "api.test")));
+  EXPECT_EQ(events, (std::vector<std::string>{"access_requested 1 api.test pending",
+                                              "timed_out 1 api.test approval_timeout"}));
+  EXPECT_EQ(left, std::vector<std::uint64_t>{id});  // it left the fleet's listing too
+}
+
 TEST(ApprovalRegistry, AccessRequestsArePolledByTheirAgentOnly) {
   registry reg;
   std::string why, message;
@@ -236,6 +294,18 @@ TEST(ApprovalAdminApi, BodiesAndIds) {
       << message;
   EXPECT_TRUE(w.outcome && w.outcome->passes());
   EXPECT_EQ(decide_from_admin(reg, id, false, "", "op", message), 404u);
+}
+
+// The answer to a bad duration says "1s to 30d": days are a unit (core::parse_duration).
+TEST(ApprovalAdminApi, DurationsInDays) {
+  decision d;
+  std::string error;
+  ASSERT_TRUE(read_decision(R"({"scope":"agent_host","duration":"30d"})", d, error)) << error;
+  EXPECT_EQ(d.duration, std::chrono::hours(24 * 30));
+  ASSERT_TRUE(read_decision(R"({"duration":"1d"})", d, error)) << error;
+  EXPECT_EQ(d.duration, std::chrono::hours(24));
+  EXPECT_FALSE(read_decision(R"({"duration":"31d"})", d, error));
+  EXPECT_NE(error.find("1s to 30d"), std::string::npos) << error;
 }
 
 }  // namespace

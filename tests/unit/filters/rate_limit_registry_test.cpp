@@ -79,6 +79,27 @@ TEST(RateLimitRegistry, StopAndResume) {
   EXPECT_TRUE(reg.stopped().empty());
 }
 
+// Whoever else holds something of an agent (its held requests) hears of every stop: the
+// admin port's, or one from another replica (fleet_control calls stop() too).
+TEST(RateLimitRegistry, AStopIsToldToTheListener) {
+  registry reg;
+  reg.bind({agent("coder"), agent("bot")});
+  std::vector<std::string> told;
+  reg.set_stop_listener([&](std::string_view name) { told.emplace_back(name); });
+  EXPECT_FALSE(reg.is_stopped("coder"));
+  EXPECT_FALSE(reg.stop("nobody"));
+  EXPECT_TRUE(reg.stop("coder"));
+  EXPECT_TRUE(reg.is_stopped("coder"));
+  EXPECT_FALSE(reg.is_stopped("bot"));
+  EXPECT_TRUE(reg.resume("coder"));
+  EXPECT_FALSE(reg.is_stopped("coder"));
+  EXPECT_EQ(told, std::vector<std::string>{"coder"});
+  // Stopped and gone from the policy: still stopped.
+  ASSERT_TRUE(reg.stop("coder"));
+  reg.bind({agent("bot")});
+  EXPECT_TRUE(reg.is_stopped("coder"));
+}
+
 TEST(RateLimitRegistry, StoppedSurvivesRebindAndRemoval) {
   registry reg;
   reg.bind({agent("coder"), agent("bot")});

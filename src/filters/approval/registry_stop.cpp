@@ -1,0 +1,73 @@
+// The kill switch and the registry (registry.hpp): a stopped agent's holds and access requests
+// end at once, and whether an agent is stopped is asked again where a verdict is taken.
+#include "filters/approval/registry.hpp"
+
+#include "core/str_cat.hpp"
+
+namespace airlock::filters::approval {
+
+void registry::set_stop_check(stop_check stopped) {
+  std::lock_guard lk(mu_);
+  stopped_agent_ = std::move(stopped);
+}
+
+bool registry::agent_stopped(std::string_view agent) {
+  stop_check check;
+  {
+    std::lock_guard lk(mu_);
+    check = stopped_agent_;
+  }
+  // Outside the lock: the check takes the rate-limit registry's own.
+  return check && check(agent);
+}
+
+std::size_t registry::stop_agent(std::string_view agent) {
+  struct ended {
+    std::uint64_t id;
+    request_info request;
+    std::function<void(verdict)> done;  // its session, when it waits
+  };
+  std::vector<ended> stopped;
+  auto refusal = [&](std::uint64_t id) {
+    return verdict::refuse(core::errc::agent_stopped,
+                           core::str_cat("approval ", id, ": agent ", agent,
+                                         " was stopped while its request was held"));
+  };
+  {
+    std::lock_guard lk(mu_);
+    const auto forget_at = std::chrono::steady_clock::now() + keep_outcome_;
+    for (auto it = held_.begin(); it != held_.end();) {
+      entry& e = it->second;
+      if (e.outcome != "pending" || e.request.agent != agent) {
+        ++it;
+        continue;
+      }
+      stopped.push_back({it->first, e.request, nullptr});
+      if (e.started && !e.request.access_request) {
+        stopped.back().done = std::move(e.done);
+        it = held_.erase(it);
+        continue;
+      }
+      // An access request keeps its outcome for polling; a hold whose session has not begun
+      // to wait gets its refusal from start().
+      e.outcome = "refused";
+      e.forget_at = forget_at;
+      if (!e.request.access_request) e.early = refusal(it->first);
+      ++it;
+    }
+  }
+  for (auto& s : stopped) {
+    if (s.done) s.done(refusal(s.id));
+    tell_fleet(s.id, nullptr, {});
+    emit("agent_stopped", s.id, s.request, "agent_stopped", "");
+  }
+  return stopped.size();
+}
+
+void registry::end_if_stopped(std::string_view agent) {
+  // After the new entry is listed: a stop that set its flag before this check finds it here,
+  // one that sets it after finds it in the list (stop_agent runs after the flag is set).
+  if (agent_stopped(agent)) stop_agent(agent);
+}
+
+}  // namespace airlock::filters::approval
