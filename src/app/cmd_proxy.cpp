@@ -177,6 +177,7 @@ int cmd_proxy(args a) {
     const admin_context context{metrics, ready, store, server_ptr, after_reload, *audit, fleet_ptr};
     telemetry::admin_handlers handlers = make_admin_handlers(context);
     handlers.events = &live_events;
+    handlers.host_names = model.listen.admin_hosts;  // read at start, like listen.admin
     try {
       admin = std::make_unique<telemetry::admin_server>(main_ioc, *ep, std::move(handlers));
     } catch (const boost::system::system_error& e) {

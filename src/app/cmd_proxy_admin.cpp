@@ -191,6 +191,17 @@ std::optional<std::string> authorize(proxy::server* server, telemetry::audit_log
   return who;
 }
 
+// A mutating request the admin gate refused (a Host that does not name the listener, a
+// browser's cross-site request): the attempt's one record, `by` empty like an unauthorized one.
+void write_refused_record(telemetry::audit_log& audit, const telemetry::admin_caller& caller,
+                          std::string_view reason) {
+  const telemetry::admin_actor nobody{"", telemetry::endpoint_string(caller.peer)};
+  auto e =
+      operator_event(nobody, caller.path.substr(caller.path.rfind('/') + 1), "refused", reason);
+  e.path = caller.path;
+  audit.write(e);
+}
+
 // The one audit record of POST /approvals/ID/approve|refuse: the target, scope, duration.
 void write_decision_record(telemetry::audit_log& audit, const telemetry::admin_actor& by,
                            bool approve, unsigned status, const std::string& message,
@@ -279,6 +290,9 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
   h.rules_json = [&server, &m = ctx.metrics] { return rules_json(server, m); };
   h.authorize = [&server, &audit](const telemetry::admin_caller& caller, std::string& reason) {
     return authorize(server, audit, caller, reason);
+  };
+  h.refused = [&audit](const telemetry::admin_caller& caller, std::string_view reason) {
+    write_refused_record(audit, caller, reason);
   };
   h.reload = [&server, &after_reload = ctx.after_reload, &audit](const telemetry::admin_actor& by,
                                                                  std::string& message) {

@@ -48,6 +48,9 @@ struct listen {
   std::string relay;
   std::string relay_group;  // group that may connect to a Unix relay socket (mode 0660)
   std::string admin = "127.0.0.1:9464";  // empty disables the admin server
+  // Host names (lowercase) a request to the admin port may give in its Host field, besides IP
+  // literals and localhost (telemetry/admin_gate.hpp): the defence against DNS rebinding.
+  std::vector<std::string> admin_hosts;
 };
 
 struct tls {

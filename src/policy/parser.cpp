@@ -25,7 +25,8 @@ namespace {
 constexpr std::string_view top_keys[] = {
     "mode",      "listen", "tls",   "limits", "network",   "audit",     "state",   "secrets",
     "redactors", "agents", "rules", "dlp",    "blocklist", "approvals", "include", "operators"};
-constexpr std::string_view listen_keys[] = {"proxy", "admin", "relay", "relay_group"};
+constexpr std::string_view listen_keys[] = {"proxy", "admin", "admin_hosts", "relay",
+                                            "relay_group"};
 constexpr std::string_view tls_keys[] = {"ca_cert", "ca_key", "upstream_ca"};
 constexpr std::string_view limits_keys[] = {
     "header_bytes",     "header_count",    "head_timeout",    "body_bytes",
@@ -216,6 +217,8 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
                             p.listen.admin.clear();
                           else if (auto s = string(lv, child))
                             p.listen.admin = (*s == "off" || *s == "false") ? std::string{} : *s;
+                        } else if (lk == "admin_hosts") {
+                          host_names_into(lv, child, p.listen.admin_hosts);
                         }
                       });
             } else if (k == "tls") {

@@ -71,6 +71,9 @@ class parser {
   }
   void path_into(const YAML::Node& n, const std::string& key, std::string& out);
   void strings_into(const YAML::Node& n, const std::string& key, std::vector<std::string>& out);
+  // A list of DNS host names (RFC 1123 section 2.1), lowercased; IP literals, ports and
+  // wildcards are errors.
+  void host_names_into(const YAML::Node& n, const std::string& key, std::vector<std::string>& out);
   void bool_into(const YAML::Node& n, const std::string& key, bool& out);
   std::optional<std::uint64_t> integer(const YAML::Node& n, const std::string& key,
                                        std::uint64_t min, std::uint64_t max);

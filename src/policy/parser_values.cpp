@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -79,6 +80,44 @@ void parser::strings_into(const YAML::Node& n, const std::string& key,
     // Keep the positions aligned with the file even when an entry is bad, so the compiler's
     // "hosts[3]" is the file's hosts[3].
     out.push_back(string(*it, k).value_or(std::string{}));
+  }
+}
+
+namespace {
+
+// Why `name` is not a DNS host name (RFC 1123 section 2.1: labels of letters, digits and '-',
+// not starting or ending with '-', 63 bytes at most, 253 in all), or empty.
+std::string_view host_name_problem(std::string_view name) {
+  if (name.empty() || name.size() > 253) return "must be a host name of 1 to 253 characters";
+  if (name.find_first_not_of("0123456789.") == std::string_view::npos)
+    return "an IP address needs no entry: IP literals are always accepted";
+  for (std::size_t start = 0; start <= name.size();) {
+    const auto dot = std::min(name.find('.', start), name.size());
+    const std::string_view label = name.substr(start, dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+      return "must be a host name (no port, no '*', no empty label, no trailing dot)";
+    for (char c : label)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-'))
+        return "must be a host name (no port, no '*', no empty label, no trailing dot)";
+    start = dot + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+void parser::host_names_into(const YAML::Node& n, const std::string& key,
+                             std::vector<std::string>& out) {
+  strings_into(n, key, out);
+  if (!n.IsSequence()) return;
+  std::size_t i = 0;
+  for (auto it = n.begin(); it != n.end() && i < out.size(); ++it, ++i) {
+    std::string& name = out[i];
+    if (!it->IsScalar()) continue;  // strings_into reported it
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (const auto problem = host_name_problem(name); !problem.empty())
+      error(*it, indexed(key, i), std::string(problem));
   }
 }
 

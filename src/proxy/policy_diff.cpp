@@ -99,6 +99,13 @@ std::string listen_changes(const policy::model::listen& bound, const policy::mod
   note("listen.relay", bound.relay, next.relay);
   note("listen.relay_group", bound.relay_group, next.relay_group);
   if (!admin_overridden) note("listen.admin", bound.admin, next.admin);
+  auto joined = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names)
+      out += core::str_cat(out.empty() ? "" : ",", n);
+    return out;
+  };
+  note("listen.admin_hosts", joined(bound.admin_hosts), joined(next.admin_hosts));
   return out;
 }
 

@@ -1,5 +1,6 @@
-// What each admin request gets: the routes, the cross-site refusal and the operator check.
+// What each admin request gets: the gate (Host, cross-site), the routes and the operator check.
 
+#include "telemetry/admin_gate.hpp"
 #include "telemetry/admin_server_impl.hpp"
 #include "telemetry/console_page.hpp"
 
@@ -16,26 +17,58 @@ std::shared_ptr<event_hub::subscription> admin_server::impl::subscribe_events(co
 
 namespace {
 
-// A browser on another site may send a simple POST here (a form, fetch with mode no-cors):
-// it cannot read the answer, but the action would happen. Browsers say where a request comes
-// from (Fetch Metadata's Sec-Fetch-Site, W3C; RFC 6454 Origin): a mutating request from any
-// other origin is refused. curl and other clients send neither header.
-bool cross_site(const request& req) {
-  if (auto site = req.find("Sec-Fetch-Site"); site != req.end()) {
-    const std::string_view v = site->value();
-    if (v != "same-origin" && v != "none") return true;
-  }
-  if (auto origin = req.find(http::field::origin); origin != req.end()) {
-    const auto host = req.find(http::field::host);
-    if (host == req.end()) return true;
-    const std::string_view o = origin->value();
-    // RFC 6454 section 6.1: scheme "://" host [":" port]; the admin port speaks plain http.
-    if (!o.starts_with("http://") || o.substr(7) != host->value()) return true;
-  }
-  return false;
+admin_request_view view_of(const request& req) {
+  admin_request_view v;
+  v.safe = req.method() == http::verb::get || req.method() == http::verb::head;
+  v.path = req.target().substr(0, req.target().find('?'));
+  v.host_count = req.count(http::field::host);
+  v.http10 = req.version() < 11;
+  auto field = [&req](auto name) -> std::optional<std::string_view> {
+    if (auto it = req.find(name); it != req.end()) return it->value();
+    return std::nullopt;
+  };
+  v.host = field(http::field::host);
+  v.origin = field(http::field::origin);
+  v.fetch_site = field("Sec-Fetch-Site");
+  v.fetch_mode = field("Sec-Fetch-Mode");
+  v.fetch_dest = field("Sec-Fetch-Dest");
+  return v;
 }
 
 }  // namespace
+
+std::optional<response> admin_server::impl::screen(const request& req, const tcp::endpoint& peer) {
+  // A target that is not origin-form is someone using this port as a proxy: handle() answers
+  // 404 whatever its Host.
+  const std::string_view target = req.target();
+  if (target.empty() || target.front() != '/' || req.method() == http::verb::connect)
+    return std::nullopt;
+  const admin_request_view v = view_of(req);
+  http::status status = http::status::misdirected_request;
+  std::optional<std::string> reason = misdirected(v, handlers_.host_names);
+  if (!reason) {
+    status = http::status::forbidden;
+    reason = cross_site(v);
+  } else if (!v.host || v.host_count > 1) {
+    status = http::status::bad_request;  // RFC 9112 section 3.2
+  }
+  if (!reason) return std::nullopt;
+  AIRLOCK_LOG(warn, "admin", std::string_view(req.method_string()), ' ', loggable(v.path), " from ",
+              endpoint_string(peer), " refused: ", *reason);
+  if (!v.safe && handlers_.refused) {
+    admin_caller caller;
+    caller.method = req.method_string();
+    caller.path = v.path;
+    caller.peer = peer;
+    call_handler(req, [&] {
+      handlers_.refused(caller, *reason);
+      return response{};
+    });
+  }
+  auto res = make_response(req, status, *reason + "\n");
+  res.set("X-Content-Type-Options", "nosniff");  // the reason quotes the sender's Host or Origin
+  return res;
+}
 
 std::optional<admin_actor> admin_server::impl::authorize(const request& req,
                                                          const tcp::endpoint& peer,
@@ -78,8 +111,6 @@ response admin_server::impl::handle(const request& req, const tcp::endpoint& pee
   }
   std::string_view path = target.substr(0, target.find('?'));
   bool get = req.method() == http::verb::get || req.method() == http::verb::head;
-  if (!get && cross_site(req))
-    return make_response(req, http::status::forbidden, "cross-site request refused\n");
   std::optional<admin_actor> actor;
   if (!get) {
     response refusal;

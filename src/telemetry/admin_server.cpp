@@ -196,7 +196,11 @@ net::awaitable<void> admin_server::impl::session(std::shared_ptr<connection> c, 
       }
       break;
     }
-    if (auto sub = subscribe_events(parser.get())) {
+    boost::system::error_code pec;
+    const tcp::endpoint peer = c->stream.socket().remote_endpoint(pec);
+    // The gate comes first, before an /events subscription takes a slot.
+    std::optional<response> refusal = screen(parser.get(), peer);
+    if (auto sub = refusal ? nullptr : subscribe_events(parser.get())) {
       // The stream holds only its subscription: stop() ends it at its next poll.
       // Named, not a temporary in the co_await expression: GCC 12 destroyed the lambda's
       // capture twice there (ASan: heap-use-after-free).
@@ -204,10 +208,9 @@ net::awaitable<void> admin_server::impl::session(std::shared_ptr<connection> c, 
       co_await serve_events(c->stream, std::move(sub), std::move(stopping));
       break;
     }
-    boost::system::error_code pec;
-    const tcp::endpoint peer = c->stream.socket().remote_endpoint(pec);
     std::shared_ptr<later_answer> later;
-    response res = handle(parser.get(), peer, c->stream.get_executor(), later);
+    response res =
+        refusal ? std::move(*refusal) : handle(parser.get(), peer, c->stream.get_executor(), later);
     if (later) res = co_await await_later(std::move(later), parser.get());
     bool keep_alive = res.keep_alive();
     c->stream.expires_after(io_timeout);

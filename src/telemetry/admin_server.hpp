@@ -13,10 +13,12 @@
 // keep the internal state alive until they finish or the io_context is destroyed; the
 // io_context must outlive the admin_server.
 //
-// A request other than GET or HEAD from a browser on another origin (Sec-Fetch-Site other than
-// same-origin or none, or an Origin that is not this listener's) is refused with 403 (CSRF);
-// then it needs an operator (admin_auth.hpp, `authorize`): without one it is refused with 401
-// and a `WWW-Authenticate: Bearer` field (RFC 6750 section 3), and logged without the token.
+// Every request first passes the gate (admin_gate.hpp): a Host that does not name this listener
+// is 421 (DNS rebinding), a browser's request from another site or from a page element is 403
+// (CSRF, /events slots taken by <img>); a refused mutating request is audited (`refused`).
+// Then a request other than GET or HEAD needs an operator (admin_auth.hpp, `authorize`):
+// without one it is refused with 401 and a `WWW-Authenticate: Bearer` field (RFC 6750 section
+// 3), and logged without the token.
 //
 // Limits: 64 concurrent connections (more are answered 503 and closed), 8 KiB request head,
 // 8 KiB body, 10 s per read or write (keep-alive idle included).
@@ -32,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace airlock::telemetry {
 
@@ -65,8 +68,15 @@ struct admin_handlers {
   // nullopt with `reason` (401). Unset: loopback_only (admin_auth.hpp).
   std::function<std::optional<std::string>(const admin_caller& caller, std::string& reason)>
       authorize;
+  // A mutating request refused before an operator was asked (its Host does not name this
+  // listener, or a browser sent it from another site: admin_gate.hpp), with the reason: the
+  // audit record of the attempt. Unset: nothing recorded.
+  std::function<void(const admin_caller& caller, std::string_view reason)> refused;
   // GET /events: the live event stream (server-sent events) of this hub; null: 501.
   event_hub* events = nullptr;
+  // Host names, besides IP literals and localhost, that requests may give for this listener
+  // (`listen.admin_hosts`, lowercase; admin_gate.hpp).
+  std::vector<std::string> host_names;
 };
 
 class admin_server {

@@ -98,6 +98,10 @@ struct admin_server::impl : std::enable_shared_from_this<impl> {
   response handle(const request& req, const tcp::endpoint& peer, const net::any_io_executor& strand,
                   std::shared_ptr<later_answer>& later);
   net::awaitable<response> await_later(std::shared_ptr<later_answer> later, const request& req);
+  // The refusal of a request the admin port does not serve (admin_gate.hpp: a Host that does
+  // not name it, a browser's cross-site request), or nullopt. A refused mutating request is
+  // audited through handlers_.refused.
+  std::optional<response> screen(const request& req, const tcp::endpoint& peer);
   // A subscription for GET /events, or null (not that request, not configured, or too many
   // subscribers: handle() answers those).
   std::shared_ptr<event_hub::subscription> subscribe_events(const request& req);

@@ -198,8 +198,10 @@ void append_ocsf_line(std::string& out, const audit_event& e) {
   classification(w, 6, "Application Activity", 6003, "API Activity", a);
   w.num("time", epoch_ms(e.time));
   const bool ok = e.outcome == "ok" || e.outcome == "pending";
-  w.num("severity_id", e.outcome == "unauthorized" ? 3 : 1)
-      .str("severity", e.outcome == "unauthorized" ? "Medium" : "Informational")
+  // A refused attempt (no operator; a cross-site or misdirected request) is worth a look.
+  const bool attempt = e.outcome == "unauthorized" || e.outcome == "refused";
+  w.num("severity_id", attempt ? 3 : 1)
+      .str("severity", attempt ? "Medium" : "Informational")
       .num("status_id", ok ? 1 : 2)
       .str("status", ok ? "Success" : "Failure")
       .str("status_code", e.outcome)

@@ -179,7 +179,7 @@ class EventStreamTest(OperatorCase):
         host, _, port = self.proxy.admin.rpartition(":")
         s = socket.create_connection((host, int(port)), timeout=env.t(10))
         self.addCleanup(s.close)
-        s.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(("GET /events HTTP/1.1\r\nHost: %s\r\n\r\n" % self.proxy.admin).encode())
         seen = b""
         deadline = time.monotonic() + env.t(10)
         while b"\r\n\r\n" not in seen and time.monotonic() < deadline:

@@ -191,6 +191,24 @@ TEST(Loader, AdminCanBeDisabled) {
   }
 }
 
+TEST(Loader, AdminHostsAreLowercasedHostNames) {
+  auto p = must_load("listen:\n  admin_hosts: [Airlock-Admin.Internal, monitoring-airlock]\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->model().listen.admin_hosts,
+            (std::vector<std::string>{"airlock-admin.internal", "monitoring-airlock"}));
+  EXPECT_TRUE(must_load("")->model().listen.admin_hosts.empty());
+  // Each bad entry is reported where it is written.
+  expect_error("listen:\n  admin_hosts:\n    - ok.example\n    - 10.0.0.5\n", 4, 7,
+               "listen.admin_hosts[1]", "IP literals are always accepted");
+  for (std::string_view bad : {"'*.example.com'", "admin.example:9464", "'admin.example.'",
+                               "-admin.example", "''", "'a..b'"}) {
+    expect_error(std::string("listen: {admin_hosts: [") + std::string(bad) + "]}\n", 1, 24,
+                 "listen.admin_hosts[0]", "must be a host name");
+  }
+  expect_error("listen: {admin_hosts: admin.example}\n", 1, 23, "listen.admin_hosts",
+               "expected a list");
+}
+
 // ---------------------------------------------------------------- relative paths
 
 class TempDir : public ::testing::Test {

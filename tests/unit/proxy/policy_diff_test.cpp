@@ -25,6 +25,13 @@ TEST(ListenChanges, EachChangedAddressNamed) {
             "/run/airlock/relay.sock");
 }
 
+TEST(ListenChanges, AdminHostsNeedARestart) {
+  policy::model::listen bound, next;
+  next.admin_hosts = {"a.example", "b.example"};
+  EXPECT_EQ(listen_changes(bound, next, false, true),
+            "listen.admin_hosts (none) -> a.example,b.example");
+}
+
 TEST(ListenChanges, OverriddenAddressesLeftOut) {
   policy::model::listen bound, next;
   next.proxy = "0.0.0.0:3128";

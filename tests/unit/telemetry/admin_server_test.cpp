@@ -233,8 +233,9 @@ TEST_F(AdminServerTest, KeepAliveAndPipelining) {
     EXPECT_TRUE(res->keep_alive());
   }
   c.send(
-      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
-      "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /readyz HTTP/1.1\r\nHost: "
+      "127.0.0.1\r\n\r\n"
+      "GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   auto a = c.read();
   auto b = c.read();
   auto d = c.read();
@@ -258,7 +259,7 @@ TEST_F(AdminServerTest, Http10ClosesAfterResponse) {
 TEST_F(AdminServerTest, OversizedHeadIs431AndClosed) {
   client c(endpoint);
   std::string big(9000, 'a');
-  c.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + big + "\r\n\r\n");
+  c.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + big + "\r\n\r\n");
   auto res = c.read();
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), http::status::request_header_fields_too_large);
@@ -269,7 +270,7 @@ TEST_F(AdminServerTest, RefusalSurvivesAClientStillSending) {
   // 256 KiB of head fields, all sent before the client reads: the server must not reset the
   // connection under the 431 it already sent.
   client c(endpoint);
-  std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  std::string head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   while (head.size() < 256 * 1024)
     head += "X-Filler: " + std::string(1000, 'f') + "\r\n";
   c.send(head + "\r\n");
@@ -280,7 +281,7 @@ TEST_F(AdminServerTest, RefusalSurvivesAClientStillSending) {
 
 TEST_F(AdminServerTest, OversizedBodyIs413) {
   client c(endpoint);
-  c.send("POST /reload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
+  c.send("POST /reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n");
   auto res = c.read();
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), http::status::payload_too_large);
@@ -295,7 +296,9 @@ TEST_F(AdminServerTest, GarbageIs400AndClosed) {
   EXPECT_TRUE(c.closed_by_peer());
   // Request smuggling shapes are refused rather than guessed at.
   client c2(endpoint);
-  c2.send("POST /reload HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
+  c2.send(
+      "POST /reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: "
+      "2\r\n\r\nab");
   res = c2.read();
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), http::status::bad_request);
@@ -321,7 +324,7 @@ TEST_F(AdminServerTest, ConnectionCapAnswers503) {
   bool admitted = false;
   for (int attempt = 0; attempt < 200 && !admitted; ++attempt) {
     client next(endpoint);
-    next.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    next.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     auto r = next.read();
     admitted = r && r->result() == http::status::ok;
     if (!admitted) std::this_thread::sleep_for(10ms);
@@ -339,7 +342,7 @@ TEST_F(AdminServerTest, StopClosesListenerAndOpenConnections) {
   for (int attempt = 0; attempt < 200 && !refused; ++attempt) {
     try {
       client late(endpoint);
-      late.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      late.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
       refused = !late.read();
     } catch (const boost::system::system_error&) {
       refused = true;
@@ -373,7 +376,7 @@ TEST_F(AdminServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
   };
   start_server(std::move(h));
   client c(endpoint);
-  c.send("POST /reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  c.send("POST /reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
   // Either the answer or the close arrives; the point is that neither side hangs.
   auto res = c.read();
   if (res) {
@@ -396,7 +399,7 @@ TEST_F(AdminServerTest, HandlersAreNotCalledAfterStop) {
   server->stop();
   // A request already on the wire when stop() ran gets no handler call.
   try {
-    c.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     auto res = c.read();
     if (res) {
       EXPECT_EQ(res->result(), http::status::service_unavailable);

@@ -142,7 +142,7 @@ class EventStreamTest : public ::testing::Test {
 
 TEST_F(EventStreamTest, DataLinesLostCountAndSubscriberBound) {
   auto s = connect();
-  net::write(s, net::buffer(std::string_view("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")));
+  net::write(s, net::buffer(std::string_view("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")));
   std::string seen;
   read_until(s, seen, "\r\n\r\n");
   EXPECT_NE(seen.find("HTTP/1.1 200 OK\r\n"), std::string::npos) << seen;
@@ -163,15 +163,37 @@ TEST_F(EventStreamTest, DataLinesLostCountAndSubscriberBound) {
 
   // Two subscribers at most: a third stream is refused with 503; a second is accepted.
   auto s2 = connect();
-  net::write(s2, net::buffer(std::string_view("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")));
+  net::write(s2, net::buffer(std::string_view("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")));
   std::string seen2;
   read_until(s2, seen2, "\r\n\r\n");
   EXPECT_NE(seen2.find("200 OK"), std::string::npos);
   auto s3 = connect();
-  net::write(s3, net::buffer(std::string_view("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")));
+  net::write(s3, net::buffer(std::string_view("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")));
   std::string seen3;
   read_until(s3, seen3, "subscribers");
   EXPECT_NE(seen3.find("503"), std::string::npos) << seen3;
+}
+
+TEST_F(EventStreamTest, PageElementsOnAnotherSiteTakeNoSlot) {
+  // <img src=http://127.0.0.1:PORT/events> on a web page, more of them than there are slots:
+  // each is refused before it subscribes (admin_gate.hpp), so the operator's view still opens.
+  for (int i = 0; i < 4; ++i) {
+    client c(server->local_endpoint());
+    auto res = c.request("GET", "/events?" + std::to_string(i),
+                         "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: no-cors\r\n"
+                         "Sec-Fetch-Dest: image\r\n");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->result(), boost::beast::http::status::forbidden);
+    EXPECT_EQ(res->body(), "cross-site request refused (Sec-Fetch-Site: cross-site)\n");
+  }
+  EXPECT_FALSE(hub.has_subscribers());
+  auto s = connect();
+  net::write(s, net::buffer(std::string_view(
+                    "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nSec-Fetch-Site: same-origin\r\n"
+                    "Sec-Fetch-Mode: cors\r\nSec-Fetch-Dest: empty\r\n\r\n")));
+  std::string seen;
+  read_until(s, seen, "\r\n\r\n");
+  EXPECT_TRUE(seen.starts_with("HTTP/1.1 200 OK\r\n")) << seen;
 }
 
 TEST_F(EventStreamTest, PostIsNotAllowed) {
