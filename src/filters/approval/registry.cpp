@@ -164,16 +164,14 @@ bool registry::admit(const request_info& r, const bounds& b, std::string& why) {
   return true;
 }
 
-std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
-                                        std::chrono::milliseconds timeout, std::string& why) {
+std::uint64_t registry::enter(const request_info& r, const bounds& b,
+                              std::chrono::milliseconds timeout, std::string& why) {
   std::uint64_t id = 0;
   std::vector<timed_out_access> ended;
-  bool admitted = false;
   {
     std::lock_guard lk(mu_);
     ended = expire();
-    admitted = admit(r, b, why);
-    if (admitted) {
+    if (admit(r, b, why)) {
       id = next_id_++;
       entry& e = held_[id];
       e.request = r;
@@ -182,7 +180,13 @@ std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
     }
   }
   report_timed_out(ended);
-  if (!admitted) return nullptr;
+  return id;
+}
+
+std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
+                                        std::chrono::milliseconds timeout, std::string& why) {
+  const std::uint64_t id = enter(r, b, timeout, why);
+  if (id == 0) return nullptr;
   emit("held", id, r, "pending", "");
   tell_fleet(id, &r, timeout);
   end_if_stopped(r.agent);
@@ -192,23 +196,8 @@ std::shared_ptr<pending> registry::hold(request_info r, const bounds& b,
 std::uint64_t registry::ask(request_info r, const bounds& b, std::chrono::milliseconds timeout,
                             std::string& why) {
   r.access_request = true;
-  std::uint64_t id = 0;
-  std::vector<timed_out_access> ended;
-  bool admitted = false;
-  {
-    std::lock_guard lk(mu_);
-    ended = expire();
-    admitted = admit(r, b, why);
-    if (admitted) {
-      id = next_id_++;
-      entry& e = held_[id];
-      e.request = r;
-      e.since = sys_clock::now();
-      e.deadline = steady::now() + timeout;
-    }
-  }
-  report_timed_out(ended);
-  if (!admitted) return 0;
+  const std::uint64_t id = enter(r, b, timeout, why);
+  if (id == 0) return 0;
   emit("access_requested", id, r, "pending", "");
   tell_fleet(id, &r, timeout);
   end_if_stopped(r.agent);

@@ -188,6 +188,10 @@ class registry {
   // connection. Either way it leaves the pending list.
   void cancel(std::uint64_t id, bool client_gone);
   bool admit(const request_info& r, const bounds& b, std::string& why);  // under mu_
+  // Forgets what expired and keeps `r` pending when the bounds admit it: its id, or 0 (`why`
+  // says why). Takes mu_.
+  std::uint64_t enter(const request_info& r, const bounds& b, std::chrono::milliseconds timeout,
+                      std::string& why);
   // An access request whose timeout passed: recorded (report_timed_out) outside the lock.
   struct timed_out_access {
     std::uint64_t id = 0;
