@@ -9,7 +9,9 @@
 
 namespace airlock::net {
 
-// "/a/../b", "/a/./b", "/..", and their percent-encoded forms ("%2e%2E").
+// "/a/../b", "/a/./b", "/..", and their percent-encoded forms ("%2e%2E"); also behind a
+// separator a server may decode or read as one ("/a/..%2fb", "/a\\..\\b", "/a/%5c..%5cb"), and
+// with parameters a servlet container drops ("/a/..;x/b").
 bool has_dot_segment(std::string_view path) noexcept;
 
 // "%2f", "%5c" (any case) or a raw backslash: a separator the path's text does not show.

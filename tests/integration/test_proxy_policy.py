@@ -79,7 +79,10 @@ class DenyTest(ProxyTestCase):
     def test_dot_segments_denied(self):
         # An origin removes dot segments after our check (RFC 3986 section 5.2.4), so
         # /echo/../secret would reach /secret through a rule for /echo.
-        for path in ("/echo/../secret", "/echo/./x", "/echo/%2e%2e/secret", "/echo/.%2E/x"):
+        # Also behind an encoded slash or backslash (decoded by many servers before they
+        # route) and before ";" parameters (dropped by servlet containers).
+        for path in ("/echo/../secret", "/echo/./x", "/echo/%2e%2e/secret", "/echo/.%2E/x",
+                     "/echo/..%2fsecret", "/echo/..%5Csecret", "/echo/..;/secret"):
             with self.subTest(path=path):
                 self.deny(self.url(path), "path_denied")
 
