@@ -50,11 +50,19 @@ void prepare_piece(http::parser<IsRequest, http::buffer_body>& parser, char* buf
   b.size = piece;
 }
 
-// http::async_read_some(from, buffer, parser) for a body, with one difference: a chunked body's
+// The most a body's reader keeps that the parser has not taken: a chunk's size line (with its
+// extensions) or the trailer section, not ended yet (RFC 9112 section 7.1). Beast 1.81 bounds
+// neither, so a peer that never ends one would grow the buffer until the proxy runs out of
+// memory; past this the body is refused (http::error::header_limit). As much as a head may be
+// by default (limits.header_bytes).
+inline constexpr std::size_t max_unended_body_line = 64 * 1024;
+
+// http::async_read_some(from, buffer, parser) for a body, with two differences: a chunked body's
 // bytes that would trip Beast 1.81's assertion in parse_chunk_header (net::chunk_put_must_wait)
-// are not handed to the parser until more have arrived; at the end of the stream they are
-// http::error::partial_message. Beast's own read loop puts whatever it has, so it cannot be
-// used here. The result is the parser's (need_buffer when the body piece is full).
+// are not handed to the parser until more have arrived (at the end of the stream they are
+// http::error::partial_message), and what waits unparsed is bounded (max_unended_body_line).
+// Beast's own read loop puts whatever it has, so it cannot be used here. The result is the
+// parser's (need_buffer when the body piece is full).
 template <class ReadStream, bool IsRequest>
 boost::asio::awaitable<boost::system::error_code> read_some_body(
     ReadStream& from, boost::beast::flat_buffer& buffer,
@@ -68,6 +76,8 @@ boost::asio::awaitable<boost::system::error_code> read_some_body(
       buffer.consume(parser.put(data, ec));
       if (ec != http::error::need_more) co_return ec;
     }
+    // (What is left waits for the end of a line or of the trailers.)
+    if (buffer.size() > max_unended_body_line) co_return http::error::header_limit;
     // As Beast's read_some: read more into the buffer, bounded by its limit.
     const std::size_t room = boost::beast::read_size(buffer, 65536);
     if (room == 0) co_return http::error::buffer_overflow;

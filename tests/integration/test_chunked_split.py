@@ -7,7 +7,11 @@ builds, such as CI's sanitizer build this test runs against, aborted. The codec
 
 The pauses between the pieces only make separate reads likely; nothing asserts on time. Both
 ways a body is read are covered: streamed to the origin, and held whole for a body check. And
-a response body from an origin that splits its last chunk the same way."""
+a response body from an origin that splits its last chunk the same way.
+
+And a chunk-size line or a trailer section that never ends (Beast 1.81 bounds neither): the
+proxy stops buffering it past 64 KiB and refuses the body, from an origin and from a client,
+instead of growing its buffer with all that comes."""
 
 import json
 import socket
@@ -64,14 +68,58 @@ class SplitChunkOrigin:
         self.sock.close()
 
 
+# 1 MiB of a line that never ends, sent in pieces: far past the proxy's 64 KiB bound.
+ENDLESS = 1 << 20
+ENDLESS_KINDS = {
+    "extension": b"5;x=",           # a chunk-size line's extension
+    "trailer": b"0\r\nX-Trailer: ",  # the trailer section after the last chunk
+}
+
+
+def send_endless(conn, start):
+    """`start`, then ENDLESS bytes of 'a' without a line end; stops when the peer is gone."""
+    conn.sendall(start)
+    piece = b"a" * 16384
+    for _ in range(ENDLESS // len(piece)):
+        conn.sendall(piece)
+
+
+class EndlessLineOrigin(SplitChunkOrigin):
+    """Answers `GET /<kind>` with a chunked head, then ENDLESS_KINDS[kind] and a line that never
+    ends."""
+
+    def _serve(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(env.t(10))
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    kind = data.split(b" ", 2)[1].rsplit(b"/", 1)[-1].decode()
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    send_endless(conn, ENDLESS_KINDS[kind])
+                except (OSError, KeyError):
+                    pass
+
+
 class ChunkedSplitTest(ProxyTestCase):
     @classmethod
     def extra_setup(cls):
         cls.split_origin = SplitChunkOrigin()
+        cls.endless_origin = EndlessLineOrigin()
 
     @classmethod
     def extra_teardown(cls):
         cls.split_origin.stop()
+        cls.endless_origin.stop()
 
     @classmethod
     def policy(cls):
@@ -80,6 +128,8 @@ class ChunkedSplitTest(ProxyTestCase):
             origin_rule(cls.origin.port, name="checked", hosts=["checked.test"],
                         body={"json": {}}),
             origin_rule(cls.split_origin.port, name="split", hosts=["split.test"]),
+            origin_rule(cls.endless_origin.port, name="endless", hosts=["endless.test"],
+                        paths=["/endless/.*"]),
         ])
 
     def send_split(self, host):
@@ -114,6 +164,37 @@ class ChunkedSplitTest(ProxyTestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.body, b"")
         self.assertTrue(self.proxy.alive())
+
+    def test_a_response_line_that_never_ends_is_refused(self):
+        for kind in ENDLESS_KINDS:
+            with self.subTest(kind=kind):
+                mark = self.proxy.audit_mark()
+                path = "/endless/%s" % kind
+                self.curl("http://endless.test:%d%s" % (self.endless_origin.port, path))
+                rec = self.proxy.wait_audit(after=mark, path=path)
+                self.assertIsNotNone(rec)
+                self.assertEqual(rec["reason"], "upstream_error", rec)
+                self.assertEqual(rec["detail"], "response body: header limit exceeded", rec)
+                self.assertTrue(self.proxy.alive(), "the proxy died")
+
+    def test_a_request_line_that_never_ends_is_refused(self):
+        for kind, start in ENDLESS_KINDS.items():
+            with self.subTest(kind=kind):
+                mark = self.proxy.audit_mark()
+                path = "/echo/endless-%s" % kind
+                c = self.raw()
+                self.addCleanup(c.close)
+                c.send("POST http://origin.test:%d%s HTTP/1.1\r\nHost: origin.test\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n" % (self.origin.port, path))
+                try:
+                    send_endless(c.sock, start)
+                except OSError:
+                    pass  # the proxy answered and closed before all of it went
+                rec = self.proxy.wait_audit(after=mark, path=path)
+                self.assertIsNotNone(rec)
+                self.assertEqual(rec["decision"], "deny", rec)
+                self.assertIn("header limit exceeded", rec["detail"], rec)
+                self.assertTrue(self.proxy.alive(), "the proxy died")
 
 
 if __name__ == "__main__":
