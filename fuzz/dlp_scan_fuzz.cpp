@@ -436,6 +436,16 @@ void scan_as_given(std::string_view text) {
   (void)filters::dlp::find_injection(text);
 }
 
+// Whether `text` ends in a character reference without its ';' ("&#65", "&#x4", "&amp").
+bool ends_in_open_reference(std::string_view text) {
+  const auto amp = text.rfind('&');
+  if (amp == std::string_view::npos) return false;
+  const std::string_view rest = text.substr(amp + 1);
+  return !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) {
+    return c == '#' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
+}
+
 // The text that hid the key, printed before the property fails, for whoever reads the log.
 [[noreturn]] void missed(std::string_view text, const char* what) {
   std::string shown;
@@ -472,8 +482,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // the key: a key glued to letters is not one (fuzz/README.md, what is left), so a space.
   char after = kSeparators[seps / 16 % choices];
   if (after == '&' && in.substr(at).starts_with('#')) after = ' ';
-  const std::string text = std::string(in.substr(0, at)) + kSeparators[seps % 16 % choices] +
-                           hide(key, how, in) + after + std::string(in.substr(at));
+  // The same before it: a ';' after a reference the text before ends in ("&#65") completes it,
+  // a letter glued to the key.
+  char before = kSeparators[seps % 16 % choices];
+  if (before == ';' && ends_in_open_reference(in.substr(0, at))) before = ' ';
+  const std::string text = std::string(in.substr(0, at)) + before + hide(key, how, in) + after +
+                           std::string(in.substr(at));
   const auto how_kind = kKinds[cut % 3];
   airlock::filters::dlp::findings f;
   dlp().scan(text, how_kind, "piece", f);
