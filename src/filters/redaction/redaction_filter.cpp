@@ -49,21 +49,24 @@ class redaction_filter final : public filter {
     redact_head(*engine_, res, header_hits_);
     ex.record.redactions = engine_->named(header_hits_);
     if (!ex.response_has_body) return verdict::next();
+    // A decoded body is bounded as the response is: parser limits count only coded bytes.
+    response_bytes_ = ex.snapshot->limits().response_bytes;
     switch (plan.treatment) {
       case body_treatment::refuse:
         return refuse(ex, core::str_cat("this one is in ", plan.why));
       case body_treatment::pass:
         if (!guard_) break;
-        body_.emplace(guard_, plan, 0, std::string());
+        body_.emplace(guard_, plan, 0, std::string(), response_bytes_);
         // A coded body is decoded to be guarded and encoded again: its length may change.
         if (plan.coding != content_coding::identity) reframe(ex);
         break;
       case body_treatment::redact:
-        max_bytes_ = ex.rule->redact.active ? ex.rule->redact.max_bytes
-                                            : ex.snapshot->limits().response_bytes;
+        rule_cuts_ = ex.rule->redact.active && ex.rule->redact.max_bytes < response_bytes_;
+        max_bytes_ = rule_cuts_ ? ex.rule->redact.max_bytes : response_bytes_;
         body_.emplace(engine_, plan, max_bytes_,
                       core::str_cat("\n[airlock: response cut off after ", max_bytes_,
-                                    " bytes by rule ", ex.rule->name, "]\n"));
+                                    " bytes by rule ", ex.rule->name, "]\n"),
+                      response_bytes_);
         reframe(ex);  // its length changes
         break;
     }
@@ -81,8 +84,10 @@ class redaction_filter final : public filter {
     if (!body_->finish(*chunk.out)) return cut(ex);
     if (body_->cut_off()) {
       ex.record.detail =
-          core::str_cat("response cut off after ", max_bytes_, " bytes of text (rule ",
-                        ex.rule->name, " redacts at most that)");
+          core::str_cat("response cut off after ", max_bytes_, " bytes of text (",
+                        rule_cuts_ ? core::str_cat("rule ", ex.rule->name, " redacts at most that")
+                                   : std::string("limits.response_bytes"),
+                        ")");
       log(ex);
     }
     return verdict::next();
@@ -107,12 +112,16 @@ class redaction_filter final : public filter {
   }
 
  private:
-  // The body cannot be decoded, or a guarded one carries a secret: the client must not get a
-  // whole-looking response.
+  // The body cannot be decoded, a guarded one carries a secret, or it decodes (or is encoded
+  // again) past limits.response_bytes: the client must not get a whole-looking response.
   verdict cut(exchange& ex) {
-    auto v = verdict::fail(
-        body_->unredactable() ? core::errc::unredactable_response : core::errc::upstream_error,
-        core::str_cat("response body cut off: ", body_->error()));
+    const auto why = body_->too_large()      ? core::errc::response_too_large
+                     : body_->unredactable() ? core::errc::unredactable_response
+                                             : core::errc::upstream_error;
+    auto v = verdict::fail(why, body_->too_large()
+                                    ? core::str_cat("response body cut off: ", body_->error(), " (",
+                                                    response_bytes_, " bytes)")
+                                    : core::str_cat("response body cut off: ", body_->error()));
     ex.record.detail = v.detail;
     log(ex);
     return v;
@@ -141,7 +150,9 @@ class redaction_filter final : public filter {
   const rule_engines& engines_;
   std::shared_ptr<const engine> engine_;  // null: the response passes as it is
   std::shared_ptr<const engine> guard_;   // literal secrets only, for binary bodies
-  std::uint64_t max_bytes_ = 0;
+  std::uint64_t max_bytes_ = 0;           // text: cut off past it, with a marker
+  std::uint64_t response_bytes_ = 0;      // limits.response_bytes: decoded or sent past it fails
+  bool rule_cuts_ = false;                // max_bytes_ is the rule's redact.max_bytes
   hit_counts header_hits_;
   std::optional<response_body> body_;
 };

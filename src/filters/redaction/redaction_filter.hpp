@@ -3,7 +3,9 @@
 // placeholder was swapped for its value: header values at once, a text body as it streams
 // (decoded and re-encoded, cut off past the rule's max_bytes with a marker line), a binary body
 // byte for byte unless it carries a secret. A response the proxy cannot read (br, zstd,
-// UTF-16, a protocol switch) fails closed. Every engine redacts every secret of the policy.
+// UTF-16, a protocol switch) fails closed, and so does one that decodes, or is encoded again,
+// past limits.response_bytes (response_too_large). Every engine redacts every secret of the
+// policy.
 
 #include "filters/filter.hpp"
 

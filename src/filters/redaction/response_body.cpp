@@ -3,6 +3,7 @@
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace airlock::filters::redaction {
@@ -51,11 +52,13 @@ response_plan plan_response(const boost::beast::http::fields& head) {
 }
 
 response_body::response_body(std::shared_ptr<const engine> e, const response_plan& plan,
-                             std::uint64_t max_bytes, std::string marker)
+                             std::uint64_t max_bytes, std::string marker,
+                             std::uint64_t response_bytes)
     : stream_(e, stream_options{plan.media.frame, 0}),
       flush_each_(plan.media.frame != framing::none),
-      max_bytes_(max_bytes),
-      marker_(std::move(marker)) {
+      max_bytes_(std::min(max_bytes, response_bytes)),
+      marker_(std::move(marker)),
+      response_bytes_(response_bytes) {
   guard_ = plan.treatment == body_treatment::pass;
   if (!guard_ && plan.media.frame != framing::none) events_.emplace(*e, plan.media.frame);
   if (!guard_) escapes_.emplace(*e);
@@ -167,7 +170,8 @@ void response_body::clamp(std::string& text) {
 
 bool response_body::write(std::string_view piece, std::string& out) {
   if (error_) return false;
-  if (!decoder_) return take(piece, out);
+  const std::size_t before = out.size();
+  if (!decoder_) return take(piece, out) && count_sent(out, before);
   while (!read_enough_) {
     text_.clear();
     const auto st = decoder_->decode(piece, text_, decode_step);
@@ -178,15 +182,38 @@ bool response_body::write(std::string_view piece, std::string& out) {
     }
     if (st != decoder::status::output_full) break;
   }
-  return true;
+  return count_sent(out, before);
+}
+
+// The cap is checked before each decoded step is looked at, so a decompression bomb stops
+// within one step (64 KiB) of it; what the text path reads is bounded by its own cut.
+bool response_body::guard_decoded(std::string_view bytes, std::string& out) {
+  decoded_ += bytes.size();
+  if (decoded_ > response_bytes_)
+    return fail_too_large("the decoded body is larger than limits.response_bytes");
+  stream_.write(bytes, redacted_);
+  return guarded(out);
+}
+
+// Encoded again (at level 1, and a cut text with its marker), a body may come out larger than
+// it came in: the client never gets more than limits.response_bytes of it, as of any response.
+bool response_body::count_sent(std::string& out, std::size_t before) {
+  sent_coded_ += out.size() - before;
+  if (sent_coded_ <= response_bytes_) return true;
+  out.resize(before);
+  return fail_too_large("the body encoded again is larger than limits.response_bytes");
+}
+
+bool response_body::fail_too_large(const char* why) {
+  error_ = why;
+  too_large_ = true;
+  redacted_.clear();
+  return false;
 }
 
 // Decoded bytes: guarded (binary) or redacted (text).
 bool response_body::take(std::string_view bytes, std::string& out) {
-  if (guard_) {
-    stream_.write(bytes, redacted_);
-    return guarded(out);
-  }
+  if (guard_) return guard_decoded(bytes, out);
   if (!looks_like_ascii_text(bytes)) {
     error_ =
         "text in UTF-16 or UTF-32 (a byte-order mark or NUL bytes), which the redactors "
@@ -219,6 +246,7 @@ bool response_body::guarded(std::string& out) {
 
 bool response_body::finish(std::string& out) {
   if (error_) return false;
+  const std::size_t before = out.size();
   if (decoder_ && !read_enough_ && !decoder_->complete()) {
     error_ = "compressed body ends early";
     return false;
@@ -241,7 +269,7 @@ bool response_body::finish(std::string& out) {
     emit(redacted_, out, false);
   }
   if (encoder_) encoder_->finish(out);
-  return true;
+  return count_sent(out, before);
 }
 
 }  // namespace airlock::filters::redaction

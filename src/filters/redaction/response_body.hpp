@@ -1,12 +1,12 @@
 #pragma once
 // One response body through redaction, as it streams: decode (gzip/deflate), redact (stream),
 // encode again in the upstream's coding, with a cap on the decoded size past which the body is
-// cut off and a marker line says so.
+// cut off and a marker line says so (text) or fails (binary), and a cap on what is sent.
 //
 //   auto plan = plan_response(response_head);
 //   if (plan.treatment == body_treatment::refuse) -> 502, nothing sent
 //   if (plan.treatment == body_treatment::redact) {
-//     response_body body(engine, plan, max_bytes, marker);
+//     response_body body(engine, plan, max_bytes, marker, response_bytes);
 //     for each piece: if (!body.write(piece, out)) fail; send(out); out.clear();
 //                     if (body.read_enough()) break;
 //     if (!body.finish(out)) fail; send(out);
@@ -56,8 +56,14 @@ class response_body {
   // unchanged (decoded for the look and encoded again when it came in gzip or deflate), and a
   // body that carries a secret fails (write() or finish() returns false before any byte of the
   // secret is released), since a secret never goes back to the agent.
+  //
+  // `response_bytes` (limits.response_bytes) bounds what a small coded body may become: a
+  // guarded body that decodes to more fails (a decompression bomb is inflated no further than
+  // the policy lets a response be), and so does any body whose output, encoded again, would
+  // pass it (too_large()). Text is cut at `max_bytes` or `response_bytes`, the lesser, reading
+  // at most the stream's hold-back past the cut.
   response_body(std::shared_ptr<const engine> e, const response_plan& plan, std::uint64_t max_bytes,
-                std::string marker);
+                std::string marker, std::uint64_t response_bytes);
   ~response_body();
   response_body(const response_body&) = delete;
   response_body& operator=(const response_body&) = delete;
@@ -85,9 +91,16 @@ class response_body {
   // The error is the content's, not the transfer's: a secret in a guarded body, or text the
   // redactors cannot read (else the coded bytes were corrupt or cut short).
   bool unredactable() const noexcept { return unredactable_; }
+  // The error is the size's: decoded or sent past response_bytes.
+  bool too_large() const noexcept { return too_large_; }
 
  private:
   bool take(std::string_view bytes, std::string& out);
+  bool guard_decoded(std::string_view bytes, std::string& out);
+  // Counts what write() or finish() appended to `out` after `before` bytes: false (and none of
+  // it) when the output passes response_bytes.
+  bool count_sent(std::string& out, std::size_t before);
+  bool fail_too_large(const char* why);
   bool looks_like_ascii_text(std::string_view bytes);
   bool take_text(std::string_view text, std::string& out);
   // Redacted text through the guards (in place: the event guard for an event stream, the
@@ -117,11 +130,14 @@ class response_body {
   bool guard_ = false;       // binary: pass unchanged, fail on a secret
   std::uint64_t max_bytes_;
   std::string marker_;
+  std::uint64_t response_bytes_;
   std::uint64_t decoded_ = 0;
-  std::uint64_t sent_ = 0;  // redacted text given to the client (at most max_bytes)
+  std::uint64_t sent_ = 0;        // redacted text given to the client (at most max_bytes)
+  std::uint64_t sent_coded_ = 0;  // bytes given to the client, as coded (at most response_bytes)
   bool read_enough_ = false;
   const char* error_ = nullptr;
   bool unredactable_ = false;
+  bool too_large_ = false;
   std::string text_;      // decoded text of the current piece
   std::string redacted_;  // redacted text waiting to be encoded
   std::string lead_;      // the text's first two bytes (a byte-order mark?)

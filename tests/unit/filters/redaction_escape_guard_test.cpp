@@ -16,6 +16,9 @@
 namespace airlock::filters::redaction {
 namespace {
 
+// limits.response_bytes, larger than any body here.
+constexpr std::uint64_t kResponseBytes = std::uint64_t{1} << 30;
+
 constexpr std::string_view kSecret = "sk-live-ESCAPEGUARD-0123456789abcdefXYZ";
 
 std::shared_ptr<const engine> secret_engine() {
@@ -161,7 +164,7 @@ TEST(redaction_escape_guard, AResponseBodyCutsAJsonAnswerThatEscapesTheSecret) {
   const auto plan = plan_response(head);
   const std::string body = "{\"echo\":\"" + json_u(kSecret, 3) + "\"}";
   for (std::size_t step : {1u, 9u, 100000u}) {
-    response_body rb(secret_engine(), plan, 1 << 20, "");
+    response_body rb(secret_engine(), plan, 1 << 20, "", kResponseBytes);
     std::string out;
     bool ok = true;
     for (std::size_t i = 0; i < body.size() && ok; i += step)

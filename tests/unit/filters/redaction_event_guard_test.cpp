@@ -15,6 +15,9 @@
 namespace airlock::filters::redaction {
 namespace {
 
+// limits.response_bytes, larger than any body here.
+constexpr std::uint64_t kResponseBytes = std::uint64_t{1} << 30;
+
 constexpr std::string_view kSecret = "sk-live-AIRLOCKTEST-0123456789abcdefXYZ";
 
 std::shared_ptr<const engine> secret_engine() {
@@ -492,7 +495,7 @@ TEST(redaction_event_guard, AnEventStreamLabelledOtherwiseIsGuardedToo) {
     const std::string body = delta("key: ") + delta(kSecret.substr(0, 17)) +
                              delta(kSecret.substr(17)) + "data: [DONE]\n\n";
     for (std::size_t step : {1u, 64u, 4096u}) {
-      response_body rb(e, plan, 1 << 20, "");
+      response_body rb(e, plan, 1 << 20, "", kResponseBytes);
       std::string out;
       bool ok = true;
       for (std::size_t i = 0; i < body.size() && ok; i += step)
@@ -535,7 +538,7 @@ TEST(redaction_event_guard, AResponseBodyCutsAnEventStreamWhateverItsChunks) {
   const std::string body = delta("key: ") + delta(kSecret.substr(0, 17)) +
                            delta(kSecret.substr(17)) + "data: [DONE]\n\n";
   for (std::size_t step : {1u, 7u, 64u, 4096u}) {
-    response_body rb(e, plan, 1 << 20, "");
+    response_body rb(e, plan, 1 << 20, "", kResponseBytes);
     std::string out;
     bool ok = true;
     for (std::size_t i = 0; i < body.size() && ok; i += step)
@@ -546,7 +549,7 @@ TEST(redaction_event_guard, AResponseBodyCutsAnEventStreamWhateverItsChunks) {
     EXPECT_EQ(out.find(kSecret.substr(0, 8)), std::string::npos) << step;
   }
   // The secret whole in one event is redacted there, and the stream goes on.
-  response_body rb(e, plan, 1 << 20, "");
+  response_body rb(e, plan, 1 << 20, "", kResponseBytes);
   std::string out;
   ASSERT_TRUE(rb.write(delta(kSecret) + delta("after"), out));
   ASSERT_TRUE(rb.finish(out));

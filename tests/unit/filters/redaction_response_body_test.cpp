@@ -14,6 +14,9 @@
 namespace airlock::filters::redaction {
 namespace {
 
+// limits.response_bytes, larger than any body here.
+constexpr std::uint64_t kResponseBytes = std::uint64_t{1} << 30;
+
 constexpr std::string_view kSecret = "sk-live-RESPONSEBODYTEST-0123456789";
 
 std::shared_ptr<const engine> secret_engine() {
@@ -111,7 +114,8 @@ TEST(ResponseBody, TextInUtf16OrUtf32FailsWhateverItsLabel) {
   const std::string nul_be = std::string("\0{\0\"\0k", 7);
   for (const std::string& text : {bom_le, nul_be, std::string("\xFE\xFF\0a", 4)}) {
     for (std::size_t piece : {1u, 2u, 64u}) {
-      response_body body(secret_engine(), plan_for("application/json", ""), 1 << 20, "");
+      response_body body(secret_engine(), plan_for("application/json", ""), 1 << 20, "",
+                         kResponseBytes);
       bool ok = true;
       std::string out;
       for (std::size_t i = 0; ok && i < text.size(); i += piece)
@@ -121,7 +125,7 @@ TEST(ResponseBody, TextInUtf16OrUtf32FailsWhateverItsLabel) {
     }
   }
   // A UTF-8 byte-order mark is UTF-8.
-  response_body body(secret_engine(), plan_for("text/plain", ""), 1 << 20, "");
+  response_body body(secret_engine(), plan_for("text/plain", ""), 1 << 20, "", kResponseBytes);
   EXPECT_EQ(run(body, "\xEF\xBB\xBFplain", 1), "\xEF\xBB\xBFplain");
 }
 
@@ -130,7 +134,8 @@ TEST(ResponseBody, IdentityAtEverySplit) {
   const std::string want = secret_engine()->redact(input);
   ASSERT_EQ(want.find(kSecret), std::string::npos);
   for (std::size_t piece = 1; piece <= input.size(); ++piece) {
-    response_body body(secret_engine(), plan_for("application/json", ""), 1 << 20, "");
+    response_body body(secret_engine(), plan_for("application/json", ""), 1 << 20, "",
+                       kResponseBytes);
     EXPECT_EQ(run(body, input, piece), want) << "piece " << piece;
     EXPECT_EQ(body.redaction().redactions(), 2u);
   }
@@ -142,7 +147,8 @@ TEST(ResponseBody, GzipIsDecodedRedactedAndEncodedAgain) {
     input += "line " + std::to_string(i) + " " + std::string(kSecret) + "\n";
   const std::string compressed = gzip(input);
   for (std::size_t piece : {7u, 100u, 4096u}) {
-    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "");
+    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "",
+                       kResponseBytes);
     const std::string out = run(body, compressed, piece);
     const std::string text = gunzip(out);
     EXPECT_EQ(text, secret_engine()->redact(input));
@@ -153,14 +159,16 @@ TEST(ResponseBody, GzipIsDecodedRedactedAndEncodedAgain) {
 TEST(ResponseBody, CorruptOrTruncatedGzipFailsClosed) {
   const std::string compressed = gzip(std::string(10000, 'x'));
   {
-    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "");
+    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "",
+                       kResponseBytes);
     std::string out;
     EXPECT_TRUE(body.write(compressed.substr(0, compressed.size() / 2), out));
     EXPECT_FALSE(body.finish(out));
     EXPECT_NE(body.error(), nullptr);
   }
   {
-    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "");
+    response_body body(secret_engine(), plan_for("text/plain", "gzip"), 1 << 30, "",
+                       kResponseBytes);
     std::string out;
     EXPECT_FALSE(body.write("this is not gzip at all", out));
   }
@@ -168,7 +176,8 @@ TEST(ResponseBody, CorruptOrTruncatedGzipFailsClosed) {
 
 TEST(ResponseBody, CutOffAtTheLimitWithAMarker) {
   std::string input(100000, 'a');
-  response_body body(secret_engine(), plan_for("text/plain", ""), 1000, "\n[cut]\n");
+  response_body body(secret_engine(), plan_for("text/plain", ""), 1000, "\n[cut]\n",
+                     kResponseBytes);
   const std::string out = run(body, input, 300);
   EXPECT_TRUE(body.cut_off());
   EXPECT_EQ(out, std::string(1000, 'a') + "\n[cut]\n");
@@ -177,11 +186,11 @@ TEST(ResponseBody, CutOffAtTheLimitWithAMarker) {
 }
 
 TEST(ResponseBody, ABodyJustPastTheLimitIsCutToo) {
-  response_body body(secret_engine(), plan_for("text/plain", ""), 1000, "[cut]");
+  response_body body(secret_engine(), plan_for("text/plain", ""), 1000, "[cut]", kResponseBytes);
   EXPECT_EQ(run(body, std::string(1001, 'b'), 64), std::string(1000, 'b') + "[cut]");
   EXPECT_TRUE(body.cut_off());
   EXPECT_FALSE(body.read_enough());
-  response_body exact(secret_engine(), plan_for("text/plain", ""), 1000, "[cut]");
+  response_body exact(secret_engine(), plan_for("text/plain", ""), 1000, "[cut]", kResponseBytes);
   EXPECT_EQ(run(exact, std::string(1000, 'b'), 64), std::string(1000, 'b'));
   EXPECT_FALSE(exact.cut_off());
 }
@@ -191,7 +200,7 @@ TEST(ResponseBody, ACutThroughASecretReleasesNoPartOfIt) {
   const std::string input = std::string(5000, 'a') + ' ' + std::string(kSecret) + " tail";
   for (std::size_t cut = 5001; cut < 5001 + kSecret.size(); cut += 5) {
     for (std::size_t piece : {7u, 300u, 100000u}) {
-      response_body body(secret_engine(), plan_for("text/plain", ""), cut, "[cut]");
+      response_body body(secret_engine(), plan_for("text/plain", ""), cut, "[cut]", kResponseBytes);
       const std::string out = run(body, input, piece);
       EXPECT_TRUE(out.ends_with("[cut]"));
       EXPECT_EQ(out.find(kSecret.substr(0, 4)), std::string::npos) << cut << " " << piece;
@@ -200,7 +209,8 @@ TEST(ResponseBody, ACutThroughASecretReleasesNoPartOfIt) {
 }
 
 TEST(ResponseBody, EventsAreReleasedAsTheyComplete) {
-  response_body body(secret_engine(), plan_for("text/event-stream", ""), 1 << 20, "");
+  response_body body(secret_engine(), plan_for("text/event-stream", ""), 1 << 20, "",
+                     kResponseBytes);
   std::string out;
   ASSERT_TRUE(body.write("data: " + std::string(kSecret) + "\n\n", out));
   EXPECT_EQ(out, "data: [REDACTED:secret:api]\n\n");
@@ -212,7 +222,8 @@ TEST(ResponseBody, EventsAreReleasedAsTheyComplete) {
 }
 
 TEST(ResponseBody, GzipEventsAreFlushedPerEvent) {
-  response_body body(secret_engine(), plan_for("text/event-stream", "gzip"), 1 << 20, "");
+  response_body body(secret_engine(), plan_for("text/event-stream", "gzip"), 1 << 20, "",
+                     kResponseBytes);
   const std::string compressed = gzip("data: " + std::string(kSecret) + "\n\ndata: 2\n\n");
   // Only the first event's compressed bytes... feed everything but the trailer and check the
   // client can decode the first event already.
@@ -234,7 +245,7 @@ TEST(ResponseBody, BinaryPassesUnchangedUnlessItCarriesASecret) {
   const auto plan = plan_for("image/png", "");
   ASSERT_EQ(plan.treatment, body_treatment::pass);
   for (std::size_t piece : {1u, 13u, 4096u}) {
-    response_body body(literals.compiled, plan, 0, "");
+    response_body body(literals.compiled, plan, 0, "", kResponseBytes);
     EXPECT_TRUE(body.guarding());
     EXPECT_EQ(run(body, binary, piece), binary);
   }
@@ -242,7 +253,7 @@ TEST(ResponseBody, BinaryPassesUnchangedUnlessItCarriesASecret) {
   {
     const std::string carrying = binary.substr(0, 3000) + std::string(kSecret) + binary;
     for (std::size_t piece : {1u, 100u, 4096u}) {
-      response_body body(literals.compiled, plan, 0, "");
+      response_body body(literals.compiled, plan, 0, "", kResponseBytes);
       std::string released;
       bool ok = true;
       for (std::size_t i = 0; ok && i < carrying.size(); i += piece) {
@@ -262,9 +273,10 @@ TEST(ResponseBody, ACutAfterShrinkingRedactionsReleasesNoPartOfAValue) {
   // Redactions before the cut make the output shorter than the text, so what the stream held
   // at the reading limit lands inside max_bytes of output: it must not be flushed.
   constexpr std::uint64_t kMax = 60000;
-  const std::size_t hold = response_body(secret_engine(), plan_for("text/plain", ""), kMax, "")
-                               .redaction()
-                               .retention_bound();
+  const std::size_t hold =
+      response_body(secret_engine(), plan_for("text/plain", ""), kMax, "", kResponseBytes)
+          .redaction()
+          .retention_bound();
   std::string input;
   while (input.size() < 56000)  // each redaction 14 bytes shorter: more than the hold-back
     input += std::string(kSecret) + " ";
@@ -272,7 +284,7 @@ TEST(ResponseBody, ACutAfterShrinkingRedactionsReleasesNoPartOfAValue) {
   input.resize(kMax + hold - 10, 'a');
   input += " " + std::string(kSecret) + " and more text after it";
   for (std::size_t piece : {512u, 65536u}) {
-    response_body body(secret_engine(), plan_for("text/plain", ""), kMax, "[cut]");
+    response_body body(secret_engine(), plan_for("text/plain", ""), kMax, "[cut]", kResponseBytes);
     const std::string out = run(body, input, piece);
     EXPECT_TRUE(out.ends_with("[cut]"));
     EXPECT_EQ(out.find(kSecret.substr(0, 6)), std::string::npos) << piece;
@@ -285,12 +297,12 @@ TEST(ResponseBody, BinaryInGzipIsGuardedDecoded) {
   const auto plan = plan_for("application/octet-stream", "gzip");
   const std::string clean = std::string("\x01\x02 binary ") + std::string(3000, '\x7f');
   {
-    response_body body(literals.compiled, plan, 0, "");
+    response_body body(literals.compiled, plan, 0, "", kResponseBytes);
     EXPECT_EQ(gunzip(run(body, gzip(clean), 100)), clean);
   }
   const std::string coded = gzip(clean + std::string(kSecret) + clean);
   for (std::size_t piece : {1u, 100u, 100000u}) {
-    response_body body(literals.compiled, plan, 0, "");
+    response_body body(literals.compiled, plan, 0, "", kResponseBytes);
     std::string released;
     bool ok = true;
     for (std::size_t i = 0; ok && i < coded.size(); i += piece)
