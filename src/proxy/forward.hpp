@@ -192,6 +192,22 @@ inline bool interim_response(unsigned status) {
   return status >= 100 && status < 200 && status != 101;
 }
 
+// Reads the origin's final response head into a fresh `res_p`, dropping interim ones, all within
+// one limits.response_timeout: the deadline is set once, not again for each interim head, so
+// an origin that sends "102 Processing" every second cannot hold the exchange past it.
+template <class Upstream>
+boost::asio::awaitable<boost::system::error_code> read_final_response_head(
+    Upstream& upstream, boost::beast::flat_buffer& up_buffer,
+    std::optional<http::response_parser<http::buffer_body>>& res_p,
+    const policy::model::limits& limits, bool head_request) {
+  set_timeout(upstream, limits.response_timeout);
+  for (;;) {
+    prepare_response_parser(res_p, limits, head_request);
+    auto [ec, n] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
+    if (ec || !interim_response(res_p->get().result_int())) co_return ec;
+  }
+}
+
 // A reused pooled connection the origin closed as we sent on it (a race no check can close):
 // nothing was answered, and a bodiless request may be sent again on a fresh connection.
 // Over TLS, an origin that closed without a close_notify alert reads as stream_truncated.
@@ -341,13 +357,7 @@ boost::asio::awaitable<forward_result> forward(
   }
 
   std::optional<http::response_parser<http::buffer_body>> res_p;
-  boost::system::error_code ec;
-  do {
-    prepare_response_parser(res_p, limits, fp.head);
-    set_timeout(upstream, limits.response_timeout);
-    auto [head_ec, rn] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
-    ec = head_ec;
-  } while (!ec && interim_response(res_p->get().result_int()));
+  const auto ec = co_await read_final_response_head(upstream, up_buffer, res_p, limits, fp.head);
   if (stale_connection(ec, fp, up_buffer)) {
     out.stale_connection = true;
     co_return out;

@@ -120,13 +120,8 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   auto& rec = ex.record;
   const auto& limits = ex.snapshot->limits();
   std::optional<http::response_parser<http::buffer_body>> res_p;
-  boost::system::error_code ec;
-  do {
-    forward_detail::prepare_response_parser(res_p, limits, head_request);
-    set_timeout(upstream, limits.response_timeout);
-    auto [head_ec, rn] = co_await http::async_read_header(upstream, up_buffer, *res_p, use_tuple);
-    ec = head_ec;
-  } while (!ec && forward_detail::interim_response(res_p->get().result_int()));
+  auto ec = co_await forward_detail::read_final_response_head(upstream, up_buffer, res_p, limits,
+                                                              head_request);
   if (!ec && res_p->get().result_int() == 101) ec = http::error::bad_version;
   if (ec) {
     if (retry_if_stale && up_buffer.size() == 0 && forward_detail::closed_by_peer(ec))

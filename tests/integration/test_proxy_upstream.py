@@ -2,6 +2,7 @@
 response framing, slow origins and unresolvable names each get their 5xx answer with reason
 (or, once the response has started, a cut connection), and the proxy keeps serving."""
 
+import time
 import unittest
 
 from harness import clients, env, netns
@@ -119,11 +120,40 @@ class UpstreamFailureTest(ProxyTestCase):
         self.assert_answer(r, r.header("X-Airlock-Reason"))
 
 
+def interim_flood(conn, record):
+    """Reads a request head, then sends "102 Processing" every 0.3 s for 4 s, then a 200."""
+    while b"\r\n\r\n" not in record["data"]:
+        data = conn.recv(4096)
+        if not data:
+            return
+        record["data"] += data
+    for _ in range(13):
+        conn.sendall(b"HTTP/1.1 102 Processing\r\n\r\n")
+        time.sleep(0.3)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+
 class UpstreamTimeoutTest(ProxyTestCase):
     @classmethod
+    def extra_setup(cls):
+        cls.flood = RawOrigin(interim_flood).start()
+
+    @classmethod
+    def extra_teardown(cls):
+        cls.flood.stop()
+
+    @classmethod
     def policy(cls):
-        return make_policy([origin_rule(cls.origin.port)],
+        return make_policy([origin_rule(cls.origin.port),
+                            origin_rule(cls.flood.port, name="flood", hosts=["flood.test"],
+                                        paths=["^/.*$"])],
                            limits={"response_timeout": "1s"})
+
+    def test_interim_heads_do_not_extend_the_response_timeout(self):
+        # Each 102 comes well within the timeout, the final head long after it.
+        [r], _ = self.send_raw(self.request("GET", "http://flood.test:%d/x" % self.flood.port),
+                               timeout=env.t(10))
+        self.assert_answer(r, "upstream_timeout")
 
     def test_slow_origin_times_out(self):
         m = marker()
