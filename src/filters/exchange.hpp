@@ -94,14 +94,16 @@ struct exchange_record {
   // the proxy's own text answer.
   std::shared_ptr<const protocol_answer> answer;
   // A WebSocket connection's summary (protocol "websocket"): messages each way that were
-  // forwarded, the close code the connection ended with and who closed it, and the message
-  // refused (which side sent it) if one was. Counts, never content.
+  // forwarded, who started the closing handshake and with which code, the code of the Close
+  // that answered it, and the message refused (which side sent it) if one was. Counts, never
+  // content.
   struct websocket_summary {
     std::uint64_t client_messages = 0;
     std::uint64_t origin_messages = 0;
-    std::uint16_t close_code = 0;   // 0: the connection ended without a close frame
-    std::string_view closed_by;     // "client", "origin" or "proxy"
-    std::string_view refused_from;  // "client" or "origin" when a message was refused
+    std::uint16_t close_code = 0;        // the first Close's; 0: none came, or it had no code
+    std::string_view closed_by;          // "client", "origin" or "proxy": who sent the first Close
+    std::string_view refused_from;       // "client" or "origin" when a message was refused
+    std::uint16_t close_reply_code = 0;  // the answering Close's; 0: none, or it had no code
   };
   std::optional<websocket_summary> websocket;
   std::uint32_t retry_after = 0;  // seconds, for a Retry-After header on a 429 (0 = none)

@@ -91,7 +91,8 @@ recorder::~recorder() {
       if (r.websocket) {
         const auto& w = *r.websocket;
         a.websocket = telemetry::audit_record::websocket_summary{
-            w.client_messages, w.origin_messages, w.close_code, w.closed_by, w.refused_from};
+            w.client_messages, w.origin_messages, w.close_code,
+            w.closed_by,       w.refused_from,    w.close_reply_code};
       }
       shared.audit->write(a);
     }

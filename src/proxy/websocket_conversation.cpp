@@ -12,6 +12,14 @@ std::string_view side(message_from from) {
   return from == message_from::client ? "client" : "origin";
 }
 
+message_from other(message_from from) {
+  return from == message_from::client ? message_from::origin : message_from::client;
+}
+
+int index(message_from from) {
+  return static_cast<int>(from);
+}
+
 filters::exchange_record::websocket_summary& summary_of(filters::exchange& ex) {
   ex.record.protocol = "websocket";
   if (!ex.record.websocket) ex.record.websocket.emplace();
@@ -34,11 +42,14 @@ websocket_conversation::websocket_conversation(filters::chain& chain, std::uint6
       from_origin_(ws::sender::server, max_message, deflate) {}
 
 void websocket_conversation::on_bytes(message_from from, std::string_view bytes, output& out) {
-  if (ended_) return;
+  // After its Close a side sends nothing more (RFC 6455 section 5.5.1); what it sends anyway
+  // is discarded unread, as section 1.4 has a receiver do, here and from the rest of a read
+  // that held the Close.
+  if (ended_ || sent_close(from)) return;
   auto& reader = from == message_from::client ? from_client_ : from_origin_;
   reader.feed(bytes);
   // Bounded: each event consumes a frame from what was fed, or ends the loop.
-  while (!ended_) {
+  while (!ended_ && !sent_close(from)) {
     auto e = reader.next();
     if (e.what == ws::event::kind::need_more) return;
     on_event(from, e, out);
@@ -60,15 +71,26 @@ void websocket_conversation::on_event(message_from from, ws::event& e, output& o
     return end(from, ws::close_code::policy_violation, ws::close_code::policy_violation,
                refusal_close_reason(chain_.ex().record), out);
   }
-  if (close) {
-    summary_.close_code = e.code == ws::close_code::no_status ? 0 : e.code;
-    summary_.closed_by = side(from);
-    out.to_other += ws::encode_frame(ws::opcode::close, e.payload, mask_other);
-    return;
-  }
+  if (close) return pass_close(from, e, out);
   if (e.what == kind::message)
     ++(from == message_from::client ? summary_.client_messages : summary_.origin_messages);
   out.to_other += ws::encode_frame(e.op, e.payload, mask_other);
+}
+
+void websocket_conversation::pass_close(message_from from, const ws::event& e, output& out) {
+  const std::uint16_t code = e.code == ws::close_code::no_status ? 0 : e.code;
+  // The record names who started the closing handshake, not whose Close came last: the answer
+  // is kept beside it.
+  if (summary_.closed_by.empty()) {
+    summary_.close_code = code;
+    summary_.closed_by = side(from);
+  } else {
+    summary_.close_reply_code = code;
+  }
+  sent_close_[index(from)] = true;
+  got_close_[index(other(from))] = true;
+  out.to_other += ws::encode_frame(ws::opcode::close, e.payload, from == message_from::client);
+  if (closing_handshake_done()) ended_ = true;
 }
 
 void websocket_conversation::protocol_error(message_from from, const ws::event& e, output& out) {
@@ -87,16 +109,28 @@ void websocket_conversation::protocol_error(message_from from, const ws::event& 
 void websocket_conversation::end(message_from from, std::uint16_t sender_code,
                                  std::uint16_t other_code, std::string_view reason, output& out) {
   ended_ = true;
-  summary_.close_code = sender_code;
-  summary_.closed_by = "proxy";
+  // During a closing handshake the record keeps the first Close; the proxy's close is then the
+  // answer to it. (The sender here is never the side that closed first: nothing of that side
+  // is read after its Close.)
+  if (summary_.closed_by.empty()) {
+    summary_.close_code = sender_code;
+    summary_.closed_by = "proxy";
+  } else {
+    summary_.close_reply_code = other_code;
+  }
   const bool to_origin_masked = true;
   const bool sender_is_client = from == message_from::client;
-  out.to_sender += ws::encode_frame(ws::opcode::close, ws::close_payload(sender_code, reason),
-                                    sender_is_client ? false : to_origin_masked);
+  // A side that already got a Close gets no second one (RFC 6455 section 5.5.1: one Close, then
+  // nothing).
+  if (!got_close_[index(from)])
+    out.to_sender += ws::encode_frame(ws::opcode::close, ws::close_payload(sender_code, reason),
+                                      sender_is_client ? false : to_origin_masked);
   // The other side learns only that the proxy ended the connection, not why.
-  out.to_other +=
-      ws::encode_frame(ws::opcode::close, ws::close_payload(other_code, "closed by the proxy"),
-                       sender_is_client ? to_origin_masked : false);
+  if (!got_close_[index(other(from))])
+    out.to_other +=
+        ws::encode_frame(ws::opcode::close, ws::close_payload(other_code, "closed by the proxy"),
+                         sender_is_client ? to_origin_masked : false);
+  got_close_[0] = got_close_[1] = true;
 }
 
 }  // namespace airlock::proxy

@@ -9,9 +9,16 @@
 // A refused message never reaches the other side: the sender gets close 1008 with a short
 // reason, the other side close 1008 too, and the relay ends. A frame that breaks the protocol
 // gets its close code (1002, 1007, 1009) to the side that sent it and 1001 to the other.
-// Close frames pass through; the relay (websocket_relay.hpp) ends when the sockets close.
 //
-// The exchange's record carries the summary (one audit line for the whole connection).
+// Close frames pass through (their reasons checked). Once a side has sent its Close, what it
+// sends after is discarded unread: RFC 6455 section 5.5.1 forbids data after a Close, and
+// section 1.4 has the receiver discard it. Not a protocol error: that side has closed, and a
+// second Close (1002) would break the rule it broke. Once both Closes have passed, the
+// conversation has ended and the relay (websocket_relay.hpp) closes the connection. A side
+// that already got a Close gets no second one from the proxy.
+//
+// The exchange's record carries the summary (one audit line for the whole connection): who
+// sent the first Close and its code, and the code of the Close that answered it.
 //
 // @par Thread Safety
 // Used by one session on one thread.
@@ -37,12 +44,17 @@ class websocket_conversation {
   // Bytes read from `from`; what to write is appended to `out`.
   void on_bytes(filters::message_from from, std::string_view bytes, output& out);
 
-  // A message was refused or a side broke the protocol: closes were sent both ways and
-  // nothing more is forwarded.
+  // A message was refused or a side broke the protocol (the proxy sent the closes), or both
+  // sides' Closes have passed: nothing more is forwarded.
   bool ended() const noexcept { return ended_; }
+  // Both sides' Closes have passed: the closing handshake is complete (RFC 6455 section 7.1.2).
+  bool closing_handshake_done() const noexcept {
+    return sent_close(filters::message_from::client) && sent_close(filters::message_from::origin);
+  }
 
  private:
   void on_event(filters::message_from from, websocket::event& e, output& out);
+  void pass_close(filters::message_from from, const websocket::event& e, output& out);
   void end(filters::message_from from, std::uint16_t sender_code, std::uint16_t other_code,
            std::string_view reason, output& out);
   void protocol_error(filters::message_from from, const websocket::event& e, output& out);
@@ -52,6 +64,12 @@ class websocket_conversation {
   websocket::message_reader from_client_;
   websocket::message_reader from_origin_;
   bool ended_ = false;
+  // Per side (client, origin): it sent a Close; it was sent one (by the other side or the proxy).
+  bool sent_close_[2] = {false, false};
+  bool got_close_[2] = {false, false};
+  bool sent_close(filters::message_from from) const noexcept {
+    return sent_close_[static_cast<int>(from)];
+  }
 };
 
 // A short close reason for a refusal: the reason's name and its detail, cut to fit a close

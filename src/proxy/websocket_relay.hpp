@@ -6,10 +6,14 @@
 // one write in flight at a time (Asio allows no more).
 //
 // The relay ends when both directions have ended (an EOF passed on as a half-close, as in
-// tunnel.hpp), when nothing moved for idle_timeout, or, after the proxy closed the
-// conversation (a refusal), when both sides have closed or the linger time has passed: the
-// sockets are half-closed and read until the peers close, so that the close frame is read
-// before the connection goes (closing with unread data would reset it).
+// tunnel.hpp), when nothing moved for idle_timeout, or, once the conversation has ended, when
+// both sides have closed or the linger time has passed: the sockets are half-closed and read
+// (what comes is discarded) until the peers close, so that the close frame is read before the
+// connection goes (closing with unread data would reset it). After a closing handshake of the
+// peers' own (both Closes passed), only the agent's socket is half-closed at once: the proxy is
+// its server, and the server closes the TCP connection first (RFC 6455 section 7.1.1); towards
+// the origin the proxy is the client, which waits for the server to close, up to the linger.
+// After the proxy closed the conversation (a refusal), both are.
 
 #include "proxy/byte_throttle.hpp"
 #include "proxy/tunnel.hpp"
@@ -103,8 +107,10 @@ boost::asio::awaitable<void> pump(From& from, To& to, write_gate& from_gate, wri
     }
     if (st.conv.ended() && !st.ended_at) {
       st.ended_at = clock::now();
-      shutdown_send(from);
-      shutdown_send(to);
+      const bool from_agent = side == filters::message_from::client;
+      const bool shut_origin = !st.conv.closing_handshake_done();
+      if (from_agent || shut_origin) shutdown_send(from);
+      if (!from_agent || shut_origin) shutdown_send(to);
     }
     co_return true;
   };

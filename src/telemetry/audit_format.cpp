@@ -305,6 +305,8 @@ void append_optional_keys(std::string& out, const audit_record& r) {
       out.append(",\"closed_by\":");
       append_json_string(out, w.closed_by);
     }
+    out.append(",\"close_reply_code\":");
+    append_int(out, w.close_reply_code);
     if (!w.refused_from.empty()) {
       out.append(",\"refused_from\":");
       append_json_string(out, w.refused_from);

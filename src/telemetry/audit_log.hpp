@@ -75,6 +75,7 @@ struct audit_record {
     std::uint16_t close_code = 0;
     std::string_view closed_by;
     std::string_view refused_from;
+    std::uint16_t close_reply_code = 0;
   };
   std::optional<websocket_summary> websocket;
 };

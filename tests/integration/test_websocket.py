@@ -8,6 +8,7 @@ side. One audit record per connection carries the summary."""
 
 import asyncio
 import base64
+import hashlib
 import os
 import socket
 import ssl
@@ -194,8 +195,8 @@ def frame(opcode, payload, masked=True, fin=True):
     return head + payload
 
 
-def read_frame(sock, buf):
-    """(opcode, payload, rest of buf) of the next server frame."""
+def read_frame(sock, buf, masked=False):
+    """(opcode, payload, rest of buf) of the next server frame (a client's when `masked`)."""
     def need(n):
         nonlocal buf
         while len(buf) < n:
@@ -212,8 +213,107 @@ def read_frame(sock, buf):
     elif n == 127:
         need(10)
         n, pos = struct.unpack("!Q", buf[2:10])[0], 10
+    key = b""
+    if masked:
+        need(pos + 4)
+        key, pos = buf[pos:pos + 4], pos + 4
     need(pos + n)
-    return opcode, buf[pos:pos + n], buf[pos + n:]
+    payload = buf[pos:pos + n]
+    if masked:
+        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    return opcode, payload, buf[pos + n:]
+
+
+def read_until_closed(sock, buf):
+    """Every server frame until the peer closes the connection: [(opcode, payload)]."""
+    frames = []
+    while True:
+        try:
+            op, payload, buf = read_frame(sock, buf)
+        except AssertionError:  # the connection ended (between frames, or inside one)
+            return frames
+        frames.append((op, payload))
+
+
+class HostileOrigin:
+    """A raw WebSocket server on 127.0.0.1:0 that breaks RFC 6455 section 5.5.1 where the path
+    says (no library would), one thread per connection:
+    - /origin-after-close/...: on the client's Close, answers with Close 4000 and then a text
+      frame, in one write, and keeps its TCP end open until the peer closes it (at most 3 s);
+    - /agent-after-close/...: on the client's Close, answers with Close 1000 and closes its
+      sending side (a server closes first, section 7.1.1); keeps every frame it was sent.
+    `frames[path]` holds (opcode, payload) of what it read, once `done[path]` is set."""
+
+    GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.frames = {}
+        self.done = {}
+        self.lock = threading.Lock()
+
+    def start(self):
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def stop(self):
+        self.sock.close()
+
+    def done_event(self, path):
+        with self.lock:
+            return self.done.setdefault(path, threading.Event())
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        c.settimeout(env.t(10))
+        path, got = None, []
+        try:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = c.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            path = head.split(b" ")[1].decode("latin-1")
+            key = [ln.split(b":", 1)[1].strip() for ln in head.split(b"\r\n")
+                   if ln.lower().startswith(b"sec-websocket-key:")][0]
+            accept = base64.b64encode(hashlib.sha1(key + self.GUID).digest())
+            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                      b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+            while True:
+                op, payload, buf = read_frame(c, buf, masked=True)
+                got.append((op, payload))
+                if op == 0x8:
+                    break
+            if path.startswith("/origin-after-close/"):
+                c.sendall(frame(0x8, struct.pack("!H", 4000) + b"origin", masked=False) +
+                          frame(0x1, b"DATA-AFTER-CLOSE " + path.encode(), masked=False))
+                c.settimeout(3)
+            else:
+                c.sendall(frame(0x8, struct.pack("!H", 1000), masked=False))
+                c.shutdown(socket.SHUT_WR)
+            while True:  # until the peer closes (a frame read cut short ends here too)
+                op, payload, buf = read_frame(c, buf, masked=True)
+                got.append((op, payload))
+        except (OSError, AssertionError):
+            pass
+        finally:
+            c.close()
+            if path:
+                with self.lock:
+                    self.frames[path] = got
+                self.done_event(path).set()
 
 
 def raw_upgrade(proxy_port, url, host):
@@ -242,11 +342,13 @@ class WebSocketTest(ProxyTestCase):
         cls.certs = OriginCerts()
         cls.ws = WsOrigin().start()
         cls.wss = WsOrigin(OriginCerts.server_context(cls.certs.good)).start()
+        cls.hostile = HostileOrigin().start()
 
     @classmethod
     def extra_teardown(cls):
         cls.ws.stop()
         cls.wss.stop()
+        cls.hostile.stop()
         cls.certs.cleanup()
         cls.ica.cleanup()
 
@@ -270,6 +372,7 @@ class WebSocketTest(ProxyTestCase):
             rule("ws-rate", "rate.test", p, websocket={"messages_per_minute": 3}),
             rule("ws-off", "nows.test", p, protocols=["http/1.1", "h2"]),
             rule("ws-dlp", "dlp.test", p, dlp={"action": "block"}),
+            rule("ws-hostile", "hostile.test", cls.hostile.port),
             origin_rule(cls.origin.port),
         ]
         policy = make_policy(rules, tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
@@ -497,6 +600,51 @@ class WebSocketTest(ProxyTestCase):
         op, payload, buf = read_frame(s, buf)
         self.assertEqual(op, 0x8)
         self.assertEqual(struct.unpack("!H", payload[:2])[0], 1002)
+
+    def hostile_upgrade(self, path):
+        port = self.hostile.port
+        status, s, buf = raw_upgrade(self.port, "http://hostile.test:%d%s" % (port, path),
+                                     "hostile.test:%d" % port)
+        self.addCleanup(s.close)
+        self.assertIn(" 101 ", status)
+        return s, buf
+
+    def test_data_the_origin_sends_after_its_close_never_reaches_the_agent(self):
+        # RFC 6455 section 5.5.1: no data after a Close. The agent closes first; the origin
+        # answers and then sends a text frame. The agent gets the Close and then the end of the
+        # connection (the proxy is its server: it closes first, section 7.1.1), and the record
+        # names the agent as the one that closed, with the origin's answer beside it.
+        path = "/origin-after-close/" + marker()
+        mark = self.proxy.audit_mark()
+        s, buf = self.hostile_upgrade(path)
+        s.sendall(frame(0x8, struct.pack("!H", 1000) + b"bye"))
+        got = read_until_closed(s, buf)
+        self.assertEqual(got, [(0x8, struct.pack("!H", 4000) + b"origin")])
+        s.close()
+        rec = self.audit_for(mark, "ws-hostile", path=path)
+        self.assertEqual(rec["websocket"]["closed_by"], "client", rec)
+        self.assertEqual(rec["websocket"]["close_code"], 1000)
+        self.assertEqual(rec["websocket"]["close_reply_code"], 4000)
+        self.assertEqual(rec["websocket"]["origin_messages"], 0)
+        self.assertEqual(rec["decision"], "allow")
+
+    def test_data_the_agent_sends_after_its_close_never_reaches_the_origin(self):
+        path = "/agent-after-close/" + marker()
+        mark = self.proxy.audit_mark()
+        done = self.hostile.done_event(path)
+        s, buf = self.hostile_upgrade(path)
+        s.sendall(frame(0x8, struct.pack("!H", 1000) + b"bye") +
+                  frame(0x1, b"DATA-AFTER-CLOSE " + path.encode()))
+        got = read_until_closed(s, buf)
+        self.assertEqual(got, [(0x8, struct.pack("!H", 1000))])
+        s.close()
+        self.assertTrue(done.wait(env.t(20)), "the origin's connection never ended")
+        self.assertEqual(self.hostile.frames[path], [(0x8, struct.pack("!H", 1000) + b"bye")])
+        rec = self.audit_for(mark, "ws-hostile", path=path)
+        self.assertEqual(rec["websocket"]["closed_by"], "client", rec)
+        self.assertEqual(rec["websocket"]["close_code"], 1000)
+        self.assertEqual(rec["websocket"]["close_reply_code"], 1000)
+        self.assertEqual(rec["websocket"]["client_messages"], 0)
 
     def test_rule_without_websocket_refuses_the_upgrade(self):
         mark = self.proxy.audit_mark()

@@ -131,6 +131,99 @@ TEST(WebsocketConversation, CloseFramesPassAndAreSummarised) {
   EXPECT_EQ(f.ex.record.websocket->closed_by, "client");
 }
 
+// RFC 6455 section 5.5.1: no data after a Close. The agent closes, the origin answers with its
+// Close and a text frame in the same read: the text never reaches the agent, and the record
+// names the agent, who closed first, with the origin's reply beside it.
+TEST(WebsocketConversation, FramesAfterTheOriginsCloseAreDiscarded) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  conv.on_bytes(message_from::client,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true), out);
+  out = {};
+  conv.on_bytes(message_from::origin,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(4000, "origin"), false) +
+                    ws::encode_frame(ws::opcode::text, "after close", false),
+                out);
+  const auto down = frames(out.to_other, ws::sender::server);
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(down[0].op, ws::opcode::close);
+  EXPECT_EQ(down[0].code, 4000);
+  EXPECT_TRUE(out.to_sender.empty());
+  EXPECT_TRUE(conv.ended());  // both Closes have passed
+  out = {};
+  conv.on_bytes(message_from::origin, ws::encode_frame(ws::opcode::text, "later", false), out);
+  EXPECT_TRUE(out.to_other.empty());
+  const auto& w = *f.ex.record.websocket;
+  EXPECT_EQ(w.origin_messages, 0u);
+  EXPECT_EQ(w.closed_by, "client");
+  EXPECT_EQ(w.close_code, 1000);
+  EXPECT_EQ(w.close_reply_code, 4000);
+}
+
+// The same for the agent: what it sends after its Close (a message, a ping, a second Close)
+// never reaches the origin, and is not even read (garbage there is no protocol error).
+TEST(WebsocketConversation, FramesAfterTheAgentsCloseAreDiscarded) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  conv.on_bytes(message_from::client,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true) +
+                    ws::encode_frame(ws::opcode::text, "after close", true) +
+                    ws::encode_frame(ws::opcode::ping, "p", true),
+                out);
+  const auto up = frames(out.to_other, ws::sender::client);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].code, 1000);
+  out = {};
+  conv.on_bytes(message_from::client,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(3001, "again"), true) +
+                    ws::encode_frame(ws::opcode::text, "unmasked", false),
+                out);
+  EXPECT_TRUE(out.to_other.empty());
+  EXPECT_TRUE(out.to_sender.empty());
+  EXPECT_FALSE(conv.ended());
+  // The origin may still finish what it was sending before it answers (RFC 6455 5.5.1).
+  conv.on_bytes(message_from::origin, ws::encode_frame(ws::opcode::text, "last", false), out);
+  conv.on_bytes(message_from::origin,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(1000, ""), false), out);
+  const auto down = frames(out.to_other, ws::sender::server);
+  ASSERT_EQ(down.size(), 2u);
+  EXPECT_EQ(down[0].payload, "last");
+  EXPECT_EQ(down[1].code, 1000);
+  EXPECT_TRUE(conv.ended());
+  const auto& w = *f.ex.record.websocket;
+  EXPECT_EQ(w.client_messages, 0u);
+  EXPECT_EQ(w.origin_messages, 1u);
+  EXPECT_EQ(w.closed_by, "client");
+  EXPECT_EQ(w.close_code, 1000);
+  EXPECT_EQ(w.close_reply_code, 1000);
+  EXPECT_EQ(f.ex.record.reason, core::errc::ok);
+}
+
+// A refusal while the closing handshake is under way: the side that already got a Close gets
+// no second one; the side that closed first gets the proxy's 1008 as its answer.
+TEST(WebsocketConversation, ARefusalDuringTheClosingHandshakeAnswersTheFirstClose) {
+  fixture f;
+  websocket_conversation conv(*f.c, 1024, false);
+  websocket_conversation::output out;
+  conv.on_bytes(message_from::client,
+                ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true), out);
+  out = {};
+  conv.on_bytes(message_from::origin, ws::encode_frame(ws::opcode::text, "forbidden", false), out);
+  EXPECT_TRUE(conv.ended());
+  EXPECT_TRUE(out.to_sender.empty());  // the origin already has the agent's Close
+  const auto down = frames(out.to_other, ws::sender::server);
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(down[0].code, 1008);
+  const auto& w = *f.ex.record.websocket;
+  EXPECT_EQ(w.closed_by, "client");
+  EXPECT_EQ(w.close_code, 1000);
+  EXPECT_EQ(w.close_reply_code, 1008);
+  EXPECT_EQ(w.refused_from, "origin");
+  EXPECT_EQ(f.ex.record.reason, core::errc::placeholder_refused);
+}
+
 TEST(WebsocketConversation, ACloseReasonIsCheckedAsATextMessage) {
   for (const auto from : {message_from::client, message_from::origin}) {
     fixture f;

@@ -147,6 +147,67 @@ TEST_F(WebsocketRelayTest, MessagesPassBothWaysAndARefusedOneReachesNeitherSide)
   EXPECT_EQ(ex_.record.reason, core::errc::placeholder_refused);
 }
 
+// The agent closes; the origin answers with its Close and then a text frame, and keeps its
+// TCP connection open. The agent gets the Close and then the end of the TCP connection (the
+// proxy is its server, which closes first: RFC 6455 section 7.1.1), never the text frame.
+TEST_F(WebsocketRelayTest, DataAfterTheOriginsCloseNeverReachesTheAgent) {
+  start_relay(30s);
+  std::vector<ws::event> at_origin, at_agent;
+  bool origin_done = false, agent_done = false;
+  spawn(read_frames(*origin_, ws::sender::client, 1, at_origin), origin_done);
+  write(*agent_, ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true));
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return origin_done; }, 10s));
+  ASSERT_EQ(at_origin.size(), 1u);
+  EXPECT_EQ(at_origin[0].code, 1000);
+  // Two frames asked for: the read ends at the second frame or at the end of the connection.
+  spawn(read_frames(*agent_, ws::sender::server, 2, at_agent), agent_done);
+  write(*origin_, ws::encode_frame(ws::opcode::close, ws::close_payload(4000, "origin"), false) +
+                      ws::encode_frame(ws::opcode::text, "DATA-AFTER-CLOSE", false));
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return agent_done; }, 10s));
+  ASSERT_EQ(at_agent.size(), 1u);
+  EXPECT_EQ(at_agent[0].op, ws::opcode::close);
+  EXPECT_EQ(at_agent[0].code, 4000);
+  agent_->close();
+  origin_->close();
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return ended_; }, 10s));
+  const auto& w = *ex_.record.websocket;
+  EXPECT_EQ(w.origin_messages, 0u);
+  EXPECT_EQ(w.closed_by, "client");
+  EXPECT_EQ(w.close_code, 1000);
+  EXPECT_EQ(w.close_reply_code, 4000);
+}
+
+// The agent sends a text frame after its Close: the origin never gets it.
+TEST_F(WebsocketRelayTest, DataAfterTheAgentsCloseNeverReachesTheOrigin) {
+  start_relay(30s);
+  std::vector<ws::event> at_origin, at_agent;
+  bool origin_done = false, agent_done = false;
+  // Two frames asked for: the read ends at the second frame or when the relay closes.
+  spawn(read_frames(*origin_, ws::sender::client, 2, at_origin), origin_done);
+  spawn(read_frames(*agent_, ws::sender::server, 2, at_agent), agent_done);
+  write(*agent_, ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true) +
+                     ws::encode_frame(ws::opcode::text, "DATA-AFTER-CLOSE", true));
+  // The origin answers once it has the Close, and closes its side as a server does.
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return !at_origin.empty() || origin_done; }, 10s));
+  write(*origin_, ws::encode_frame(ws::opcode::close, ws::close_payload(1000, ""), false));
+  origin_->shutdown(tcp::socket::shutdown_send);
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return agent_done; }, 10s));
+  ASSERT_EQ(at_agent.size(), 1u);
+  EXPECT_EQ(at_agent[0].code, 1000);
+  agent_->close();
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return ended_ && origin_done; }, 10s));
+  ASSERT_EQ(at_origin.size(), 1u);
+  EXPECT_EQ(at_origin[0].op, ws::opcode::close);
+  EXPECT_EQ(ex_.record.websocket->client_messages, 0u);
+  EXPECT_EQ(ex_.record.websocket->closed_by, "client");
+}
+
 TEST_F(WebsocketRelayTest, PeersThatNeverCloseAreLetGoAfterTheLinger) {
   start_relay(30s);
   std::vector<ws::event> at_agent;

@@ -221,7 +221,7 @@ TEST(AuditFormat, TheProgramWhenKnown) {
 TEST(AuditFormat, TheProtocolAndAWebsocketSummary) {
   audit_record r;
   r.protocol = "websocket";
-  r.websocket = audit_record::websocket_summary{3, 2, 1008, "proxy", "client"};
+  r.websocket = audit_record::websocket_summary{3, 2, 1000, "client", "origin", 1008};
   std::string line;
   append_audit_line(line, r);
   auto v = boost::json::parse(line).as_object();
@@ -229,9 +229,10 @@ TEST(AuditFormat, TheProtocolAndAWebsocketSummary) {
   const auto& w = v.at("websocket").as_object();
   EXPECT_EQ(w.at("client_messages").as_int64(), 3);
   EXPECT_EQ(w.at("origin_messages").as_int64(), 2);
-  EXPECT_EQ(w.at("close_code").as_int64(), 1008);
-  EXPECT_EQ(w.at("closed_by").as_string(), "proxy");
-  EXPECT_EQ(w.at("refused_from").as_string(), "client");
+  EXPECT_EQ(w.at("close_code").as_int64(), 1000);
+  EXPECT_EQ(w.at("closed_by").as_string(), "client");
+  EXPECT_EQ(w.at("close_reply_code").as_int64(), 1008);
+  EXPECT_EQ(w.at("refused_from").as_string(), "origin");
   audit_record plain;  // the protocol always (HTTP/1.1 unless set); no summary unless set
   line.clear();
   append_audit_line(line, plain);
