@@ -55,13 +55,16 @@ class SplitChunkOrigin:
                         if not chunk:
                             break
                         data += chunk
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-                                 b"Connection: close\r\n\r\n0\r\n")
-                    for piece in (b"\r", b"\n"):
-                        time.sleep(PAUSE)
-                        conn.sendall(piece)
-                except OSError:
+                    self.answer(conn, data)
+                except (OSError, KeyError):
                     pass
+
+    def answer(self, conn, head):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                     b"Connection: close\r\n\r\n0\r\n")
+        for piece in (b"\r", b"\n"):
+            time.sleep(PAUSE)
+            conn.sendall(piece)
 
     def stop(self):
         self.stopping = True
@@ -88,26 +91,10 @@ class EndlessLineOrigin(SplitChunkOrigin):
     """Answers `GET /<kind>` with a chunked head, then ENDLESS_KINDS[kind] and a line that never
     ends."""
 
-    def _serve(self):
-        while not self.stopping:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(env.t(10))
-                data = b""
-                try:
-                    while b"\r\n\r\n" not in data:
-                        chunk = conn.recv(4096)
-                        if not chunk:
-                            break
-                        data += chunk
-                    kind = data.split(b" ", 2)[1].rsplit(b"/", 1)[-1].decode()
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-                    send_endless(conn, ENDLESS_KINDS[kind])
-                except (OSError, KeyError):
-                    pass
+    def answer(self, conn, head):
+        kind = head.split(b" ", 2)[1].rsplit(b"/", 1)[-1].decode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        send_endless(conn, ENDLESS_KINDS[kind])
 
 
 class ChunkedSplitTest(ProxyTestCase):
