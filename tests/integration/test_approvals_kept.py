@@ -5,6 +5,7 @@ request's target, and an operator's own edits of the overlay file.
   shown to an operator; one it only reports is held, and GET /approvals, the hold's audit
   record and the operator's decision record show the path as the exchange record does
   ([REDACTED:dlp] for the segment), never the key.
+- A request no rule allows (approvals.ask_unmatched) is read likewise by the policy-wide `dlp`.
 - A permanent approval adds its rule to the overlay and keeps the rest of the file byte for
   byte: a rule the operator narrowed stays narrowed; a file it cannot add to is left as it is
   and the approval answers 409."""
@@ -60,6 +61,56 @@ class HeldSecretTest(ApprovalCase):
         for rec in records:
             self.assertNotIn(KEY, json.dumps(rec))
             self.assertEqual(rec.get("path"), shown, rec)
+
+
+class HeldUnmatchedSecretTest(ApprovalCase):
+    """A request no rule allows (approvals.ask_unmatched) is read by the policy-wide `dlp`: no
+    rule's own applies, and its target is shown to the operator and recorded."""
+
+    @classmethod
+    def policy(cls):
+        p = super().policy()
+        p["dlp"] = {"action": "block"}
+        return p
+
+    def test_what_dlp_blocks_is_never_held(self):
+        m = marker()
+        f = self.held_get("/echo/%s/%s" % (KEY, m), host="127.0.0.1")
+        self.assertEqual(f.result(env.t(10)), (403, "dlp_blocked"))
+        self.assertEqual(self.origin.seen(m), [])
+        self.assert_audit(reason="dlp_blocked", path="/echo/[REDACTED:dlp]/%s" % m)
+        records = [rec for rec in self.proxy.audit() if m in json.dumps(rec)]
+        self.assertFalse(any(rec.get("type") == "approval" for rec in records), records)
+        self.assertNotIn(KEY, json.dumps(records))
+
+    def test_a_clean_request_is_still_held(self):
+        m = marker()
+        f = self.held_get("/echo/clean-%s" % m, host="127.0.0.1")
+        p = self.wait_pending(path="/echo/clean-%s" % m, host="127.0.0.1")
+        self.decide(p["id"], scope="once")
+        self.assertEqual(f.result(env.t(20))[0], 200)
+        self.assertEqual(len(self.origin.seen(m)), 1)
+
+
+class HeldUnmatchedReportedSecretTest(ApprovalCase):
+    @classmethod
+    def policy(cls):
+        p = super().policy()
+        p["dlp"] = {"action": "report"}
+        return p
+
+    def test_a_held_secret_is_shown_redacted(self):
+        m = marker()
+        shown = "/echo/[REDACTED:dlp]/%s" % m
+        f = self.held_get("/echo/%s/%s" % (KEY, m), host="127.0.0.1")
+        p = self.wait_pending(path=shown, host="127.0.0.1")
+        self.assertEqual(p["rule"], "")
+        self.assertNotIn(KEY, json.dumps(self.approvals()))
+        self.decide(p["id"], "refuse")
+        self.assertEqual(f.result(env.t(20)), (403, "approval_refused"))
+        self.assert_audit(reason="approval_refused", path=shown)
+        records = [rec for rec in self.proxy.audit() if m in json.dumps(rec)]
+        self.assertNotIn(KEY, json.dumps(records))
 
 
 # The operator narrowed approved-1 to /echo/safe/ (and left a comment).

@@ -2,6 +2,7 @@
 
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
+#include "filters/decision/decision_filter.hpp"
 #include "filters/dlp/carry.hpp"
 #include "filters/dlp/coded_body.hpp"
 #include "filters/dlp/head_places.hpp"
@@ -49,9 +50,12 @@ class dlp_filter final : public filter {
 
   verdict on_request_head(exchange& ex) override {
     // The rule is known now (the decision filter ran); the filter was made before it.
-    if (ex.rule != nullptr && ex.rule->index < plan_.rules.size() &&
-        plan_.rules[ex.rule->index].config != nullptr)
+    if (ex.rule == &decision::unmatched_rule()) {
+      if (plan_.unmatched.config != nullptr) rule_ = &plan_.unmatched;
+    } else if (ex.rule != nullptr && ex.rule->index < plan_.rules.size() &&
+               plan_.rules[ex.rule->index].config != nullptr) {
       rule_ = &plan_.rules[ex.rule->index];
+    }
     if (rule_ != nullptr) {
       // A literal secret longer than the short carry is still read whole past the budget.
       const std::size_t longest = rule_->scan->engine().secret_starts().longest();

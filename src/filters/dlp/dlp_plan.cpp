@@ -44,32 +44,35 @@ dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot) {
   plan->blocklist = snapshot.model().blocklist;
   const dlp_config& fallback = snapshot.model().dlp;
   std::map<std::string, std::shared_ptr<const scanner>> by_classes;
+  // The plan for `cfg` (null, or off: none), its scanner shared by the rules reading the same
+  // classes; an error names `owner`.
+  auto plan_for = [&](const dlp_config* cfg, std::string_view owner) -> rule_plan {
+    if (cfg == nullptr || cfg->off) return {};
+    std::string key = cfg->entropy ? "+entropy" : "";
+    for (const auto& c : cfg->classes)
+      key += core::str_cat(",", c);
+    auto& scan = by_classes[key];
+    if (!scan) {
+      auto built = scanner::build(scanner_config_for(snapshot, cfg));
+      for (auto& e : built.errors)
+        out.errors.push_back(core::str_cat(owner, ": ", e));
+      if (!built.built) return {};
+      scan = std::move(built.built);
+    }
+    plan->any_rule = true;
+    return {cfg, scan};
+  };
   for (const auto& rule : snapshot.rules()) {
     const dlp_config* cfg = nullptr;
     if (rule.source != nullptr && rule.source->dlp.present)
       cfg = &rule.source->dlp;
     else if (fallback.present)
       cfg = &fallback;
-    if (cfg != nullptr && cfg->off) cfg = nullptr;
-    rule_plan rp;
-    if (cfg != nullptr) {
-      std::string key = cfg->entropy ? "+entropy" : "";
-      for (const auto& c : cfg->classes)
-        key += core::str_cat(",", c);
-      auto& scan = by_classes[key];
-      if (!scan) {
-        auto built = scanner::build(scanner_config_for(snapshot, cfg));
-        for (auto& e : built.errors)
-          out.errors.push_back(core::str_cat("rule ", rule.name, ": ", e));
-        if (!built.built) continue;
-        scan = std::move(built.built);
-      }
-      rp = {cfg, scan};
-      plan->any_rule = true;
-    }
+    rule_plan rp = plan_for(cfg, core::str_cat("rule ", rule.name));
     if (plan->rules.size() <= rule.index) plan->rules.resize(rule.index + 1);
     plan->rules[rule.index] = std::move(rp);
   }
+  if (fallback.present) plan->unmatched = plan_for(&fallback, "dlp");
   if (out.errors.empty()) out.plan = std::move(plan);
   return out;
 }
