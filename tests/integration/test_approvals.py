@@ -78,6 +78,21 @@ class ApprovalCase(InterceptionCase):
 
     # -- clients ----------------------------------------------------------------------------
 
+    def access_request(self, body=None, query=""):
+        """A GET (query) or POST (body) to the access-request endpoint: its response."""
+        c = self.raw(timeout=env.t(10))
+        try:
+            url = "http://airlock.internal/request-access" + query
+            if body is None:
+                c.send(self.request("GET", url, headers=[("Connection", "close")]))
+            else:
+                c.send(self.request("POST", url, body=json.dumps(body).encode(),
+                                    headers=[("Connection", "close"),
+                                             ("Content-Type", "application/json")]))
+            return c.read_responses(1)[-1]
+        finally:
+            c.close()
+
     def held_get(self, path, host="origin.test", port=None):
         """A plain GET through the proxy in a thread: (future of (status, reason))."""
         url = "http://%s:%d%s" % (host, port or self.origin.port, path)
@@ -301,20 +316,6 @@ class AccessRequestTimeoutTest(ApprovalCase):
         p = super().policy()
         p["approvals"].update({"access_requests": True, "timeout": "1s"})
         return p
-
-    def access_request(self, body=None, query=""):
-        c = self.raw(timeout=env.t(10))
-        try:
-            url = "http://airlock.internal/request-access" + query
-            if body is None:
-                c.send(self.request("GET", url, headers=[("Connection", "close")]))
-            else:
-                c.send(self.request("POST", url, body=json.dumps(body).encode(),
-                                    headers=[("Connection", "close"),
-                                             ("Content-Type", "application/json")]))
-            return c.read_responses(1)[-1]
-        finally:
-            c.close()
 
     def test_timed_out_access_request_is_audited_once(self):
         host = "access-%s.example" % marker()

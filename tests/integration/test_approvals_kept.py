@@ -5,7 +5,9 @@ request's target, and an operator's own edits of the overlay file.
   shown to an operator; one it only reports is held, and GET /approvals, the hold's audit
   record and the operator's decision record show the path as the exchange record does
   ([REDACTED:dlp] for the segment), never the key.
-- A request no rule allows (approvals.ask_unmatched) is read likewise by the policy-wide `dlp`.
+- A request no rule allows (approvals.ask_unmatched) is read likewise by the policy-wide `dlp`,
+  and so is an agent's access request (its host and reason are shown to the operator): one DLP
+  finds a secret in is refused, whatever the action.
 - A permanent approval adds its rule to the overlay and keeps the rest of the file byte for
   byte: a rule the operator narrowed stays narrowed; a file it cannot add to is left as it is
   and the approval answers 409."""
@@ -71,6 +73,7 @@ class HeldUnmatchedSecretTest(ApprovalCase):
     def policy(cls):
         p = super().policy()
         p["dlp"] = {"action": "block"}
+        p["approvals"]["access_requests"] = True
         return p
 
     def test_what_dlp_blocks_is_never_held(self):
@@ -82,6 +85,15 @@ class HeldUnmatchedSecretTest(ApprovalCase):
         records = [rec for rec in self.proxy.audit() if m in json.dumps(rec)]
         self.assertFalse(any(rec.get("type") == "approval" for rec in records), records)
         self.assertNotIn(KEY, json.dumps(records))
+
+    def test_an_access_request_carrying_a_secret_is_refused(self):
+        for body in ({"host": "api.example", "reason": "my key is %s" % KEY},
+                     {"host": "%s.example" % KEY.lower(), "reason": KEY}):
+            r = self.access_request(body)
+            self.assertEqual((r.status, r.header("X-Airlock-Reason")), (403, "dlp_blocked"), r)
+        self.assertEqual(self.approvals()["pending"], [])
+        self.assertNotIn(KEY, json.dumps(self.approvals()))
+        self.assertNotIn(KEY.lower(), json.dumps(self.approvals()))
 
     def test_a_clean_request_is_still_held(self):
         m = marker()
@@ -97,6 +109,7 @@ class HeldUnmatchedReportedSecretTest(ApprovalCase):
     def policy(cls):
         p = super().policy()
         p["dlp"] = {"action": "report"}
+        p["approvals"]["access_requests"] = True
         return p
 
     def test_a_held_secret_is_shown_redacted(self):
@@ -111,6 +124,20 @@ class HeldUnmatchedReportedSecretTest(ApprovalCase):
         self.assert_audit(reason="approval_refused", path=shown)
         records = [rec for rec in self.proxy.audit() if m in json.dumps(rec)]
         self.assertNotIn(KEY, json.dumps(records))
+
+    def test_an_access_request_carrying_a_secret_is_refused(self):
+        # Reported, not blocked, elsewhere: but the reason would be shown as the agent wrote it.
+        m = marker()
+        r = self.access_request({"host": "api-%s.example" % m, "reason": "key %s" % KEY})
+        self.assertEqual((r.status, r.header("X-Airlock-Reason")), (403, "dlp_blocked"), r)
+        self.assertEqual(self.approvals()["pending"], [])
+        rec = self.proxy.wait_audit(reason="dlp_blocked", path="/request-access")
+        self.assertEqual(rec["dlp"], [{"class": "aws-access-key", "location": "body",
+                                       "action": "block"}])
+        # Without it, the same request is asked.
+        r = self.access_request({"host": "api-%s.example" % m, "reason": "a clean one"})
+        self.assertEqual(r.status, 202, r)
+        self.wait_pending(host="api-%s.example" % m, reason="a clean one")
 
 
 # The operator narrowed approved-1 to /echo/safe/ (and left a comment).

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include <charconv>
+#include <optional>
 
 namespace airlock::filters::approval {
 namespace {
@@ -97,6 +98,30 @@ class access_filter final : public filter {
   }
 
   verdict on_request_body(exchange& ex, std::string_view body, bool) override {
+    // Read now for a clear 400; asked only in on_forward, after DLP read the body (below).
+    if (auto bad = read_request(ex, body)) return std::move(*bad);
+    return verdict::next();
+  }
+
+  verdict on_forward(exchange& ex) override {
+    // Never forwarded, whatever the filters before said (a body-less POST ends up here).
+    if (!ex.proxy_endpoint) return verdict::next();
+    if (!asked_) return answer(ex, 400, error_json("the body must be a JSON object"));
+    // The host and reason are shown to an operator and recorded: an access request DLP found a
+    // secret in is refused under every action (`report` and `redact` included), as a request
+    // it blocks would be, since a redacted host asks for nothing.
+    if (!ex.record.dlp.empty()) {
+      for (auto& finding : ex.record.dlp)
+        finding.action = "block";
+      return verdict::refuse(core::errc::dlp_blocked,
+                             "an access request with a secret in it is not shown to an operator");
+    }
+    return ask(ex);
+  }
+
+ private:
+  // The access request in `body` (asked_), or the 400 that says what is wrong with it.
+  std::optional<verdict> read_request(exchange& ex, std::string_view body) {
     boost::system::error_code ec;
     auto value = boost::json::parse(body, ec);  // also checks that strings are valid UTF-8
     const auto* o = ec ? nullptr : value.if_object();
@@ -123,9 +148,14 @@ class access_filter final : public filter {
         return answer(ex, 400, error_json("reason: a string of at most 1024 bytes"));
       r.reason = std::string(reason->as_string());
     }
+    asked_ = std::move(r);
+    return std::nullopt;
+  }
+
+  verdict ask(exchange& ex) {
     std::string why;
     const auto id =
-        factory_.approvals()->ask(std::move(r), factory_.limits(), factory_.timeout(), why);
+        factory_.approvals()->ask(std::move(*asked_), factory_.limits(), factory_.timeout(), why);
     if (id == 0) {
       auto v = verdict::refuse(core::errc::approval_limit, std::move(why));
       v.retry_after = 1;
@@ -138,15 +168,9 @@ class access_filter final : public filter {
     return answer(ex, 202, boost::json::serialize(out));
   }
 
-  verdict on_forward(exchange& ex) override {
-    // Never forwarded, whatever the filters before said (a body-less POST ends up here).
-    if (ex.proxy_endpoint) return answer(ex, 400, error_json("the body must be a JSON object"));
-    return verdict::next();
-  }
-
- private:
   const access_factory& factory_;
   bool posted_ = false;
+  std::optional<request_info> asked_;
 };
 
 }  // namespace

@@ -50,7 +50,9 @@ class dlp_filter final : public filter {
 
   verdict on_request_head(exchange& ex) override {
     // The rule is known now (the decision filter ran); the filter was made before it.
-    if (ex.rule == &decision::unmatched_rule()) {
+    // A request no rule allows, and an access request (its host and reason are shown to an
+    // operator): the policy-wide dlp.
+    if (ex.rule == &decision::unmatched_rule() || ex.proxy_endpoint) {
       if (plan_.unmatched.config != nullptr) rule_ = &plan_.unmatched;
     } else if (ex.rule != nullptr && ex.rule->index < plan_.rules.size() &&
                plan_.rules[ex.rule->index].config != nullptr) {

@@ -45,8 +45,8 @@ struct dlp_plan {
   };
   std::vector<rule_plan> rules;  // by compiled_rule::index
   // A request no rule allows that an operator may still let through (ask_unmatched, an
-  // access grant): the policy-wide `dlp`, since no rule's own applies and its target and body
-  // are shown to the operator and recorded.
+  // access grant), and an agent's access request: the policy-wide `dlp`, since no rule's own
+  // applies and what they carry is shown to the operator and recorded.
   rule_plan unmatched;
   std::vector<policy::model::blocked_host> blocklist;
   bool any_rule = false;  // some rule scans: every exchange gets the filter
