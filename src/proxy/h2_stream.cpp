@@ -192,6 +192,7 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   if (ex.has_body && chain.request_body_use() == filters::body_use::whole) {
     held.emplace();
     if (!co_await hold_body(c, ss, chain, *held, claim)) co_return;
+    if (ex.rewritten_body) *held = std::move(*ex.rewritten_body);  // DLP's redact
   }
   if (!chain.forward().passes()) co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   h2_rewrite_for_upstream(req, ex, held ? &*held : nullptr);

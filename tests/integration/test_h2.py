@@ -37,7 +37,7 @@ def inspect_rule(port, name, hosts, **extra):
 class H2Case(InspectedOriginCase):
     admin = False
 
-    origin_names = ("insp.test", "h1only.test", "h2only.test", "origin.test")
+    origin_names = ("insp.test", "h1only.test", "h2only.test", "origin.test", "redact.test")
 
     @classmethod
     def policy(cls):
@@ -47,6 +47,7 @@ class H2Case(InspectedOriginCase):
                          inject={"headers": {"X-Injected": "injected-value"}}),
             inspect_rule(cls.good.port, "h1-only", ["h1only.test"], protocols=["http/1.1"]),
             inspect_rule(cls.good.port, "h2-only", ["h2only.test"], protocols=["h2"]),
+            inspect_rule(cls.good.port, "redact", ["redact.test"], dlp={"action": "redact"}),
             # An IP literal, for nghttp (no proxy support: a local CONNECT forwarder).
             inspect_rule(cls.good.port, "by-ip", ["127.0.0.1"]),
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
@@ -80,6 +81,27 @@ class H2Case(InspectedOriginCase):
         self.assertEqual(rec["decision"], "allow")
         self.assertEqual(rec["status"], 200)
         self.assertEqual(rec["scheme"], "https")
+
+    def test_dlp_redact_rewrites_a_stream_body(self):
+        # The body held whole goes on as DLP rewrote it, with its length corrected, as on
+        # HTTP/1.1 (test_dlp.DlpRedactTest).
+        key = "AKIAIOSFODNN7EXAMPLE"
+        m = marker()
+        t = self.tunnel("redact.test")
+        body = json.dumps({"note": m, "aws": key}).encode()
+        sid = t.request("/echo/allowed/" + m, method="POST", body=body,
+                        extra=[("content-type", "application/json"),
+                               ("content-length", str(len(body)))])
+        (r,) = t.wait(sid)
+        self.assertEqual(r["headers"][":status"], "200", r)
+        seen = json.loads(r["body"])
+        sent_on = body.replace(key.encode(), b"[REDACTED:aws-access-key]")
+        self.assertEqual(seen["body_sha256"], hashlib.sha256(sent_on).hexdigest(), seen)
+        headers = {k.lower(): v for k, v in seen["headers"]}
+        self.assertEqual(int(headers["content-length"]), len(sent_on))
+        rec = self.proxy.wait_audit(path="/echo/allowed/" + m, protocol="h2")
+        self.assertIn({"class": "aws-access-key", "location": "body", "action": "redact"},
+                      rec["dlp"])
 
     def test_refused_stream_while_other_succeeds(self):
         t = self.tunnel()
