@@ -276,6 +276,14 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
   if (target != nullptr) *target = r;
   // The file is written and the policy reloaded outside the lock (a reload takes a while and
   // new requests still ask for grants meanwhile).
+  if (d.approve && d.scope == scope::agent_host && r.redacted) {
+    // A grant from it would cover nothing (grant::covers): say so, rather than answer as if
+    // the agent now had the host.
+    message =
+        "the held request's host or method carries what DLP redacted, so no grant can "
+        "cover it: approve it once";
+    return false;
+  }
   const bool permanent = d.approve && d.scope == scope::permanent;
   if (permanent) {
     if (!writer) {

@@ -194,8 +194,10 @@ agents: {default: {rules: []}}
   chain c2(pipeline_->factories(), post);
   ASSERT_TRUE(c2.request_head().passes());
   ASSERT_EQ(c2.request_body_use(), body_use::whole);
+  // Read in the body hook, asked at forward: after DLP read the body.
   EXPECT_TRUE(
-      c2.request_body(R"({"host":"c.example.com","port":443,"reason":"<b>"})", true).refused());
+      c2.request_body(R"({"host":"c.example.com","port":443,"reason":"<b>"})", true).passes());
+  EXPECT_TRUE(c2.forward().refused());
   EXPECT_EQ(post.record.answer_status, 202u);
   EXPECT_NE(post.record.answer_body.find("\"outcome\":\"pending\""), std::string::npos)
       << post.record.answer_body;

@@ -167,6 +167,22 @@ TEST(ApprovalRegistry, ARequestWhoseHostOrMethodDlpRedactedIsNeverCovered) {
   EXPECT_FALSE(g.covers(r, now));
 }
 
+TEST(ApprovalRegistry, AnAgentHostApprovalOfARedactedRequestIsRefusedAndKeepsItHeld) {
+  registry reg;
+  std::string why, message;
+  auto r = get("a", "[REDACTED:dlp].x.test");
+  r.redacted = true;
+  waiter w{std::nullopt, reg.hold(r, {}, 10s, why)};
+  w.start();
+  const auto id = first_pending_id(reg);
+  EXPECT_FALSE(reg.decide(id, approve(scope::agent_host), message));
+  EXPECT_NE(message.find("approve it once"), std::string::npos) << message;
+  EXPECT_FALSE(w.outcome);  // still held, for a decision that can take effect
+  ASSERT_TRUE(reg.decide(id, approve(scope::once), message)) << message;
+  ASSERT_TRUE(w.outcome);
+  EXPECT_TRUE(w.outcome->passes());
+}
+
 TEST(ApprovalRegistry, PermanentNeedsTheWriter) {
   registry reg;
   std::string why, message;
