@@ -1,7 +1,8 @@
 """Approvals across replicas (`state: redis`, docs/operations.md "Approvals" and "Shared
 state"): a request held on replica A is listed by B and C with a replica-qualified id, and a
 decision on B or C reaches the client waiting on A; an agent_host grant decided on one replica
-applies on the others; a stop sent to one replica ends the agent's holds on another; unknown
+applies on the others; a stop sent to one replica ends the agent's holds on another and
+revokes its grants on every replica and in the store; unknown
 ids are 404; with the store stopped, each replica still lists
 its own holds, says the fleet is unavailable, and a decision for another replica's hold fails
 within its bound instead of hanging; a replica that starts later learns the grants in force, and
@@ -137,6 +138,37 @@ class FleetApprovalTest(FleetCase):
         for p in self.proxies:
             self.wait_for(lambda: not any(e["path"] == path for e in self.approvals(p)["pending"]),
                           "the stopped agent's hold unlisted")
+
+    def test_a_stop_revokes_the_agents_grants_on_every_replica(self):
+        a, b, _ = self.proxies
+        m = marker()
+        prefix = "/echo/revoked-%s/" % m
+        f = self.held(a, prefix + "1")
+        p = self.wait_listed(b, prefix + "1")
+        r = self.decide(b, p["id"], scope="agent_host", duration="1h", path_prefix=prefix)
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(f.result(env.t(20))[0], 200)
+        for proxy in self.proxies:
+            self.wait_for(lambda: any(g["path_prefix"] == prefix
+                                      for g in self.approvals(proxy)["grants"]), "the grant")
+        self.assertEqual(admin_call(a.admin, "POST", "/agents/default/stop").status, 200)
+        self.addCleanup(admin_call, a.admin, "POST", "/agents/default/resume")
+        for proxy in self.proxies:
+            self.wait_for(lambda: not any(g["path_prefix"] == prefix
+                                          for g in self.approvals(proxy)["grants"]),
+                          "the grant revoked on %s" % proxy.admin)
+        self.assertEqual(admin_call(a.admin, "POST", "/agents/default/resume").status, 200)
+        # Resumed, the agent starts from the policy: held again, on a replica that saw the
+        # grant and on one that starts now (the store kept no copy).
+        fresh = self.restart(2)
+        for i, proxy in enumerate((b, fresh)):
+            path = prefix + "after-%d" % i
+            f = self.held(proxy, path)
+            p = self.wait_listed(proxy, path)
+            self.decide(proxy, p["id"], "refuse")
+            self.assertEqual(f.result(env.t(20)), (403, "approval_refused"))
+        self.assertEqual([g for g in self.approvals(fresh)["grants"]
+                          if g["path_prefix"] == prefix], [])
 
     def test_unknown_ids(self):
         a, b, _ = self.proxies

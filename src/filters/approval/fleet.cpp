@@ -109,6 +109,7 @@ fleet::fleet(state::client& store, registry& approvals, fleet_options options)
 
 fleet::~fleet() {
   shared_->approvals.set_fleet_hooks({}, {});
+  shared_->approvals.set_revoke_hook({});
   std::map<std::uint64_t, std::pair<std::int64_t, std::string>> own;
   {
     std::lock_guard lk(shared_->mutex);
@@ -144,6 +145,7 @@ void fleet::start() {
   s->approvals.set_fleet_hooks([s](std::uint64_t id, const request_info* r,
                                    std::chrono::milliseconds timeout) { s->held(id, r, timeout); },
                                [s](const grant& g) { s->publish_grant(g); });
+  s->approvals.set_revoke_hook([s](const std::string& agent) { s->revoke_kept(agent); });
   // The first sync at once: a replica that starts learns the grants in force.
   asio::post(s->worker, [p = s.get()] { p->sync(); });
 }

@@ -64,6 +64,7 @@ struct fleet::shared {
   void drop(std::string_view text);
   // fleet_store.cpp
   void publish_grant(const grant& g);
+  void revoke_kept(const std::string& agent);  // a stop: the agent's kept grants leave the store
   bool first_time(const fleet_msg::grant_msg& m);  // marks it seen
   void take_grant(fleet_msg::grant_msg m);         // on the worker
   void sync();                                     // on the worker, every sync_interval

@@ -115,6 +115,21 @@ void fleet::shared::publish_grant(const grant& g) {
   store.command({"PUBLISH", grants_channel, std::move(text)}, ignore);
 }
 
+void fleet::shared::revoke_kept(const std::string& agent) {
+  store.command({"ZRANGEBYSCORE", kept_key, "-inf", "+inf", "LIMIT", "0", std::to_string(max_kept)},
+                [weak = self, agent](state::reply r) {
+                  auto sp = weak.lock();
+                  if (!sp) return;
+                  std::vector<std::string> remove{"ZREM", sp->kept_key};
+                  for (const auto& e : r.elements) {
+                    if (e.what != state::reply::kind::string) continue;
+                    auto m = fleet_msg::decode(e.text);
+                    if (m && m->grant && m->grant->g.agent == agent) remove.push_back(e.text);
+                  }
+                  if (remove.size() > 2) sp->store.command(std::move(remove), ignore);
+                });
+}
+
 void fleet::shared::take_grant(fleet_msg::grant_msg m) {
   if (!first_time(m)) return;
   AIRLOCK_LOG(info, "approvals", "grant from replica ", m.from, ": agent ", m.g.agent, " ",

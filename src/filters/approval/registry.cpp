@@ -389,6 +389,7 @@ void registry::shutdown() {
     events_ = nullptr;
     fleet_held_ = nullptr;
     fleet_granted_ = nullptr;
+    fleet_revoked_ = nullptr;
   }
   for (auto& done : waiting)
     done(verdict::refuse(core::errc::shutting_down, "the proxy is stopping"));

@@ -111,6 +111,8 @@ class registry {
   using hold_hook = std::function<void(std::uint64_t id, const request_info* r,
                                        std::chrono::milliseconds timeout)>;
   using grant_hook = std::function<void(const grant& g)>;
+  // Told when a stop revoked an agent's grants (fleet: the grants kept in the store go too).
+  using revoke_hook = std::function<void(const std::string& agent)>;
 
   // Whether the kill switch has stopped an agent (the server asks its rate-limit registry).
   using stop_check = std::function<bool(std::string_view agent)>;
@@ -118,17 +120,20 @@ class registry {
   void set_permanent_writer(permanent_writer w);
   void set_event_sink(event_sink s);
   void set_fleet_hooks(hold_hook held, grant_hook granted);
+  void set_revoke_hook(revoke_hook revoked);
   void set_stop_check(stop_check stopped);
 
   // The kill switch stopped `agent` (here, or on another replica): each of its held requests
   // is refused with agent_stopped and each access request ends refused, each with one
-  // `agent_stopped` event. Returns how many ended.
+  // `agent_stopped` event, and its grants are revoked (a resume starts from the policy).
+  // Returns how many held requests and access requests ended.
   std::size_t stop_agent(std::string_view agent);
   // Whether the stop check says `agent` is stopped (false without one).
   bool agent_stopped(std::string_view agent);
 
   // A grant decided on another replica: kept and applied (it releases the held requests it
-  // covers) as if decided here, without telling the fleet again.
+  // covers) as if decided here, without telling the fleet again; dropped while its agent is
+  // stopped (a decision that crossed the stop).
   void add_grant(grant g);
 
   // Whether a grant covers the request (expired grants are dropped here).
@@ -227,6 +232,7 @@ class registry {
   event_sink events_;
   hold_hook fleet_held_;
   grant_hook fleet_granted_;
+  revoke_hook fleet_revoked_;
   stop_check stopped_agent_;
 };
 

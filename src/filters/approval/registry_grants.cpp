@@ -100,6 +100,7 @@ void registry::store_grant(grant g, std::vector<std::function<void()>>& calls,
 }
 
 void registry::add_grant(grant g) {
+  if (agent_stopped(g.agent)) return;
   std::vector<std::function<void()>> calls;
   std::vector<std::uint64_t> released;
   std::vector<timed_out_access> ended;

@@ -2,9 +2,15 @@
 // end at once, and whether an agent is stopped is asked again where a verdict is taken.
 #include "filters/approval/registry.hpp"
 
+#include "core/log.hpp"
 #include "core/str_cat.hpp"
 
 namespace airlock::filters::approval {
+
+void registry::set_revoke_hook(revoke_hook revoked) {
+  std::lock_guard lk(mu_);
+  fleet_revoked_ = std::move(revoked);
+}
 
 void registry::set_stop_check(stop_check stopped) {
   std::lock_guard lk(mu_);
@@ -28,6 +34,8 @@ std::size_t registry::stop_agent(std::string_view agent) {
     std::function<void(verdict)> done;  // its session, when it waits
   };
   std::vector<ended> stopped;
+  std::size_t revoked = 0;
+  revoke_hook revoke;
   auto refusal = [&](std::uint64_t id) {
     return verdict::refuse(core::errc::agent_stopped,
                            core::str_cat("approval ", id, ": agent ", agent,
@@ -55,7 +63,14 @@ std::size_t registry::stop_agent(std::string_view agent) {
       if (!e.request.access_request) e.early = refusal(it->first);
       ++it;
     }
+    revoked = std::erase_if(grants_, [&](const grant& g) { return g.agent == agent; });
+    revoke = fleet_revoked_;
   }
+  if (revoked > 0)
+    AIRLOCK_LOG(warn, "approvals", "agent ", agent, ": ", revoked, " grant(s) revoked (stopped)");
+  // Every replica hears the stop and asks: the store's copy goes whether or not this one held
+  // any of them.
+  if (revoke) revoke(std::string(agent));
   for (auto& s : stopped) {
     if (s.done) s.done(refusal(s.id));
     tell_fleet(s.id, nullptr, {});

@@ -72,6 +72,34 @@ TEST(ApprovalStop, AStopEndsTheAgentsHoldsAndAccessRequestsOnce) {
   others->cancel();
 }
 
+TEST(ApprovalStop, AStopRevokesTheAgentsGrantsAndRefusesLateOnes) {
+  registry reg;
+  std::atomic<bool> stopped{false};
+  reg.set_stop_check([&](std::string_view agent) { return agent == "a" && stopped.load(); });
+  std::vector<std::string> revoked;
+  reg.set_revoke_hook([&](const std::string& agent) { revoked.push_back(agent); });
+  auto grant_for = [](std::string agent) {
+    grant g;
+    g.agent = std::move(agent);
+    g.host = "x.test";
+    g.port = 443;
+    g.expires = std::chrono::system_clock::now() + 1h;
+    return g;
+  };
+  reg.add_grant(grant_for("a"));
+  reg.add_grant(grant_for("b"));
+  ASSERT_TRUE(reg.granted(get("a", "x.test")));
+  stopped = true;
+  reg.stop_agent("a");
+  EXPECT_EQ(revoked, std::vector<std::string>{"a"});  // the fleet drops its kept copies too
+  EXPECT_FALSE(reg.granted(get("a", "x.test")));
+  EXPECT_TRUE(reg.granted(get("b", "x.test")));  // b is not stopped
+  // A grant from another replica that crossed the stop is not kept.
+  reg.add_grant(grant_for("a"));
+  stopped = false;  // resumed: it starts from the policy
+  EXPECT_FALSE(reg.granted(get("a", "x.test")));
+}
+
 TEST(ApprovalStop, AnApprovalThatReachesTheSessionAfterTheStopIsRefusedThere) {
   registry reg;
   std::atomic<bool> stopped{false};
