@@ -52,9 +52,10 @@ struct client_stream {
   std::int32_t id = 0;
   // The request body, fed by the driver, drained by nghttp2 as the origin's window allows.
   std::string out;
-  std::size_t out_sent = 0;
-  bool out_end = false;      // no more request body bytes will come
-  header_list out_trailers;  // sent after the body, when set
+  std::size_t out_sent = 0;     // of `out` (which is emptied once all of it went)
+  std::uint64_t out_total = 0;  // body bytes handed to nghttp2 over the stream's life
+  bool out_end = false;         // no more request body bytes will come
+  header_list out_trailers;     // sent after the body, when set
   // The response, as the origin sends it.
   header_list headers;            // the final head, ":status" included, names lower case
   std::size_t header_bytes = 0;   // RFC 9113 section 6.5.2 size of the list being received

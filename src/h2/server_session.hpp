@@ -70,7 +70,8 @@ struct stream {
   std::uint64_t unconsumed = 0;  // bytes taken or held, not yet given back to the window
   // The answer, fed by the driver, drained by nghttp2 as the client's window allows.
   std::string out;
-  std::size_t out_sent = 0;
+  std::size_t out_sent = 0;       // of `out` (which is emptied once all of it went)
+  std::uint64_t out_total = 0;    // body bytes handed to nghttp2 over the stream's life
   bool out_end = false;           // no more body bytes will come
   header_list out_trailers;       // sent after the body, when set
   bool responded = false;         // a response head was submitted

@@ -103,6 +103,7 @@ ssize_t send_body(nghttp2_session* session, nghttp2_data_source* source, std::ui
   const std::size_t n = std::min(length, st.out_pending());
   if (n > 0) std::memcpy(buf, st.out.data() + st.out_sent, n);
   st.out_sent += n;
+  st.out_total += n;
   if (st.out_sent == st.out.size()) {
     st.out.clear();
     st.out_sent = 0;

@@ -81,8 +81,9 @@ asio::awaitable<bool> hold_body(h2_connection& c, h2_stream_state& ss, filters::
 }  // namespace
 
 // Queues `data` on the stream's output, waiting while the client's window keeps the output
-// above the stream's buffer. False when the stream or the connection ended, or the client did
-// not open its window within the idle timeout (a zero-window stall: the stream is reset).
+// above the stream's buffer. False when the stream or the connection ended before all of it
+// went, or the client did not open its window within the idle timeout (a zero-window stall:
+// the stream is reset).
 asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss, std::string_view data,
                                      bool last, std::chrono::milliseconds idle) {
   auto& st = *ss.stream;
@@ -91,8 +92,14 @@ asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss, std:
   st.out_end = last;
   c.codec().resume(st);
   c.kick();
+  // The stream closes normally as its last byte goes with END_STREAM (the client had ended its
+  // side): that is delivery, not an end before it.
+  const auto delivered_whole = [&] {
+    return st.closed && last && st.out_pending() == 0 && st.close_error == NGHTTP2_NO_ERROR;
+  };
   while (!st.closed && (st.out_pending() > c.stream_buffer() || (last && st.out_pending() > 0))) {
     if (!co_await await_change(c, ss, idle)) {
+      if (delivered_whole()) co_return true;
       if (!st.closed && !c.closing()) {
         c.codec().reset(st, NGHTTP2_CANCEL);
         c.kick();
@@ -100,7 +107,7 @@ asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& ss, std:
       co_return false;
     }
   }
-  co_return !st.closed;
+  co_return !st.closed || delivered_whole();
 }
 
 void h2_note_undelivered(h2_connection& c, const h2_stream_state& ss,
@@ -115,7 +122,7 @@ void h2_note_undelivered(h2_connection& c, const h2_stream_state& ss,
   else
     why = "the client's window stayed shut past limits.idle_timeout";
   std::string what =
-      core::str_cat("response not delivered: ", why, " after ", st.out_sent, " body bytes");
+      core::str_cat("response not delivered: ", why, " after ", st.out_total, " body bytes");
   rec.detail = rec.detail.empty() ? std::move(what) : core::str_cat(rec.detail, "; ", what);
 }
 

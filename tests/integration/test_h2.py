@@ -81,6 +81,7 @@ class H2Case(InspectedOriginCase):
         self.assertEqual(rec["decision"], "allow")
         self.assertEqual(rec["status"], 200)
         self.assertEqual(rec["scheme"], "https")
+        self.assertNotIn("not delivered", rec.get("detail") or "", rec)  # curl read it all
 
     def test_dlp_redact_rewrites_a_stream_body(self):
         # The body held whole goes on as DLP rewrote it, with its length corrected, as on
