@@ -240,6 +240,11 @@ void compile_rule(checker& c, const model::policy& p, const credential_sources& 
     const std::string full = core::str_cat(key, ".", k);
     if (!c.skip(full)) c.error(full, std::move(message));
   });
+  // The MCP filter reads JSON-RPC in HTTP bodies; an upgraded stream would carry it unread.
+  if (r.mcp.present && !r.upgrades.empty() && !c.skip(key + ".upgrades"))
+    c.error(key + ".upgrades",
+            "a rule with mcp cannot allow upgrades: the MCP filter reads HTTP "
+            "bodies, not WebSocket messages, which would pass uninspected");
   // After compile_hosts: the host binding check needs the normalised exact hosts.
   compile_credentials(r, key, credentials, c.marks(), errors, out.inject, out.redact);
   // Injection and redaction work on requests and responses, which an opaque tunnel hides.

@@ -4,8 +4,10 @@ A refused call is answered as JSON-RPC (HTTP 200, the same id, an error code and
 saying why) and never reaches the origin; the audit record names method and tool. The real MCP
 SDK client and server are driven in test_mcp_sdk.py."""
 
+import base64
 import json
 import os
+import re
 import tempfile
 import unittest
 
@@ -137,6 +139,44 @@ class McpJsonRpcTest(ProxyTestCase):
         self.refused([call("echo", {}, id=i) for i in range(9)], "mcp_invalid", -32600,
                      status=400)
 
+    def test_body_is_read_only_as_utf8_json(self):
+        # A server may decode the body in the charset the request names (the TypeScript SDK's
+        # HTTP+SSE server transport decodes UTF-7): this ASCII body calls `echo` as the proxy
+        # reads it, and `delete_repository` in UTF-7. Only application/json in UTF-8,
+        # unencoded, is read; anything else is refused before it is read.
+        hidden = '"},"name":"delete_repository","arguments":{"repo":"prod'
+        utf7 = "+" + base64.b64encode(hidden.encode("utf-16-be")).decode().rstrip("=") + "-"
+        body = json.dumps(call("echo", {"text": utf7})).encode()
+        json_type = ("Content-Type", "application/json")
+        for headers, why in [
+                ([("Content-Type", "application/json; charset=utf-7")], "charset 'utf-7'"),
+                ([("Content-Type", 'application/json; Charset="UTF-7"')], "charset 'UTF-7'"),
+                ([("Content-Type", "application/json;charset=utf-8;charset=utf-7")],
+                 "several charset parameters"),
+                ([json_type, ("Content-Type", "application/json; charset=utf-7")],
+                 "Content-Type in several field lines"),
+                ([json_type, ("Content-Encoding", "gzip")], "Content-Encoding 'gzip'"),
+                ([("Content-Type", "text/plain")], "application/json expected"),
+                ([], "no Content-Type")]:
+            m = marker()
+            [r], _ = self.send_raw(self.request("POST", self.url("/echo/" + m, host="mcp.test"),
+                                                headers=headers, body=body))
+            self.assert_answer(r, "mcp_invalid", msg=why)
+            self.assertIn(why, r.header("Proxy-Status"))
+            self.assertEqual(self.origin.seen(m), [], "a body the proxy did not read went on")
+            rec = self.assert_audit(path=lambda p: p is not None and m in p)
+            self.assertEqual((rec["decision"], rec["reason"]), ("deny", "mcp_invalid"), rec)
+            self.assertIn(why, rec["detail"])
+            self.assertEqual(len([x for x in self.proxy.audit() if m in (x.get("path") or "")]),
+                             1, "one record per refused request")
+        # UTF-8 named in any case, quoted or not: read as usual.
+        for value in ("application/json; charset=utf-8", 'Application/JSON;CHARSET="UTF-8"'):
+            m = marker()
+            [r], _ = self.send_raw(self.request("POST", self.url("/echo/" + m, host="mcp.test"),
+                                                headers=[("Content-Type", value)], body=body))
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json()["path"], "/echo/" + m)
+
     def test_get_and_other_rules_are_untouched(self):
         r = self.curl(self.url("/echo/get-" + marker(), host="mcp.test"))
         self.assertEqual(r.status, 200, r)
@@ -144,6 +184,27 @@ class McpJsonRpcTest(ProxyTestCase):
         m = marker()
         [r], _ = self.send_raw(self.request("POST", self.url("/echo/" + m), body=b"not json"))
         self.assertEqual(r.status, 200, r)
+
+
+class McpPolicyTest(unittest.TestCase):
+    """A rule with `mcp` cannot allow upgrades: the MCP filter reads HTTP bodies, and JSON-RPC
+    sent as WebSocket messages (the SDK's WebSocket transport) would pass uninspected."""
+
+    def test_mcp_with_upgrades_does_not_load(self):
+        policy = make_policy([origin_rule(8080, name="mcp-ws", hosts=["mcp.test"],
+                                          upgrades=["websocket"], mcp={"tools": ["echo"]})])
+        with tempfile.TemporaryDirectory(prefix="airlock-itest-mcp-ws-") as d:
+            config = os.path.join(d, "policy.yaml")
+            with open(config, "w") as f:
+                f.write(yaml.safe_dump(policy, sort_keys=False))
+            with open(config) as f:
+                # The error stands where the value starts (the list of upgrades).
+                line = next(i for i, text in enumerate(f, 1) if "websocket" in text)
+            r = run_airlock(["check", "--config", config])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^%s:%d:\d+: rules\[0\]\.upgrades: a rule with mcp "
+                         r"cannot allow upgrades: the MCP filter reads HTTP bodies, not "
+                         r"WebSocket messages" % (re.escape(config), line))
 
 
 class McpExplainTest(unittest.TestCase):

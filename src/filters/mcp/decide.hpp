@@ -14,6 +14,8 @@
 //   -32004  the tool's rate limit or quota (answered by the filter)
 //   -32005  the tool's description changed from its pin or carries a prompt injection
 //           (listing.hpp; answered by the filter)
+//   -32006  the server's answer to a listing could not be read and was withheld (listing.hpp;
+//           in place of that answer)
 
 #include "core/errc.hpp"
 #include "filters/dlp/scanner.hpp"
@@ -37,6 +39,7 @@ inline constexpr int kSensitiveData = -32002;
 inline constexpr int kBatchRefused = -32003;
 inline constexpr int kToolRateLimited = -32004;
 inline constexpr int kToolChanged = -32005;
+inline constexpr int kListingWithheld = -32006;
 
 struct refusal {
   int code = 0;

@@ -2,6 +2,8 @@
 
 #include "core/str_cat.hpp"
 #include "filters/dlp/injection.hpp"
+#include "filters/mcp/answer_id.hpp"
+#include "filters/mcp/decide.hpp"
 #include "filters/validation/json_body.hpp"
 #include "filters/validation/text.hpp"
 #include "policy/token.hpp"
@@ -174,68 +176,141 @@ tool_memory::~tool_memory() {
   if (writer_.joinable()) writer_.join();
 }
 
+namespace {
+
+std::string_view list_key(list_kind kind) {
+  return kind == list_kind::tools       ? "tools"
+         : kind == list_kind::resources ? "resources"
+                                        : "prompts";
+}
+
+// One listing's array filtered in place: tools judged one by one, resources and prompts kept
+// or emptied as a whole. True when it changed.
+bool filter_items(list_kind kind, json::array& a, const policy::compiled_mcp& p, std::size_t rule,
+                  tool_memory& memory, listing_result& out) {
+  const std::size_t before = a.size();
+  if (kind != list_kind::tools) {
+    if (!p.allows_method(kind == list_kind::resources ? "resources/read" : "prompts/get"))
+      a.clear();
+    return a.size() != before;
+  }
+  json::array kept;
+  for (auto& t : a) {
+    if (!t.is_object()) {
+      out.dropped.push_back({"?", "not an object", {}, false, false});
+      continue;
+    }
+    auto d = judge_tool(t.get_object(), p, rule, memory, out.reported_only);
+    if (!d) {
+      kept.push_back(std::move(t));
+      continue;
+    }
+    // on_change: report keeps a changed or poisoned tool (recorded); never an unlisted one.
+    d->kept = p.report_changes && d->why != "not allowed";
+    if (d->kept) kept.push_back(std::move(t));
+    out.dropped.push_back(std::move(*d));
+  }
+  a = std::move(kept);
+  return a.size() != before;
+}
+
+// One message of the answer (filter_listing). True when it changed.
+bool filter_message(json::value& m, std::span<const listing_request> requests,
+                    const policy::compiled_mcp& p, std::size_t rule, tool_memory& memory,
+                    listing_result& out) {
+  if (!m.is_object()) return false;  // not a message: a client refuses it
+  json::object& o = m.get_object();
+  json::value* result = o.if_contains("result");
+  if (result == nullptr) return false;  // a request, notification or error
+  const json::value* id = o.if_contains("id");
+  bool changed = false;
+  unsigned done = 0;  // list_kind bits filtered already (two requests of one kind)
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const list_kind kind = requests[i].kind;
+    json::value* items =
+        result->is_object() ? result->get_object().if_contains(list_key(kind)) : nullptr;
+    const bool by_id = id != nullptr && answers_id(*id, requests[i].id);
+    if (!by_id && items == nullptr) continue;
+    out.answered.push_back(i);
+    if (by_id && !result->is_object()) {
+      out.withhold = true;
+      out.why = "a listing result that is not an object";
+      return false;
+    }
+    const unsigned bit = 1u << static_cast<unsigned>(kind);
+    if (items == nullptr || (done & bit) != 0) continue;  // no list: nothing shown
+    if (!items->is_array()) {
+      out.withhold = true;
+      out.why = core::str_cat("'", list_key(kind), "' is not an array");
+      return false;
+    }
+    done |= bit;
+    changed = filter_items(kind, items->get_array(), p, rule, memory, out) || changed;
+  }
+  return changed;
+}
+
+}  // namespace
+
 listing_result filter_listing(std::string_view message, std::span<const listing_request> requests,
                               const policy::compiled_mcp& p, std::size_t rule,
                               tool_memory& memory) {
   listing_result out;
   try {
     json::value root;
-    if (validation::parse_json(message, {}, root) || !root.is_object()) return out;
-    json::object& o = root.get_object();
-    const json::value* id = o.if_contains("id");
-    json::value* result = o.if_contains("result");
-    if (id == nullptr || result == nullptr || !result->is_object()) return out;
-    const std::string id_text = json::serialize(*id);
-    const auto req = std::find_if(requests.begin(), requests.end(),
-                                  [&](const listing_request& r) { return r.id == id_text; });
-    if (req == requests.end()) return out;
-    json::object& r = result->get_object();
-    const std::string_view list = req->kind == list_kind::tools       ? "tools"
-                                  : req->kind == list_kind::resources ? "resources"
-                                                                      : "prompts";
-    json::value* items = r.if_contains(list);
-    if (items == nullptr || !items->is_array()) return out;
-    json::array& a = items->get_array();
-    const std::size_t before = a.size();
-    if (req->kind == list_kind::tools) {
-      json::array kept;
-      for (auto& t : a) {
-        if (!t.is_object()) {
-          out.dropped.push_back({"?", "not an object", {}, false, false});
-          continue;
-        }
-        auto d = judge_tool(t.get_object(), p, rule, memory, out.reported_only);
-        if (!d) {
-          kept.push_back(std::move(t));
-          continue;
-        }
-        // on_change: report keeps a changed or poisoned tool (recorded); never an unlisted one.
-        d->kept = p.report_changes && d->why != "not allowed";
-        if (d->kept) kept.push_back(std::move(t));
-        out.dropped.push_back(std::move(*d));
-      }
-      a = std::move(kept);
-    } else {
-      const bool readable =
-          p.allows_method(req->kind == list_kind::resources ? "resources/read" : "prompts/get");
-      if (!readable) a.clear();
+    if (auto bad = validation::parse_json(message, {}, root)) {
+      out.withhold = true;
+      out.why = core::str_cat("not strict JSON (", bad->constraint, ")");
+      return out;
     }
-    if (a.size() != before) out.rewritten = json::serialize(root);
+    bool changed = false;
+    if (root.is_array()) {
+      // A batch of answers: the TypeScript SDK client takes one as an answer to a single POST.
+      for (auto& m : root.get_array())
+        changed = filter_message(m, requests, p, rule, memory, out) || changed;
+    } else {
+      changed = filter_message(root, requests, p, rule, memory, out);
+    }
+    if (out.withhold) return out;
+    if (changed) out.rewritten = json::serialize(root);
   } catch (const std::exception&) {
     // Out of memory reading the answer: withhold it rather than pass it unread.
     out.withhold = true;
+    out.why = "out of memory";
   }
   return out;
 }
 
-bool listing_stream::start(std::string_view content_type) {
-  std::string t(content_type.substr(0, content_type.find(';')));
-  std::transform(t.begin(), t.end(), t.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  while (!t.empty() && t.back() == ' ')
-    t.pop_back();
-  mode_ = t == "application/json" ? mode::json : t == "text/event-stream" ? mode::sse : mode::off;
+bool listing_stream::start(const media_type& type) {
+  mode_ = type.is("application", "json")    ? mode::json
+          : type.is("text", "event-stream") ? mode::sse
+                                            : mode::off;
   return mode_ != mode::off;
+}
+
+bool listing_stream::start(std::string_view content_type) {
+  const auto type = parse_media_type(content_type);
+  return type && start(*type);
+}
+
+std::string listing_stream::withheld_answer(std::string_view why) {
+  std::vector<std::string> errors;
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (answered_[i]) continue;
+    answered_[i] = true;
+    const std::string_view method = requests_[i].kind == list_kind::tools       ? "tools/list"
+                                    : requests_[i].kind == list_kind::resources ? "resources/list"
+                                                                                : "prompts/list";
+    errors.push_back(error_object(
+        requests_[i].id, refusal{kListingWithheld, core::errc::upstream_error,
+                                 core::str_cat("the server's answer to ", method,
+                                               " could not be read and was withheld: ", why)}));
+  }
+  if (errors.size() == 1) return std::move(errors[0]);
+  std::string batch;
+  for (const auto& e : errors)
+    batch += core::str_cat(batch.empty() ? "[" : ",", e);
+  return batch.empty() ? batch : batch + "]";
 }
 
 bool listing_stream::filter_into(std::string_view message, std::string& out,
@@ -243,7 +318,15 @@ bool listing_stream::filter_into(std::string_view message, std::string& out,
   listing_result r = filter_listing(message, requests_, policy_, rule_, memory_);
   for (auto& d : r.dropped)
     if (dropped_.size() < 64) dropped_.push_back(std::move(d));
-  if (r.withhold) return false;
+  for (const std::size_t i : r.answered)
+    if (i < answered_.size() && !r.withhold) answered_[i] = true;
+  if (r.withhold) {
+    if (withheld_.size() < 8) withheld_.push_back(r.why);
+    const std::string errors = withheld_answer(r.why);
+    if (errors.empty()) return true;  // every listing was answered: the message is dropped
+    out.append(event != nullptr ? core::str_cat("event: message\ndata: ", errors, "\n\n") : errors);
+    return true;
+  }
   if (!r.rewritten) {
     out.append(event != nullptr ? event->raw : message);
     return true;
@@ -269,12 +352,18 @@ bool listing_stream::feed(std::string_view piece, bool last, std::string& out) {
     return ok;
   }
   bool ok = true;
-  const bool read = sse_.feed(piece, [&](const sse_event& ev) {
+  const auto on_event = [&](const sse_event& ev) {
     if (!ok) return;
     ok = ev.data.empty() ? (out.append(ev.raw), true) : filter_into(ev.data, out, &ev);
-  });
+  };
+  const bool read = sse_.feed(piece, on_event);
   if (!read || !ok) return false;
-  if (last) out.append(sse_.rest());
+  // An event cut off by the end of the stream is not dispatched by the spec (section 9.2.6),
+  // but a client's parser may flush it: it is read as if it had ended.
+  if (last && !sse_.rest().empty()) {
+    if (!sse_.feed("\n\n", on_event) || !ok) return false;
+    out.append(sse_.rest());
+  }
   return true;
 }
 

@@ -11,6 +11,7 @@
 // filter_listing is a pure function but for `memory`, which is shared by every exchange of a
 // snapshot and locks itself.
 
+#include "filters/mcp/media_type.hpp"
 #include "filters/mcp/sse.hpp"
 #include "policy/mcp_compiler.hpp"
 
@@ -94,11 +95,21 @@ struct listing_result {
   std::optional<std::string> rewritten;
   std::vector<dropped_tool> dropped;
   bool reported_only = false;  // on_change: report: changes are recorded, tools kept
-  bool withhold = false;       // the answer could not be read: do not pass it on
+  // The message could not be read (not strict JSON, nested too deep, a list that is not an
+  // array): it must not pass on. `why` says why (a constant and the parser's constraint).
+  bool withhold = false;
+  std::string why;
+  std::vector<std::size_t> answered;  // the requests (indexes) it answers
 };
 
-// `message`: one JSON-RPC message from the server. Only a result answering one of `requests`
-// is filtered; anything else (notifications, other results, text that is not JSON) is passed.
+// `message`: a JSON-RPC message (or a batch of them) from the server, answering the body whose
+// listing requests are `requests`. A result answers a listing when its id is the request's by
+// any reading a client has (answer_id.hpp: 1, "1", 1.0), or when it carries the listing's
+// array ("tools", "resources", "prompts") whatever its id: a client matches by id, which the
+// server chooses, so every result that could be taken for a listing is filtered as one.
+// Anything else (notifications, requests, errors, other results) passes unchanged. A message
+// that is not strict JSON (validation/json_body.hpp: a duplicated key, deeper than
+// max_json_depth, not UTF-8) is withheld: a client's laxer parser may read a listing in it.
 listing_result filter_listing(std::string_view message, std::span<const listing_request> requests,
                               const policy::compiled_mcp& policy, std::size_t rule_index,
                               tool_memory& memory);
@@ -106,7 +117,8 @@ listing_result filter_listing(std::string_view message, std::span<const listing_
 // A response body answering listing requests, as it streams: application/json held whole (up
 // to the policy's max_response_bytes) and filtered at its end; text/event-stream read event by
 // event (each held up to the same limit), listing answers filtered, every other event passed
-// as it completes.
+// as it completes. A message withheld (listing_result::withhold) is replaced by JSON-RPC errors
+// (kListingWithheld) for the listing requests not answered yet, or dropped when all were.
 class listing_stream {
  public:
   listing_stream(const policy::compiled_mcp& policy, std::size_t rule, tool_memory& memory,
@@ -115,26 +127,36 @@ class listing_stream {
         rule_(rule),
         memory_(memory),
         requests_(std::move(requests)),
+        answered_(requests_.size(), false),
         sse_(policy.max_response_bytes) {}
 
-  // From the response's Content-Type: whether this body is read at all.
+  // From the response's Content-Type (media_type.hpp): whether this body is read at all
+  // (application/json or text/event-stream).
+  bool start(const media_type& type);
   bool start(std::string_view content_type);
   // One piece of the body; what may go on is appended to `out`. False: over the limit (or an
   // answer that could not be read), nothing more may be sent.
   bool feed(std::string_view piece, bool last, std::string& out);
   const std::vector<dropped_tool>& dropped() const noexcept { return dropped_; }
+  // Why messages were withheld (the first few), for the record.
+  const std::vector<std::string>& withheld() const noexcept { return withheld_; }
 
  private:
   bool filter_into(std::string_view message, std::string& out, const sse_event* event);
+  // The JSON-RPC errors standing for a withheld message: one per listing request not answered
+  // yet (a batch when several), "" when all were.
+  std::string withheld_answer(std::string_view why);
 
   const policy::compiled_mcp& policy_;
   std::size_t rule_;
   tool_memory& memory_;
   std::vector<listing_request> requests_;
+  std::vector<bool> answered_;  // by requests_ index
   enum class mode { off, json, sse } mode_ = mode::off;
   std::string held_;
   sse_reader sse_;
   std::vector<dropped_tool> dropped_;
+  std::vector<std::string> withheld_;
 };
 
 }  // namespace airlock::filters::mcp

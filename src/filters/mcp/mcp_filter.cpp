@@ -6,6 +6,7 @@
 #include "filters/mcp/decide.hpp"
 #include "filters/mcp/jsonrpc.hpp"
 #include "filters/mcp/listing.hpp"
+#include "filters/mcp/media_type.hpp"
 #include "filters/rate_limit/tool_limits.hpp"
 #include "filters/validation/text.hpp"
 #include "policy/snapshot.hpp"
@@ -39,6 +40,12 @@ class mcp_filter final : public filter {
       return verdict::violation(core::errc::mcp_invalid, core::str_cat("mcp: ", *empty.error),
                                 *answer_for(empty, {}));
     }
+    // The body is read as UTF-8 JSON only: one labelled otherwise would be read by the server
+    // as something else than what the filter decided (media_type.hpp).
+    if (const std::string why = unreadable_request(*ex.request); !why.empty())
+      return verdict::violation(
+          core::errc::mcp_invalid,
+          core::str_cat("mcp: ", why, ": an MCP body is read only as application/json in UTF-8"));
     if (ex.content_length.value_or(0) > ex.body_limit)
       return verdict::refuse(
           core::errc::body_too_large,
@@ -115,14 +122,27 @@ class mcp_filter final : public filter {
   verdict on_response_head(exchange& ex) override {
     if (!stream_ || !ex.response_has_body) return verdict::next();
     auto& res = *ex.response;
-    const std::string_view coding = res[http::field::content_encoding];
-    if (!coding.empty() && coding != "identity")
-      return verdict::fail(core::errc::upstream_error,
-                           "mcp: a listing answer with a content coding cannot be filtered");
-    if (!stream_->start(res[http::field::content_type])) {
+    const body_reading head = read_body_head(res);
+    const bool success = res.result_int() / 100 == 2;
+    const bool listing_type = head.type && (head.type->is("application", "json") ||
+                                            head.type->is("text", "event-stream"));
+    // An error page in another media type (text/html on a 404) is no answer an MCP client
+    // reads as a listing: it passes. A success, or JSON or events, must be read.
+    if (!success && !listing_type && head.unreadable.empty()) {
       stream_.reset();
       return verdict::next();
     }
+    if (!head.unreadable.empty())
+      return verdict::fail(
+          core::errc::upstream_error,
+          core::str_cat("mcp: a listing answer cannot be filtered: ", head.unreadable));
+    if (!listing_type || !stream_->start(*head.type))
+      return verdict::fail(core::errc::upstream_error,
+                           core::str_cat("mcp: a listing answer cannot be filtered: Content-Type '",
+                                         head.type ? validation::printable(core::str_cat(
+                                                         head.type->type, "/", head.type->subtype))
+                                                   : std::string("(none)"),
+                                         "' (application/json or text/event-stream expected)"));
     res.erase(http::field::content_length);  // a filtered list changes the length
     ex.response_reframed = true;
     reading_ = true;
@@ -154,6 +174,14 @@ class mcp_filter final : public filter {
       if (names.size() < 400)
         names +=
             core::str_cat(names.empty() ? "" : "; ", d.name, ": ", d.why, " (sha256 ", d.pin, ")");
+    }
+    // A listing answer withheld (listing.hpp): the client got JSON-RPC errors in its place.
+    std::string withheld;
+    for (const auto& why : stream_->withheld())
+      withheld += core::str_cat(withheld.empty() ? "" : "; ", why);
+    if (!withheld.empty()) {
+      ex.record.dlp.push_back({"mcp-listing-unreadable", "mcp-tools-list", "withhold"});
+      names = core::str_cat("answer withheld: ", withheld, names.empty() ? "" : "; ", names);
     }
     if (!names.empty() && ex.record.detail.empty())
       ex.record.detail = core::str_cat("mcp: tools/list: ", names);

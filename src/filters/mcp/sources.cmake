@@ -4,6 +4,8 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/jsonrpc.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decide.cpp
   ${CMAKE_CURRENT_LIST_DIR}/explain.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/answer_id.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/media_type.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sse.cpp
   ${CMAKE_CURRENT_LIST_DIR}/listing.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mcp_filter.cpp)

@@ -10,6 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 // The MCP filter in the real chain of a policy, on hand-built exchanges (no sockets): methods,
 // tools, argument constraints, DLP in arguments, batches, notifications, labels, report mode.
 namespace airlock::filters {
@@ -61,6 +65,8 @@ class mcp_test : public ::testing::Test {
   bool post(std::string_view body, std::string_view host = "mcp.example.com") {
     chain_.reset();  // it ends (on_end) the previous exchange, which must still be there
     req_ = {};
+    for (const auto& [name, value] : head_)
+      req_.insert(name, value);
     req_.method(http::verb::post);
     req_.target("/mcp");
     ex_ = std::make_unique<exchange>();
@@ -85,6 +91,9 @@ class mcp_test : public ::testing::Test {
   exchange& ex() { return *ex_; }
   std::string answer() const { return ex_->record.answer ? ex_->record.answer->body : ""; }
 
+  // The POST's head fields (besides the method and target).
+  std::vector<std::pair<http::field, std::string>> head_{
+      {http::field::content_type, "application/json"}};
   rate_limit::registry rates_;
   std::shared_ptr<const pipeline> pipeline_;
   http::request<http::empty_body> req_;
@@ -180,6 +189,60 @@ TEST_F(mcp_test, NotificationsAndMalformedBodies) {
   // Responses to the server's requests pass.
   EXPECT_TRUE(post(R"({"jsonrpc":"2.0","id":"srv-1","result":{}})"));
   EXPECT_EQ(ex().record.mcp[0].method, "response");
+}
+
+// A server may decode the body in the charset the request names (the TypeScript SDK's HTTP+SSE
+// server transport: UTF-7 too), where ASCII JSON naming `echo` to the filter names another tool:
+// a body is read only as application/json in UTF-8, unencoded.
+TEST_F(mcp_test, BodyReadOnlyAsUtf8Json) {
+  const std::string smuggled = call(
+      "echo",
+      R"({"text":"+ACIAfQAsACIAbgBhAG0AZQAiADoAIgBkAGUAbABlAHQAZQBfAHIAZQBwAG8AcwBpAHQAbwByAHkA-"})");
+  using lines = std::vector<std::pair<http::field, std::string>>;
+  for (const auto& [head, why] : std::vector<std::pair<lines, std::string>>{
+           {{{http::field::content_type, "application/json; charset=utf-7"}}, "charset 'utf-7'"},
+           {{{http::field::content_type, "application/json; CHARSET=\"UTF-7\""}},
+            "charset 'UTF-7'"},
+           {{{http::field::content_type, "application/json"},
+             {http::field::content_type, "application/json; charset=utf-7"}},
+            "Content-Type in several field lines"},
+           {{{http::field::content_type, "application/json"},
+             {http::field::content_encoding, "gzip"}},
+            "Content-Encoding 'gzip'"},
+           {{{http::field::content_type, "text/plain"}}, "application/json expected"},
+           {{}, "no Content-Type"},
+       }) {
+    head_ = head;
+    EXPECT_FALSE(post(smuggled)) << why;
+    EXPECT_EQ(ex().record.reason, core::errc::mcp_invalid) << why;
+    EXPECT_NE(ex().record.detail.find(why), std::string::npos) << ex().record.detail;
+    EXPECT_FALSE(ex().record.answer);  // the proxy's own 400: no JSON-RPC was read
+    EXPECT_TRUE(ex().record.mcp.empty());
+  }
+  for (const char* ok : {"application/json; charset=utf-8", "Application/JSON;charset=\"UTF-8\""}) {
+    head_ = {{http::field::content_type, ok}};
+    EXPECT_TRUE(post(smuggled)) << ok;
+  }
+}
+
+TEST(mcp_policy, UpgradesAreRefused) {
+  // WebSocket messages are not read by the MCP filter: the two together do not load.
+  auto r = policy::load_string(R"(
+listen: {proxy: 127.0.0.1:0, admin: ''}
+agents: {default: {rules: [m]}}
+rules:
+  - name: m
+    hosts: [a.example]
+    ports: [80]
+    upgrades: [websocket]
+    mcp: {tools: [echo]}
+)",
+                               "p.yaml");
+  EXPECT_FALSE(r.policy);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(),
+            "p.yaml:8:15: rules[0].upgrades: a rule with mcp cannot allow upgrades: the MCP "
+            "filter reads HTTP bodies, not WebSocket messages, which would pass uninspected");
 }
 
 TEST_F(mcp_test, ReportModeAndReportingDlp) {

@@ -88,9 +88,11 @@ TEST(mcp_listing, KeepsWhatTheAgentMayCall) {
   EXPECT_EQ(r.rewritten->find("\"notes\""), std::string::npos);  // poisoned
   EXPECT_TRUE(memory.tainted(0, "notes"));
   EXPECT_FALSE(memory.tainted(0, "weather"));
-  // Another id: not a listing this body asked for, passed as it is.
-  EXPECT_FALSE(
-      filter_listing(tools_answer("x"), {{{"5", list_kind::tools}}}, p, 0, memory).rewritten);
+  // Another result (its id another request's): passed as it is.
+  r = filter_listing(R"({"jsonrpc":"2.0","id":5,"result":{"content":[]}})", req, p, 0, memory);
+  EXPECT_FALSE(r.rewritten);
+  EXPECT_FALSE(r.withhold);
+  EXPECT_TRUE(r.answered.empty());
 }
 
 TEST(mcp_listing, RugPullDropsAndTaintsUntilPinnedAgain) {
@@ -218,6 +220,82 @@ TEST(mcp_listing, StreamsJsonAndSse) {
   }
   listing_stream other(p, 0, memory, {});
   EXPECT_FALSE(other.start("text/html"));
+  EXPECT_TRUE(other.start("Application/JSON\t; charset=utf-8"));
+  EXPECT_FALSE(other.start("application/json; charset"));
+}
+
+// A hostile server chooses the bytes of its answer: whatever a client could take for the
+// listing is filtered as one, and what cannot be read is withheld, never passed unread.
+TEST(mcp_listing, AnswersAClientTakesForTheListingAreFiltered) {
+  const auto p = listing_policy();
+  tool_memory memory;
+  const std::vector<listing_request> req = {{"4", list_kind::tools}};
+  const std::string answer = tools_answer("Gets the weather.");
+  const auto filtered = [&](const std::string& message) {
+    auto r = filter_listing(message, req, p, 0, memory);
+    EXPECT_FALSE(r.withhold) << r.why;
+    return r.rewritten && r.rewritten->find("delete_repository") == std::string::npos &&
+           r.rewritten->find("\"echo\"") != std::string::npos;
+  };
+  // The id as a numeric string, as 4.0, or another id altogether: the array is filtered.
+  for (const char* id : {R"("4")", "4.0", R"(" 4 ")", "99"}) {
+    std::string m = answer;
+    m.replace(m.find(R"("id":4)"), 6, std::string(R"("id":)") + id);
+    EXPECT_TRUE(filtered(m)) << id;
+  }
+  // A batch of answers to a single request (the TypeScript SDK client takes one).
+  EXPECT_TRUE(filtered("[" + answer + "]"));
+}
+
+TEST(mcp_listing, UnreadableAnswersAreWithheld) {
+  const auto p = listing_policy();
+  tool_memory memory;
+  const std::vector<listing_request> req = {{"4", list_kind::tools}};
+  std::string deep;
+  for (int i = 0; i < 70; ++i)
+    deep += R"({"a":)";
+  deep += "1" + std::string(70, '}');
+  for (const std::string& m : {
+           // A key twice (JSON.parse keeps the last one).
+           std::string(R"({"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"delete_repository",)"
+                       R"("inputSchema":{"type":"object","type":"object"}}]}})"),
+           // A schema nested deeper than max_json_depth.
+           R"({"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"x","inputSchema":)" + deep +
+               "}]}}",
+           std::string(R"({"jsonrpc":"2.0","id":4,"result":{"tools":{"0":{"name":"x"}}}})"),
+           std::string(R"({"jsonrpc":"2.0","id":"4","result":"tools"})"),
+       }) {
+    auto r = filter_listing(m, req, p, 0, memory);
+    EXPECT_TRUE(r.withhold) << m;
+    EXPECT_FALSE(r.why.empty());
+  }
+  // As a body: a JSON-RPC error with the listing's id takes its place.
+  listing_stream s(p, 0, memory, {{"4", list_kind::tools}});
+  ASSERT_TRUE(s.start("application/json"));
+  std::string out;
+  ASSERT_TRUE(s.feed(R"({"jsonrpc":"2.0","id":4,"id":5,"result":{"tools":[]}})", true, out));
+  EXPECT_NE(out.find(R"({"jsonrpc":"2.0","id":4,"error":{"code":-32006,)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("duplicate key"), std::string::npos) << out;
+  ASSERT_EQ(s.withheld().size(), 1u);
+  // As an event: the error event in its place, once; a later unreadable event is dropped.
+  listing_stream e(p, 0, memory, {{"4", list_kind::tools}, {"5", list_kind::prompts}});
+  ASSERT_TRUE(e.start("text/event-stream"));
+  out.clear();
+  ASSERT_TRUE(e.feed("data: {\"id\":4,\"id\":4}\n\ndata: {\"a\":1,\"a\":2}\n\n", false, out));
+  EXPECT_NE(out.find("event: message\ndata: [{\"jsonrpc\":\"2.0\",\"id\":4,\"error\""),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{\"jsonrpc\":\"2.0\",\"id\":5,\"error\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"a\":"), std::string::npos) << out;
+  EXPECT_EQ(e.withheld().size(), 2u);
+  // An event cut off by the end of the stream is read too.
+  listing_stream cut(p, 0, memory, {{"4", list_kind::tools}});
+  ASSERT_TRUE(cut.start("text/event-stream"));
+  out.clear();
+  ASSERT_TRUE(cut.feed("data: " + tools_answer("Gets the weather."), true, out));
+  EXPECT_EQ(out.find("delete_repository"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"echo\""), std::string::npos) << out;
 }
 
 TEST(mcp_listing, ResourcesAndPromptsNeedTheirReadMethod) {
