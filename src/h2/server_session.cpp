@@ -48,6 +48,19 @@ struct callbacks {
     return 0;
   }
 
+  // A field name or value RFC 9113 section 8.2.1 forbids (upper case, a character outside the
+  // token, CR, LF or NUL in a value, ...): in a head, marked and not stored, so the driver
+  // answers 400 with its reason and records the stream, instead of a bare RST_STREAM that
+  // leaves no trace; in trailers, the stream is reset (there is no head left to answer).
+  static int invalid_header(nghttp2_session* session, const nghttp2_frame* frame,
+                            const std::uint8_t*, std::size_t, const std::uint8_t*, std::size_t,
+                            std::uint8_t, void*) {
+    auto* st = find(session, frame->hd.stream_id);
+    if (!st || st->head_done) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    st->malformed_head = true;
+    return 0;
+  }
+
   static int frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
     auto& s = self(user);
     if (frame->hd.type == NGHTTP2_RST_STREAM) {
@@ -89,6 +102,15 @@ struct callbacks {
     auto& s = self(user);
     auto st = glue::release(session, s.streams_, id, error_code);
     if (!st) return 0;
+    if (!st->head_done && error_code == NGHTTP2_PROTOCOL_ERROR) {
+      // nghttp2 reset a stream whose head broke RFC 9113 section 8 (an upper-case name, a
+      // pseudo-header missing, repeated or late, ...) before the head ended: the driver still
+      // records it, as malformed, though no answer can go on a closed stream.
+      st->head_done = true;
+      st->malformed_head = true;
+      s.observer_.on_request(st);
+      return 0;
+    }
     s.observer_.on_activity(*st);
     return 0;
   }
@@ -106,6 +128,7 @@ server_session::server_session(const limits& l, observer& o) : limits_(l), obser
   nghttp2_session_callbacks_new(&cbs);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, &callbacks::begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(cbs, &callbacks::header);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(cbs, &callbacks::invalid_header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &callbacks::frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &callbacks::data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &callbacks::stream_close);

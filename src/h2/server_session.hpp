@@ -63,6 +63,7 @@ struct stream {
   header_list headers;           // as received, pseudo-headers included, names lower case
   std::size_t header_bytes = 0;  // RFC 9113 section 6.5.2 size of what arrived
   bool oversized_head = false;   // the list went over max_header_list_bytes: fields dropped
+  bool malformed_head = false;   // a field nghttp2 found invalid (RFC 9113 section 8.2.1)
   bool head_done = false;        // END_HEADERS of the request's HEADERS
   std::string body;              // request body bytes received, not yet taken
   bool body_done = false;        // END_STREAM received

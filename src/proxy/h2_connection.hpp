@@ -134,6 +134,12 @@ boost::asio::awaitable<bool> h2_push_output(h2_connection& c, h2_stream_state& s
 // forward_detail::note_undelivered does for HTTP/1.1. (h2_stream.cpp)
 void h2_note_undelivered(h2_connection& c, const h2_stream_state& ss,
                          filters::exchange_record& rec);
+// The request body did not arrive whole (the stream was reset, the connection ended, or the
+// client went quiet): refused as bad_request saying which, as HTTP/1.1 records a body it could
+// not read. A reset the codec made (PROTOCOL_ERROR: e.g. DATA longer or shorter than the
+// content-length, RFC 9113 section 8.1.1) is named. (h2_stream.cpp)
+void h2_note_request_cut(h2_connection& c, const h2_stream_state& ss,
+                         filters::exchange_record& rec);
 // The proxy's own answer (the refusal or failure in the record) on this stream; a gRPC call's
 // as a gRPC status. (h2_stream.cpp)
 boost::asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,

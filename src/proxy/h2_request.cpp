@@ -59,6 +59,17 @@ std::optional<h1::refusal> h2_parse_request(const h2::stream& st, const net::aut
   req.method_string(method);
   req.version(11);
   rec.method = std::string(method);
+  if (st.malformed_head) {
+    if (path.starts_with('/')) rec.path = std::string(path.substr(0, path.find('?')));
+    // Which field is not said: it is the agent's, and may carry anything.
+    return h1::refusal{errc::bad_request,
+                       st.closed ? "the request head broke RFC 9113 section 8 (an upper-case "
+                                   "field name, a pseudo-header missing, repeated or late, ...): "
+                                   "the stream was reset (PROTOCOL_ERROR)"
+                                 : "a header field name or value HTTP/2 forbids (RFC 9113 "
+                                   "section 8.2.1: a character outside the token, or CR, LF or "
+                                   "NUL in a value)"};
+  }
   if (req.method() == http::verb::connect || path.empty() || path.front() != '/')
     return h1::refusal{errc::bad_request, "inside a tunnel only origin-form requests are allowed"};
   req.target(path);

@@ -72,7 +72,10 @@ asio::awaitable<bool> hold_body(h2_connection& c, h2_stream_state& ss, filters::
       if (chain.request_body(body, true).passes()) co_return true;
       break;
     }
-    if (!co_await await_change(c, ss, idle)) co_return false;
+    if (!co_await await_change(c, ss, idle)) {
+      h2_note_request_cut(c, ss, ex.record);
+      break;
+    }
   }
   co_await h2_answer(c, ss, ex.record, idle);
   co_return false;
@@ -126,10 +129,33 @@ void h2_note_undelivered(h2_connection& c, const h2_stream_state& ss,
   rec.detail = rec.detail.empty() ? std::move(what) : core::str_cat(rec.detail, "; ", what);
 }
 
+void h2_note_request_cut(h2_connection& c, const h2_stream_state& ss,
+                         filters::exchange_record& rec) {
+  const auto& st = *ss.stream;
+  std::string why;
+  if (st.closed && st.close_error == NGHTTP2_PROTOCOL_ERROR)
+    why =
+        "the stream was malformed (PROTOCOL_ERROR: its DATA did not match its content-length, "
+        "or a frame broke RFC 9113 section 8.1)";
+  else if (st.closed && st.close_error != NGHTTP2_NO_ERROR)
+    why =
+        core::str_cat("the client reset the stream (", nghttp2_http2_strerror(st.close_error), ')');
+  else if (st.closed || c.closing())
+    why = "the connection or the stream ended";
+  else
+    why = "the client sent nothing for limits.idle_timeout";
+  rec.refuse(errc::bad_request,
+             core::str_cat("request body: ", why, " after ", rec.bytes_in, " bytes"));
+}
+
 // The proxy's own answer (the refusal or failure in the record) on this stream.
 asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
                                 filters::exchange_record& rec, std::chrono::milliseconds idle) {
   const bool grpc = ss.grpc;
+  if (ss.stream->closed || c.closing()) {
+    rec.status = 0;  // the stream is gone: the client got its reset, not an answer
+    co_return;
+  }
   auto res = make_answer(rec.reason, rec.detail, 11, true);
   if (rec.retry_after > 0) res.set(http::field::retry_after, std::to_string(rec.retry_after));
   rec.status = res.result_int();

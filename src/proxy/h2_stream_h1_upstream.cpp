@@ -63,7 +63,11 @@ asio::awaitable<sent> send_request(h2_connection& c, h2_stream_state& ss, filter
   std::string piece;
   while (!failed) {
     while (st.body.empty() && !st.body_done)
-      if (!co_await await_change(c, ss, limits.idle_timeout)) co_return sent::ended;
+      if (!co_await await_change(c, ss, limits.idle_timeout)) {
+        h2_note_request_cut(c, ss, rec);
+        co_await h2_answer(c, ss, rec, limits.idle_timeout);  // a stream still open hears why
+        co_return sent::ended;
+      }
     piece.swap(st.body);
     st.body.clear();
     const bool last = st.body_done;

@@ -70,13 +70,18 @@ asio::awaitable<void> pump_request(h2_connection& c, h2_stream_state& ss, filter
     while (st.body.empty() && !st.body_done && !st.closed && !b.response_over && !c.closing()) {
       if (!co_await ss.changed.wait(idle) && st.body.empty() && !st.body_done) {
         if (b.response_over) co_return;
-        rec.refuse(errc::bad_request, "request body: the client sent nothing for the idle timeout");
+        h2_note_request_cut(c, ss, rec);
         b.refused(rec, call);
         co_return;
       }
     }
-    if (b.response_over || c.closing()) co_return;
+    if (b.response_over) co_return;
+    if (c.closing()) {
+      if (!st.body_done) h2_note_request_cut(c, ss, rec);
+      co_return;
+    }
     if (st.closed && !st.body_done) {
+      h2_note_request_cut(c, ss, rec);
       call.reset(NGHTTP2_CANCEL);  // the client reset its stream: so is the origin's
       co_return;
     }

@@ -9,6 +9,7 @@ import unittest
 from hyperframe.frame import (ContinuationFrame, HeadersFrame, PingFrame,
                               SettingsFrame)
 
+from harness.base import marker
 from harness.h2_client import H2Tunnel
 from harness.proxy import make_policy, origin_rule
 from harness.tls_support import InspectedOriginCase
@@ -123,6 +124,37 @@ class H2DefenceCase(H2Attacks):
         self.assertEqual(r["headers"][":status"], "200")
         rec = self.proxy.wait_audit(reason="header_too_large", protocol="h2")
         self.assertIsNotNone(rec)
+
+    def test_malformed_streams_are_refused_and_recorded(self):
+        # RFC 9113 section 8.1.1: each is a stream error, and each leaves one record saying why
+        # (the proxy's 400 where the stream is still open, the codec's reset otherwise).
+        t = self.tunnel()
+        t.conn.config.normalize_outbound_headers = False  # keep the upper case
+        m = marker()
+        upper = t.request("/echo/upper-" + m, extra=[("X-Upper", "1")])
+        cr = t.request("/echo/cr-" + m, extra=[("x-a", "1\r2")])
+        short = t.headers("/echo/short-" + m, "POST", extra=[("content-length", "10")],
+                          end_stream=False)
+        t.conn.send_data(short, b"abc", end_stream=True)
+        t.flush()
+        r_upper, r_cr, r_short = t.wait(upper, cr, short)
+        self.assertEqual(r_upper["reset"], PROTOCOL_ERROR, r_upper)
+        self.assertEqual(r_cr["headers"][":status"], "400", r_cr)
+        self.assertEqual(r_cr["headers"].get("x-airlock-reason"), "bad_request", r_cr)
+        self.assertEqual(r_short["reset"], PROTOCOL_ERROR, r_short)
+        for path, status, says in (("/echo/upper-" + m, 0, "the stream was reset"),
+                                   ("/echo/cr-" + m, 400, "RFC 9113 section 8.2.1"),
+                                   ("/echo/short-" + m, 0, "did not match its content-length")):
+            rec = self.proxy.wait_audit(path=path, protocol="h2")
+            self.assertIsNotNone(rec, path)
+            self.assertEqual((rec["reason"], rec["status"]), ("bad_request", status), rec)
+            self.assertIn(says, rec["detail"], rec)
+        # The refused heads never reached the origin.
+        self.assertEqual([x["target"] for x in self.good.seen(m) if "short-" not in x["target"]],
+                         [])
+        (r,) = t.wait(t.request("/echo/after-" + m))  # the connection goes on
+        self.assertEqual(r["headers"][":status"], "200", r)
+        self.assert_bystander_fine()
 
     def test_hpack_table_size_over_the_setting(self):
         t = self.tunnel()
