@@ -310,13 +310,19 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
                                       bool stop, std::string& message) {
     if (!server) {
       message = "not started";
-      return false;
+      return 404;
     }
-    const bool ok = server->agent_control(agent, stop, message);
-    auto e = operator_event(by, stop ? "stop" : "resume", ok ? "ok" : "not_found", message);
+    using outcome = proxy::server::control_outcome;
+    const outcome o = server->agent_control(agent, stop, message);
+    // "pending": applied here, the fleet's part waits for the shared store.
+    auto e = operator_event(by, stop ? "stop" : "resume",
+                            o == outcome::done            ? "ok"
+                            : o == outcome::fleet_pending ? "pending"
+                                                          : "not_found",
+                            message);
     e.agent = agent;
     audit.write(e);
-    return ok;
+    return o == outcome::done ? 200 : o == outcome::fleet_pending ? 202 : 404;
   };
   h.approvals_json = [&server, &fleet = ctx.approvals_fleet] {
     if (!server) return std::string("{\"pending\":[]}");

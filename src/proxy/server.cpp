@@ -158,7 +158,9 @@ bool server::start(std::shared_ptr<const policy::snapshot> initial,
     fleet_ = std::make_unique<filters::rate_limit::fleet_control>(*options_.store, rates_);
     if (!fleet_->start(options_.store_wait))
       AIRLOCK_LOG(warn, "state", "the fleet's stopped agents could not be read within ",
-                  options_.store_wait.count(), " ms; they are applied once the store answers");
+                  options_.store_wait.count(),
+                  " ms; they are applied once the store answers (under on_unavailable: deny, "
+                  "every agent is refused until then; under local, they are served)");
   }
   {
     std::lock_guard lock(reload_mutex_);

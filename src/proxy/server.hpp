@@ -70,9 +70,11 @@ class server {
   bool reload(std::string_view trigger, std::string& message);
   reload_status status() const;
 
-  // The kill switch and the agents' control state, for the admin port. agent_control returns
-  // false when the policy has no such agent.
-  bool agent_control(std::string_view agent, bool stop, std::string& message);
+  // The kill switch and the agents' control state, for the admin port. `fleet_pending`: applied
+  // here, but the shared store (state: redis) did not accept it within store_wait: it is kept
+  // and sent to the fleet when the store is back (shared_store::publish_stop).
+  enum class control_outcome { not_found, done, fleet_pending };
+  control_outcome agent_control(std::string_view agent, bool stop, std::string& message);
   std::string agents_json() const;
 
   // Held requests, access requests and grants (filters/approval/registry.hpp), for the admin

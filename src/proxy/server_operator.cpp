@@ -14,21 +14,37 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <optional>
 
 namespace airlock::proxy {
 
 namespace asio = boost::asio;
 
-bool server::agent_control(std::string_view agent, bool stop, std::string& message) {
+server::control_outcome server::agent_control(std::string_view agent, bool stop,
+                                              std::string& message) {
   const bool ok = stop ? rates_.stop(agent) : rates_.resume(agent);
   if (!ok) {
     message = core::str_cat("no agent '", agent, "' in the policy\n");
-    return false;
+    return control_outcome::not_found;
   }
-  // state: redis: every replica, and any that restarts, does the same.
-  if (options_.store != nullptr) options_.store->publish_stop(agent, stop);
-  message = core::str_cat("agent '", agent, stop ? "' stopped\n" : "' resumed\n");
+  // state: redis: every replica, and any that restarts, does the same once the store has it.
+  // The answer says whether it does: the store answers within its timeout (at once when it is
+  // down), so the admin port waits no longer than store_wait.
+  bool fleet_has_it = true;
+  if (options_.store != nullptr) {
+    auto delivered = std::make_shared<std::promise<bool>>();
+    auto answer = delivered->get_future();
+    options_.store->publish_stop(agent, stop, [delivered](bool d) { delivered->set_value(d); });
+    fleet_has_it =
+        answer.wait_for(options_.store_wait) == std::future_status::ready && answer.get();
+  }
+  const std::string_view did = stop ? "stopped" : "resumed";
+  message = fleet_has_it ? core::str_cat("agent '", agent, "' ", did, "\n")
+                         : core::str_cat("agent '", agent, "' ", did,
+                                         " on this replica; the shared store is unavailable: the "
+                                         "other replicas hear of it when the store is back\n");
   // Its open tunnels (opaque, intercepted, plain) are cut too: a new request inside an
   // intercepted one would be refused anyway, but an opaque tunnel carries no request to refuse.
   if (stop) {
@@ -38,9 +54,9 @@ bool server::agent_control(std::string_view agent, bool stop, std::string& messa
           AIRLOCK_LOG(warn, "policy", "agent ", name, ": ", n, " open tunnel(s) cut");
       });
   }
-  AIRLOCK_LOG(warn, "policy", "agent ", agent, stop ? " stopped" : " resumed",
-              " by an operator (admin port)");
-  return true;
+  AIRLOCK_LOG(warn, "policy", "agent ", agent, " ", did, " by an operator (admin port)",
+              fleet_has_it ? "" : "; the fleet's part waits for the shared store");
+  return fleet_has_it ? control_outcome::done : control_outcome::fleet_pending;
 }
 
 std::string server::agents_json() const {

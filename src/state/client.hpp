@@ -20,7 +20,14 @@
 // at once.
 //
 // Pub/sub needs a connection of its own (a subscribed connection takes no other commands): the
-// first subscribe() opens it; its channels are subscribed again after every reconnect.
+// first subscribe() opens it; its channels are subscribed again after every reconnect. A message
+// published while that connection is down is lost (Redis keeps none): subscribe()'s
+// `on_subscribed` runs at each confirmation so that the caller can read what it may have missed.
+//
+// Bounded memory: a reply that is still incomplete after max_reply_bytes (commands) or
+// max_message_bytes (pub/sub, which has no command and so no deadline) drops the connection
+// ("reply too large"), as a protocol error does. hiredis would otherwise buffer a bulk string of
+// any announced length (up to 512 MB, and a peer that is not Redis can announce more).
 //
 // Mode: `up` when the command connection is connected and Redis has answered its first command
 // (AUTH, or PING without a password). Each change is logged once and reported to
@@ -31,14 +38,15 @@
 // resolved (blocking) on the client's own thread at each connect, never on a worker.
 //
 // @par Thread Safety
-// command(), subscribe(), up() and mode_changes() may be called from any thread. Callbacks run
-// on the client's thread and must not block. The destructor answers everything in flight
+// command(), subscribe(), every(), up() and mode_changes() may be called from any thread. Callbacks
+// run on the client's thread and must not block. The destructor answers everything in flight
 // `unavailable` and joins the thread; call it from outside any callback.
 
 #include "state/reply.hpp"
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -67,6 +75,11 @@ struct client_options {
   std::chrono::milliseconds timeout{250};
   std::chrono::milliseconds min_backoff{100};
   std::chrono::milliseconds max_backoff{2'000};
+  // A reply on the command connection, and a message on the pub/sub one, at most (framing
+  // included). The largest the proxy asks for is the approvals' kept grants (4096 of at most
+  // 16 KiB); messages are at most 16 KiB (approvals) or a few bytes (fleet control).
+  std::size_t max_reply_bytes = std::size_t{128} << 20;
+  std::size_t max_message_bytes = std::size_t{64} << 10;
   // Called on the client's thread at every change (up = true/false); the first report is the
   // first connection's outcome.
   std::function<void(bool up)> on_mode_change;
@@ -89,7 +102,13 @@ class client {
   // client's thread, or at once on the caller's when the store is down.
   void command(std::vector<std::string> args, callback done);
   // Subscribes to `channel` (on the pub/sub connection, kept across reconnects).
-  void subscribe(std::string channel, message_callback on_message);
+  // `on_subscribed` (may be empty) runs on the client's thread each time Redis confirms the
+  // subscription: at first and after every reconnect of the pub/sub connection.
+  void subscribe(std::string channel, message_callback on_message,
+                 std::function<void()> on_subscribed = {});
+  // Calls `tick` on the client's thread every `interval` until it returns false or the client
+  // is destroyed (e.g. a periodic read of state a lost pub/sub message would leave stale).
+  void every(std::chrono::milliseconds interval, std::function<bool()> tick);
 
   bool up() const noexcept { return up_.load(std::memory_order_relaxed); }
   // Changes of mode after the first report (a store down at start-up is not a change; the

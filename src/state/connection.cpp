@@ -54,10 +54,11 @@ bool is_string(const redisReply* r) {
 
 connection::connection(asio::io_context& ioc, const client_options& options,
                        std::shared_ptr<asio::ssl::context> tls, std::string tls_error,
-                       std::string role, hooks h)
+                       std::string role, std::size_t max_reply, hooks h)
     : ioc_(ioc),
       options_(options),
       role_(std::move(role)),
+      max_reply_(max_reply),
       hooks_(std::move(h)),
       tls_(std::move(tls)),
       tls_error_(std::move(tls_error)),
@@ -93,6 +94,7 @@ void connection::connect() {
   io_ = std::make_shared<transport>(ioc_, options_, tls_);
   // A fresh parser: a partial reply of the last connection must not prefix this one's.
   reader_.reset(redisReaderCreate());
+  unfinished_ = 0;
   out_.clear();
   write_busy_ = false;
   connect_deadline_ = clock::now() + options_.timeout;
@@ -247,6 +249,7 @@ void connection::read() {
       drop("out of memory");
       return;
     }
+    unfinished_ += n;
     for (;;) {
       void* r = nullptr;
       if (redisReaderGetReply(reader_.get(), &r) != REDIS_OK) {
@@ -256,8 +259,24 @@ void connection::read() {
       if (r == nullptr) break;
       std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(r),
                                                          &freeReplyObject);
+      // A whole reply: what is left unread belongs to the next one. One that came in a single
+      // read is held to the bound too.
+      const std::size_t left = reader_->len - reader_->pos;
+      const std::size_t size = unfinished_ - std::min(left, unfinished_);
+      unfinished_ = left;
+      if (size > max_reply_) {
+        drop(core::str_cat("reply too large (over ", max_reply_, " bytes)"));
+        return;
+      }
       dispatch(owned.get());
       if (gen != generation_ || phase_ == phase::closed) return;  // a callback dropped it
+    }
+    // hiredis buffers a bulk string until all of it is in, whatever length it announces, and
+    // grows an array element by element: bounded here, not by a deadline (the pub/sub
+    // connection has none).
+    if (unfinished_ > max_reply_) {
+      drop(core::str_cat("reply too large (over ", max_reply_, " bytes)"));
+      return;
     }
     read();
   });
@@ -274,12 +293,18 @@ void connection::dispatch(const redisReply* r) {
   }
   // Nothing asked: a pub/sub push (["message", channel, text]; subscribe confirmations are
   // ["subscribe", channel, count]).
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || !hooks_.on_message) return;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) return;
   const redisReply* type = r->element[0];
-  if (!is_string(type) || std::string_view(type->str, type->len) != "message") return;
   const redisReply* ch = r->element[1];
+  if (!is_string(type) || !is_string(ch)) return;
+  const std::string_view what(type->str, type->len);
+  if (what == "subscribe" && hooks_.on_subscribed) {
+    hooks_.on_subscribed(std::string_view(ch->str, ch->len));
+    return;
+  }
+  if (what != "message" || !hooks_.on_message) return;
   const redisReply* text = r->element[2];
-  if (!is_string(ch) || !is_string(text)) return;
+  if (!is_string(text)) return;
   hooks_.on_message(std::string_view(ch->str, ch->len), std::string_view(text->str, text->len));
 }
 

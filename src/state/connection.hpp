@@ -15,11 +15,13 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct redisReader;
@@ -35,12 +37,15 @@ class connection {
     std::function<void(bool up, const std::string& why)> on_state;
     std::function<void()> on_ready;       // up (after on_state(true))
     client::message_callback on_message;  // pub/sub connections
+    // Pub/sub: Redis confirmed a subscription (["subscribe", channel, count]).
+    std::function<void(std::string_view channel)> on_subscribed;
   };
   // `tls` non-null: TLS over TCP. `tls_error` non-empty: TLS was asked for but its context
   // could not be made; every attempt fails with it (the store stays unavailable, visibly).
+  // `max_reply`: bytes of one reply at most (client.hpp, "Bounded memory").
   connection(boost::asio::io_context& ioc, const client_options& options,
              std::shared_ptr<boost::asio::ssl::context> tls, std::string tls_error,
-             std::string role, hooks h);
+             std::string role, std::size_t max_reply, hooks h);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -85,12 +90,16 @@ class connection {
   boost::asio::io_context& ioc_;
   const client_options& options_;
   std::string role_;
+  std::size_t max_reply_;
   hooks hooks_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
   std::string tls_error_;
   std::shared_ptr<transport> io_;  // null while down
   std::uint64_t generation_ = 0;   // of io_: completions of an older one are ignored
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
+  // Bytes fed to reader_ that are not part of a reply it has handed out: the reply in progress
+  // (buffered, or parsed into its partial tree) is at least this big.
+  std::size_t unfinished_ = 0;
   std::string out_;          // encoded commands not yet handed to a write
   bool write_busy_ = false;  // a write of io_ in flight
   phase phase_ = phase::down;

@@ -195,9 +195,8 @@ response admin_server::impl::handle(const request& req, const tcp::endpoint& pee
     if (!handlers_.agent_control) return not_configured();
     return call_handler(req, [&] {
       std::string message;
-      bool ok = handlers_.agent_control(*actor, name, action == "stop", message);
-      return make_response(req, ok ? http::status::ok : http::status::not_found,
-                           std::move(message));
+      const int status = handlers_.agent_control(*actor, name, action == "stop", message);
+      return make_response(req, static_cast<http::status>(status), std::move(message));
     });
   }
   if (path == "/console") {

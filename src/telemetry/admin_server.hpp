@@ -48,10 +48,11 @@ struct admin_handlers {
   std::function<bool(const admin_actor& by, std::string& message)> reload;
   // GET /agents: each agent's controls (stopped, suspended, in flight) as a JSON object.
   std::function<std::string()> agents_json;
-  // POST /agents/<name>/stop and /agents/<name>/resume: the kill switch. Returns false (404)
-  // when the policy has no such agent; the message is the answer's body.
-  std::function<bool(const admin_actor& by, std::string_view agent, bool stop,
-                     std::string& message)>
+  // POST /agents/<name>/stop and /agents/<name>/resume: the kill switch. Returns the answer's
+  // status: 200 done; 202 (RFC 9110, 15.3.3: accepted, not completed) applied on this replica
+  // while the shared store is unavailable, the fleet's part pending; 404 when the policy has no
+  // such agent. The message is the answer's body.
+  std::function<int(const admin_actor& by, std::string_view agent, bool stop, std::string& message)>
       agent_control;
   // GET /approvals: the requests held for a decision, the access requests and the grants (JSON).
   std::function<std::string()> approvals_json;

@@ -2,9 +2,11 @@
 // The kill switch and the circuit breaker for the fleet (state: redis). A stop, a resume or a
 // breaker trip on one replica is stored in Redis and published (shared_store::publish_*); every
 // replica subscribes to the control channel and applies what it hears to its own registry, so
-// it takes effect everywhere within one pub/sub delivery (milliseconds). A replica that starts,
-// or whose store connection comes back, reads the stored state: the stopped set and each
-// agent's suspension (PTTL of its key).
+// it takes effect everywhere within one pub/sub delivery (milliseconds). A replica reads the
+// stored state (the stopped set and each agent's suspension, the PTTL of its key) when it
+// starts, when its store connection comes back, each time its subscription is confirmed (a
+// message published while the pub/sub connection was down is lost) and every sync_interval, so
+// that a lost message is made up for within that.
 //
 // Failures are counted per replica (a failure costs no round trip); a trip is what is shared.
 // Concurrency caps stay per replica. A sync only adds stops and suspensions, never lifts one:
@@ -33,10 +35,12 @@ class fleet_control {
   fleet_control(const fleet_control&) = delete;
   fleet_control& operator=(const fleet_control&) = delete;
 
+  static constexpr std::chrono::milliseconds sync_interval{1'000};
+
   // Subscribes and reads the stored state, waiting up to `wait` for that first read (so that
-  // a restarted replica does not serve a stopped agent); later reads happen on every reconnect.
-  // False when the first read did not complete in time (the store is down: it will run when
-  // the store comes back).
+  // a restarted replica does not serve a stopped agent); later reads as said above. False when
+  // the first read did not complete in time (the store is down: it runs when the store comes
+  // back; until then shared_store::control_read() is false).
   bool start(std::chrono::milliseconds wait);
 
   // Applies one control message ("stop NAME", "resume NAME", "trip NAME MS"). Public for tests.

@@ -215,6 +215,11 @@ admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::i
           a, t, errc::agent_suspended, time_between(now_ns, until),
           core::str_cat("agent ", ag.name, " breaker max_failures=", ag.breaker.max_failures));
   }
+  // state: redis, on_unavailable: deny, and the fleet's stopped agents not read since start-up
+  // (the store was down): this agent may be one the fleet stopped.
+  if (store_ != nullptr && !store_->control_read() && store_->settings().deny_when_unavailable)
+    return refuse(a, t, errc::store_unavailable, 0,
+                  core::str_cat("agent ", ag.name, ": the fleet's stops not read yet"));
 
   const rule_entry* re = nullptr;
   if (rule_position != no_rule) {

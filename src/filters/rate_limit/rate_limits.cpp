@@ -22,6 +22,20 @@ std::int64_t time_between(std::int64_t now_ns, std::int64_t until_ns) noexcept {
   return r;
 }
 
+std::int64_t store_wait_ns(std::int64_t count, std::int64_t unit_ns) noexcept {
+  if (count <= 0 || unit_ns <= 0) return 0;
+  if (count >= max_store_wait_ns / unit_ns) return max_store_wait_ns;
+  return count * unit_ns;
+}
+
+std::int64_t time_after(std::int64_t now_ns, std::int64_t span_ns) noexcept {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(now_ns, span_ns, &r))
+    return span_ns > 0 ? std::numeric_limits<std::int64_t>::max()
+                       : std::numeric_limits<std::int64_t>::min();
+  return r;
+}
+
 std::uint32_t seconds_ceil(std::int64_t ns) noexcept {
   if (ns <= 0) return 0;
   const std::int64_t s = ns / ns_per_second + (ns % ns_per_second != 0 ? 1 : 0);

@@ -23,6 +23,16 @@ std::int64_t to_ns(std::chrono::milliseconds ms) noexcept;
 // until - now, saturated (both are arbitrary clock readings).
 std::int64_t time_between(std::int64_t now_ns, std::int64_t until_ns) noexcept;
 
+// A wait the shared store answered (a count of `unit_ns`: 1'000 for the scripts' microseconds,
+// 1'000'000 for PTTL and control messages' milliseconds) as nanoseconds, clamped to
+// [0, max_store_wait_ns] before it is scaled: the store's numbers are int64 and a wait past the
+// cap (a peer that is not Redis, a forged control message) is a long refusal, never an overflow
+// that reads as "no wait".
+inline constexpr std::int64_t max_store_wait_ns = 366 * 24 * ns_per_hour;
+std::int64_t store_wait_ns(std::int64_t count, std::int64_t unit_ns) noexcept;
+// now + span, saturated.
+std::int64_t time_after(std::int64_t now_ns, std::int64_t span_ns) noexcept;
+
 // Whole seconds, rounded up, for Retry-After and admin views; 0 for a span <= 0.
 std::uint32_t seconds_ceil(std::int64_t ns) noexcept;
 

@@ -1,5 +1,7 @@
 #include "filters/rate_limit/shared_store.hpp"
 
+#include "core/log.hpp"
+#include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
 #include "filters/rate_limit/rate_limits.hpp"
 #include "filters/rate_limit/shared_scripts.hpp"
@@ -68,6 +70,9 @@ shared_store::shared_store(state::client_options options, store_settings setting
     // command posted in the instant between "up" and this).
     for (std::string_view script : {scripts::acquire, scripts::refund, scripts::charge})
       c->command({"SCRIPT", "LOAD", std::string(script)}, [](state::reply) {});
+    // Then what the fleet has not heard yet, before the fleet's state is read back (the hook):
+    // the read must see the stops and resumes made here while the store was away.
+    send_pending(*c);
     if (f) f();
   };
   std::lock_guard lock(hook_mutex_);
@@ -138,19 +143,24 @@ void shared_store::acquire(std::shared_ptr<lease> l, const gcra_params& p, std::
                                 micros(static_cast<double>(p.capacity_ns)),
                                 std::to_string(std::max<std::uint32_t>(want, 1))};
   eval(scripts::acquire, acquire_sha_, std::move(args),
-       [l, now_ns, done = std::move(done)](state::reply r) {
-         if (r.what != state::reply::kind::array || r.elements.size() != 2) {
+       [l, now_ns, want, done = std::move(done)](state::reply r) {
+         // {granted, retry-after in microseconds}; anything else (a peer that is not this
+         // script) is no answer: on_unavailable applies.
+         if (r.what != state::reply::kind::array || r.elements.size() != 2 ||
+             r.elements[0].what != state::reply::kind::integer ||
+             r.elements[1].what != state::reply::kind::integer || r.elements[0].integer < 0 ||
+             r.elements[0].integer > std::max<std::uint32_t>(want, 1)) {
            done(-1, 0);
            return;
          }
          const std::int64_t granted = r.elements[0].integer;
-         const std::int64_t retry_ns = r.elements[1].integer * 1000;
+         const std::int64_t retry_ns = store_wait_ns(r.elements[1].integer, 1'000);
          if (granted > 0) {
            l->taken_at_ns.store(now_ns, std::memory_order_relaxed);
            l->units.fetch_add(granted, std::memory_order_relaxed);
          } else {
            l->empty_retry_ns.store(retry_ns, std::memory_order_relaxed);
-           l->empty_until_ns.store(now_ns + retry_ns, std::memory_order_relaxed);
+           l->empty_until_ns.store(time_after(now_ns, retry_ns), std::memory_order_relaxed);
          }
          done(granted, retry_ns);
        });
@@ -195,10 +205,11 @@ void shared_store::sync_bytes(std::shared_ptr<byte_tally> t, const gcra_params& 
                                 micros(static_cast<double>(p.capacity_ns))};
   eval(scripts::charge, charge_sha_, std::move(args),
        [t, n, now_ns, done = std::move(done)](state::reply r) {
-         const bool answered = r.what == state::reply::kind::integer;
+         // The quota's debt in microseconds (0: room); a negative count is no answer.
+         const bool answered = r.what == state::reply::kind::integer && r.integer >= 0;
          if (answered) {
-           const std::int64_t wait_ns = r.integer * 1000;
-           t->exhausted_until_ns.store(wait_ns > 0 ? now_ns + wait_ns : 0,
+           const std::int64_t wait_ns = store_wait_ns(r.integer, 1'000);
+           t->exhausted_until_ns.store(wait_ns > 0 ? time_after(now_ns, wait_ns) : 0,
                                        std::memory_order_relaxed);
            t->synced_at_ns.store(now_ns, std::memory_order_relaxed);
          } else {
@@ -212,24 +223,72 @@ std::string shared_store::suspended_key(std::string_view agent) const {
   return core::str_cat(settings_.key_prefix, "suspended:", agent);
 }
 
-void shared_store::publish_stop(std::string_view agent, bool stop) {
-  const auto ignore = [](state::reply) {};
-  // A connection answers in order: the set is changed before the others hear of it.
-  if (stop) {
-    client_->command({"SADD", stopped_key(), std::string(agent)}, ignore);
-  } else {
-    client_->command({"SREM", stopped_key(), std::string(agent)}, ignore);
-    client_->command({"DEL", suspended_key(agent)}, ignore);
-  }
-  client_->command({"PUBLISH", control_channel(), core::str_cat(stop ? "stop " : "resume ", agent)},
-                   ignore);
+void shared_store::publish_stop(std::string_view agent, bool stop, std::function<void(bool)> done) {
+  send(*client_, outbox_.put_control(agent, stop), false, std::move(done));
 }
 
 void shared_store::publish_trip(std::string_view agent, std::int64_t cooldown_ns) {
-  const std::int64_t ms = std::max<std::int64_t>(cooldown_ns / 1'000'000, 1);
-  const auto ignore = [](state::reply) {};
-  client_->command({"SET", suspended_key(agent), "1", "PX", std::to_string(ms)}, ignore);
-  client_->command({"PUBLISH", control_channel(), core::str_cat("trip ", agent, " ", ms)}, ignore);
+  send(*client_,
+       outbox_.put_trip(agent, time_after(core::steady_now_ns(),
+                                          std::max<std::int64_t>(cooldown_ns, 1'000'000))),
+       false, {});
+}
+
+void shared_store::send_pending() {
+  send_pending(*client_);
+}
+
+void shared_store::send_pending(state::client& c) {
+  for (control_outbox::message& m : outbox_.pending(core::steady_now_ns()))
+    send(c, std::move(m), true, {});
+}
+
+void shared_store::send(state::client& c, control_outbox::message m, bool late,
+                        std::function<void(bool)> done) {
+  using kind = control_outbox::message::kind;
+  std::vector<std::vector<std::string>> cmds;
+  std::string text;
+  if (m.what == kind::stop) {
+    cmds.push_back({"SADD", stopped_key(), m.agent});
+    text = core::str_cat("stop ", m.agent);
+  } else if (m.what == kind::resume) {
+    cmds.push_back({"SREM", stopped_key(), m.agent});
+    cmds.push_back({"DEL", suspended_key(m.agent)});
+    text = core::str_cat("resume ", m.agent);
+  } else {
+    // What is left of the cool-down (a late trip suspends the others for the rest of it).
+    const std::int64_t ms =
+        std::max<std::int64_t>(time_between(core::steady_now_ns(), m.until_ns) / 1'000'000, 1);
+    cmds.push_back({"SET", suspended_key(m.agent), "1", "PX", std::to_string(ms)});
+    text = core::str_cat("trip ", m.agent, " ", ms);
+  }
+  // A connection answers in order: the stored state changes before the others hear of it.
+  cmds.push_back({"PUBLISH", control_channel(), std::move(text)});
+  // Answers come on the client's thread, or at once on this one when the store is down: the
+  // last one decides whether all were accepted.
+  struct tally {
+    std::atomic<int> left;
+    std::atomic<bool> ok{true};
+  };
+  auto t = std::make_shared<tally>();
+  t->left.store(static_cast<int>(cmds.size()));
+  auto sent = std::make_shared<control_outbox::message>(std::move(m));
+  for (auto& cmd : cmds)
+    c.command(std::move(cmd), [this, t, sent, late, done](state::reply r) {
+      if (!r.ok()) t->ok.store(false);
+      if (t->left.fetch_sub(1) != 1) return;
+      const bool ok = t->ok.load();
+      if (ok) {
+        outbox_.delivered(*sent);
+        if (late)
+          AIRLOCK_LOG(warn, "state", "agent ", sent->agent, " ",
+                      sent->what == kind::stop     ? "stop"
+                      : sent->what == kind::resume ? "resume"
+                                                   : "breaker trip",
+                      " sent to the fleet (kept while the store was unavailable)");
+      }
+      if (done) done(ok);
+    });
 }
 
 }  // namespace airlock::filters::rate_limit

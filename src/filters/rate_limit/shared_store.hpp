@@ -13,6 +13,7 @@
 // @par Thread Safety
 // Every member function may be called from any thread; callbacks run on the client's thread.
 
+#include "filters/rate_limit/control_outbox.hpp"
 #include "filters/rate_limit/gcra.hpp"
 #include "state/client.hpp"
 
@@ -117,9 +118,26 @@ class shared_store {
 
   // The fleet's kill switch and breaker (fleet_control.hpp applies them on every replica):
   // stored (so that a restarted replica reads them), then published on control_channel().
-  // Fire and forget: the local effect is the caller's and immediate.
-  void publish_stop(std::string_view agent, bool stop);
+  // The local effect is the caller's and immediate. The message goes through outbox(): kept
+  // until Redis has answered its write and its PUBLISH, and sent again by send_pending() when it
+  // could not be (the store unavailable). `done(delivered)` (may be empty) runs once: true when
+  // Redis accepted it now, false when it waits in the outbox; at once when the store is down,
+  // else on the client's thread within the timeout.
+  void publish_stop(std::string_view agent, bool stop, std::function<void(bool)> done = {});
   void publish_trip(std::string_view agent, std::int64_t cooldown_ns);
+  // Sends what the outbox holds (on every reconnect, before the fleet's read; and every tick
+  // of fleet_control). A message that reaches the store late is logged.
+  void send_pending();
+  control_outbox& outbox() noexcept { return outbox_; }
+
+  // Whether the fleet's stored stops have been read since start-up (fleet_control): until then a
+  // replica under on_unavailable: deny refuses every agent (plan::admit). True for a store
+  // without fleet control (tests).
+  bool control_read() const noexcept { return control_read_.load(std::memory_order_relaxed); }
+  void set_control_read(bool read) noexcept {
+    control_read_.store(read, std::memory_order_relaxed);
+  }
+
   std::string control_channel() const { return settings_.key_prefix + "control"; }
   std::string stopped_key() const { return settings_.key_prefix + "stopped"; }
   std::string suspended_key(std::string_view agent) const;
@@ -128,10 +146,15 @@ class shared_store {
   // EVALSHA, and EVAL when the server does not know the script (NOSCRIPT: a restarted Redis).
   void eval(std::string_view script, const std::string& sha, std::vector<std::string> args,
             state::client::callback done);
+  // Writes and publishes one outbox message; `late`: it was kept while the store was away.
+  void send(state::client& c, control_outbox::message m, bool late, std::function<void(bool)> done);
+  void send_pending(state::client& c);
 
   store_settings settings_;
   std::string acquire_sha_, refund_sha_, charge_sha_;
   std::int64_t stale_ns_ = 1'000'000'000;
+  control_outbox outbox_;
+  std::atomic<bool> control_read_{true};
   std::mutex hook_mutex_;
   std::function<void()> on_connected_;     // guarded by hook_mutex_
   std::unique_ptr<state::client> client_;  // last: destroyed (joined) first

@@ -3,6 +3,7 @@
 list(APPEND AIRLOCK_FILTER_SOURCES
      ${CMAKE_CURRENT_LIST_DIR}/breaker.cpp
      ${CMAKE_CURRENT_LIST_DIR}/concurrency_gate.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/control_outbox.cpp
      ${CMAKE_CURRENT_LIST_DIR}/fleet_control.cpp
      ${CMAKE_CURRENT_LIST_DIR}/gcra.cpp
      ${CMAKE_CURRENT_LIST_DIR}/lease_wait.cpp

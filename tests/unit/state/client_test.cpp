@@ -158,6 +158,76 @@ TEST(StateClient, PubSubDeliversAndResubscribesAfterAReconnect) {
   EXPECT_EQ(got.back(), "airlock:test=two");
 }
 
+TEST(StateClient, SubscriptionConfirmedAgainAfterThePubSubConnectionDrops) {
+  redis_server server;
+  client c(options_for(server.port()));
+  std::atomic<int> confirmed{0};
+  c.subscribe(
+      "airlock:test", [](std::string_view, std::string_view) {}, [&] { ++confirmed; });
+  ASSERT_TRUE(eventually([&] { return confirmed.load() == 1; }));
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  // What Redis does to a subscriber past client-output-buffer-limit; the command connection
+  // stays.
+  EXPECT_GE(call(c, {"CLIENT", "KILL", "TYPE", "pubsub"}).integer, 1);
+  EXPECT_TRUE(eventually([&] { return confirmed.load() == 2; }));
+  EXPECT_EQ(c.mode_changes(), 0u);
+}
+
+TEST(StateClient, EveryTicksUntilItSaysStop) {
+  client c(options_for(test::free_port()));
+  std::atomic<int> ticks{0};
+  c.every(10ms, [&] { return ++ticks < 3; });
+  ASSERT_TRUE(eventually([&] { return ticks.load() == 3; }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(ticks.load(), 3);
+}
+
+TEST(StateClient, PubSubMessagePastTheBoundDropsTheConnection) {
+  // A message bigger than max_message_bytes is never buffered whole: the pub/sub connection is
+  // dropped at the bound and made again; smaller messages still arrive.
+  redis_server server;
+  client c(options_for(server.port()));
+  std::mutex m;
+  std::vector<std::size_t> sizes;
+  std::atomic<int> confirmed{0};
+  c.subscribe(
+      "airlock:test",
+      [&](std::string_view, std::string_view text) {
+        std::lock_guard lock(m);
+        sizes.push_back(text.size());
+      },
+      [&] { ++confirmed; });
+  ASSERT_TRUE(eventually([&] { return confirmed.load() == 1; }));
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  EXPECT_EQ(
+      call(c, {"PUBLISH", "airlock:test", std::string(client_options{}.max_message_bytes, 'x')})
+          .integer,
+      1);
+  ASSERT_TRUE(eventually([&] { return confirmed.load() == 2; }));
+  ASSERT_TRUE(eventually([&] {
+    return call(c, {"PUBLISH", "airlock:test", "small"}).integer == 1;
+  }));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return !sizes.empty();
+  }));
+  std::lock_guard lock(m);
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{5}));
+}
+
+TEST(StateClient, ReplyPastTheBoundIsUnavailableAndTheClientRecovers) {
+  redis_server server;
+  client_options o = options_for(server.port());
+  o.max_reply_bytes = 64 * 1024;
+  client c(o);
+  ASSERT_TRUE(eventually([&] { return c.up(); }));
+  EXPECT_EQ(call(c, {"SET", "big", std::string(100 * 1024, 'x')}).text, "OK");
+  const reply r = call(c, {"GET", "big"});
+  EXPECT_EQ(r.what, reply::kind::unavailable);
+  EXPECT_NE(r.text.find("reply too large"), std::string::npos) << r.text;
+  EXPECT_TRUE(eventually([&] { return call(c, {"PING"}).text == "PONG"; }));
+}
+
 TEST(StateClient, AuthWithAclUserAndRefusedPassword) {
   redis_server server(
       {"--user", "airlock", "on", ">s3cret", "~*", "&*", "+@all", "--user", "default", "off"});

@@ -48,12 +48,14 @@ inline bool can_connect(std::uint16_t port) {
 class redis_server {
  public:
   // `tls_port`: the port serves TLS only (--port 0 --tls-port); `extra` then names the files.
-  explicit redis_server(std::vector<std::string> extra = {}, bool tls_port = false)
+  // `port`: one picked by the test (e.g. where a client already tries to connect); 0: a free one.
+  explicit redis_server(std::vector<std::string> extra = {}, bool tls_port = false,
+                        std::uint16_t port = 0)
       : extra_(std::move(extra)), tls_port_(tls_port) {
     // hiredis writes with write(2): a server gone mid-write is EPIPE, not a signal, only when
     // SIGPIPE is ignored (airlock's main() ignores it too).
     ::signal(SIGPIPE, SIG_IGN);
-    port_ = free_port();
+    port_ = port != 0 ? port : free_port();
     start();
   }
   ~redis_server() { stop(); }

@@ -60,7 +60,7 @@ class AdminAuthServerTest : public ::testing::Test {
       std::lock_guard lk(mu);
       actors.push_back(by.by);
       m = "ok";
-      return true;
+      return 200;
     };
     h.approval_decide = [this](const admin_actor& by, std::string_view, bool, std::string_view,
                                admin_handlers::decision_done done) {
