@@ -246,6 +246,12 @@ void relay::loop() {
     if (c.ph == phase::sniff) {
       if (result == io::ok) c.pending.append(tmp, static_cast<std::size_t>(r));
       if (result == io::ok || result == io::eof) decide(c);
+      // classify decides within max_sniff_bytes; should it not, the buffer (in the host's
+      // memory, outside the jail's --memory) still stops here.
+      if (c.ph == phase::sniff && c.pending.size() > capture::max_sniff_bytes) {
+        reset_connection(c);
+        return io::error;
+      }
       return result;
     }
     // phase::http
