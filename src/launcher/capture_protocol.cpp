@@ -31,9 +31,11 @@ bool all_digits(std::string_view s) {
 }  // namespace
 
 kind classify(std::string_view first, bool eof) noexcept {
-  // Empty lines before a request line are allowed (RFC 9112 section 2.2).
-  while (first.starts_with("\r\n"))
+  // Empty lines before a request line are allowed (RFC 9112 section 2.2), a few of them.
+  for (std::size_t lines = 0; first.starts_with("\r\n"); ++lines) {
+    if (lines == max_empty_lines) return kind::other;
     first.remove_prefix(2);
+  }
   if (first.empty()) return eof ? kind::other : kind::need_more;
   if (static_cast<unsigned char>(first[0]) == 0x16) return kind::tls;
   // method SP (origin-form "/", asterisk-form "*", or absolute-form "scheme:"). Methods are

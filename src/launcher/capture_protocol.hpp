@@ -26,9 +26,16 @@ namespace airlock::launcher::capture {
 
 enum class kind { need_more, tls, http, other };
 
+// Empty lines (CRLF) skipped before a request line. RFC 9112 section 2.2 asks a server to
+// ignore "at least one"; past this many the stream is not taken for HTTP (kind::other), so a
+// client that sends only CRLFs cannot keep the relay buffering and rescanning them.
+inline constexpr std::size_t max_empty_lines = 8;
+
 // Classifies the first bytes the client sent: a TLS record, an HTTP request line (upper-case
-// method, space, target), or other. need_more until it can tell (never more than 34 bytes);
-// at end of stream (eof) it always decides.
+// method, space, target), or other. need_more until it can tell, which is never past
+// max_sniff_bytes (2 * max_empty_lines + a 32-byte method, a space and a target's first byte);
+// at end of stream (eof) it always decides. It reads at most that many bytes of `first`.
+inline constexpr std::size_t max_sniff_bytes = 2 * max_empty_lines + 34;
 kind classify(std::string_view first, bool eof) noexcept;
 
 // "name:port", or "[v6]:port" for an IPv6 literal (RFC 3986 section 3.2.2).

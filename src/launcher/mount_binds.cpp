@@ -123,9 +123,62 @@ bool step_bind(const mount_context& ctx, const std::string& source_root, const s
   return s.writable ? make_nosuid(shown, root.via) : make_read_only(shown, true, root.via);
 }
 
+// The mount point of a hide whose path did not exist when the plan was made (plan.hpp,
+// mount_step::make_point): made in the home's private layer, which the plan checked the path
+// is in. The first directory made on the way (~/.config for ~/.config/gh) is bound onto itself:
+// the jail may write in it, but a mount point cannot be renamed or removed (rename(2), EBUSY),
+// so the covered name stays where it is. (Renamed away, a directory made in the layer would
+// leave no whiteout, and the host's later ~/.config would show through at its name.)
+enum class hide_point { ready, not_made, no_layer, failed };
+hide_point make_hide_point(const mount_step& s, const mount_context& ctx) {
+  std::string first_made;
+  for (std::size_t slash = s.target.find('/', 1); first_made.empty();
+       slash = s.target.find('/', slash + 1)) {
+    const std::string prefix = s.target.substr(0, slash);
+    if (!open_no_symlinks(ctx.staging_root, prefix)) {
+      if (errno != ENOENT) {
+        // A link (a dangling one: the plan found nothing there) or a file on the way: nothing
+        // is made through it (docs/launcher.md, Known limits).
+        AIRLOCK_LOG(debug, "launcher", "hide ", s.target, ": not made: ", last_step_error());
+        return hide_point::not_made;
+      }
+      first_made = prefix;
+    }
+    if (slash == std::string::npos) break;
+  }
+  if (first_made.empty()) return hide_point::ready;  // made on the host since the plan
+  const auto at =
+      open_no_symlinks(ctx.staging_root, s.target, {.create = true, .is_dir = s.is_dir});
+  if (!at) {
+    // No layer (the kernel refused the overlay): the home is the read-only root.
+    if (errno == EROFS) return hide_point::no_layer;
+    step_failed_msg(str_cat("hide ", s.target, ": ", last_step_error()));
+    return hide_point::failed;
+  }
+  if (first_made == s.target) return hide_point::ready;  // the cover itself pins it
+  const auto pin = open_no_symlinks(ctx.staging_root, first_made);
+  const bool pinned =
+      pin && mount_on(ctx, pin, first_made, fd_path(proc_root(ctx), pin.fd.get()).c_str(), nullptr,
+                      MS_BIND, nullptr, first_made);
+  return pinned ? hide_point::ready : hide_point::failed;
+}
+
 // The cover goes on the path opened without following a link on the way (path_walk.hpp): a
 // directory of it swapped for a link (below a writable bind) is refused, not followed.
-bool step_hide(const mount_step& s, const mount_context& ctx) {
+bool step_hide(const mount_step& s, const mount_context& ctx, mount_outcome* outcome) {
+  if (s.make_point) {
+    switch (make_hide_point(s, ctx)) {
+      case hide_point::ready:
+        break;
+      case hide_point::not_made:
+        return true;
+      case hide_point::no_layer:
+        if (outcome) outcome->uncovered.push_back(s.target);
+        return true;
+      case hide_point::failed:
+        return false;
+    }
+  }
   const auto at = open_no_symlinks(ctx.staging_root, s.target, {.last_may_be_link = true});
   if (!at) {
     // Not visible from inside (not bound, or below a directory we cannot enter ourselves):

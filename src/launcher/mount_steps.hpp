@@ -38,7 +38,8 @@ bool mount_on(const mount_context& ctx, const opened_path& at, const std::string
 // bind: s.source below source_root (the host's root, or "/" for the staging tmpfs's own).
 bool step_bind(const mount_context& ctx, const std::string& source_root, const std::string& source,
                const mount_step& s);
-bool step_hide(const mount_step& s, const mount_context& ctx);
+// A path not there yet (make_point) that cannot be covered is added to outcome->uncovered.
+bool step_hide(const mount_step& s, const mount_context& ctx, mount_outcome* outcome);
 bool step_resolv_conf(const mount_step& s, const mount_context& ctx);
 bool step_trust_file(const mount_step& s, const mount_context& ctx);
 

@@ -262,7 +262,7 @@ bool apply_mounts(const std::vector<mount_step>& steps, const mount_context& ctx
         ok = step_resolv_conf(s, ctx);
         break;
       case mount_kind::hide:
-        ok = step_hide(s, ctx);
+        ok = step_hide(s, ctx, outcome);
         break;
       case mount_kind::protect_ro:
         ok = step_protect_ro(target, s.optional);

@@ -39,6 +39,9 @@ struct mount_context {
 // What apply_mounts could not do but did not fail for.
 struct mount_outcome {
   bool home_layered = false;  // the home_layer step's overlay is mounted
+  // Hidden paths not there yet whose mount point could not be made (no home layer): a
+  // credential store created there while the jail runs would be visible.
+  std::vector<std::string> uncovered;
 };
 
 // Runs the steps in order; false (with the failure recorded) at the first that fails.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -204,6 +205,16 @@ std::optional<std::string> peer_identity::hash_of(pid_t pid, std::string& why) {
     why = str_cat("cannot open the executable of process ", pid);
     return std::nullopt;
   }
+  // Fail closed before reading a byte: what is not a regular file, or is larger than any real
+  // program (a sparse file costs its maker nothing), gets no identity.
+  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > limits_.max_bytes) {
+    ::close(fd);
+    why = S_ISREG(st.st_mode)
+              ? str_cat("the executable of process ", pid, " has ", st.st_size,
+                        " bytes, more than the ", limits_.max_bytes, " the relay hashes")
+              : str_cat("the executable of process ", pid, " is not a regular file");
+    return std::nullopt;
+  }
   const auto key = std::tuple{
       static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
       static_cast<std::int64_t>(st.st_size),
@@ -216,12 +227,26 @@ std::optional<std::string> peer_identity::hash_of(pid_t pid, std::string& why) {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   bool ok = ctx && EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) == 1;
   std::vector<char> buf(64 * 1024);
+  const auto deadline = std::chrono::steady_clock::now() + limits_.max_time;
+  std::uint64_t total = 0;
   while (ok) {
+    // Checked between reads, each at most 64 KiB: a stop or a slow file waits on one read.
+    const bool stopping = abandon_ && abandon_->load(std::memory_order_relaxed);
+    if (stopping || std::chrono::steady_clock::now() > deadline) {
+      ::close(fd);
+      why = stopping ? std::string("the relay is stopping")
+                     : str_cat("hashing the executable of process ", pid, " took longer than ",
+                               limits_.max_time.count(), " ms");
+      return std::nullopt;
+    }
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) ok = false;
     if (n <= 0) break;
-    ok = EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n)) == 1;
+    total += static_cast<std::uint64_t>(n);
+    // The file grew while it was read (it cannot while it runs: ETXTBSY): still bounded.
+    if (total > limits_.max_bytes) ok = false;
+    ok = ok && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n)) == 1;
   }
   ::close(fd);
   unsigned char md[EVP_MAX_MD_SIZE];

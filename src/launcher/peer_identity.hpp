@@ -18,7 +18,12 @@
 // No identity (nullopt, with the reason) rather than a guess when: the socket is not found or
 // its holder exited before the lookup (a race the agent can provoke); the holders run
 // different executables (an inherited or passed socket); the executable is deleted
-// ("... (deleted)") or anonymous (memfd: "/memfd:NAME (deleted)"); a /proc file cannot be read.
+// ("... (deleted)") or anonymous (memfd: "/memfd:NAME (deleted)"); a /proc file cannot be read;
+// the executable is not a regular file, or is larger than hash_limits::max_bytes (a jailed
+// program can make its executable a sparse file of a PiB for free: the ELF loader reads only
+// its head, the hash would read it all, on the relay's thread and the host's CPU); the hash
+// takes longer than hash_limits::max_time, or the relay is stopping (`abandon`), so that
+// neither a slow read nor a stop ever waits on a hash.
 //
 // What it cannot see: which code runs in the process. A script is its interpreter
 // (/usr/bin/python3), LD_PRELOAD or a debugger changes the code but not the exe, and a process
@@ -32,6 +37,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -40,12 +47,25 @@
 
 namespace airlock::launcher {
 
+// What one hash may cost. Real executables are far smaller than max_bytes (a statically
+// linked toolchain binary is some tens of MiB; node about 100 MiB) and hash in well under a
+// second; docs/launcher.md (per-binary identity) documents both. (At namespace scope: a
+// nested struct's member initializers cannot serve its enclosing class's default arguments.)
+struct identity_hash_limits {
+  std::uint64_t max_bytes = 256ULL << 20;
+  std::chrono::milliseconds max_time{5000};
+};
+
 class peer_identity {
  public:
+  using hash_limits = identity_hash_limits;
+
   // init: the jail's init as the launcher sees it (the host's PID); proc: where procfs is
-  // mounted (tests may point elsewhere only for failure paths).
-  explicit peer_identity(pid_t init, std::string proc = "/proc")
-      : init_(init), proc_(std::move(proc)) {}
+  // mounted (tests may point elsewhere only for failure paths); abandon: when it becomes true
+  // (the relay is stopping), a hash under way gives up at its next read.
+  explicit peer_identity(pid_t init, std::string proc = "/proc", hash_limits limits = {},
+                         const std::atomic<bool>* abandon = nullptr)
+      : init_(init), proc_(std::move(proc)), limits_(limits), abandon_(abandon) {}
 
   // The program that holds the client end of a connection the relay accepted: `peer` is the
   // accepted socket's peer address, `local` its local (the listener's) address.
@@ -61,6 +81,8 @@ class peer_identity {
 
   pid_t init_;
   std::string proc_;
+  hash_limits limits_;
+  const std::atomic<bool>* abandon_;
   // (dev, ino, size, mtime ns, ctime ns) -> hex SHA-256; bounded (cleared when full).
   std::map<std::tuple<std::uint64_t, std::uint64_t, std::int64_t, std::int64_t, std::int64_t>,
            std::string>

@@ -182,6 +182,34 @@ hide_context planner::hide_needs() const {
   return ctx;
 }
 
+// A built-in credential path of the home that does not exist yet: in the home's private layer
+// its mount point can be made (in the layer's tmpfs, never on the host) and covered, so that
+// what the caller creates there while the jail runs stays out of it. The path goes where its
+// deepest existing directory leads; only inside the layered home and outside every bind (the
+// work directory, --rw, --ro: a mount point made there would be made on the host) is it made.
+void planner::hide_missing_in_home(const std::string& builtin, const std::string& path) {
+  if (p.home.mode != home_mode::layer || !builtin.starts_with("~/")) return;
+  std::string existing = parent_dir(path), rest = path.substr(existing.size());
+  auto canon = host.canonical(existing);
+  while (!canon && existing != "/" && !existing.empty()) {
+    const std::string up = parent_dir(existing);
+    rest = existing.substr(up == "/" ? 0 : up.size()) + rest;
+    existing = up;
+    canon = host.canonical(existing);
+  }
+  if (!canon || !host.is_dir(*canon)) return;
+  const std::string target = str_cat(*canon == "/" ? "" : *canon, rest);
+  if (!is_within(target, p.home.path) || target == p.home.path) return;
+  for (const auto& b : binds) {
+    if (is_within(target, b.path) || is_within(b.path, target)) return;
+  }
+  for (const auto& h : hidden) {
+    if (h.path == target || is_within(target, h.path)) return;
+  }
+  hidden.push_back({target, !builtin_hidden_is_file(builtin),
+                    str_cat("built in (", builtin, "), not there yet"), true});
+}
+
 // What is hidden; nothing bound may re-expose it.
 std::string planner::hide_host_secrets() {
   for (const auto& h : o.hide) {
@@ -243,7 +271,10 @@ std::string planner::hide_host_secrets() {
       path = str_cat(host.home, b.substr(1));
     }
     auto canon = host.canonical(path);
-    if (!canon) continue;
+    if (!canon) {
+      hide_missing_in_home(b, path);
+      continue;
+    }
     // With --home DIR, DIR is bound over the caller's home: what lies there is not in the
     // jail, and a hide at that path would land in DIR (where a link, the user's or a jailed
     // run's, would refuse every run). What a link in the home leads to elsewhere is hidden,

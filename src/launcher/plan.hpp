@@ -60,7 +60,11 @@ struct mount_step {
   bool writable = false;
   bool is_dir = true;     // bind/hide: the mount point is a directory (else a file)
   bool optional = false;  // a missing target is skipped rather than failing the run
-  std::string data;       // tmpfs options
+  // hide: the path did not exist when the plan was made (a credential store not created yet).
+  // Its mount point is made in the home's private layer, the first directory made is pinned
+  // by a bind onto itself (so it cannot be renamed away), and the cover goes on as usual.
+  bool make_point = false;
+  std::string data;  // tmpfs options
 };
 
 struct limit_spec {
@@ -170,6 +174,9 @@ std::string tmpfs_limits(std::uint64_t bytes);
 
 // Paths that are hidden without being asked for, relative to home when they start with "~/".
 const std::vector<std::string>& builtin_hidden_paths();
+// Whether a built-in hidden path names a file (~/.netrc) rather than a directory (~/.aws):
+// what is made, when it does not exist yet, to cover it.
+bool builtin_hidden_is_file(const std::string& path);
 
 plan_result build_plan(const options& o, const host_facts& host);
 

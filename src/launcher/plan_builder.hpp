@@ -23,7 +23,8 @@ inline std::size_t depth(std::string_view path) {
 struct hidden_path {
   std::string path;  // canonical
   bool is_dir;
-  std::string why;  // for messages
+  std::string why;       // for messages
+  bool missing = false;  // not there yet: its mount point is made (mount_step::make_point)
 };
 
 struct exposed {
@@ -74,6 +75,7 @@ class planner {
   std::string check_links(const named_path& named, const std::string& canonical,
                           const std::vector<jail_root>& in) const;
   void add_hidden(const std::string& canon, std::string why);
+  void hide_missing_in_home(const std::string& builtin, const std::string& path);
   hide_context hide_needs() const;
 
   const options& o;

@@ -5,7 +5,10 @@
 namespace airlock::launcher {
 
 const std::vector<std::string>& builtin_hidden_paths() {
-  // Credentials that commonly sit in a home directory or /etc. Hidden only where they exist.
+  // Credentials that commonly sit in a home directory or /etc. Those in /etc, and those in
+  // the home with --home DIR, are hidden where they exist; in the home's private layer (the
+  // default) also where they do not, so that one created on the host while the jail runs
+  // (`aws configure` in another terminal) is not read through the layer's lower directory.
   static const std::vector<std::string> paths = {
       "/etc/shadow",
       "/etc/shadow-",
@@ -32,6 +35,14 @@ const std::vector<std::string>& builtin_hidden_paths() {
       "~/.local/share/keyrings",
   };
   return paths;
+}
+
+bool builtin_hidden_is_file(const std::string& path) {
+  for (const char* f : {"~/.netrc", "~/.git-credentials", "~/.npmrc", "~/.pypirc",
+                        "~/.cargo/credentials", "~/.cargo/credentials.toml"}) {
+    if (path == f) return true;
+  }
+  return false;
 }
 
 const std::vector<std::string>& system_bundle_paths() {

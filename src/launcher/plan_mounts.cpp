@@ -37,7 +37,8 @@ std::string describe(const mount_step& s) {
     case mount_kind::bind:
       return str_cat("bind ", s.source, " at ", s.target, s.writable ? " (rw)" : " (ro)");
     case mount_kind::hide:
-      return str_cat("hide ", s.target);
+      return str_cat("hide ", s.target,
+                     s.make_point ? " (made in the home layer: not there yet)" : "");
     case mount_kind::protect_ro:
       return str_cat("read-only ", s.target);
     case mount_kind::remount_ro:
@@ -176,6 +177,7 @@ std::string planner::add_mount_steps() {
     auto& s = add(mount_kind::hide, h.path);
     s.is_dir = h.is_dir;
     s.optional = true;
+    s.make_point = h.missing;
     p.hidden.push_back(h.path);
   }
   add(mount_kind::remount_ro, "/run");

@@ -3,7 +3,6 @@
 #include "core/log.hpp"
 #include "launcher/capture_protocol.hpp"
 #include "launcher/name_pool.hpp"
-#include "launcher/peer_identity.hpp"
 #include "launcher/relay_connection.hpp"
 #include "launcher/resolver.hpp"
 #include "launcher/step.hpp"
@@ -89,6 +88,7 @@ bool relay::start() {
 
 void relay::stop() {
   if (!thread_.joinable()) return;
+  stopping_.store(true, std::memory_order_relaxed);
   const std::uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
   thread_.join();
@@ -110,7 +110,7 @@ void relay::loop() {
   // the capture maps them back, one after the other, without a lock.
   name_pool pool;
   resolver dns(pool, cfg_.hostname, cfg_.resolver_ipv6, cfg_.dns_allow);
-  peer_identity identities(cfg_.identity_init);
+  peer_identity identities(cfg_.identity_init, "/proc", cfg_.identity_limits, &stopping_);
 
   auto warn_unreachable = [&](int err) {
     if (warned) return;
@@ -246,6 +246,12 @@ void relay::loop() {
     if (c.ph == phase::sniff) {
       if (result == io::ok) c.pending.append(tmp, static_cast<std::size_t>(r));
       if (result == io::ok || result == io::eof) decide(c);
+      // classify decides within max_sniff_bytes; should it not, the buffer (in the host's
+      // memory, outside the jail's --memory) still stops here.
+      if (c.ph == phase::sniff && c.pending.size() > capture::max_sniff_bytes) {
+        reset_connection(c);
+        return io::error;
+      }
       return result;
     }
     // phase::http

@@ -9,7 +9,8 @@
 // the launcher; whatever the agent sends comes after it and cannot replace it.
 // With identity_init set, the header also names the program inside the jail that opened the
 // connection (peer_identity.hpp; TLVs 0xE1..0xE3), looked up on the loop thread as the
-// connection is accepted (a first connection from a large executable pays for its hash once).
+// connection is accepted (a first connection from a large executable pays for its hash once;
+// the hash is bounded in size and time, and stop() abandons one under way).
 //
 // With transparent capture (capture_net.hpp), the relay also owns the jail's resolver socket
 // (resolver.hpp, answered from a name_pool) and the capture listeners, which receive every
@@ -25,6 +26,7 @@
 // Thread safety: start() and stop() from one thread; get_stats() from any.
 
 #include "launcher/address.hpp"
+#include "launcher/peer_identity.hpp"
 
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -47,6 +49,7 @@ class relay {
     // With an agent: the jail's init (host PID). Each connection's program is looked up
     // (peer_identity.hpp) and sent in the binary TLVs; -1: no lookup, no binary TLVs.
     pid_t identity_init = -1;
+    peer_identity::hash_limits identity_limits;  // tests lower or raise them
     std::size_t max_connections = 512;
     std::size_t buffer_bytes = 64 * 1024;
 
@@ -96,6 +99,7 @@ class relay {
   int wake_fd_ = -1;  // eventfd: stop() writes, the loop wakes
   config cfg_;
   std::thread thread_;
+  std::atomic<bool> stopping_{false};  // set by stop(): a hash under way is abandoned
   std::atomic<std::uint64_t> accepted_{0}, upstream_failures_{0}, refused_{0}, bytes_up_{0},
       bytes_down_{0}, captured_{0}, capture_dropped_{0}, capture_denied_{0}, dns_queries_{0},
       unidentified_{0};

@@ -230,7 +230,13 @@ namespace {
   if (p.home.mode == home_mode::layer && !mounted.home_layered) {
     send_message(sock, message_type::notice, 0,
                  str_cat("warning: no writable layer over ", p.home.path,
-                         " (the kernel refused an overlay mount); the home is read-only"));
+                         " (the kernel refused an overlay mount); the home is read-only",
+                         mounted.uncovered.empty()
+                             ? std::string()
+                             : str_cat(", and credential paths created there while the jail "
+                                       "runs are not hidden (",
+                                       mounted.uncovered.size(), ", such as ",
+                                       mounted.uncovered.front(), ')')));
   }
   // The command's pty, from the jail's own devpts; without one (a kernel that refused the
   // devpts mount) the command keeps the caller's terminal, still in a session of its own.

@@ -29,6 +29,34 @@ import test_launcher as base  # noqa: E402
 
 RUN_TIMEOUT = base.RUN_TIMEOUT
 
+# Run in the jail with HOME set to a home that has none of the credential paths: waits for the
+# host to create them, then tries to read them and to move their directories away.
+LATE_CREDENTIALS_PROBE = r"""
+import os, time
+h = os.environ["HOME"]
+open("started", "w").close()
+for _ in range(800):
+    if os.path.exists("created"):
+        break
+    time.sleep(0.025)
+print("created seen" if os.path.exists("created") else "never created", flush=True)
+for rel in (".aws/credentials", ".config/gh/hosts.yml", ".netrc", ".cargo/credentials.toml"):
+    try:
+        print("READ", rel, open(os.path.join(h, rel)).read().strip())
+    except OSError as e:
+        print("refused", rel, e.errno)
+for name in (".config", ".aws", ".netrc", ".cargo"):
+    try:
+        os.rename(os.path.join(h, name), os.path.join(h, name + "-moved"))
+        print("MOVED", name)
+    except OSError as e:
+        print("not moved", name, e.errno)
+os.makedirs(os.path.join(h, ".config", "tool"), exist_ok=True)
+with open(os.path.join(h, ".config", "tool", "x"), "w") as f:
+    f.write("ok")
+print("config writable")
+"""
+
 # A jailed probe of the terminal: is stdin a terminal of the jail's own, does TIOCSTI work on
 # it (also with junk in the request's high half, CVE-2019-10063), and can it still be read.
 TTY_PROBE = r"""
@@ -435,6 +463,54 @@ except (ValueError, OSError):
         self.assertEqual(self.tree(home), before)
         with open(os.path.join(home, ".bashrc")) as f:
             self.assertEqual(f.read(), "# the caller's bashrc\n")
+
+    def test_credential_paths_created_during_the_run_stay_hidden(self):
+        # `aws configure`, `gh auth login`, ... in another terminal while the agent runs: the
+        # credential paths that did not exist at start are covered too, not read through the
+        # layer's lower directory (the real home), and their covers cannot be moved away.
+        home = self.fake_home()
+        probe = os.path.join(self.work, "late_creds.py")
+        with open(probe, "w") as f:
+            f.write(LATE_CREDENTIALS_PROBE)
+        os.chmod(probe, 0o644)
+        cmd = self._command(f"exec /usr/bin/python3 {probe}", [])
+        kwargs = self._popen_kwargs()
+        kwargs["env"]["HOME"] = home
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, **kwargs)
+        self.launcher_pids.append(p.pid)
+        started = os.path.join(self.work, "started")
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        made = []
+        for rel in (".aws/credentials", ".config/gh/hosts.yml", ".netrc",
+                    ".cargo/credentials.toml"):
+            path = os.path.join(home, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(f"LATE-SECRET {rel}\n")
+            made.append(path)
+        if self.user is not None:
+            for root, dirs, files in os.walk(home):
+                for n in [root] + [os.path.join(root, x) for x in dirs + files]:
+                    os.chown(n, self.user.pw_uid, self.user.pw_gid)
+        with open(os.path.join(self.work, "created"), "w"):
+            pass
+        out, err = p.communicate(timeout=RUN_TIMEOUT)
+        self._record_ns()
+        self.assert_no_sanitizer_reports(err)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("created seen", out)
+        self.assertNotIn("LATE-SECRET", out)
+        for rel in (".aws/credentials", ".config/gh/hosts.yml", ".netrc",
+                    ".cargo/credentials.toml"):
+            self.assertIn(f"refused {rel} 13", out)  # EACCES: the cover, not a missing file
+        self.assertNotIn("MOVED", out)
+        self.assertIn("config writable", out)
+        for path in made:  # the real home's files are untouched
+            with open(path) as f:
+                self.assertTrue(f.read().startswith("LATE-SECRET"))
 
     def test_home_dir_option_keeps_writes(self):
         home = self.fake_home()

@@ -40,6 +40,30 @@ TEST(LauncherCaptureClassify, TellsTlsHttpAndTheRest) {
   EXPECT_EQ(classify("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", false), kind::http);  // then refused
 }
 
+TEST(LauncherCaptureClassify, OnlyAFewEmptyLinesBeforeARequestLine) {
+  std::string crlfs;
+  for (std::size_t i = 0; i < max_empty_lines; ++i)
+    crlfs += "\r\n";
+  EXPECT_EQ(classify(crlfs + "GET / HTTP/1.1", false), kind::http);
+  EXPECT_EQ(classify(crlfs, false), kind::need_more);
+  // One more, or a stream of nothing else, is not HTTP: decided, not buffered for ever.
+  EXPECT_EQ(classify(crlfs + "\r\nGET / HTTP/1.1", false), kind::other);
+  std::string flood;
+  for (int i = 0; i < 100000; ++i)
+    flood += "\r\n";
+  EXPECT_EQ(classify(flood, false), kind::other);
+  // Whatever it is given, it never asks for more than max_sniff_bytes.
+  std::mt19937 rng(7);
+  const std::string alphabet = "\r\nGET /-A_";
+  for (int round = 0; round < 20000; ++round) {
+    std::string s;
+    const std::size_t n = max_sniff_bytes + rng() % 16;
+    for (std::size_t i = 0; i < n; ++i)
+      s.push_back(alphabet[rng() % alphabet.size()]);
+    EXPECT_NE(classify(s, false), kind::need_more) << s;
+  }
+}
+
 TEST(LauncherCaptureClassify, AuthorityAndConnect) {
   EXPECT_EQ(authority("allowed.test", 443), "allowed.test:443");
   EXPECT_EQ(authority("2001:db8::1", 443), "[2001:db8::1]:443");

@@ -183,6 +183,65 @@ TEST(PeerIdentity, DeletedAndMemfdExecutablesHaveNoIdentity) {
   EXPECT_NE(why.find("/memfd:"), std::string::npos) << why;
 }
 
+// A copy of /bin/sleep made sparse to `size` bytes: it still runs (the ELF loader reads its
+// head), and costs nothing to make however large it is.
+std::string sparse_sleep(const std::string& dir, off_t size) {
+  const std::string copy = dir + "/sleepy";
+  {
+    std::ifstream in(real("/bin/sleep"), std::ios::binary);
+    std::ofstream out(copy, std::ios::binary);
+    out << in.rdbuf();
+  }
+  if (::chmod(copy.c_str(), 0755) != 0 || ::truncate(copy.c_str(), size) != 0) return {};
+  return copy;
+}
+
+TEST(PeerIdentity, AnExecutableLargerThanTheCapHasNoIdentity) {
+  char dir[] = "/tmp/airlock-peer-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string big = sparse_sleep(dir, off_t{1} << 30);  // 1 GiB, above the 256 MiB cap
+  ASSERT_FALSE(big.empty());
+  {
+    connection c;
+    start(c, [&](int) { ::execl(big.c_str(), "sleepy", "30", nullptr); });
+    ASSERT_TRUE(wait_exec(c.child, "/sleepy"));
+    peer_identity id(::getpid());
+    std::string why;
+    EXPECT_FALSE(id.find(c.peer, c.local, why));
+    EXPECT_NE(why.find("more than the 268435456 the relay hashes"), std::string::npos) << why;
+  }
+  ::unlink(big.c_str());
+  ::rmdir(dir);
+}
+
+TEST(PeerIdentity, AHashPastItsTimeOrAfterAStopIsAbandoned) {
+  char dir[] = "/tmp/airlock-peer-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string huge = sparse_sleep(dir, off_t{1} << 40);  // 1 TiB: minutes to read
+  ASSERT_FALSE(huge.empty());
+  {
+    connection c;
+    start(c, [&](int) { ::execl(huge.c_str(), "sleepy", "30", nullptr); });
+    ASSERT_TRUE(wait_exec(c.child, "/sleepy"));
+    const peer_identity::hash_limits no_size_cap{std::uint64_t{1} << 50,
+                                                 std::chrono::milliseconds(200)};
+    std::string why;
+    const auto t0 = std::chrono::steady_clock::now();
+    peer_identity timed(::getpid(), "/proc", no_size_cap);
+    EXPECT_FALSE(timed.find(c.peer, c.local, why));
+    EXPECT_NE(why.find("took longer than 200 ms"), std::string::npos) << why;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+
+    const std::atomic<bool> stopping{true};
+    peer_identity stopped(::getpid(), "/proc", {std::uint64_t{1} << 50, std::chrono::hours(1)},
+                          &stopping);
+    EXPECT_FALSE(stopped.find(c.peer, c.local, why));
+    EXPECT_EQ(why, "the relay is stopping");
+  }
+  ::unlink(huge.c_str());
+  ::rmdir(dir);
+}
+
 TEST(PeerIdentity, AClientThatExitedHasNoIdentity) {
   connection c;
   start(c, [](int) { ::_exit(0); });

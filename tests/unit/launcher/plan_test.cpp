@@ -156,12 +156,13 @@ TEST_F(LauncherPlan, DefaultPlanShape) {
   EXPECT_EQ(tmpfs[0]->data, "mode=1777,size=1073741824,nr_inodes=262144");  // --tmpfs-size default
   EXPECT_EQ(tmpfs[1]->target, "/run");
 
-  // Built-in secrets that exist are hidden; those that do not are not mentioned.
+  // Built-in secrets that exist are hidden; in /etc those that do not are not mentioned (in
+  // the home's layer they are: HiddenHomePathsThatDoNotExistYet).
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.ssh"), p.hidden.end());
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.aws"), p.hidden.end());
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.netrc"), p.hidden.end());
   EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), "/etc/shadow"), p.hidden.end());
-  EXPECT_EQ(std::find(p.hidden.begin(), p.hidden.end(), "/home/u/.gnupg"), p.hidden.end());
+  EXPECT_EQ(std::find(p.hidden.begin(), p.hidden.end(), "/etc/sudoers"), p.hidden.end());
   for (const auto* h : of_kind(p, mount_kind::hide)) {
     if (h->target == "/home/u/.netrc" || h->target == "/etc/shadow") {
       EXPECT_FALSE(h->is_dir);
@@ -692,6 +693,68 @@ TEST_F(LauncherPlan, HomeIsAPrivateLayerByDefault) {
   EXPECT_LT(layer, index_of(p, mount_kind::bind, "/home/u/proj"));
   EXPECT_LT(layer, index_of(p, mount_kind::hide, "/home/u/.ssh"));
   EXPECT_EQ(std::count(p.env.entries.begin(), p.env.entries.end(), "HOME=/home/u"), 1);
+}
+
+// A credential store the caller creates while the jail runs (`aws configure` in another
+// terminal) would show through the layer's lower directory: each built-in home path that is not
+// there yet gets a mount point made in the layer and a cover, as a file or a directory.
+TEST_F(LauncherPlan, HiddenHomePathsThatDoNotExistYet) {
+  fs_.files["/home/u/.config"] = true;  // exists; .config/gh and .config/gcloud do not
+  fs_.files["/srv/data/cfg"] = true;
+  fs_.links["/home/u/.kube"] = "/srv/data/cfg";  // a link out of the home: not made there
+  auto r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value) << r.error;
+  const plan& p = *r.value;
+  auto step = [&](const std::string& target) -> const mount_step* {
+    const auto i = index_of(p, mount_kind::hide, target);
+    return i < p.mounts.size() ? &p.mounts[i] : nullptr;
+  };
+  for (const char* dir : {"/home/u/.gnupg", "/home/u/.docker", "/home/u/.config/gh",
+                          "/home/u/.config/gcloud", "/home/u/.local/share/keyrings"}) {
+    const auto* s = step(dir);
+    ASSERT_TRUE(s) << dir;
+    EXPECT_TRUE(s->make_point) << dir;
+    EXPECT_TRUE(s->is_dir) << dir;
+    EXPECT_TRUE(s->optional) << dir;
+    EXPECT_NE(std::find(p.hidden.begin(), p.hidden.end(), dir), p.hidden.end()) << dir;
+  }
+  for (const char* file : {"/home/u/.git-credentials", "/home/u/.npmrc",
+                           "/home/u/.cargo/credentials", "/home/u/.cargo/credentials.toml"}) {
+    const auto* s = step(file);
+    ASSERT_TRUE(s) << file;
+    EXPECT_TRUE(s->make_point) << file;
+    EXPECT_FALSE(s->is_dir) << file;
+  }
+  // What exists is covered as it is, also where a link in the home leads.
+  ASSERT_TRUE(step("/home/u/.ssh"));
+  EXPECT_FALSE(step("/home/u/.ssh")->make_point);
+  ASSERT_TRUE(step("/srv/data/cfg"));
+  EXPECT_FALSE(step("/srv/data/cfg")->make_point);
+  EXPECT_FALSE(step("/home/u/.kube"));
+  // A link in the home leading out of it to what does not exist: nothing is made out there.
+  fs_.files["/srv/data/out"] = true;
+  fs_.links["/home/u/.azure"] = "/srv/data/out/azure";
+  r = build_plan(opts(), host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(index_of(*r.value, mount_kind::hide, "/srv/data/out/azure"), r.value->mounts.size());
+  EXPECT_NE(describe(*step("/home/u/.gnupg")).find("not there yet"), std::string::npos);
+
+  // A path below the work directory (or any bind) would be made on the host: not made.
+  fs_.files["/home/u/.local"] = true;
+  auto o = opts();
+  o.workdir = "/home/u/.local";
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  EXPECT_EQ(index_of(*r.value, mount_kind::hide, "/home/u/.local/share/keyrings"),
+            r.value->mounts.size());
+
+  // --home DIR: the caller's home is not in the jail at all; nothing is made.
+  o = opts();
+  o.home = "/srv/data";
+  r = build_plan(o, host());
+  ASSERT_TRUE(r.value) << r.error;
+  for (const auto* s : of_kind(*r.value, mount_kind::hide))
+    EXPECT_FALSE(s->make_point) << s->target;
 }
 
 TEST_F(LauncherPlan, HomeDirectoryOrScratch) {

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -308,6 +309,41 @@ TEST(LauncherRelayCapture, RefusedConnectResetsTheClient) {
   auto rec = proxy.received(1);
   ASSERT_EQ(rec.size(), 1u);
   EXPECT_TRUE(rec[0].starts_with("CONNECT denied.test:443 HTTP/1.1\r\n")) << rec[0];
+}
+
+// A client that sends only empty lines: the relay does not keep buffering them in the hope
+// of a request line (its memory is the host's, outside the jail's --memory). Past a few, the
+// connection goes to the proxy as "other", which refuses it, and the client is reset.
+TEST(LauncherRelayCapture, EmptyLinesAloneAreNotBufferedForEver) {
+  fake_proxy proxy([](int fd) {
+    std::string head = read_head(fd);
+    send_all(fd, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+    return head;
+  });
+  capture_rig rig(proxy.port(), std::nullopt);
+  ASSERT_TRUE(rig.r->start());
+  rig.going_to(v4(rig.resolve("a.test").c_str(), 80));
+  const int c = connect_tcp(rig.capture_port);
+  ASSERT_GE(c, 0);
+  timeval tv{10, 0};
+  ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  // Whole CRLFs in every segment (small sends, no Nagle), so that no read of the relay's ends
+  // half-way through one: a lone CR would be "other" at once.
+  const int one = 1;
+  ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::string crlfs;
+  for (int i = 0; i < 1024; ++i)
+    crlfs += "\r\n";
+  for (int i = 0; i < 256 && send_all(c, crlfs); ++i) {
+    // 512 KiB in all; sending may fail part way: the relay resets the connection
+  }
+  read_all(c);  // ends with the reset (or at the 10 s receive timeout, before the fix)
+  ::close(c);
+  auto rec = proxy.received(1);
+  rig.r->stop();
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_TRUE(rec[0].starts_with("CONNECT a.test:80 HTTP/1.1\r\n")) << rec[0].substr(0, 80);
+  EXPECT_EQ(rig.r->get_stats().capture_denied, 1u);
 }
 
 TEST(LauncherRelayCapture, PlainHttpGoesInAbsoluteForm) {

@@ -7,10 +7,17 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -261,6 +268,58 @@ TEST(LauncherRelay, StopClosesOpenConnections) {
   ::close(up);
   // The listener is closed too: nobody accepts any more.
   EXPECT_LT(connect_to(relay_port), 0);
+}
+
+// A program in the jail whose executable is a sparse TiB (a copy of bash: it runs, and the
+// ELF loader reads only its head) connects to the relay; with no size cap the identity lookup
+// would read it all. stop() must not wait for that.
+TEST(LauncherRelay, StopDoesNotWaitForAnIdentityHash) {
+  char dir[] = "/tmp/airlock-relay-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string exe = std::string(dir) + "/bash";
+  {
+    std::ifstream in("/bin/bash", std::ios::binary);
+    std::ofstream out(exe, std::ios::binary);
+    out << in.rdbuf();
+  }
+  ASSERT_EQ(::chmod(exe.c_str(), 0755), 0);
+  ASSERT_EQ(::truncate(exe.c_str(), off_t{1} << 40), 0);
+
+  std::uint16_t up_port = 0;
+  const int up = listen_any(up_port);  // accepts (backlog) but never answers
+  std::uint16_t relay_port = 0;
+  const int lfd = listen_any(relay_port);
+  auto cfg = config_for(up_port);
+  cfg.agent = "coder";
+  cfg.identity_init = ::getpid();  // this test plays the jail's init
+  cfg.identity_limits = {std::uint64_t{1} << 50, std::chrono::hours(1)};  // only stop() ends it
+  relay r(lfd, cfg);
+  ASSERT_TRUE(r.start());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string script =
+        "exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(relay_port) + " && read -t 30 -u 3 line";
+    ::execl(exe.c_str(), "bash", "-c", script.c_str(), nullptr);
+    ::_exit(97);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (r.get_stats().accepted == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(r.get_stats().accepted, 1u);
+  auto stopped = std::async(std::launch::async, [&r] { r.stop(); });
+  const bool in_time = stopped.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::unlink(exe.c_str());
+  ::rmdir(dir);
+  ::close(up);
+  if (!in_time) {
+    // The relay's thread is still hashing and would hold the test's exit for hours.
+    std::fprintf(stderr, "relay::stop() waited on an identity hash for over 10 s\n");
+    std::_Exit(1);
+  }
+  EXPECT_EQ(r.get_stats().unidentified, 1u);
 }
 
 }  // namespace
