@@ -98,9 +98,17 @@ char ascii_twin(std::uint32_t cp) noexcept {
   return 0;
 }
 
+// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): what a renderer shows as
+// nothing, so what can sit inside a secret unseen (joiners, bidi controls, variation selectors,
+// tags, fillers).
 bool invisible(std::uint32_t cp) noexcept {
-  return (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF ||
-         cp == 0x00AD || cp == 0x180E;
+  return cp == 0x00AD || cp == 0x034F || cp == 0x061C || cp == 0x115F || cp == 0x1160 ||
+         cp == 0x17B4 || cp == 0x17B5 || (cp >= 0x180B && cp <= 0x180F) ||
+         (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+         cp == 0xFEFF || cp == 0xFFA0 || (cp >= 0xFFF0 && cp <= 0xFFF8) ||
+         (cp >= 0x1BCA0 && cp <= 0x1BCA3) || (cp >= 0x1D173 && cp <= 0x1D17A) ||
+         (cp >= 0xE0000 && cp <= 0xE0FFF);
 }
 
 }  // namespace

@@ -81,6 +81,16 @@ TEST(DlpDecode, ConfusablesAndZeroWidthAreFolded) {
   EXPECT_FALSE(fold_confusables("caf\xC3\xA9").has_value());  // é is nobody's look-alike
 }
 
+TEST(DlpDecode, EveryDefaultIgnorableCodePointIsRemoved) {
+  // A combining grapheme joiner (U+034F), a variation selector (U+FE0F), a tag space
+  // (U+E0020), a bidi override (U+202E) and a Hangul filler (U+3164): shown as nothing.
+  for (const char* hidden :
+       {"\xCD\x8F", "\xEF\xB8\x8F", "\xF3\xA0\x80\xA0", "\xE2\x80\xAE", "\xE3\x85\xA4"}) {
+    const std::string text = std::string("AKIA") + hidden + "IOSFODNN7EXAMPLE";
+    EXPECT_EQ(fold_confusables(text).value_or(""), "AKIAIOSFODNN7EXAMPLE") << hidden;
+  }
+}
+
 TEST(DlpSeedPhrase, ChecksumDecides) {
   EXPECT_EQ(bip39_english[0], "abandon");
   EXPECT_EQ(bip39_english[2047], "zoo");
