@@ -114,6 +114,45 @@ bool json_escapes_may_hide(std::string_view s) {
   return false;
 }
 
+namespace {
+
+// The byte of a \xHH escape at `at` (two hex digits), or -1.
+int hex_byte_at(std::string_view s, std::size_t at) {
+  if (at + 4 > s.size() || s[at] != '\\' || (s[at + 1] != 'x' && s[at + 1] != 'X')) return -1;
+  const int hi = hex_value(s[at + 2]), lo = hex_value(s[at + 3]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+}  // namespace
+
+std::optional<std::string> hex_byte_unescape(std::string_view s) {
+  auto at = s.find('\\');
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string out(s.substr(0, at));
+  out.reserve(s.size());
+  bool changed = false;
+  for (std::size_t i = at; i < s.size();) {
+    const int b = s[i] == '\\' ? hex_byte_at(s, i) : -1;
+    if (b < 0) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    out.push_back(static_cast<char>(b));
+    i += 4;
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
+bool hex_byte_escapes_may_hide(std::string_view s) {
+  for (auto at = s.find('\\'); at != std::string_view::npos; at = s.find('\\', at + 1)) {
+    const int b = hex_byte_at(s, at);
+    if (b >= 0 && code_point_may_hide(static_cast<std::uint32_t>(b))) return true;
+  }
+  return false;
+}
+
 std::optional<std::string> html_unescape(std::string_view s) {
   auto at = s.find('&');
   if (at == std::string_view::npos) return std::nullopt;

@@ -35,9 +35,18 @@ std::optional<std::string> html_unescape(std::string_view s);
 // pages use for punctuation and typography (&#39; &#8217; &#160;) are not.
 bool html_references_may_hide(std::string_view s);
 
-// Calls `f(std::string_view unescaped)` with `s` as a JSON parser and as an HTML reader undo
-// it, each only when its escapes may hide something (above), until `f` returns true; returns
-// whether it did. A second reading costs as much as the first, so ordinary text gets none.
+// The \xHH escapes of program source (C, C++, Python, JavaScript, Go, Rust string literals)
+// undone: each becomes its byte. Returns nullopt when nothing changed.
+std::optional<std::string> hex_byte_unescape(std::string_view s);
+
+// Whether `s` has a \xHH for a letter, a digit or a character of a secret's alphabet (not the
+// \x00 and \x1b of binary and terminal text).
+bool hex_byte_escapes_may_hide(std::string_view s);
+
+// Calls `f(std::string_view unescaped)` with `s` as a JSON parser, an HTML reader and a
+// program's string literal undo it, each only when its escapes may hide something (above), until
+// `f` returns true; returns whether it did. A second reading costs as much as the first, so
+// ordinary text gets none.
 template <class F>
 bool read_unescaped(std::string_view s, F&& f) {
   if (json_escapes_may_hide(s))
@@ -45,6 +54,9 @@ bool read_unescaped(std::string_view s, F&& f) {
       return true;
   if (html_references_may_hide(s))
     if (auto unescaped = html_unescape(s); unescaped && f(std::string_view(*unescaped)))
+      return true;
+  if (hex_byte_escapes_may_hide(s))
+    if (auto unescaped = hex_byte_unescape(s); unescaped && f(std::string_view(*unescaped)))
       return true;
   return false;
 }

@@ -41,12 +41,27 @@ bool binary_magic(std::string_view d) {
 constexpr std::size_t kMaxInflated = 256 * 1024;     // of one gzip stream
 constexpr std::size_t kInflateBudget = 1024 * 1024;  // of all of one scan()'s
 
-// The start of a gzip stream (`tar cz ~/.ssh | base64`, `gzip -c creds | base64`) inflated, at
-// most `max` bytes of it (a bomb costs no more); what comes before corrupt or cut data.
-std::string inflate_some(std::string_view gz, std::size_t max) {
-  redaction::decoder d(redaction::content_coding::gzip);
+// Whether `s` starts as a gzip stream (RFC 1952: 1F 8B) or a zlib one (RFC 1950: deflate's
+// method 8 in the low bits of CMF, and CMF FLG a multiple of 31; Python's zlib.compress,
+// `openssl zlib`, git objects).
+redaction::content_coding compressed_as(std::string_view s) {
+  if (s.starts_with("\x1F\x8B")) return redaction::content_coding::gzip;
+  if (s.size() >= 2) {
+    const auto cmf = static_cast<unsigned char>(s[0]), flg = static_cast<unsigned char>(s[1]);
+    if ((cmf & 0x0F) == 8 && (cmf >> 4) <= 7 && (cmf * 256 + flg) % 31 == 0)
+      return redaction::content_coding::deflate;
+  }
+  return redaction::content_coding::identity;
+}
+
+// The start of a gzip or zlib stream (`tar cz ~/.ssh | base64`, `gzip -c creds | base64`)
+// inflated, at most `max` bytes of it (a bomb costs no more); what comes before corrupt or cut
+// data.
+std::string inflate_some(std::string_view compressed, redaction::content_coding coding,
+                         std::size_t max) {
+  redaction::decoder d(coding);
   std::string out;
-  if (max > 0) (void)d.decode(gz, out, max);
+  if (max > 0) (void)d.decode(compressed, out, max);
   return out;
 }
 
@@ -241,10 +256,12 @@ void scanner::read_tokens(std::string_view text, int depth, reading& r) const {
 
 void scanner::read_decoded(std::string_view decoded, int depth, reading& r, bool inflate) const {
   if (decoded.empty()) return;
-  // What gzip inflates to is read (once: no gzip in gzip), and the bytes as they are too: a
-  // gzip signature in front of plain text is no gzip stream.
-  if (inflate && decoded.starts_with("\x1F\x8B")) {
-    const std::string inflated = inflate_some(decoded, std::min(kMaxInflated, r.inflate_left));
+  // What gzip or zlib inflates to is read (once: no gzip in gzip), and the bytes as they are
+  // too: a signature in front of plain text is no compressed stream.
+  if (const auto coding = compressed_as(decoded);
+      inflate && coding != redaction::content_coding::identity) {
+    const std::string inflated =
+        inflate_some(decoded, coding, std::min(kMaxInflated, r.inflate_left));
     r.inflate_left -= inflated.size();
     read_decoded(inflated, depth, r, false);
   }

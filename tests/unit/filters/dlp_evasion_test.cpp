@@ -112,6 +112,15 @@ TEST(DlpEvasion, JsonEscapes) {
   EXPECT_TRUE(finds("{\"d\": \"" + escaped + "\"}", "aws-access-key"));
 }
 
+TEST(DlpEvasion, HexByteEscapesOfProgramSource) {
+  // A key written as a C, Python or JavaScript string literal would spell it.
+  EXPECT_TRUE(finds(R"(key = "\x41\x4b\x49\x41IOSFODNN7EXAMPLE")", "aws-access-key"));
+  EXPECT_TRUE(finds(R"(k="AKIA\x49\x4FSFODNN7EXAMPLE")", "aws-access-key"));
+  EXPECT_FALSE(hex_byte_escapes_may_hide(R"(printf("\x1b[0m\x00"))"));
+  EXPECT_EQ(hex_byte_unescape(R"(\x41\X4b\x4 \xzz)").value(), R"(AK\x4 \xzz)");
+  EXPECT_FALSE(hex_byte_unescape("no escapes").has_value());
+}
+
 TEST(DlpEvasion, HtmlCharacterReferences) {
   EXPECT_TRUE(finds(R"(<input name="k" value="&#65;&#x4b;IAIOSFODNN7EXAMPLE">)", "aws-access-key"));
   EXPECT_TRUE(finds("<p>&#x41;KIA&#73;OSFODNN7EXAMPLE</p>", "aws-access-key"));
@@ -126,6 +135,13 @@ TEST(DlpEvasion, GzipThenBase64) {
   const std::string big = std::string(kCredentials) + std::string(4000, 'x');
   const std::string gz = gzip(big);
   EXPECT_TRUE(finds(base64(gz.substr(0, gz.size() - 8)), "aws-access-key"));
+}
+
+TEST(DlpEvasion, ZlibThenBase64) {
+  // `python3 -c 'import zlib,base64; print(base64.b64encode(zlib.compress(creds)))'`: RFC 1950.
+  const std::string z = test::deflate_text(kCredentials, 15);
+  ASSERT_EQ(static_cast<unsigned char>(z[0]), 0x78);
+  EXPECT_TRUE(finds("data=" + base64(z), "aws-access-key"));
 }
 
 TEST(DlpEvasion, GzipInflatesWithinABudgetPerScan) {
