@@ -191,10 +191,11 @@ void append_ocsf_line(std::string& out, const audit_record& r) {
 void append_ocsf_line(std::string& out, const audit_event& e) {
   out.push_back('{');
   writer w(out);
-  const activity a = (e.action == "held" || e.action == "access_requested") ? activity{1, "Create"}
-                     : (e.action == "timed_out" || e.action == "client_gone")
-                         ? activity{4, "Delete"}
-                         : activity{3, "Update"};
+  const activity a =
+      (e.action == "held" || e.action == "access_requested") ? activity{1, "Create"}
+      : (e.action == "timed_out" || e.action == "client_gone" || e.action == "shutting_down")
+          ? activity{4, "Delete"}
+          : activity{3, "Update"};
   classification(w, 6, "Application Activity", 6003, "API Activity", a);
   w.num("time", epoch_ms(e.time));
   const bool ok = e.outcome == "ok" || e.outcome == "pending";

@@ -167,7 +167,8 @@ class registry {
   // The last permanent approval's change to the overlay file (a unified-diff-like text).
   void note_overlay_change(std::string diff);
 
-  // Refuses every held request (the proxy is stopping); no callback runs afterwards.
+  // Refuses every held request (the proxy is stopping), and records each access request still
+  // pending (`shutting_down`, or `timed_out` past its deadline); no callback runs afterwards.
   void shutdown();
 
   std::size_t held_count();

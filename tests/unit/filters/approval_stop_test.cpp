@@ -100,6 +100,21 @@ TEST(ApprovalStop, AStopRevokesTheAgentsGrantsAndRefusesLateOnes) {
   EXPECT_FALSE(reg.granted(get("a", "x.test")));
 }
 
+TEST(ApprovalStop, AShutdownRecordsEachAccessRequestStillPending) {
+  registry reg;
+  recorded rec;
+  rec.attach(reg);
+  std::string why;
+  const auto pending_one = reg.ask(get("a", "z.test", ""), {}, 10s, why);
+  const auto past_due = reg.ask(get("a", "y.test", ""), {}, 0ms, why);
+  ASSERT_TRUE(pending_one && past_due) << why;
+  rec.events.clear();
+  reg.shutdown();
+  EXPECT_EQ(rec.events, (std::vector<std::string>{
+                            "timed_out " + std::to_string(past_due) + " a approval_timeout",
+                            "shutting_down " + std::to_string(pending_one) + " a shutting_down"}));
+}
+
 TEST(ApprovalStop, AnApprovalThatReachesTheSessionAfterTheStopIsRefusedThere) {
   registry reg;
   std::atomic<bool> stopped{false};
