@@ -2,11 +2,15 @@
 
 - what one connection holds stays bounded (docs/policy.md, WebSocket): one 64 KiB read of
   compressed frames holds dozens of messages that each inflate to max_message_bytes, and an
-  agent that sends them and never reads (or an origin that never reads) must not pin them all."""
+  agent that sends them and never reads (or an origin that never reads) must not pin them all;
+- a worker still busy with such a flood when SIGTERM comes shuts down cleanly: exit 0 and no
+  sanitizer report (run against the ASan build, this is where a use-after-scope and a
+  use-after-free showed)."""
 
 import base64
 import hashlib
 import os
+import signal
 import socket
 import struct
 import threading
@@ -171,6 +175,48 @@ class DeflateAmplificationTest(unittest.TestCase):
         self.assertTrue(proxy.alive())
         self.assertEqual(proxy.stop(), 0)
         self.assertEqual(proxy.sanitizer_reports(), [], proxy.stderr()[-4000:])
+
+
+class BusyWorkerShutdownTest(unittest.TestCase):
+    """One worker thread, several agents flooding it with compressed 1 MiB messages that DLP
+    scans, an origin that reads everything: the worker has a backlog of work when SIGTERM comes,
+    longer than shutdown's waits for it."""
+
+    CONNECTIONS = 12
+
+    def test_sigterm_while_the_worker_is_busy_exits_cleanly(self):
+        origin = DeflateOrigin(drain=True).start()
+        self.addCleanup(origin.stop)
+        proxy = Airlock(ws_policy(origin.port, "1MiB", limits={"drain_timeout": "1s"},
+                                  dlp={"action": "block"}),
+                        threads=1, name="ws-busy-shutdown")
+        self.addCleanup(proxy.cleanup)
+        proxy.start()
+        bomb = compressed_frame(0x1, b"a" * MIB)
+        socks = [upgrade(proxy.port, origin.port, "/busy/%d" % i)
+                 for i in range(self.CONNECTIONS)]
+        stop = threading.Event()
+
+        def flood(s):
+            s.settimeout(0.5)
+            while not stop.is_set():
+                try:
+                    s.sendall(bomb * 64)
+                except OSError:
+                    if s.fileno() < 0:
+                        return
+
+        threads = [threading.Thread(target=flood, args=(s,), daemon=True) for s in socks]
+        for t in threads:
+            t.start()
+        self.addCleanup(lambda: [s.close() for s in socks])
+        self.addCleanup(stop.set)
+        # Let every connection queue a backlog, then stop the proxy in the middle of it.
+        time.sleep(env.t(1))
+        rc = proxy.stop(signal.SIGTERM, timeout=env.t(30))
+        stop.set()
+        self.assertEqual(rc, 0, proxy.stderr()[-4000:])
+        self.assertEqual(proxy.sanitizer_reports(), [], proxy.stderr()[-6000:])
 
 
 if __name__ == "__main__":
