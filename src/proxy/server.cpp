@@ -29,6 +29,7 @@
 #include <filesystem>
 
 #include <future>
+#include <memory>
 #include <thread>
 
 namespace airlock::proxy {
@@ -294,11 +295,13 @@ void server::shutdown() {
   for (;;) {
     std::size_t open = 0;
     for (auto& w : workers_) {
-      std::promise<std::size_t> p;
-      auto f = p.get_future();
-      asio::post(w->context(), [&w, &p] {
+      // Shared with the posted step: a busy worker may run it after this wait gave up, and it
+      // must then set a promise that is still there (not one on a stack frame long gone).
+      auto p = std::make_shared<std::promise<std::size_t>>();
+      auto f = p->get_future();
+      asio::post(w->context(), [&w, p] {
         w->close_sessions(false);
-        p.set_value(w->session_count());
+        p->set_value(w->session_count());
       });
       if (f.wait_for(std::chrono::seconds(1)) == std::future_status::ready)
         open += f.get();

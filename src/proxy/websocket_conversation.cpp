@@ -41,19 +41,22 @@ websocket_conversation::websocket_conversation(filters::chain& chain, std::uint6
       from_client_(ws::sender::client, max_message, deflate),
       from_origin_(ws::sender::server, max_message, deflate) {}
 
-void websocket_conversation::on_bytes(message_from from, std::string_view bytes, output& out) {
+bool websocket_conversation::on_bytes(message_from from, std::string_view bytes, output& out) {
   // After its Close a side sends nothing more (RFC 6455 section 5.5.1); what it sends anyway
   // is discarded unread, as section 1.4 has a receiver do, here and from the rest of a read
   // that held the Close.
-  if (ended_ || sent_close(from)) return;
+  if (ended_ || sent_close(from)) return false;
   auto& reader = from == message_from::client ? from_client_ : from_origin_;
-  reader.feed(bytes);
-  // Bounded: each event consumes a frame from what was fed, or ends the loop.
+  if (!bytes.empty()) reader.feed(bytes);
+  // Bounded: each event consumes a frame from what was fed, or ends the loop; and the output
+  // of one call is bounded too (see output_bound).
   while (!ended_ && !sent_close(from)) {
+    if (out.to_other.size() + out.to_sender.size() >= output_bound) return true;
     auto e = reader.next();
-    if (e.what == ws::event::kind::need_more) return;
+    if (e.what == ws::event::kind::need_more) return false;
     on_event(from, e, out);
   }
+  return false;
 }
 
 void websocket_conversation::on_event(message_from from, ws::event& e, output& out) {
@@ -74,7 +77,8 @@ void websocket_conversation::on_event(message_from from, ws::event& e, output& o
   if (close) return pass_close(from, e, out);
   if (e.what == kind::message)
     ++(from == message_from::client ? summary_.client_messages : summary_.origin_messages);
-  out.to_other += ws::encode_frame(e.op, e.payload, mask_other);
+  // Framed in place: an inflated message is max_message bytes, held once more, not twice.
+  ws::append_frame(out.to_other, e.op, e.payload, mask_other);
 }
 
 void websocket_conversation::pass_close(message_from from, const ws::event& e, output& out) {

@@ -26,6 +26,7 @@
 #include "filters/chain.hpp"
 #include "websocket/message_reader.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,8 +42,17 @@ class websocket_conversation {
     std::string to_other;   // bytes for the other side
     std::string to_sender;  // bytes back to the side that sent (a close)
   };
-  // Bytes read from `from`; what to write is appended to `out`.
-  void on_bytes(filters::message_from from, std::string_view bytes, output& out);
+  // What one on_bytes call appends before it stops and leaves the rest for the next call.
+  static constexpr std::size_t output_bound = 64 * 1024;
+
+  // Bytes read from `from` (empty: go on with what was fed before); what to write is appended
+  // to `out`. Returns true when it stopped because `out` reached output_bound: whole frames
+  // may be left unread, and the caller writes `out` and then calls again with no bytes before
+  // it reads more from `from`. One read of compressed frames may hold dozens of messages that
+  // each inflate to max_message bytes; taken a round at a time, `out` never holds more than
+  // output_bound plus one message (and the closes), and a receiver that does not read stops
+  // the reading from the sender after one round (docs/policy.md#websocket-messages).
+  bool on_bytes(filters::message_from from, std::string_view bytes, output& out);
 
   // A message was refused or a side broke the protocol (the proxy sent the closes), or both
   // sides' Closes have passed: nothing more is forwarded.

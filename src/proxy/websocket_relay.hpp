@@ -90,10 +90,8 @@ boost::asio::awaitable<void> pump(From& from, To& to, write_gate& from_gate, wri
   constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   constexpr std::size_t buffer_size = 64 * 1024;
   auto buffer = std::make_unique<char[]>(buffer_size);
-  const auto handle = [&](std::string_view bytes) -> asio::awaitable<bool> {
-    if (st.conv.ended()) co_return true;  // draining: what comes now is discarded
-    websocket_conversation::output out;
-    st.conv.on_bytes(side, bytes, out);
+  // Writes one round of what the conversation answered; false when a write failed.
+  const auto write_round = [&](const websocket_conversation::output& out) -> asio::awaitable<bool> {
     // (No co_await inside a condition with && or ?:: GCC 12 mishandles such temporaries.)
     if (!out.to_other.empty()) {
       if (throttle) co_await throttle.pace(out.to_other.size());
@@ -104,6 +102,22 @@ boost::asio::awaitable<void> pump(From& from, To& to, write_gate& from_gate, wri
     if (!out.to_sender.empty()) {
       const auto ec = co_await gated_write(from, from_gate, out.to_sender);
       if (ec) co_return false;
+    }
+    co_return true;
+  };
+  const auto handle = [&](std::string_view bytes) -> asio::awaitable<bool> {
+    if (st.conv.ended()) co_return true;  // draining: what comes now is discarded
+    // A round at a time (websocket_conversation::output_bound): one read of compressed frames
+    // can inflate to dozens of max-size messages, so each round is written before the next is
+    // made, from frames already read. While the receiver does not read, the write waits with
+    // one round held and nothing more is read from this side.
+    for (bool more = true; more;) {
+      websocket_conversation::output out;
+      more = st.conv.on_bytes(side, bytes, out);
+      bytes = {};
+      const bool written = co_await write_round(out);
+      if (!written) co_return false;
+      st.last_activity = clock::now();
     }
     if (st.conv.ended() && !st.ended_at) {
       st.ended_at = clock::now();

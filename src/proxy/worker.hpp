@@ -95,11 +95,29 @@ class buffer_lease {
   std::unique_ptr<char[]> data_;
 };
 
+// The worker's io_context, able to destroy its pending handlers before it is destroyed itself.
+class worker_context : public boost::asio::io_context {
+ public:
+  using boost::asio::io_context::io_context;
+  // Shuts its services down, which destroys every handler not yet run
+  // (execution_context::shutdown; the destructor's own call then finds nothing left). Sockets
+  // and timers of the context may still be destroyed after: Asio allows it.
+  void destroy_pending() { shutdown(); }
+};
+
 class worker {
  public:
   explicit worker(shared_state& shared) : shared_(shared) {}
-  // The acceptor belongs to ioc_, which is declared (and so destroyed) after it would be.
-  ~worker() { acceptor.reset(); }
+  // A session still suspended when the worker goes (it had not unwound by shutdown's deadline,
+  // say behind a busy worker) is a coroutine frame among the context's pending handlers; its
+  // destructors take it off sessions_, give its buffers back and write its audit record. So
+  // the handlers go first, while everything they touch is there (it was a heap-use-after-free
+  // when the list went first).
+  // Then the acceptor, which belongs to ioc_ (declared, and so destroyed, after it would be).
+  ~worker() {
+    ioc_.destroy_pending();
+    acceptor.reset();
+  }
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
 
@@ -152,7 +170,11 @@ class worker {
   std::thread thread;
 
  private:
-  boost::asio::io_context ioc_{1};
+  // Declared before ioc_, so that they outlive it too: a handler destroyed with the context
+  // itself (not by destroy_pending) may still take its session off the list or return a buffer.
+  std::list<session_entry> sessions_;
+  std::vector<std::unique_ptr<char[]>> spare_buffers_;
+  worker_context ioc_{1};
   // Keeps run() going while the acceptor is closed during a drain, so posted shutdown steps
   // still execute; released when the worker is stopped.
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
@@ -164,8 +186,6 @@ class worker {
   // than plain ones, enough for the tunnels one origin usually has open at once.
   tls_connection_pool tls_pool_{
       {.max_per_key = 64, .max_total = 128, .max_idle = std::chrono::milliseconds(15'000)}};
-  std::list<session_entry> sessions_;
-  std::vector<std::unique_ptr<char[]>> spare_buffers_;
 };
 
 inline buffer_lease::~buffer_lease() {

@@ -52,7 +52,12 @@ void apply_mask(char* data, std::size_t size, const std::uint8_t (&mask)[4],
 
 std::string encode_frame(opcode op, std::string_view payload, bool masked) {
   std::string out;
-  out.reserve(payload.size() + 14);
+  append_frame(out, op, payload, masked);
+  return out;
+}
+
+void append_frame(std::string& out, opcode op, std::string_view payload, bool masked) {
+  out.reserve(out.size() + payload.size() + 14);
   out.push_back(static_cast<char>(0x80 | static_cast<std::uint8_t>(op)));
   const std::uint8_t mask_bit = masked ? 0x80 : 0;
   const std::uint64_t n = payload.size();
@@ -79,7 +84,6 @@ std::string encode_frame(opcode op, std::string_view payload, bool masked) {
   const std::size_t start = out.size();
   out.append(payload);
   if (masked) apply_mask(out.data() + start, payload.size(), key);
-  return out;
 }
 
 std::string close_payload(std::uint16_t code, std::string_view reason) {

@@ -71,6 +71,8 @@ void apply_mask(char* data, std::size_t size, const std::uint8_t (&mask)[4],
 // One whole frame (FIN set, RSV bits clear). `masked`: a client's frame, masked with a fresh
 // key from the kernel's random source (RFC 6455 section 10.3: the key must be unpredictable).
 std::string encode_frame(opcode op, std::string_view payload, bool masked);
+// The same frame, appended to `out`.
+void append_frame(std::string& out, opcode op, std::string_view payload, bool masked);
 
 // A close frame's payload: the code (network order) and a reason, cut to fit the 125 bytes of a
 // control frame at a UTF-8 boundary.

@@ -1,6 +1,7 @@
 #include "proxy/websocket_conversation.hpp"
 
 #include "websocket/message_reader.hpp"
+#include "websocket_test_frames.hpp"
 
 #include <gtest/gtest.h>
 
@@ -242,6 +243,49 @@ TEST(WebsocketConversation, ACloseReasonIsCheckedAsATextMessage) {
     EXPECT_EQ(f.ex.record.reason, core::errc::placeholder_refused);
     EXPECT_EQ(f.ex.record.websocket->refused_from, client ? "client" : "origin");
   }
+}
+
+// One read of compressed frames can hold dozens of messages that each inflate to the limit
+// (here 64 of ~300 bytes, 256 KiB each: 16 MiB from 20 KiB). The conversation answers a round
+// at a time: no round holds more than output_bound plus one message, the caller writes it and
+// asks for the next with no new bytes, and every message comes through, in order.
+TEST(WebsocketConversation, OneReadOfCompressedMessagesIsAnsweredARoundAtATime) {
+  fixture f;
+  constexpr std::size_t max_message = 256 * 1024;
+  constexpr std::size_t count = 64;
+  websocket_conversation conv(*f.c, max_message, true);
+  test::deflater d;
+  std::string read;
+  for (std::size_t i = 0; i < count; ++i)
+    read += test::compressed_client_frame(
+        d.z, std::string(max_message, static_cast<char>('a' + i % 26)));
+  ASSERT_LT(read.size(), 64u * 1024);  // one read's worth (websocket_relay.hpp reads 64 KiB)
+
+  // A round: output_bound (64 KiB, as docs/policy.md says) plus one message and its head.
+  constexpr std::size_t round_bound = 64 * 1024 + max_message + 14;
+  ws::message_reader at_origin(ws::sender::client, max_message, false);
+  std::size_t got = 0;
+  std::size_t rounds = 0;
+  std::string_view bytes = read;
+  // Until a round brings nothing; bounded: each round but the last forwards a message or more.
+  for (;;) {
+    ASSERT_LE(++rounds, count + 1);
+    websocket_conversation::output out;
+    conv.on_bytes(message_from::client, bytes, out);
+    bytes = {};
+    ASSERT_LE(out.to_other.size(), round_bound) << "round " << rounds;
+    EXPECT_TRUE(out.to_sender.empty());
+    if (out.to_other.empty()) break;
+    at_origin.feed(out.to_other);
+    for (auto e = at_origin.next(); e.what != ws::event::kind::need_more; e = at_origin.next()) {
+      ASSERT_EQ(e.what, ws::event::kind::message);
+      ASSERT_EQ(e.payload, std::string(max_message, static_cast<char>('a' + got % 26)));
+      ++got;
+    }
+  }
+  EXPECT_EQ(got, count);
+  EXPECT_EQ(f.ex.record.websocket->client_messages, count);
+  EXPECT_FALSE(conv.ended());
 }
 
 }  // namespace

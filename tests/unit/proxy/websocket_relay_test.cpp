@@ -2,6 +2,7 @@
 
 #include "test_util.hpp"
 #include "websocket/message_reader.hpp"
+#include "websocket_test_frames.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
@@ -206,6 +207,32 @@ TEST_F(WebsocketRelayTest, DataAfterTheAgentsCloseNeverReachesTheOrigin) {
   EXPECT_EQ(at_origin[0].op, ws::opcode::close);
   EXPECT_EQ(ex_.record.websocket->client_messages, 0u);
   EXPECT_EQ(ex_.record.websocket->closed_by, "client");
+}
+
+// One write of compressed messages that each inflate to the limit: the relay answers what it
+// read a round at a time (websocket_conversation::output_bound), each round made from frames
+// already read, and every message reaches the origin, whole and in order.
+TEST_F(WebsocketRelayTest, CompressedMessagesReadAtOnceAllPassInOrder) {
+  constexpr std::size_t max_message = 256 * 1024;
+  constexpr std::size_t count = 40;
+  conv_.emplace(*chain_, max_message, true);
+  start_relay(30s);
+  test::deflater d;
+  std::string bytes;
+  for (std::size_t i = 0; i < count; ++i)
+    bytes += test::compressed_client_frame(
+        d.z, std::string(max_message, static_cast<char>('a' + i % 26)));
+  std::vector<ws::event> at_origin;
+  bool origin_done = false;
+  spawn(read_frames(*origin_, ws::sender::client, count, at_origin), origin_done);
+  write(*agent_, bytes);
+  ASSERT_TRUE(test::run_until(
+      io_, [&] { return origin_done; }, 20s));
+  ASSERT_EQ(at_origin.size(), count);
+  for (std::size_t i = 0; i < count; ++i)
+    EXPECT_EQ(at_origin[i].payload, std::string(max_message, static_cast<char>('a' + i % 26)))
+        << "message " << i;
+  EXPECT_EQ(ex_.record.websocket->client_messages, count);
 }
 
 TEST_F(WebsocketRelayTest, PeersThatNeverCloseAreLetGoAfterTheLinger) {
