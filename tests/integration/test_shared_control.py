@@ -11,30 +11,13 @@ import signal
 
 from harness import env
 from harness.ops_admin import admin_call
-from test_shared_state import REPLICAS, FleetCase
+from test_shared_state import REPLICAS, ControlFleetCase
 
 STOPPED = "agent_stopped"
 SUSPENDED = "agent_suspended"
 
 
-class ControlCase(FleetCase):
-    """Agent `default` with a breaker and no shared limit (so that only the kill switch and the
-    breaker decide what it gets)."""
-
-    breaker = {"max_failures": 2, "window": "60s", "cooldown": "60s"}
-
-    @classmethod
-    def policy(cls):
-        p = super().policy()
-        p["agents"]["default"] = {"rules": ["origin"], "breaker": dict(cls.breaker)}
-        return p
-
-    def setUp(self):
-        super().setUp()
-        for p in self.proxies:  # a fresh start: nothing stopped or suspended
-            admin_call(p.admin, "POST", "/agents/default/resume")
-        self.wait_for(lambda: all(self.get(p)[0] == 200 for p in self.proxies), "all serve")
-
+class ControlCase(ControlFleetCase):
     def stopped_set(self):
         return self.redis.call("SMEMBERS", self.key_prefix + "stopped")
 

@@ -302,9 +302,9 @@ class StoreDownDenyTest(FleetCase):
                       "ready again")
 
 
-class FleetControlTest(FleetCase):
-    """The kill switch and the breaker: what one replica decides, the others apply within a
-    second (pub/sub), and a replica that restarts reads it from the store."""
+class ControlFleetCase(FleetCase):
+    """Agent `default` with a breaker and no shared limit (so that only the kill switch and the
+    breaker decide what it gets), nothing stopped or suspended at the start of each test."""
 
     breaker = {"max_failures": 2, "window": "60s", "cooldown": "60s"}
 
@@ -319,6 +319,11 @@ class FleetControlTest(FleetCase):
         for p in self.proxies:  # a fresh start: nothing stopped or suspended
             admin_call(p.admin, "POST", "/agents/default/resume")
         self.wait_for(lambda: all(self.get(p)[0] == 200 for p in self.proxies), "all serve")
+
+
+class FleetControlTest(ControlFleetCase):
+    """The kill switch and the breaker: what one replica decides, the others apply within a
+    second (pub/sub), and a replica that restarts reads it from the store."""
 
     def test_kill_switch_reaches_every_replica_and_survives_a_restart(self):
         r = admin_call(self.proxies[0].admin, "POST", "/agents/default/stop")
