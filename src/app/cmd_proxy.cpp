@@ -20,6 +20,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <charconv>
 #include <chrono>
@@ -246,6 +247,18 @@ int cmd_proxy(args a) {
               server.current_policy()->version().substr(0, 12), " from ",
               options.config_path.empty() ? "the built-in example" : options.config_path);
 
+  // An access request that nobody decided ends at its deadline, recorded then, not when
+  // someone next looks at the approvals.
+  asio::steady_timer sweep(main_ioc);
+  std::function<void()> sweep_each_second = [&] {
+    sweep.expires_after(std::chrono::seconds(1));
+    sweep.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      server.approvals().sweep();
+      sweep_each_second();
+    });
+  };
+  sweep_each_second();
   std::thread stopper;
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {
@@ -268,6 +281,7 @@ int cmd_proxy(args a) {
         named_files.stop();
         if (admin) admin->stop();
         signals.cancel();
+        sweep.cancel();
       });
     });
   };

@@ -339,6 +339,18 @@ class AccessRequestTimeoutTest(ApprovalCase):
                               x.get("action") == "timed_out"]), 1)
 
 
+    def test_recorded_at_its_deadline_without_anyone_looking(self):
+        # Nobody polls or lists the approvals: the proxy records the timeout on its own.
+        host = "unlooked-%s.example" % marker()
+        r = self.access_request({"host": host, "port": 443})
+        self.assertEqual(r.status, 202, r)
+        rid = json.loads(r.body)["id"]
+        rec = self.proxy.wait_audit(type="approval", action="timed_out", approval_id=rid,
+                                    timeout=env.t(6))
+        self.assertIsNotNone(rec, "no record at the deadline")
+        self.assertEqual(rec["host"], host)
+
+
 class CrossSiteTest(ApprovalCase):
     """Every mutating admin action is refused when a browser on another site sends it (CSRF);
     the same action from the admin port's own origin, or from curl (no such headers), is not."""

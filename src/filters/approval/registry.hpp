@@ -136,6 +136,10 @@ class registry {
   // stopped (a decision that crossed the stop).
   void add_grant(grant g);
 
+  // Ends the access requests whose timeout passed, one `timed_out` record each, without
+  // waiting for someone to look (the proxy calls it every second).
+  void sweep();
+
   // Whether a grant covers the request (expired grants are dropped here).
   bool granted(const request_info& r);
 

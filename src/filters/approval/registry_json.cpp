@@ -40,6 +40,15 @@ void put_grant(boost::json::object& o, const grant& g) {
   o["by"] = g.by;
 }
 
+void registry::sweep() {
+  std::vector<timed_out_access> ended;
+  {
+    std::lock_guard lk(mu_);
+    ended = expire();
+  }
+  report_timed_out(ended);
+}
+
 std::string registry::json() {
   namespace json = boost::json;
   std::vector<timed_out_access> ended;
