@@ -246,17 +246,17 @@ std::optional<authority> parse_authority(std::string_view text, std::uint16_t de
   return out;
 }
 
+bool target_bytes_ok(std::string_view target) noexcept {
+  for (char ch : target) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c >= 0x7f || c == '#' || c == '\\') return false;
+  }
+  return true;
+}
+
 std::optional<absolute_url> parse_http_url(std::string_view text) {
   constexpr std::string_view scheme = "http://";
-  if (!iequals_prefix(text, scheme)) return std::nullopt;
-  // Bytes that have no place in a request target (RFC 9112 section 3.2, RFC 3986 section 2):
-  // controls, space, DEL, anything non-ASCII. '#' starts a fragment, which a client must not
-  // send (RFC 9112 section 3.2). '\' is refused because WHATWG parsers read it as '/', so
-  // an origin could see a different path than the one the policy matched.
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c <= 0x20 || c >= 0x7f || c == '#' || c == '\\') return std::nullopt;
-  }
+  if (!iequals_prefix(text, scheme) || !target_bytes_ok(text)) return std::nullopt;
   const std::string_view rest = text.substr(scheme.size());
   const auto end = rest.find_first_of("/?");
   const std::string_view auth = rest.substr(0, end);

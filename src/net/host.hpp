@@ -56,6 +56,12 @@ struct absolute_url {
   std::string path_and_query;
 };
 
+// Whether `target` holds only bytes a request target may (RFC 9112 section 3.2, RFC 3986
+// section 2): no control, space, DEL or non-ASCII byte, no '#' (a fragment, which a client
+// must not send) and no '\' (WHATWG parsers read it as '/', so an origin could see another
+// path than the one the policy matched).
+bool target_bytes_ok(std::string_view target) noexcept;
+
 // Parses an absolute-form request target "http://host[:port]/path?query". Only the http
 // scheme (any case) is accepted; userinfo, fragments, an empty host, and bytes that never
 // belong in a request target (controls, space, DEL, non-ASCII, backslash) are rejected.

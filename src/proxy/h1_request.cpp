@@ -163,6 +163,8 @@ std::optional<refusal> parse_request(const request_parser& p, const net::authori
     if (req.method() == http::verb::connect || target.empty() || target.front() != '/')
       return refusal{errc::bad_request, "inside a tunnel only origin-form requests are allowed",
                      false};
+    if (!net::target_bytes_ok(target))
+      return refusal{errc::bad_request, std::string(bad_target_bytes), false};
     ex.in_tunnel = true;
     ex.target = *tunnel_target;
     ex.path_and_query = std::string(target);

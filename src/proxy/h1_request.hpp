@@ -52,6 +52,11 @@ boost::asio::awaitable<head_outcome> read_head(Client& client, boost::beast::fla
                                                request_parser& p,
                                                const policy::model::limits& limits);
 
+// Why a target with a byte net::target_bytes_ok() refuses is refused (HTTP/1.1 and HTTP/2 alike).
+inline constexpr std::string_view bad_target_bytes =
+    "the request target has a byte no target may (RFC 9112 section 3.2: a control, space, "
+    "non-ASCII, '#' or '\\')";
+
 // A refusal of the request as parsed, with whether the connection may go on after it.
 struct refusal {
   core::errc reason = core::errc::bad_request;

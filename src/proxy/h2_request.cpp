@@ -72,6 +72,8 @@ std::optional<h1::refusal> h2_parse_request(const h2::stream& st, const net::aut
   }
   if (req.method() == http::verb::connect || path.empty() || path.front() != '/')
     return h1::refusal{errc::bad_request, "inside a tunnel only origin-form requests are allowed"};
+  if (!net::target_bytes_ok(path))
+    return h1::refusal{errc::bad_request, std::string(h1::bad_target_bytes)};
   req.target(path);
   if (auto problem = net::framing_problem(req); !problem.empty())
     return h1::refusal{errc::bad_request, std::string(problem)};

@@ -137,7 +137,9 @@ class H2DefenceCase(H2Attacks):
                           end_stream=False)
         t.conn.send_data(short, b"abc", end_stream=True)
         t.flush()
-        r_upper, r_cr, r_short = t.wait(upper, cr, short)
+        fragment = t.request("/echo/fragment-%s#/../x" % m)
+        r_upper, r_cr, r_short, r_fragment = t.wait(upper, cr, short, fragment)
+        self.assertEqual(r_fragment["headers"][":status"], "400", r_fragment)
         self.assertEqual(r_upper["reset"], PROTOCOL_ERROR, r_upper)
         self.assertEqual(r_cr["headers"][":status"], "400", r_cr)
         self.assertEqual(r_cr["headers"].get("x-airlock-reason"), "bad_request", r_cr)
@@ -150,6 +152,10 @@ class H2DefenceCase(H2Attacks):
             self.assertEqual((rec["reason"], rec["status"]), ("bad_request", status), rec)
             self.assertIn(says, rec["detail"], rec)
         # The refused heads never reached the origin.
+        # The target refused whole is not recorded: only why.
+        rec = self.proxy.wait_audit(protocol="h2", reason="bad_request",
+                                    detail=lambda d: d and "RFC 9112 section 3.2" in d)
+        self.assertEqual(rec["status"], 400, rec)
         self.assertEqual([x["target"] for x in self.good.seen(m) if "short-" not in x["target"]],
                          [])
         (r,) = t.wait(t.request("/echo/after-" + m))  # the connection goes on

@@ -310,6 +310,22 @@ class InterceptionTest(InterceptionCase):
         self.assert_origin_never_saw(self.good, m2, scheme="https", reason="bad_request",
                                      client_port=t.raw.local_port)
 
+    def test_target_bytes_no_target_may_hold_are_refused_inside_tls(self):
+        # As for an absolute-form target outside a tunnel: a fragment, a backslash (WHATWG
+        # reads it as '/') or a raw non-ASCII byte could make the origin see another path than
+        # the one the policy matched.
+        for i, target in enumerate((b"/echo/allowed-%s#/../x", b"/echo/allowed-%s\\..\\x",
+                                    b"/echo/allowed-%s/\xc3\xa9")):
+            m = marker()
+            t = TlsTunnel(self.proxy.port, "insp.test:%d" % self.good.port, self.ica.cert)
+            self.addCleanup(t.close)
+            t.send(b"GET " + (target % m.encode()) + b" HTTP/1.1\r\nHost: insp.test\r\n\r\n")
+            (r,) = t.read_responses(1)
+            self.assert_answer(r, "bad_request")
+            self.assertIn(b"RFC 9112 section 3.2", r.body, (i, r))
+            self.assert_origin_never_saw(self.good, m, scheme="https", reason="bad_request",
+                                         client_port=t.raw.local_port)
+
     # -- Python requests ----------------------------------------------------------------------
 
     def test_python_requests(self):
