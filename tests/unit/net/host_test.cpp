@@ -354,6 +354,12 @@ TEST(ParseHttpUrl, Basic) {
   EXPECT_EQ(u->target.host.kind, host_kind::ipv4);
 }
 
+TEST(TargetBytes, OnlyWhatARequestTargetMayHold) {
+  EXPECT_TRUE(target_bytes_ok("/a/b%20c?x=1&y=%C3%A9"));
+  for (std::string_view bad : {"/a#b", "/a\\b", "/a b", "/a\tb", "/a\x7f", "/caf\xc3\xa9"})
+    EXPECT_FALSE(target_bytes_ok(bad)) << bad;
+}
+
 TEST(ParseHttpUrl, EmptyPathBecomesSlash) {
   auto u = parse_http_url("http://example.com");
   ASSERT_TRUE(u);
