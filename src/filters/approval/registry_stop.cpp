@@ -1,5 +1,6 @@
-// The kill switch and the registry (registry.hpp): a stopped agent's holds and access requests
-// end at once, and whether an agent is stopped is asked again where a verdict is taken.
+// Stops and the registry (registry.hpp): the kill switch (a stopped agent's holds and access
+// requests end at once, its grants are revoked, and whether an agent is stopped is asked again
+// where a verdict is taken), and the proxy's own shutdown.
 #include "filters/approval/registry.hpp"
 
 #include "core/log.hpp"
@@ -83,6 +84,41 @@ void registry::end_if_stopped(std::string_view agent) {
   // After the new entry is listed: a stop that set its flag before this check finds it here,
   // one that sets it after finds it in the list (stop_agent runs after the flag is set).
   if (agent_stopped(agent)) stop_agent(agent);
+}
+
+void registry::shutdown() {
+  std::vector<std::function<void(verdict)>> waiting;
+  std::vector<timed_out_access> ended;
+  {
+    std::lock_guard lk(mu_);
+    ended = expire();
+  }
+  report_timed_out(ended);  // their deadline passed before the stop: recorded as such
+  // Access requests still pending have no session to answer: each gets its own record here,
+  // or none would say how it ended.
+  std::vector<std::pair<std::uint64_t, request_info>> unanswered;
+  event_sink sink;
+  {
+    std::lock_guard lk(mu_);
+    stopped_ = true;
+    for (auto& [id, e] : held_) {
+      if (e.done)
+        waiting.push_back(std::move(e.done));
+      else if (e.request.access_request && e.outcome == "pending")
+        unanswered.emplace_back(id, std::move(e.request));
+    }
+    held_.clear();
+    sink = events_;
+    events_ = nullptr;
+    fleet_held_ = nullptr;
+    fleet_granted_ = nullptr;
+    fleet_revoked_ = nullptr;
+  }
+  if (sink)
+    for (const auto& [id, r] : unanswered)
+      sink("shutting_down", id, r, "shutting_down", "");
+  for (auto& done : waiting)
+    done(verdict::refuse(core::errc::shutting_down, "the proxy is stopping"));
 }
 
 }  // namespace airlock::filters::approval
