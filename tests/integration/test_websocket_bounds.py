@@ -7,12 +7,8 @@
   sanitizer report (run against the ASan build, this is where a use-after-scope and a
   use-after-free showed)."""
 
-import base64
-import hashlib
-import os
 import signal
 import socket
-import struct
 import threading
 import time
 import unittest
@@ -20,8 +16,8 @@ import zlib
 
 from harness import env
 from harness.proxy import Airlock, RssSampler, make_policy
+from harness.ws_raw import accept_upgrade, frame, raw_upgrade
 
-GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 KIB = 1024
 MIB = 1024 * KIB
 
@@ -32,15 +28,7 @@ def compressed_frame(opcode, body):
     RSV1 set. The mask key is zero (the payload stays as it is: cheap to build, still masked)."""
     z = zlib.compressobj(9, zlib.DEFLATED, -15)
     payload = (z.compress(body) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
-    head = bytes([0x80 | 0x40 | opcode])
-    n = len(payload)
-    if n < 126:
-        head += bytes([0x80 | n])
-    elif n < 65536:
-        head += bytes([0x80 | 126]) + struct.pack("!H", n)
-    else:
-        head += bytes([0x80 | 127]) + struct.pack("!Q", n)
-    return head + b"\0\0\0\0" + payload
+    return frame(opcode, payload, rsv1=True, mask_key=b"\0\0\0\0")
 
 
 class DeflateOrigin:
@@ -80,19 +68,8 @@ class DeflateOrigin:
 
     def _serve(self, c):
         try:
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = c.recv(65536)
-                if not chunk:
-                    return
-                buf += chunk
-            head = buf.partition(b"\r\n\r\n")[0]
-            key = [ln.split(b":", 1)[1].strip() for ln in head.split(b"\r\n")
-                   if ln.lower().startswith(b"sec-websocket-key:")][0]
-            accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
-            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                      b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n"
-                      b"Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n")
+            if accept_upgrade(c, b"permessage-deflate") is None:
+                return
             if not self.drain:
                 self.stopping.wait()
                 return
@@ -105,19 +82,10 @@ class DeflateOrigin:
 def upgrade(proxy_port, origin_port, path):
     """An absolute-form upgrade offering permessage-deflate; returns the socket once the 101
     with the extension came back."""
-    s = socket.create_connection(("127.0.0.1", proxy_port), timeout=env.t(10))
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall(("GET http://ws.test:%d%s HTTP/1.1\r\nHost: ws.test:%d\r\nUpgrade: websocket\r\n"
-               "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
-               "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n"
-               % (origin_port, path, origin_port, key)).encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        buf += chunk
-    head = buf.partition(b"\r\n\r\n")[0].decode("latin-1")
+    head, s, _ = raw_upgrade(proxy_port, "http://ws.test:%d%s" % (origin_port, path),
+                             "ws.test:%d" % origin_port,
+                             extra="Sec-WebSocket-Extensions: permessage-deflate\r\n",
+                             timeout=env.t(10))
     if " 101 " not in head.splitlines()[0] or "permessage-deflate" not in head:
         s.close()
         raise AssertionError("no permessage-deflate upgrade: %r" % head[:300])

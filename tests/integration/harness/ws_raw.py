@@ -12,8 +12,13 @@ import threading
 from harness import env
 
 
-def frame(opcode, payload, masked=True, fin=True):
-    head = bytes([(0x80 if fin else 0) | opcode])
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 section 1.3
+
+
+def frame(opcode, payload, masked=True, fin=True, rsv1=False, mask_key=None):
+    """One frame; a masked one with a random key, or `mask_key` (b"\\0" * 4 leaves the payload
+    as it is: cheap for big floods). `rsv1`: a permessage-deflate message (RFC 7692)."""
+    head = bytes([(0x80 if fin else 0) | (0x40 if rsv1 else 0) | opcode])
     n = len(payload)
     m = 0x80 if masked else 0
     if n < 126:
@@ -23,8 +28,9 @@ def frame(opcode, payload, masked=True, fin=True):
     else:
         head += bytes([m | 127]) + struct.pack("!Q", n)
     if masked:
-        key = os.urandom(4)
-        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+        key = mask_key or os.urandom(4)
+        if any(key):
+            payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
         head += key
     return head + payload
 
@@ -69,6 +75,27 @@ def read_until_closed(sock, buf):
         frames.append((op, payload))
 
 
+def accept_upgrade(c, extensions=b""):
+    """A server's side of the opening handshake on socket `c`: reads the request head, answers
+    101 (with `extensions` agreed, when given). Returns (request head, bytes read past it), or
+    None when the peer closed first."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = c.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    key = [ln.split(b":", 1)[1].strip() for ln in head.split(b"\r\n")
+           if ln.lower().startswith(b"sec-websocket-key:")][0]
+    accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
+    agreed = b"Sec-WebSocket-Extensions: " + extensions + b"\r\n" if extensions else b""
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n" + agreed +
+              b"\r\n")
+    return head, rest
+
+
 class HostileOrigin:
     """A raw WebSocket server on 127.0.0.1:0 that breaks RFC 6455 section 5.5.1 where the path
     says (no library would), one thread per connection:
@@ -77,8 +104,6 @@ class HostileOrigin:
     - /agent-after-close/...: on the client's Close, answers with Close 1000 and closes its
       sending side (a server closes first, section 7.1.1); keeps every frame it was sent.
     `frames[path]` holds (opcode, payload) of what it read, once `done[path]` is set."""
-
-    GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     def __init__(self):
         self.sock = socket.socket()
@@ -112,19 +137,11 @@ class HostileOrigin:
         c.settimeout(env.t(10))
         path, got = None, []
         try:
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = c.recv(65536)
-                if not chunk:
-                    return
-                buf += chunk
-            head, _, buf = buf.partition(b"\r\n\r\n")
+            opened = accept_upgrade(c)
+            if opened is None:
+                return
+            head, buf = opened
             path = head.split(b" ")[1].decode("latin-1")
-            key = [ln.split(b":", 1)[1].strip() for ln in head.split(b"\r\n")
-                   if ln.lower().startswith(b"sec-websocket-key:")][0]
-            accept = base64.b64encode(hashlib.sha1(key + self.GUID).digest())
-            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                      b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
             while True:
                 op, payload, buf = read_frame(c, buf, masked=True)
                 got.append((op, payload))
@@ -150,13 +167,14 @@ class HostileOrigin:
                 self.done_event(path).set()
 
 
-def raw_upgrade(proxy_port, url, host):
-    """An absolute-form upgrade to the proxy; returns (status line, socket, buffered bytes)."""
-    s = socket.create_connection(("127.0.0.1", proxy_port), timeout=env.t(20))
+def raw_upgrade(proxy_port, url, host, extra="", timeout=None):
+    """An absolute-form upgrade to the proxy (`extra`: more header lines, each ending in CRLF);
+    returns (response head, socket, buffered bytes)."""
+    s = socket.create_connection(("127.0.0.1", proxy_port), timeout=timeout or env.t(20))
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
-               % (url, host, key)).encode())
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n"
+               % (url, host, key, extra)).encode())
     buf = b""
     while b"\r\n\r\n" not in buf:
         chunk = s.recv(4096)
