@@ -4,6 +4,7 @@
 #include "net/host.hpp"
 #include "policy/key_text.hpp"
 #include "policy/redactor_names.hpp"
+#include "policy/secret_references.hpp"
 #include "policy/secrets_compiler.hpp"
 
 #include <algorithm>
@@ -13,15 +14,6 @@
 
 namespace airlock::policy {
 namespace {
-
-// The shape of a secret name (secrets_compiler.cpp): only a name of that shape is quoted back
-// in a message, so a value pasted into a reference by mistake is never echoed.
-bool secret_name_shape(std::string_view s) {
-  return !s.empty() && s.size() <= max_secret_name && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
 
 // RFC 9110 section 5.5: a field value holds no control character but HTAB.
 bool header_safe(unsigned char c) {
@@ -45,38 +37,6 @@ bool refused_header(std::string_view lower_name) {
                                                  "proxy-connection"};
   return lower_name.starts_with("proxy-") ||
          std::find(std::begin(refused), std::end(refused), lower_name) != std::end(refused);
-}
-
-std::size_t find_secret(std::span<const compiled_secret> secrets, std::string_view name) {
-  for (std::size_t i = 0; i < secrets.size(); ++i)
-    if (secrets[i].name == name) return i;
-  return secret_template::no_secret;
-}
-
-// The secret whose value (or placeholder) `text` holds, or no_secret. Such text is never
-// quoted in a message.
-std::size_t holds_secret(std::string_view text, std::span<const compiled_secret> secrets) {
-  for (std::size_t i = 0; i < secrets.size(); ++i) {
-    const std::string_view v = secrets[i].value.reveal();
-    const std::string_view p = secrets[i].placeholder;
-    if ((!v.empty() && text.find(v) != std::string_view::npos) ||
-        (!p.empty() && text.find(p) != std::string_view::npos))
-      return i;
-  }
-  return secret_template::no_secret;
-}
-
-// 'name', unless it holds a secret's value or placeholder (pasted into the wrong place).
-std::string quoted(std::string_view name, std::span<const compiled_secret> secrets) {
-  if (holds_secret(name, secrets) != secret_template::no_secret)
-    return "(not shown: it holds a secret's value or placeholder)";
-  return core::str_cat("'", name, "'");
-}
-
-std::string unknown_secret(std::string_view name, std::span<const compiled_secret> secrets) {
-  if (!secret_name_shape(name) || holds_secret(name, secrets) != secret_template::no_secret)
-    return "not a secret name (letters, digits, _ and -, declared under secrets)";
-  return core::str_cat("unknown secret '", name, "' (declare it under secrets)");
 }
 
 class context {
@@ -172,13 +132,13 @@ void compile_headers(context& c, const model::inject& in, const credential_sourc
     const std::string key = core::str_cat("inject.headers.", name);
     if (c.skip(key)) continue;
     if (!is_token(name)) {
-      c.error(key, core::str_cat("invalid header name ", quoted(name, src.secrets),
+      c.error(key, core::str_cat("invalid header name ", quoted_unless_secret(name, src.secrets),
                                  " (not an HTTP token)"));
       continue;
     }
     std::string lname = lower(name);
     if (std::find(seen.begin(), seen.end(), lname) != seen.end()) {
-      c.error(key, core::str_cat("duplicate header ", quoted(name, src.secrets),
+      c.error(key, core::str_cat("duplicate header ", quoted_unless_secret(name, src.secrets),
                                  " (names are case-insensitive)"));
       continue;
     }
@@ -344,13 +304,13 @@ void compile_redaction(context& c, const model::rule& r, const credential_source
     if (c.skip(k)) continue;
     const std::string& name = r.redact.redactors[i];
     if (std::find(out.redactors.begin(), out.redactors.end(), name) != out.redactors.end()) {
-      c.error(k, core::str_cat("duplicate redactor ", quoted(name, src.secrets)));
+      c.error(k, core::str_cat("duplicate redactor ", quoted_unless_secret(name, src.secrets)));
       continue;
     }
     const bool custom = std::any_of(src.redactors.begin(), src.redactors.end(),
                                     [&](const compiled_redactor& d) { return d.name == name; });
     if (!custom && !is_builtin_redactor(name)) {
-      c.error(k, core::str_cat("unknown redactor ", quoted(name, src.secrets), " (",
+      c.error(k, core::str_cat("unknown redactor ", quoted_unless_secret(name, src.secrets), " (",
                                known_redactors(src.redactors), ")"));
       continue;
     }
@@ -359,46 +319,6 @@ void compile_redaction(context& c, const model::rule& r, const credential_source
 }
 
 }  // namespace
-
-secret_template parse_secret_template(std::string_view text,
-                                      std::span<const compiled_secret> secrets,
-                                      std::string& error) {
-  constexpr std::string_view prefix = "secrets.";
-  secret_template t;
-  std::string literal;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const std::size_t open = text.find("${", i);
-    if (open == std::string_view::npos) {
-      literal.append(text.substr(i));
-      break;
-    }
-    literal.append(text.substr(i, open - i));
-    const std::size_t close = text.find('}', open + 2);
-    if (close == std::string_view::npos) {
-      error = "unterminated '${' (a reference is ${secrets.NAME})";
-      return {};
-    }
-    const std::string_view ref = text.substr(open + 2, close - open - 2);
-    if (!ref.starts_with(prefix)) {
-      // Not quoted: whatever stands there may be a pasted value.
-      error = "only ${secrets.NAME} references may be used in a template";
-      return {};
-    }
-    const std::string_view name = ref.substr(prefix.size());
-    const std::size_t index = find_secret(secrets, name);
-    if (index == secret_template::no_secret) {
-      error = unknown_secret(name, secrets);
-      return {};
-    }
-    t.parts.push_back({std::move(literal), index});
-    literal.clear();
-    i = close + 1;
-  }
-  if (!literal.empty() || t.parts.empty())
-    t.parts.push_back({std::move(literal), secret_template::no_secret});
-  return t;
-}
 
 void compile_credentials(const model::rule& rule, const std::string& rule_key,
                          const credential_sources& sources, const mark_table& marks,

@@ -9,6 +9,7 @@
 #include "policy/credentials.hpp"
 #include "policy/error_sink.hpp"
 #include "policy/model.hpp"
+#include "policy/secret_references.hpp"
 #include "policy/secrets.hpp"
 
 #include <cstdint>
@@ -24,12 +25,6 @@ struct credential_sources {
   std::span<const compiled_redactor> redactors;  // custom ones; built-ins are known by name
   std::uint64_t response_bytes = 0;              // limits.response_bytes: default cut-off
 };
-
-// Splits a template ("Bearer ${secrets.github}") into parts. `error` is set (never quoting the
-// template) when it has a reference other than ${secrets.NAME}, an unterminated "${", or a
-// NAME that is not one of `secrets` ("unknown secret 'NAME'").
-secret_template parse_secret_template(std::string_view text,
-                                      std::span<const compiled_secret> secrets, std::string& error);
 
 // `rule_key` is "rules[i]". Errors reported (each under its key):
 //   inject : empty (nothing to inject or require); a template that does not parse or names an
