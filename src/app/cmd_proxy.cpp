@@ -67,11 +67,10 @@ std::string endpoint_text(const tcp::endpoint& ep) {
                               : core::str_cat(ep.address().to_string(), ':', ep.port());
 }
 
-}  // namespace
-
-int cmd_proxy(args a) {
-  proxy::server_options options;
-  std::string admin_override;
+// Fills `options` and `admin_override` from the command line. An exit status when the
+// command ends here (--help, or a usage error already printed), else nullopt.
+std::optional<int> parse_proxy_args(args a, proxy::server_options& options,
+                                    std::string& admin_override) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     auto arg = a[i];
     auto value = [&]() -> std::optional<std::string_view> {
@@ -120,15 +119,62 @@ int cmd_proxy(args a) {
       return 2;
     }
   }
+  return std::nullopt;
+}
+
+// The admin listener at `admin_text` (an IP address with a port), or nullptr with the reason
+// printed; `failed` tells the two apart from "off".
+std::unique_ptr<telemetry::admin_server> open_admin(
+    asio::io_context& ioc, const std::string& admin_text, const admin_context& context,
+    telemetry::event_hub& live_events, const policy::model::policy& model, bool& failed) {
+  failed = false;
+  if (admin_text.empty() || admin_text == "off") return nullptr;
+  failed = true;
+  auto ep = parse_admin(admin_text);
+  if (!ep) {
+    std::fprintf(stderr, "airlock proxy: admin address '%s' is not an IP address with a port\n",
+                 admin_text.c_str());
+    return nullptr;
+  }
+  telemetry::admin_handlers handlers = make_admin_handlers(context);
+  handlers.events = &live_events;
+  handlers.host_names = model.listen.admin_hosts;  // read at start, like listen.admin
+  std::unique_ptr<telemetry::admin_server> admin;
+  try {
+    admin = std::make_unique<telemetry::admin_server>(ioc, *ep, std::move(handlers));
+  } catch (const boost::system::system_error& e) {
+    std::fprintf(stderr, "airlock proxy: cannot listen on admin %s: %s\n", admin_text.c_str(),
+                 e.code().message().c_str());
+    return nullptr;
+  }
+  failed = false;
+  warn_if_admin_exposed(admin->local_endpoint(), !model.operators.empty());
+  return admin;
+}
+
+// state: redis: held requests listed and decided from any replica.
+std::unique_ptr<filters::approval::fleet> start_fleet(filters::rate_limit::shared_store* store,
+                                                      proxy::server& server,
+                                                      const policy::model::policy& model) {
+  if (!store) return nullptr;
+  filters::approval::fleet_options fo;
+  fo.replica = filters::approval::fleet::default_replica();
+  fo.key_prefix = store->settings().key_prefix;
+  fo.store_timeout = model.state.timeout;
+  auto fleet = std::make_unique<filters::approval::fleet>(store->client(), server.approvals(), fo);
+  fleet->start();
+  AIRLOCK_LOG(info, "approvals", "this replica is '", fo.replica, "' in the shared store");
+  return fleet;
+}
+
+// The policy in force at start-up: the file, or the example compiled into the binary
+// (config/example.yaml) so that `airlock proxy` alone starts a useful, safe proxy. Errors are
+// printed; the result is not ok() then.
+policy::load_result load_initial_policy(proxy::server_options& options) {
   if (options.config_path.empty()) {
-    // No file: the example policy compiled into the binary (config/example.yaml), so that
-    // `airlock proxy` alone starts a useful, safe proxy.
     options.built_in_policy = std::string(built_in_example_policy());
     AIRLOCK_LOG(info, "proxy", "no --config: using the built-in example policy");
   }
-
-  // The one load at start-up: it says what must exist before the workers (admin, audit, where
-  // to listen) and becomes the policy in force.
   auto initial = options.config_path.empty()
                      ? policy::load_string(options.built_in_policy, "<built-in example policy>")
                      : policy::load_file(options.config_path);
@@ -136,10 +182,54 @@ int cmd_proxy(args a) {
     for (const auto& e : initial.errors)
       std::fprintf(stderr, "%s\n", e.to_string().c_str());
     std::fprintf(stderr, "airlock proxy: policy %s refused\n", options.config_path.c_str());
-    return 1;
+    return initial;
   }
   for (const auto& w : initial.warnings)
     AIRLOCK_LOG(warn, "policy", w.to_string());
+  return initial;
+}
+
+// A reload from `source`; the watched files then follow the policy in force (a failed reload
+// keeps the old one, and its files).
+void reload_and_follow(proxy::server& server, proxy::file_watches& named_files,
+                       std::string_view source) {
+  std::string message;
+  server.reload(source, message);
+  named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
+}
+
+// An access request that nobody decided ends at its deadline, recorded then, not when someone
+// next looks at the approvals.
+void sweep_approvals_each_second(asio::steady_timer& timer, proxy::server& server) {
+  timer.expires_after(std::chrono::seconds(1));
+  timer.async_wait([&timer, &server](const boost::system::error_code& ec) {
+    if (ec) return;
+    server.approvals().sweep();
+    sweep_approvals_each_second(timer, server);
+  });
+}
+
+// The line tests and scripts wait for on stdout, once both listeners accept connections.
+void announce_listening(const proxy::server& server, const telemetry::admin_server* admin,
+                        const std::string& config_path) {
+  std::printf("listening proxy=%s admin=%s\n", endpoint_text(server.endpoint()).c_str(),
+              admin != nullptr ? endpoint_text(admin->local_endpoint()).c_str() : "off");
+  std::fflush(stdout);
+  AIRLOCK_LOG(info, "proxy", "serving on ", endpoint_text(server.endpoint()), " with policy ",
+              server.current_policy()->version().substr(0, 12), " from ",
+              config_path.empty() ? "the built-in example" : config_path);
+}
+
+}  // namespace
+
+int cmd_proxy(args a) {
+  proxy::server_options options;
+  std::string admin_override;
+  if (const auto done = parse_proxy_args(a, options, admin_override)) return *done;
+  // The one load at start-up: it says what must exist before the workers (admin, audit, where
+  // to listen) and becomes the policy in force.
+  const auto initial = load_initial_policy(options);
+  if (!initial.ok()) return 1;
   const auto& model = initial.policy->model();
 
   // GET /events: each audit line as it is written. Declared before the audit log and the
@@ -164,31 +254,14 @@ int cmd_proxy(args a) {
   options.admin_overridden = !admin_override.empty();
   // After a reload from another thread (the admin port): the watched files follow the policy.
   std::function<void()> after_reload;
-  std::unique_ptr<telemetry::admin_server> admin;
   proxy::server* server_ptr = nullptr;
   filters::approval::fleet* fleet_ptr = nullptr;
   std::atomic<bool> ready{false};
-  if (!admin_text.empty() && admin_text != "off") {
-    auto ep = parse_admin(admin_text);
-    if (!ep) {
-      std::fprintf(stderr, "airlock proxy: admin address '%s' is not an IP address with a port\n",
-                   admin_text.c_str());
-      return 1;
-    }
-    const admin_context context{metrics, ready, store, server_ptr, after_reload, *audit, fleet_ptr};
-    telemetry::admin_handlers handlers = make_admin_handlers(context);
-    handlers.events = &live_events;
-    handlers.host_names = model.listen.admin_hosts;  // read at start, like listen.admin
-    try {
-      admin = std::make_unique<telemetry::admin_server>(main_ioc, *ep, std::move(handlers));
-    } catch (const boost::system::system_error& e) {
-      std::fprintf(stderr, "airlock proxy: cannot listen on admin %s: %s\n", admin_text.c_str(),
-                   e.code().message().c_str());
-      return 1;
-    }
-    options.extra_own_endpoints.push_back(admin->local_endpoint());
-    warn_if_admin_exposed(admin->local_endpoint(), !model.operators.empty());
-  }
+  const admin_context context{metrics, ready, store, server_ptr, after_reload, *audit, fleet_ptr};
+  bool admin_failed = false;
+  auto admin = open_admin(main_ioc, admin_text, context, live_events, model, admin_failed);
+  if (admin_failed) return 1;
+  if (admin) options.extra_own_endpoints.push_back(admin->local_endpoint());
 
   // Signals are caught from here on, before anyone can learn our port and send one.
   asio::signal_set signals(main_ioc, SIGINT, SIGTERM, SIGHUP);
@@ -198,17 +271,11 @@ int cmd_proxy(args a) {
   // So do edits of the files it names (secrets, the CA, the upstream CA bundle): the reload
   // reads them again. The set of those follows the policy in force.
   std::optional<proxy::policy_watcher> watcher;
-  proxy::file_watches named_files(main_ioc, [&server, &named_files] {
-    std::string message;
-    server.reload("file", message);
-    named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
-  });
+  proxy::file_watches named_files(
+      main_ioc, [&server, &named_files] { reload_and_follow(server, named_files, "file"); });
   if (!options.config_path.empty())
-    watcher.emplace(main_ioc, options.config_path, [&server, &named_files] {
-      std::string message;
-      server.reload("file", message);
-      named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
-    });
+    watcher.emplace(main_ioc, options.config_path,
+                    [&server, &named_files] { reload_and_follow(server, named_files, "file"); });
   std::vector<std::string> errors;
   if (!server.start(initial.policy, errors)) {
     for (const auto& e : errors)
@@ -217,20 +284,9 @@ int cmd_proxy(args a) {
     return 1;
   }
   server_ptr = &server;
-  // state: redis: held requests listed and decided from any replica. After the server (its
-  // registry) and destroyed before it.
-  std::unique_ptr<filters::approval::fleet> approvals_fleet;
-  if (store) {
-    filters::approval::fleet_options fo;
-    fo.replica = filters::approval::fleet::default_replica();
-    fo.key_prefix = store->settings().key_prefix;
-    fo.store_timeout = initial.policy->model().state.timeout;
-    approvals_fleet =
-        std::make_unique<filters::approval::fleet>(store->client(), server.approvals(), fo);
-    approvals_fleet->start();
-    fleet_ptr = approvals_fleet.get();
-    AIRLOCK_LOG(info, "approvals", "this replica is '", fo.replica, "' in the shared store");
-  }
+  // After the server (its registry) and destroyed before it.
+  const auto approvals_fleet = start_fleet(store.get(), server, initial.policy->model());
+  fleet_ptr = approvals_fleet.get();
   named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
   after_reload = [&] {
     asio::post(main_ioc, [&] {
@@ -240,33 +296,16 @@ int cmd_proxy(args a) {
   if (admin) admin->start();
   ready.store(true);
 
-  std::printf("listening proxy=%s admin=%s\n", endpoint_text(server.endpoint()).c_str(),
-              admin ? endpoint_text(admin->local_endpoint()).c_str() : "off");
-  std::fflush(stdout);
-  AIRLOCK_LOG(info, "proxy", "serving on ", endpoint_text(server.endpoint()), " with policy ",
-              server.current_policy()->version().substr(0, 12), " from ",
-              options.config_path.empty() ? "the built-in example" : options.config_path);
+  announce_listening(server, admin.get(), options.config_path);
 
-  // An access request that nobody decided ends at its deadline, recorded then, not when
-  // someone next looks at the approvals.
   asio::steady_timer sweep(main_ioc);
-  std::function<void()> sweep_each_second = [&] {
-    sweep.expires_after(std::chrono::seconds(1));
-    sweep.async_wait([&](const boost::system::error_code& ec) {
-      if (ec) return;
-      server.approvals().sweep();
-      sweep_each_second();
-    });
-  };
-  sweep_each_second();
+  sweep_approvals_each_second(sweep, server);
   std::thread stopper;
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGHUP) {
-      std::string message;
-      server.reload("signal", message);
-      named_files.follow(proxy::file_watches::files_of(server.current_policy()->model()));
+      reload_and_follow(server, named_files, "signal");
       audit->reopen();
       signals.async_wait(on_signal);
       return;
