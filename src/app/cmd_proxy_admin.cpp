@@ -215,8 +215,9 @@ void write_decision_record(telemetry::audit_log& audit, const telemetry::admin_a
   e.path = t.path;
   e.approval_id = decided.id;
   if (approve) {
-    e.scope = filters::approval::scope_name(decided.d.scope);
-    if (decided.d.scope == filters::approval::scope::agent_host)
+    const auto scope = filters::approval::effective_scope(t, decided.d.scope);
+    e.scope = filters::approval::scope_name(scope);
+    if (scope == filters::approval::scope::agent_host)
       e.duration = std::chrono::duration_cast<std::chrono::seconds>(decided.d.duration);
   }
   audit.write(e);

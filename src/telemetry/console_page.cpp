@@ -17,7 +17,7 @@ section{background:#fff;border:1px solid #d8dce3;border-radius:6px;padding:8px 1
 h2{font-size:15px;margin:4px 0 8px}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eceef2;vertical-align:top}
 td.reason{font-family:monospace;white-space:pre-wrap;max-width:30em;overflow-wrap:anywhere}
-button{margin-right:4px}.stopped{color:#b3261e;font-weight:600}.empty{color:#777}
+button,select{margin-right:4px}tr.settling button{opacity:.4}.stopped{color:#b3261e;font-weight:600}.empty{color:#777}
 #status{color:#777}
 </style></head>
 <body>
@@ -60,6 +60,19 @@ function cell(row, text, cls) {
   row.appendChild(td);
   return td;
 }
+function choice(parent, name, options, value) {
+  const select = document.createElement("select");
+  select.name = name;
+  for (const [v, label] of options) {
+    const o = document.createElement("option");
+    o.value = v;
+    o.textContent = label;
+    select.appendChild(o);
+  }
+  select.value = value;
+  parent.appendChild(select);
+  return select;
+}
 function button(parent, label, name, onclick) {
   const b = document.createElement("button");
   b.textContent = label;
@@ -68,10 +81,28 @@ function button(parent, label, name, onclick) {
   parent.appendChild(b);
   return b;
 }
+// A row that now stands where another stood (one above it ended, or a new one took its place)
+// cannot be clicked for a moment: a click aimed at the row that was there would land on this
+// one, and an agent can end its own held request just before the operator clicks.
+const settleMs = 1500;
+function settle(tr) {
+  const controls = tr.querySelectorAll("button, select");
+  for (const c of controls) c.disabled = true;
+  tr.classList.add("settling");
+  clearTimeout(tr.settleTimer);
+  tr.settleTimer = setTimeout(() => {
+    for (const c of controls) c.disabled = false;
+    tr.classList.remove("settling");
+  }, settleMs);
+}
 // Rows whose data did not change are kept as they are (a scope the operator picked, a button
 // about to be clicked); `update` refreshes the parts that change on their own (time left).
-function fill(id, rows, make, update) {
+// `key` names what a row stands for (an approval's id, an agent's name): a row whose place
+// held something else at the last refresh settles (above). The first fill settles nothing.
+function fill(id, rows, make, update, key) {
   const body = document.querySelector("#" + id + " tbody");
+  const before = body.dataset.order ? JSON.parse(body.dataset.order) : null;
+  const keys = rows.map(r => String(key ? key(r) : JSON.stringify(r)));
   const old = new Map();
   for (const tr of body.children) if (tr.dataset.sig) old.set(tr.dataset.sig, tr);
   const keep = [];
@@ -88,6 +119,8 @@ function fill(id, rows, make, update) {
     keep.push(tr);
   }
   body.replaceChildren(...keep);
+  if (before) keep.forEach((tr, i) => { if (before[i] !== keys[i]) settle(tr); });
+  body.dataset.order = JSON.stringify(keys);
   if (!rows.length) {
     const tr = document.createElement("tr");
     cell(tr, "none", "empty");
@@ -165,20 +198,26 @@ async function refresh() {
       cell(tr, p.reason, "reason");
       cell(tr, "", "left");
       const td = cell(tr, "");
-      const scope = document.createElement("select");
-      scope.name = "scope";
-      for (const s of ["once", "agent_host", "permanent"]) {
-        const o = document.createElement("option");
-        o.value = s;
-        o.textContent = s;
-        scope.appendChild(o);
-      }
-      td.appendChild(scope);
-      button(td, "Approve", "approve",
-             () => post("/approvals/" + p.id + "/approve", {scope: scope.value}));
+      // An access request names a host, not one request: approving it grants the host (any
+      // method and path) for the duration, so "once" is not offered for it.
+      const scopes = p.kind === "access_request"
+                         ? [["agent_host", "grant the host for"], ["permanent", "permanent"]]
+                         : [["once", "once"], ["agent_host", "agent_host for"],
+                            ["permanent", "permanent"]];
+      const scope = choice(td, "scope", scopes, scopes[0][0]);
+      const duration = choice(td, "duration",
+                              [["10m", "10 min"], ["1h", "1 h"], ["8h", "8 h"], ["24h", "24 h"]],
+                              "1h");
+      const showDuration = () => { duration.hidden = scope.value !== "agent_host"; };
+      scope.addEventListener("change", showDuration);
+      showDuration();
+      button(td, "Approve", "approve", () => post("/approvals/" + p.id + "/approve",
+          scope.value === "agent_host" ? {scope: scope.value, duration: duration.value}
+                                       : {scope: scope.value}));
       button(td, "Refuse", "refuse", () => post("/approvals/" + p.id + "/refuse"));
       return tr;
-    }, (tr, p) => { tr.querySelector("td.left").textContent = p.seconds_left + " s"; });
+    }, (tr, p) => { tr.querySelector("td.left").textContent = p.seconds_left + " s"; },
+    p => p.id);
     fill("agents", agents.agents, a => {
       const tr = document.createElement("tr");
       tr.dataset.agent = a.name;
@@ -201,7 +240,7 @@ async function refresh() {
       if (a.stopped) button(td, "Resume", "resume", () => post(path + "/resume"));
       else button(td, "Stop", "stop", () => post(path + "/stop"));
       return tr;
-    });
+    }, undefined, a => a.name);
     fill("rules", rules.rules, r => {
       const tr = document.createElement("tr");
       tr.dataset.rule = r.name;

@@ -351,6 +351,35 @@ class AccessRequestTimeoutTest(ApprovalCase):
         self.assertEqual(rec["host"], host)
 
 
+class AccessRequestApprovedTest(ApprovalCase):
+    """Approving an access request grants its host: even under the default scope `once` the
+    answer, the audit record and GET /approvals say it is a grant of the host (any method and
+    path) for the duration, not one request."""
+
+    @classmethod
+    def policy(cls):
+        p = super().policy()
+        p["approvals"].update({"access_requests": True})
+        return p
+
+    def test_once_is_answered_and_recorded_as_the_grant_it_is(self):
+        host = "granted-%s.example" % marker()
+        r = self.access_request({"host": host, "port": 8443, "reason": "a test"})
+        self.assertEqual(r.status, 202, r)
+        rid = json.loads(r.body)["id"]
+        answer = self.decide(rid).text()  # no body: the default scope, once
+        self.assertIn("approved (agent_host): a grant for agent default to %s:8443, any "
+                      "method, any path, for 3600 s" % host, answer)
+        rec = self.proxy.wait_audit(type="operator", action="approve", approval_id=rid)
+        self.assertEqual((rec["scope"], rec["duration_s"], rec["outcome"]),
+                         ("agent_host", 3600, "ok"), rec)
+        grants = [g for g in self.approvals()["grants"] if g["host"] == host]
+        self.assertEqual(len(grants), 1, grants)
+        self.assertEqual((grants[0]["port"], grants[0]["method"], grants[0]["path_prefix"]),
+                         (8443, "", ""), grants)
+        self.assertAlmostEqual(grants[0]["expires"], time.time() + 3600, delta=env.t(60))
+
+
 class CrossSiteTest(ApprovalCase):
     """Every mutating admin action is refused when a browser on another site sends it (CSRF);
     the same action from the admin port's own origin, or from curl (no such headers), is not."""

@@ -93,6 +93,16 @@ class ConsoleTest(ProxyTestCase):
             return False
         self.wait_for(what, clicked)
 
+    def enabled(self, row, name):
+        """The control `name` in `row` once it can be clicked: a row that has just taken another
+        row's place (a new one appears, one above it ends) settles for a moment first."""
+        return self.wait_for(name + " enabled", lambda d: [
+            b for b in row.find_elements(By.NAME, name) if b.is_enabled()])[0]
+
+    def pending_row(self, text):
+        return self.wait_for("the row of " + text, lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr") if text in r.text])[0]
+
     def shot(self, name, section=None):
         if section:  # the view's section at the top of the window
             self.browser.execute_script(
@@ -151,27 +161,21 @@ class ConsoleTest(ProxyTestCase):
         self.pool.submit(self.curl, "http://airlock.internal/request-access",
                          args=["--data", '{"host":"pypi.org","port":443,"reason":%s}'
                                % __import__("json").dumps(XSS)]).result(env.t(20))
-        row = self.wait_for("the held request's row", lambda d: [
-            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
-            if path in r.text])[0]
-        reason = self.wait_for("the access request's row", lambda d: [
-            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
-            if "access_request" in r.text])[0]
+        row = self.pending_row(path)
+        reason = self.pending_row("access_request")
         self.assertIn(XSS, reason.text)  # the markup as text
         self.assertEqual(self.browser.find_elements(By.CSS_SELECTOR, "#pending img"), [])
         self.assertNotEqual(self.browser.title, "pwned")
         self.shot("approvals.png")
         self.assertEqual(self.origin.seen(m), [])
         # Without the operator token the click is refused (401) and the request stays held.
-        row.find_element(By.NAME, "approve").click()
+        self.enabled(row, "approve").click()
         self.wait_for("the 401", lambda d: "401" in d.find_element(By.ID, "status").text)
         self.assertEqual(self.origin.seen(m), [])
         self.enter_token()
-        row = self.wait_for("the held request's row", lambda d: [
-            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
-            if path in r.text])[0]
-        Select(row.find_element(By.NAME, "scope")).select_by_value("once")
-        row.find_element(By.NAME, "approve").click()
+        row = self.pending_row(path)
+        Select(self.enabled(row, "scope")).select_by_value("once")
+        self.enabled(row, "approve").click()
         self.assertEqual(f.result(env.t(30)).status, 200)
         self.assertEqual(len(self.origin.seen(m)), 1)
         self.wait_for("the row gone", lambda d: not [
@@ -188,14 +192,56 @@ class ConsoleTest(ProxyTestCase):
         self.shot("agents.png", "agents")
         self.click_until("builder resumed", builder + ' button[name="resume"]',
                          builder + ' button[name="stop"]')
-        # The access request is refused from the console too.
-        reason = self.wait_for("the access request's row", lambda d: [
-            r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
-            if "access_request" in r.text])[0]
-        reason.find_element(By.NAME, "refuse").click()
+        # The access request is refused from the console too; "once" is not offered for it (it
+        # would grant the host for an hour all the same).
+        reason = self.pending_row("access_request")
+        self.assertEqual([o.get_attribute("value") for o in
+                          Select(reason.find_element(By.NAME, "scope")).options],
+                         ["agent_host", "permanent"])
+        self.enabled(reason, "refuse").click()
         self.wait_for("nothing pending", lambda d: not [
             r for r in d.find_elements(By.CSS_SELECTOR, "#pending tbody tr")
             if "access_request" in r.text])
+
+    def test_row_that_moves_under_the_pointer_settles_before_a_click(self):
+        # Two held requests, A above B. A's agent closes A's connection: the proxy drops it and
+        # B moves up into A's place. A click aimed at A's Approve button that lands just then
+        # must not approve B: B's controls are disabled until it has stood still for a moment.
+        self.enter_token()
+        m = marker()
+        a_path, b_path = "/echo/shift-a-%s" % m, "/echo/shift-b-%s" % m
+        a = self.raw(timeout=env.t(40))
+        self.addCleanup(a.close)
+        a.send(self.request("GET", self.url(a_path), headers=[("Connection", "close")]))
+        self.pending_row(a_path)
+        b = self.pool.submit(lambda: self.curl(self.url(b_path), max_time=env.t(50)))
+        self.enabled(self.pending_row(b_path), "approve")
+        # Clicked from inside the page the moment the list redraws without A (as a person's
+        # click at that instant would land): records whether the button there was disabled.
+        self.browser.execute_script("""
+            const body = document.querySelector("#pending tbody");
+            window.shiftClick = null;
+            new MutationObserver((changes, observer) => {
+              const first = body.querySelector("tr");
+              if (!first || first.textContent.includes(arguments[0]) ||
+                  !first.textContent.includes(arguments[1])) return;
+              observer.disconnect();
+              const approve = first.querySelector('button[name="approve"]');
+              window.shiftClick = {disabled: approve.disabled};
+              approve.click();
+            }).observe(body, {childList: true});""", a_path, b_path)
+        a.close()
+        shift = self.wait_for("the redraw without A",
+                              lambda d: d.execute_script("return window.shiftClick"))
+        self.assertEqual(shift, {"disabled": True})
+        # Once B has stood still its button works, and B was still pending: the click at the
+        # shift did nothing (had it approved B, this one would answer 404).
+        row = self.pending_row(b_path)
+        self.enabled(row, "approve").click()
+        self.assertEqual(b.result(env.t(30)).status, 200)
+        self.wait_for("the 200", lambda d: "approve: 200" in d.find_element(By.ID, "status").text)
+        self.assertEqual(len(self.origin.seen("shift-b-%s" % m)), 1)
+        self.assertEqual(self.origin.seen("shift-a-%s" % m), [])
 
 
 if __name__ == "__main__":

@@ -68,6 +68,21 @@ void held_wait::abandon() noexcept {
   } catch (...) {  // as cancel()
   }
 }
+
+// The answer to a decision, saying what it did: an agent_host grant names what it covers and
+// for how long (the operator approving an access request "once" learns it is a grant).
+std::string decided_message(std::uint64_t id, const request_info& r, const decision& d) {
+  if (!d.approve) return core::str_cat("approval ", id, " refused");
+  std::string out = core::str_cat("approval ", id, " approved (", scope_name(d.scope), ")");
+  if (d.scope != scope::agent_host) return out;
+  const bool one_method = d.same_method && !r.connect && !r.access_request;
+  const bool under_path = !d.path_prefix.empty() && !r.connect && !r.access_request;
+  out += core::str_cat(": a grant for agent ", r.agent, " to ", r.host, ":", r.port, ", ",
+                       one_method ? r.method + " only" : std::string("any method"), ", ",
+                       under_path ? "under " + d.path_prefix : std::string("any path"), ", for ",
+                       std::chrono::duration_cast<std::chrono::seconds>(d.duration).count(), " s");
+  return out;
+}
 }  // namespace
 
 void held_wait_access::start(registry& r, std::uint64_t id, std::function<void(verdict)> done) {
@@ -252,7 +267,7 @@ void registry::cancel(std::uint64_t id, bool client_gone) {
     emit("timed_out", id, r, "approval_timeout", "");
 }
 
-bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
+bool registry::decide(std::uint64_t id, const decision& asked, std::string& message,
                       request_info* target) {
   request_info r;
   permanent_writer writer;
@@ -274,6 +289,8 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
     return false;
   }
   if (target != nullptr) *target = r;
+  decision d = asked;
+  d.scope = effective_scope(r, asked.scope);
   // The file is written and the policy reloaded outside the lock (a reload takes a while and
   // new requests still ask for grants meanwhile).
   if (d.approve && d.scope == scope::agent_host && r.redacted) {
@@ -304,9 +321,7 @@ bool registry::decide(std::uint64_t id, const decision& d, std::string& message,
     message = core::str_cat("approval ", id, ": the held request ended before the decision ",
                             "reached it (its timeout, its client gone, or a stop) and was not ",
                             "sent; the approval is in force all the same: ", message);
-  if (message.empty())
-    message = core::str_cat("approval ", id, d.approve ? " approved (" : " refused",
-                            d.approve ? scope_name(d.scope) : "", d.approve ? ")" : "");
+  if (message.empty()) message = decided_message(id, r, d);
   return true;
 }
 
@@ -341,9 +356,8 @@ bool registry::apply_decision(std::uint64_t id, const request_info& r, const dec
         held_.erase(it);
       }
     }
-    // An access request names a host, not one request: approving it grants it, for
-    // `duration` when scoped once or agent_host.
-    if (d.approve && (d.scope != scope::once || r.access_request)) {
+    // An access request approved `once` arrives here as agent_host (decide).
+    if (d.approve && d.scope != scope::once) {
       grant g;
       g.id = id;
       g.agent = r.agent;

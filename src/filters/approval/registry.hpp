@@ -56,6 +56,10 @@ struct request_info {
 enum class scope : std::uint8_t { once, agent_host, permanent };
 std::optional<scope> parse_scope(std::string_view text);
 std::string_view scope_name(scope s);
+// The scope a decision has: an access request names a host, not one request, so approving it
+// `once` grants the host for the decision's duration, as agent_host does, and is answered and
+// recorded as agent_host.
+scope effective_scope(const request_info& r, scope asked);
 
 struct bounds {
   std::uint32_t per_agent = 8;

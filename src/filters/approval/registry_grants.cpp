@@ -48,6 +48,10 @@ std::string_view scope_name(scope s) {
   return "once";
 }
 
+scope effective_scope(const request_info& r, scope asked) {
+  return r.access_request && asked == scope::once ? scope::agent_host : asked;
+}
+
 bool grant::covers(const request_info& r, sys_clock::time_point now) const {
   if (now >= expires || r.redacted || r.agent != agent || r.host != host || r.port != port)
     return false;
