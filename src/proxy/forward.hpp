@@ -363,7 +363,7 @@ boost::asio::awaitable<forward_result> forward(
     co_return out;
   }
   if (ec) {
-    record_response_failure(rec, ec);
+    if (!record_response_failure(rec, ec, w.shared().draining.load())) co_return out;
     co_return co_await answer(client, rec, version);
   }
   if (refused_response_framing(rec, res_p->get())) co_return co_await answer(client, rec, version);

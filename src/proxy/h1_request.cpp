@@ -118,9 +118,16 @@ head_outcome head_read(boost::system::error_code ec, std::size_t n,
   // read, is checked too.
   if (!ec && n > limits.header_bytes) ec = http::error::header_limit;
   if (!ec) return out;
-  if ((ec == http::error::end_of_stream || ec == boost::asio::ssl::error::stream_truncated) &&
+  const bool cancelled = ec == boost::asio::error::operation_aborted;
+  if ((ec == http::error::end_of_stream || ec == boost::asio::ssl::error::stream_truncated ||
+       cancelled) &&
       buffer.size() == 0) {
     out.what = head_outcome::kind::closed;
+  } else if (cancelled) {
+    // The drain cancels a connection waiting for a head: one half-sent is told why it ends.
+    out.what = head_outcome::kind::refused;
+    out.reason = core::errc::shutting_down;
+    out.detail = "the proxy began to stop while the request head was arriving";
   } else if (ec == boost::beast::error::timeout) {
     // The timeout closed the socket; nothing can be sent.
     out.what = head_outcome::kind::timed_out;

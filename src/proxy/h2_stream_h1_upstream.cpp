@@ -130,7 +130,10 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   if (ec) {
     if (retry_if_stale && up_buffer.size() == 0 && forward_detail::closed_by_peer(ec))
       co_return false;
-    record_response_failure(rec, ec);
+    if (!record_response_failure(rec, ec, c.session().w.shared().draining.load())) {
+      h2_note_undelivered(c, ss, rec);
+      co_return true;
+    }
     co_await h2_answer(c, ss, rec, limits.idle_timeout);
     co_return true;
   }
@@ -153,7 +156,11 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       ex.response_has_body && chain.response_body_use() != filters::body_use::none;
   auto fields = h2_response_fields(res);
   if (ex.response_reframed) h2_drop_field(fields, "content-length");
-  if (!c.codec().submit_response(*ss.stream, status, fields, ex.response_has_body)) co_return true;
+  if (!c.codec().submit_response(*ss.stream, status, fields, ex.response_has_body)) {
+    rec.status = 0;  // the stream had closed: nothing reached the client
+    h2_note_undelivered(c, ss, rec);
+    co_return true;
+  }
   c.kick();
   if (!ex.response_has_body) {
     if (upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0) give_back(c, ss, up);
@@ -192,10 +199,11 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       if (enough) last = true;
       piece = filtered_out;
     }
-    rec.bytes_out += piece.size();
     if (last && upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0)
       give_back(c, ss, up);
-    if (!co_await h2_push_output(c, ss, piece, last, limits.idle_timeout)) {
+    const bool pushed = co_await h2_push_output(c, ss, piece, last, limits.idle_timeout);
+    rec.bytes_out = ss.stream->out_total;  // what the codec took, not what was queued
+    if (!pushed) {
       h2_note_undelivered(c, ss, rec);
       co_return true;
     }

@@ -144,7 +144,11 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
   // status in the head; an answer with trailers needs the body path even when it is empty.
   const bool body_follows =
       ex.response_has_body && !(st.body_done && st.body.empty() && st.trailers.empty());
-  if (!c.codec().submit_response(*ss.stream, status, fields, body_follows)) co_return;
+  if (!c.codec().submit_response(*ss.stream, status, fields, body_follows)) {
+    rec.status = 0;  // the stream had closed: nothing reached the client
+    h2_note_undelivered(c, ss, rec);
+    co_return;
+  }
   c.kick();
   if (!body_follows) co_return;
   const byte_throttle download{ex.download};
@@ -177,8 +181,8 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
       c.kick();
       co_return;
     }
-    rec.bytes_out += data.size();
     const bool pushed = co_await h2_push_output(c, ss, data, last, limits.idle_timeout);
+    rec.bytes_out = ss.stream->out_total;  // what the codec took, not what was queued
     call.consume(piece.size());
     if (!pushed) {
       h2_note_undelivered(c, ss, rec);

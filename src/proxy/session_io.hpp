@@ -4,6 +4,7 @@
 // 100-continue. Templates over the client stream, so the same code serves a plain connection,
 // an intercepted tunnel and Beast's in-memory test::stream.
 
+#include "core/str_cat.hpp"
 #include "filters/exchange.hpp"
 #include "proxy/answer.hpp"
 
@@ -52,9 +53,14 @@ boost::asio::awaitable<bool> send_answer(Client& client, filters::exchange_recor
     res.body() = rec.answer->body;
     res.prepare_payload();
   }
-  rec.status = res.result_int();
   set_timeout(client, std::chrono::seconds(10));
   auto [ec, n] = co_await boost::beast::http::async_write(client, res, use_tuple);
+  // The record's status is what the client received: nothing, when the answer was not written
+  // (the drain closed the connection, the client went away).
+  rec.status = ec ? 0 : res.result_int();
+  if (ec)
+    rec.detail = core::str_cat(rec.detail, rec.detail.empty() ? "" : "; ",
+                               "answer not delivered: ", ec.message());
   co_return !ec && keep_alive;
 }
 

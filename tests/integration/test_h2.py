@@ -23,7 +23,7 @@ from harness.origin import pattern_sha256
 from harness.proxy import make_policy, origin_rule
 from harness.tls_support import InspectedOriginCase
 
-PATHS = [r"^/echo/allowed.*", r"^/bytes/[0-9]+$", r"^/chunked/[0-9]+$"]
+PATHS = [r"^/echo/allowed.*", r"^/bytes/[0-9]+$", r"^/chunked/[0-9]+$", r"^/slow/[0-9]+$"]
 
 
 def inspect_rule(port, name, hosts, **extra):
@@ -143,11 +143,54 @@ class H2Case(InspectedOriginCase):
         self.assertIn("response not delivered: the client reset the stream (CANCEL)",
                       rec["detail"])
         self.assertLess(rec["bytes_out"], 3000000)
+        # bytes_out is what the HTTP/2 codec took for the client, the count the detail names,
+        # not what was queued behind the client's window.
+        sent = re.search(r"after (\d+) body bytes", rec["detail"])
+        self.assertEqual(rec["bytes_out"], int(sent.group(1)), rec)
         # One record, and the connection goes on.
         (r,) = t.wait(t.request("/echo/allowed/after-reset"))
         self.assertEqual(r["headers"][":status"], "200")
         recs = [x for x in self.proxy.audit()[mark:] if x.get("path") == "/bytes/3000000"]
         self.assertEqual(len(recs), 1, recs)
+
+    def test_stream_reset_before_its_answer_is_recorded_as_not_delivered(self):
+        # The origin is still working when the client gives up: its answer reaches nobody, so
+        # the record has no status (not the origin's 200) and says why.
+        t = self.tunnel()
+        m = marker()
+        mark = self.proxy.audit_mark()
+        sid = t.request("/slow/1500?" + m)
+        self.assertTrue(self.good.wait_seen(m, env.t(10), complete=False))
+        t.conn.reset_stream(sid, error_code=8)  # CANCEL
+        t.flush()
+        rec = self.proxy.wait_audit(after=mark, path="/slow/1500", protocol="h2",
+                                    timeout=env.t(15))
+        self.assertEqual((rec["decision"], rec["status"], rec["bytes_out"]), ("allow", 0, 0), rec)
+        self.assertIn("response not delivered: the client reset the stream (CANCEL)",
+                      rec["detail"])
+
+    def test_client_closing_with_streams_waiting_does_not_blame_the_origin(self):
+        # The client sends GOAWAY and closes while two streams wait on a healthy origin: their
+        # records say the answers were not delivered, never an upstream error.
+        t = self.tunnel()
+        m = marker()
+        mark = self.proxy.audit_mark()
+        for i in range(2):
+            t.request("/slow/1500?%s-%d" % (m, i))
+        self.assertTrue(self.good.wait_seen("%s-1" % m, env.t(10), complete=False))
+        t.conn.close_connection()
+        t.flush()
+        t.sock.close()
+        deadline = time.monotonic() + env.t(15)
+        recs = []
+        while len(recs) < 2 and time.monotonic() < deadline:
+            recs = [r for r in self.proxy.audit()[mark:] if r.get("path") == "/slow/1500"]
+            time.sleep(0.05)
+        self.assertEqual(len(recs), 2, recs)
+        for rec in recs:
+            self.assertEqual((rec["decision"], rec["reason"], rec["status"]), ("allow", "ok", 0),
+                             rec)
+            self.assertIn("response not delivered", rec["detail"])
 
     def test_connection_outlives_the_head_timeout(self):
         t = self.tunnel()

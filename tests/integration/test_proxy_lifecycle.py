@@ -131,6 +131,11 @@ class LifecycleTest(unittest.TestCase):
         r = result["r"]
         self.assertNotEqual(r.status, 200, "the long request was not cut: %r" % r)
         self.assertNotEqual(r.returncode, 0, "curl got a whole answer: %r" % r)
+        # Its one record says what the client got (nothing: the connection closed) and why,
+        # without blaming the origin.
+        rec = proxy.wait_audit(path="/slow/%d" % hold, timeout=0.5)
+        self.assertEqual((rec["status"], rec["reason"]), (0, "shutting_down"), rec)
+        self.assertIn("cut by the drain", rec["detail"])
         self.assert_clean(proxy)
 
     def test_sigterm_with_idle_keep_alive_exits_promptly(self):
