@@ -124,10 +124,11 @@ head_outcome head_read(boost::system::error_code ec, std::size_t n,
       buffer.size() == 0) {
     out.what = head_outcome::kind::closed;
   } else if (cancelled) {
-    // The drain cancels a connection waiting for a head: one half-sent is told why it ends.
+    // The drain's end closed the connection while its head was arriving (the answer cannot
+    // be written: the record says so, status 0).
     out.what = head_outcome::kind::refused;
     out.reason = core::errc::shutting_down;
-    out.detail = "the proxy began to stop while the request head was arriving";
+    out.detail = "the proxy stopped while the request head was arriving";
   } else if (ec == boost::beast::error::timeout) {
     // The timeout closed the socket; nothing can be sent.
     out.what = head_outcome::kind::timed_out;

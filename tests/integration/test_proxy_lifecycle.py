@@ -138,6 +138,23 @@ class LifecycleTest(unittest.TestCase):
         self.assertIn("cut by the drain", rec["detail"])
         self.assert_clean(proxy)
 
+    def test_a_head_still_arriving_at_the_drains_end_is_recorded_as_cut(self):
+        # Its connection is closed when drain_timeout is over: the client gets nothing, and the
+        # record says so (status 0, shutting_down), not a 400 for a malformed request.
+        proxy = self.start(limits={"drain_timeout": "1s"})
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=env.t(10)) as c:
+            c.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: "
+                      % self.origin.url("/echo/half").encode())
+            time.sleep(env.t(0.5))  # the proxy reads bytes as they come; this is ample
+            proxy.send_signal(signal.SIGTERM)
+            self.assertEqual(c.recv(65536), b"")
+        self.assertEqual(proxy.stop(timeout=env.t(30)), 0)
+        rec = proxy.wait_audit(reason="shutting_down", timeout=0.5)
+        self.assertEqual(rec["status"], 0, rec)
+        self.assertIn("request head was arriving", rec["detail"])
+        self.assertEqual([r for r in proxy.audit() if r.get("reason") == "bad_request"], [])
+        self.assert_clean(proxy)
+
     def test_sigterm_with_idle_keep_alive_exits_promptly(self):
         proxy = self.start()
         c = clients.RawClient(proxy.port)
