@@ -6,6 +6,7 @@
 #include "policy/loader.hpp"
 #include "policy/model.hpp"
 #include "policy/ports.hpp"
+#include "tls/ca.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -60,6 +61,18 @@ int cmd_check(args a) {
     return 1;
   }
   const auto& p = *result.policy;
+  // The interception CA as the proxy loads it (parsed, key matching, a CA, valid now), so that
+  // a policy `check` passes is one the proxy starts with.
+  const auto& tls_files = p.model().tls;
+  if (options.read_secrets && !tls_files.ca_cert.empty() && !tls_files.ca_key.empty()) {
+    const auto ca = tls::certificate_authority::load(tls_files.ca_cert, tls_files.ca_key);
+    for (const auto& w : ca.warnings)
+      std::fprintf(stderr, "warning: %s: tls.ca_cert: %s\n", config.c_str(), w.c_str());
+    if (!ca.ca) {
+      std::fprintf(stderr, "%s: tls.ca_cert: %s\n", config.c_str(), ca.error.c_str());
+      return 1;
+    }
+  }
   std::printf("%s: ok (%zu rules, %zu agents, version %s%s)\n", config.c_str(), p.rules().size(),
               p.agents().size(), p.version().substr(0, 12).c_str(),
               options.read_secrets ? "" : "; secrets not read");

@@ -394,6 +394,10 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
 
   s->guard_ = std::make_unique<net::address_guard>(p.network.block_private, std::move(allow),
                                                    options.own_endpoints);
+  for (const auto& secret : s->secrets_) {
+    errors.hide(secret.value.reveal(), core::str_cat("(the value of secret ", secret.name, ")"));
+    errors.hide(secret.placeholder, core::str_cat("(the placeholder of secret ", secret.name, ")"));
+  }
   if (!errors.empty()) return nullptr;
   return s;
 }

@@ -144,8 +144,8 @@ void compile_headers(context& c, const model::inject& in, const credential_sourc
     }
     seen.push_back(lname);
     if (refused_header(lname)) {
-      c.error(key, core::str_cat("'", name,
-                                 "' cannot be injected: it frames the message or belongs to the "
+      c.error(key, core::str_cat(quoted_unless_secret(name, src.secrets),
+                                 " cannot be injected: it frames the message or belongs to the "
                                  "connection, and the proxy sets it itself"));
       continue;
     }

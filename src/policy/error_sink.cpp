@@ -23,6 +23,22 @@ void error_sink::warn(model::mark at, std::string key, std::string message) {
       {at.file ? *at.file : file_, at.line, at.column, std::move(key), std::move(message)});
 }
 
+void error_sink::hide(std::string_view value, std::string_view shown) {
+  // A value of a few characters would blot out ordinary words of every message.
+  if (value.size() < 4) return;
+  const auto replace_in = [&](std::string& text) {
+    for (std::size_t at = text.find(value); at != std::string::npos;
+         at = text.find(value, at + shown.size()))
+      text.replace(at, value.size(), shown);
+  };
+  for (auto* list : {&errors_, &warnings_}) {
+    for (auto& e : *list) {
+      replace_in(e.key);
+      replace_in(e.message);
+    }
+  }
+}
+
 model::mark mark_table::find(std::string_view key) const {
   std::string k(key);
   while (true) {

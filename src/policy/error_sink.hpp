@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -37,6 +38,11 @@ class error_sink {
   std::size_t size() const noexcept { return errors_.size(); }
   const std::string& file() const noexcept { return file_; }
   std::vector<load_error> take() { return std::move(errors_); }
+  // Every error's and warning's key and message with each occurrence of `value` replaced by
+  // `shown` (values of 4 bytes or more): the backstop that keeps a secret pasted into a key, a name
+  // or a value out of the messages (the checks themselves avoid quoting one; this catches what they
+  // cannot know).
+  void hide(std::string_view value, std::string_view shown);
 
  private:
   std::string file_;

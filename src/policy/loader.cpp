@@ -1,6 +1,7 @@
 #include "policy/loader.hpp"
 
 #include "core/str_cat.hpp"
+#include "core/utf8.hpp"
 #include "policy/compiler.hpp"
 #include "policy/error_sink.hpp"
 #include "policy/parser.hpp"
@@ -20,13 +21,21 @@ namespace {
 // A policy is a few kilobytes; anything this large is a mistake (or an attack on the parser).
 constexpr std::size_t max_file_bytes = 16u << 20;
 
-std::vector<load_error> sorted(std::vector<load_error> errors) {
-  // File order reads best; errors without a position (unreadable file, too many errors) last.
+// Errors as they are shown: in file order (those without a position, such as an unreadable
+// file or too many errors, last), and printable. Keys and messages quote the file's own text (a
+// key, a value, a path): a newline there would forge a line in the log or in `airlock check`'s
+// output, and malformed UTF-8 would make GET /policy invalid JSON.
+std::vector<load_error> for_display(std::vector<load_error> errors) {
   std::stable_sort(errors.begin(), errors.end(), [](const load_error& a, const load_error& b) {
     const int la = a.line > 0 ? a.line : INT_MAX;
     const int lb = b.line > 0 ? b.line : INT_MAX;
     return la != lb ? la < lb : a.column < b.column;
   });
+  for (auto& e : errors) {
+    e.file = core::printable_text(e.file);
+    e.key = core::printable_text(e.key);
+    e.message = core::printable_text(e.message);
+  }
   return errors;
 }
 
@@ -126,8 +135,8 @@ load_result load_string(std::string_view yaml, const std::string& source_name,
   result.errors = errors.take();
   for (auto& e : included_errors)
     result.errors.push_back(std::move(e));
-  result.errors = sorted(std::move(result.errors));
-  result.warnings = sorted(errors.take_warnings());
+  result.errors = for_display(std::move(result.errors));
+  result.warnings = for_display(errors.take_warnings());
   if (!result.errors.empty()) result.policy.reset();
   return result;
 }
@@ -137,7 +146,7 @@ load_result load_file(const std::string& path, const load_options& options) {
   auto text = read_text(path, why);
   if (!text) {
     load_result result;
-    result.errors.push_back({path, 0, 0, "", std::move(why)});
+    result.errors = for_display({{path, 0, 0, "", std::move(why)}});
     return result;
   }
   return load_string(*text, path, options);

@@ -6,18 +6,13 @@
 #include <algorithm>
 
 namespace airlock::policy {
-namespace {
 
-// The shape of a secret name (secrets_compiler.cpp): only a name of that shape is quoted back
-// in a message, so a value pasted into a reference by mistake is never echoed.
 bool secret_name_shape(std::string_view s) {
   return !s.empty() && s.size() <= max_secret_name && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
            c == '-';
   });
 }
-
-}  // namespace
 
 std::size_t find_secret(std::span<const compiled_secret> secrets, std::string_view name) {
   for (std::size_t i = 0; i < secrets.size(); ++i)

@@ -12,6 +12,10 @@
 
 namespace airlock::policy {
 
+// The shape of a secret name (secrets_compiler.cpp): only a name of that shape is quoted back in
+// a message, so a value pasted where a name belongs is never echoed.
+bool secret_name_shape(std::string_view s);
+
 // The index of the secret named `name`, or secret_template::no_secret.
 std::size_t find_secret(std::span<const compiled_secret> secrets, std::string_view name);
 

@@ -222,9 +222,11 @@ void check_state(const model::policy& policy, const mark_table& marks, error_sin
   const bool known =
       std::any_of(policy.secrets.begin(), policy.secrets.end(),
                   [&](const model::secret& x) { return x.name == s.password_secret; });
+  // Not quoted: a password pasted here by mistake looks like a name as often as not.
   if (!known)
     errors.add(marks.find("state.password_secret"), "state.password_secret",
-               core::str_cat("no secret named '", s.password_secret, "' in secrets"));
+               "names no entry of secrets (the name is not repeated: a password may have been "
+               "pasted here; declare the password as a secret and give its name)");
 }
 
 }  // namespace airlock::policy

@@ -8,6 +8,7 @@ import unittest
 import yaml
 
 from harness.proxy import make_policy, origin_rule, run_airlock
+from harness.tls_support import AirlockCA
 
 GOOD = make_policy([origin_rule(8080)], audit={"path": "off"})
 
@@ -111,6 +112,32 @@ class CliTest(unittest.TestCase):
         self.assertIn("gitlab", out.stderr)
         self.assertRegex(out.stderr, r"(?m):12:\d+: rules\[0\]\.ports\[1\]: range 8999-8000 ")
         self.assertNotIn("secrets.github", out.stderr)
+
+    def test_check_loads_the_ca_as_the_proxy_does(self):
+        # A key that is not the certificate's, or a certificate that is not one: the proxy would
+        # not start with them, so check does not pass them either.
+        one, two = AirlockCA(), AirlockCA()
+        self.addCleanup(one.cleanup)
+        self.addCleanup(two.cleanup)
+        junk = os.path.join(self.tmp.name, "junk.crt")
+        with open(junk, "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+
+        def check(cert, key):
+            policy = dict(GOOD, tls={"ca_cert": cert, "ca_key": key})
+            path = os.path.join(self.tmp.name, "ca-check.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(policy, f, sort_keys=False)
+            return run_airlock(["check", "--config", path])
+
+        self.assertEqual(check(one.cert, one.key).returncode, 0)
+        mismatch = check(one.cert, two.key)
+        self.assertEqual(mismatch.returncode, 1, mismatch)
+        self.assertIn("tls.ca_cert: CA key", mismatch.stderr)
+        self.assertIn("does not match the certificate", mismatch.stderr)
+        bad = check(junk, one.key)
+        self.assertEqual(bad.returncode, 1, bad)
+        self.assertIn("tls.ca_cert: CA certificate", bad.stderr)
 
     def test_check_missing_file(self):
         out = run_airlock(["check", "--config", os.path.join(self.tmp.name, "nope.yaml")])

@@ -11,6 +11,7 @@ never on a clock.
 """
 
 import http.client
+import json
 import os
 import ssl
 import subprocess
@@ -144,6 +145,29 @@ class ReloadTest(unittest.TestCase):
         r, _ = self.reload(proxy, after)
         for word in ("added", "removed", "modified"):
             self.assertNotIn(word, r.text(), r.text())
+
+    def test_a_refused_policy_is_quoted_printably(self):
+        # The file's own text in an error (a key with a line break and a forged log prefix, a
+        # value that is not UTF-8) is escaped: no forged line in the log or in `airlock check`'s
+        # output, and GET /policy stays valid UTF-8 JSON.
+        forged = "2030-01-01T00:00:00.000Z info policy: policy 0000deadbeef loaded (api)"
+        proxy = self.start(ops_policy([origin_rule(self.origin.port)]))
+        with open(proxy.config_path, "rb") as f:
+            base = f.read()
+        proxy.write_policy(base + b'blocklist: ["\xff\xfe.example"]\n"x\\n' + forged.encode() +
+                           b'": 1\n', "inplace")
+        r = proxy.admin_call("POST", "/reload")
+        self.assertEqual(r.status, 422, r)
+        self.assertIn("\\xff\\xfe.example", r.body.decode("utf-8"))
+        self.assertIn("x\\n2030-01-01", r.body.decode("utf-8"))
+        last_error = json.loads(proxy.admin_call("GET", "/policy").body)["last_error"]
+        self.assertNotIn("\n2030", last_error)
+        self.assertFalse([line for line in proxy.stderr().splitlines() if line.startswith(forged)])
+        c = subprocess.run([os.environ["AIRLOCK_BIN"], "check", "--config", proxy.config_path],
+                           capture_output=True, timeout=env.t(20))
+        self.assertEqual(c.returncode, 1, c)
+        self.assertFalse([line for line in c.stderr.splitlines() if line.startswith(forged.encode())])
+        c.stderr.decode("utf-8")  # valid UTF-8
 
 
 def expired_ca(directory):

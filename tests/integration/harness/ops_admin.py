@@ -206,9 +206,10 @@ class OpsAirlock(Airlock):
     # -- writing policies ---------------------------------------------------------------------
 
     def policy_bytes(self, policy, comment=None):
-        """YAML bytes for a dict (the audit path of the first policy kept) or a string, with a
-        unique comment line so that no two generations have the same bytes (the proxy only
-        reloads on a file change when the bytes differ, and the version is their digest)."""
+        """YAML bytes for a dict (the audit path of the first policy kept), a string or bytes
+        (as they are: e.g. not UTF-8), with a unique comment line so that no two generations
+        have the same bytes (the proxy only reloads on a file change when the bytes differ, and
+        the version is their digest)."""
         self.generation += 1
         if isinstance(policy, dict):
             policy = dict(policy)
@@ -217,7 +218,7 @@ class OpsAirlock(Airlock):
         else:
             text = policy
         head = "# generation %d%s\n" % (self.generation, (" " + comment) if comment else "")
-        return (head + text).encode()
+        return head.encode() + (text if isinstance(text, bytes) else text.encode())
 
     def write_policy(self, policy, how, comment=None):
         """Writes a new policy (dict or YAML text) to the policy path. how:

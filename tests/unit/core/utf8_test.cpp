@@ -40,5 +40,17 @@ TEST(Utf8, WhatItWritesIsValid) {
   EXPECT_FALSE(valid_utf8("\xC0\x80"));  // overlong
 }
 
+TEST(PrintableText, ControlsAndMalformedBytesAreEscapedTheRestKept) {
+  EXPECT_EQ(printable_text("plain ascii / é ✓ 😀"), "plain ascii / é ✓ 😀");
+  EXPECT_EQ(printable_text("a\nb\rc\td"), "a\\nb\\rc\\td");
+  EXPECT_EQ(printable_text(std::string_view("x\0y\x1b[31m\x7f", 9)), "x\\x00y\\x1b[31m\\x7f");
+  EXPECT_EQ(printable_text("\xC2\x85next-line"), "\\xc2\\x85next-line");  // U+0085, a C1 control
+  EXPECT_EQ(printable_text("bad \xFF\xC3( end"), "bad \\xff\\xc3( end");
+  EXPECT_EQ(printable_text("cut \xE2\x9C"), "cut \\xe2\\x9c");
+  const std::string forged = "k\n2030-01-01T00:00:00Z info policy: loaded";
+  EXPECT_EQ(printable_text(forged).find('\n'), std::string::npos);
+  EXPECT_TRUE(valid_utf8(printable_text("\xFF\xFE\xC0\x80")));
+}
+
 }  // namespace
 }  // namespace airlock::core

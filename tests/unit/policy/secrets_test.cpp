@@ -298,6 +298,35 @@ TEST(SecretErrors, EnvironmentNameIsCheckedAndNotEchoed) {
   EXPECT_EQ(r.errors[0].message.find("pasted"), std::string::npos);
 }
 
+TEST(SecretErrors, ValuePastedAsANameIsHiddenInKeysAndMessages) {
+  // The token pasted as an injected header's name and as a query parameter's name: the key the
+  // error stands under would quote it; no error's key or message does.
+  scoped_env e("AIRLOCK_TEST_GH", std::string(gh_value));
+  auto r = load_string(
+      core::str_cat("secrets:\n  gh: {env: AIRLOCK_TEST_GH}\n"
+                    "rules:\n  - name: r\n    hosts: [api.example]\n"
+                    "    inspect: true\n    inject:\n      headers:\n        '",
+                    gh_value, "': '${secrets.nope}'\n        'Proxy-", gh_value,
+                    "': x\n      query:\n        '", gh_value, "': '${secrets.nope}'\n"),
+      "p.yaml");
+  ASSERT_GE(r.errors.size(), 3u) << dump(r.errors);
+  for (const auto& err : r.errors) {
+    EXPECT_EQ(err.to_string().find(gh_value), std::string::npos) << err.to_string();
+    EXPECT_EQ(err.to_string().find(gh_value.substr(4)), std::string::npos) << err.to_string();
+  }
+  EXPECT_NE(dump(r.errors).find("(the value of secret gh)"), std::string::npos) << dump(r.errors);
+}
+
+TEST(SecretErrors, PasswordPastedAsTheStoresSecretNameIsNotEchoed) {
+  auto r = load_string(
+      "state:\n  backend: redis\n  address: 127.0.0.1:6379\n"
+      "  password_secret: 'Sup3r/S3cret+pw'\n",
+      "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(dump(r.errors).find("S3cret"), std::string::npos) << dump(r.errors);
+  EXPECT_NE(dump(r.errors).find("state.password_secret"), std::string::npos) << dump(r.errors);
+}
+
 TEST(SecretErrors, Hosts) {
   scoped_env e("AIRLOCK_TEST_GH", std::string(gh_value));
   auto r = load_string(
