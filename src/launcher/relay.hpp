@@ -92,6 +92,7 @@ class relay {
   stats get_stats() const noexcept;
 
  private:
+  class worker;  // the loop thread's state and steps (relay_worker.hpp)
   void loop();
   void close_listeners();
 

@@ -1,5 +1,5 @@
 #pragma once
-// The relay's connections (relay.cpp): the bytes waiting in each direction, a connection's
+// The relay's connections (relay_worker.hpp): the bytes waiting in each direction, a connection's
 // state, and the socket steps the relay loop is made of. Used by the relay's one thread.
 
 #include "launcher/capture_protocol.hpp"
