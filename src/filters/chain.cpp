@@ -31,6 +31,14 @@ void chain::end() {
   ended_ = true;
   for (filter* f : filters_)
     f->on_end(ex_);
+  // Last, for what the session wrote itself after the head hooks (a tunnel's SNI refused, an
+  // upstream's failure naming the host).
+  scrub();
+}
+
+void chain::scrub() {
+  for (filter* f : filters_)
+    f->scrub_record(ex_);
 }
 
 verdict chain::apply(verdict v) {
@@ -42,15 +50,22 @@ verdict chain::apply(verdict v) {
     case verdict::kind::refuse:
       if (v.reportable && ex_.report_mode) {
         rec.report(v.reason, std::move(v.detail));
+        scrub();
         return verdict::next();
       }
       rec.retry_after = v.retry_after;
       rec.answer = v.answer;
       rec.refuse(v.reason, v.detail);
+      scrub();
+      // The session answers from the record; the verdict keeps only what the record says.
+      v.detail = rec.detail;
+      v.answer = rec.answer;
       return v;
     case verdict::kind::fail:
       rec.failed_upstream(v.reason);
       rec.detail = v.detail;
+      scrub();
+      v.detail = rec.detail;
       return v;
   }
   return v;

@@ -70,6 +70,8 @@ class chain {
 
  private:
   verdict apply(verdict v);
+  // Every filter's scrub_record (filter.hpp), once the record repeats something new.
+  void scrub();
 
   exchange& ex_;
   // The filters of one exchange and the list of them, inline: every filter a rule can have

@@ -171,7 +171,10 @@ struct exchange {
   std::int64_t (*clock)() noexcept = core::steady_now_ns;
 
   // --- filled by filters for the session and for the filters after them ---
-  const policy::compiled_rule* rule = nullptr;  // the rule that allowed (or came closest)
+  const policy::compiled_rule* rule = nullptr;  // the rule that allowed the request
+  // A request the decision refused although a rule names its host (its port, method or path
+  // is not allowed): that rule, whose `dlp` reads what the refusal records (null otherwise).
+  const policy::compiled_rule* refused_under = nullptr;
   // Report mode applies: a reportable refusal is recorded and the request goes on.
   bool report_mode = false;
   // Not zero: the request is to be held for an operator's approval for at most this long (a

@@ -173,6 +173,14 @@ class filter {
   }
   // The exchange is over (answered, failed or refused) and about to be recorded.
   virtual void on_end(exchange&) {}
+  // The record (and, for a refusal, the answer built from it) is about to repeat what the agent
+  // chose: the target's host, the method, the path, a detail that quotes a name it sent, a
+  // protocol answer. A filter that reads requests for secrets (DLP) takes out what must not be
+  // repeated. The chain calls it on every filter, whether or not that filter's request hooks
+  // ran (an earlier filter's refusal stops them): each time a refusal, failure or report is
+  // written into the record, before the session answers it, and after on_end, before the record
+  // is written. Never refuses; no I/O.
+  virtual void scrub_record(exchange&) {}
 };
 
 // Builds the per-exchange filter. Made once per policy snapshot.

@@ -73,6 +73,7 @@ class decision_filter final : public filter {
           if (d.reason == core::errc::method_denied)
             d.detail = core::str_cat("rule ", d.rule ? d.rule->name : "", ": method not allowed");
         }
+        ex.refused_under = d.rule;
         return verdict::refuse(d.reason, std::move(d.detail));
       }
       // Held for an operator (ask_unmatched), or let through only by a grant (an approved

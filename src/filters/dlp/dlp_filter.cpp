@@ -7,6 +7,7 @@
 #include "filters/dlp/coded_body.hpp"
 #include "filters/dlp/head_places.hpp"
 #include "filters/dlp/injection.hpp"
+#include "filters/dlp/record_scrub.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/redaction/content_coding.hpp"
@@ -50,14 +51,7 @@ class dlp_filter final : public filter {
 
   verdict on_request_head(exchange& ex) override {
     // The rule is known now (the decision filter ran); the filter was made before it.
-    // A request no rule allows, and an access request (its host and reason are shown to an
-    // operator): the policy-wide dlp.
-    if (ex.rule == &decision::unmatched_rule() || ex.proxy_endpoint) {
-      if (plan_.unmatched.config != nullptr) rule_ = &plan_.unmatched;
-    } else if (ex.rule != nullptr && ex.rule->index < plan_.rules.size() &&
-               plan_.rules[ex.rule->index].config != nullptr) {
-      rule_ = &plan_.rules[ex.rule->index];
-    }
+    rule_ = plan_for(ex);
     if (rule_ != nullptr) {
       // A literal secret longer than the short carry is still read whole past the budget.
       const std::size_t longest = rule_->scan->engine().secret_starts().longest();
@@ -96,7 +90,16 @@ class dlp_filter final : public filter {
         if (f.cls != kHighEntropy) add_finding(found, f.cls, f.location);
     }
     redact_record(ex, found);
+    scrubbed_.head_read = true;
     return act(ex, found, outside_whole_body(rule_->config->action));
+  }
+
+  // Whichever filter refused, and whether or not on_request_head ran (a refusal before DLP
+  // stops it): the record and the refusal's answer repeat nothing the applicable scanner finds
+  // (record_scrub.hpp).
+  void scrub_record(exchange& ex) override {
+    const dlp_plan::rule_plan* plan = rule_ != nullptr ? rule_ : plan_for(ex);
+    if (plan != nullptr) dlp::scrub_record(*plan->scan, ex.record, scrubbed_);
   }
 
   body_use request_body_use(const exchange& ex) const override {
@@ -288,31 +291,22 @@ class dlp_filter final : public filter {
                          [&](const finding& f) { return f.location == where; });
     };
     if (in("host")) ex.record.host = redacted_host(ex.target.host.text);
-    if (in("method")) ex.record.method = "[REDACTED:dlp]";
-    if (!in("path")) return;
-    std::string out;
-    bool any = false;
-    const std::string_view path = ex.path;
-    for (std::size_t pos = 0; pos <= path.size();) {
-      auto slash = path.find('/', pos);
-      if (slash == std::string_view::npos) slash = path.size();
-      const auto segment = path.substr(pos, slash - pos);
-      findings here;
-      if (!segment.empty()) rule_->scan->scan(segment, scanner::kind::url, "path", here);
-      any = any || !here.empty();
-      out += here.empty() ? segment : std::string_view("[REDACTED:dlp]");
-      if (slash < path.size()) out += '/';
-      pos = slash + 1;
-    }
-    ex.record.path = any ? std::move(out) : std::string("[REDACTED:dlp]");
+    if (in("method")) ex.record.method = kRedacted;
+    if (in("path")) ex.record.path = redact_segments(*rule_->scan, ex.path);
   }
 
-  static std::string redacted_host(std::string_view host) {
-    // Keep the last two labels: where it went, without what it carried.
-    auto dot = host.rfind('.');
-    if (dot != std::string_view::npos && dot > 0) dot = host.rfind('.', dot - 1);
-    return dot == std::string_view::npos ? std::string("[REDACTED:dlp]")
-                                         : core::str_cat("[REDACTED:dlp]", host.substr(dot));
+  // The configuration that applies to `ex`: its rule's (its own `dlp`, else the policy-wide
+  // one); for a request no rule allows, an access request (its host and reason are shown to an
+  // operator) and a request refused before a rule was found for it, the policy-wide one; for
+  // one the decision refused under a rule that names its host, that rule's. Null: none.
+  const dlp_plan::rule_plan* plan_for(const exchange& ex) const {
+    const policy::compiled_rule* rule = ex.rule != nullptr ? ex.rule : ex.refused_under;
+    const dlp_plan::rule_plan* p = nullptr;
+    if (rule == nullptr || rule == &decision::unmatched_rule() || ex.proxy_endpoint)
+      p = &plan_.unmatched;
+    else if (rule->index < plan_.rules.size())
+      p = &plan_.rules[rule->index];
+    return p != nullptr && p->config != nullptr ? p : nullptr;
   }
 
   // `redact` on a body held whole: each secret the rule's redactors match is replaced by
@@ -349,6 +343,7 @@ class dlp_filter final : public filter {
 
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
+  record_scrub_state scrubbed_;  // what of the record was read for secrets already
   scan_window window_;
   scan_window client_carry_, origin_carry_;  // WebSocket messages, each direction's
   std::optional<response_scan> scan_;        // a text response read for prompt injection

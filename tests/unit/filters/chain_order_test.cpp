@@ -229,5 +229,67 @@ TEST(Chain, EndRunsOnceAndAFailureIsAnUpstreamError) {
   EXPECT_EQ(r.decision(), "error");
 }
 
+// Stands for DLP: rewrites what the record repeats, and logs when it is asked to.
+class scrubbing final : public filter {
+ public:
+  explicit scrubbing(script& s) : s_(s) {}
+  void scrub_record(exchange& ex) override {
+    s_.calls.push_back("scrub:" + ex.record.detail);
+    if (auto at = ex.record.detail.find("SECRET"); at != std::string::npos)
+      ex.record.detail.replace(at, 6, "[cut]");
+  }
+
+ private:
+  script& s_;
+};
+
+class scrubbing_factory final : public filter_factory {
+ public:
+  explicit scrubbing_factory(script& s) : s_(s) {}
+  filter* create(const exchange&, std::pmr::memory_resource& arena) const override {
+    return make<scrubbing>(arena, s_);
+  }
+
+ private:
+  script& s_;
+};
+
+TEST(Chain, EveryFilterScrubsARefusalBeforeItIsAnsweredAndTheRecordAtTheEnd) {
+  script s;
+  factory_list f;
+  // The refusal comes before the scrubbing filter, whose head hook therefore never runs.
+  f.push_back(std::make_unique<scripted_factory>(
+      s, "check", verdict::refuse(core::errc::query_denied, "parameter 'SECRET'")));
+  f.push_back(std::make_unique<scrubbing_factory>(s));
+  exchange ex;
+  {
+    chain c(f, ex);
+    auto v = c.request_head();
+    EXPECT_TRUE(v.refused());
+    // The session answers from the record, and the verdict says the same.
+    EXPECT_EQ(ex.record.detail, "parameter '[cut]'");
+    EXPECT_EQ(v.detail, "parameter '[cut]'");
+    // What the session writes itself afterwards is read at the end.
+    ex.record.detail = "later SECRET";
+  }
+  EXPECT_EQ(ex.record.detail, "later [cut]");
+  EXPECT_EQ(s.calls, (std::vector<std::string>{"check.head", "scrub:parameter 'SECRET'",
+                                               "check.end", "scrub:later SECRET"}));
+}
+
+TEST(Chain, AReportedViolationIsScrubbedToo) {
+  script s;
+  factory_list f;
+  f.push_back(std::make_unique<scripted_factory>(
+      s, "check", verdict::violation(core::errc::query_denied, "parameter 'SECRET'")));
+  f.push_back(std::make_unique<scrubbing_factory>(s));
+  exchange ex;
+  ex.report_mode = true;
+  chain c(f, ex);
+  EXPECT_TRUE(c.request_head().passes());
+  EXPECT_EQ(ex.record.detail, "parameter '[cut]'");
+  EXPECT_TRUE(ex.record.reported);
+}
+
 }  // namespace
 }  // namespace airlock::filters
