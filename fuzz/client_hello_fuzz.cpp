@@ -1,11 +1,14 @@
 // The ClientHello/SNI reader (src/net/client_hello.*) on the first bytes of a CONNECT tunnel.
 // Properties from its contract: a verdict other than need_more never changes when more bytes
 // arrive (checked on prefixes of the input: a prefix's final verdict must be the whole input's,
-// with the same server name and ALPN), and an input of max_client_hello_bytes or more is never
-// need_more.
+// with the same server name and ALPN), an input of max_client_hello_bytes or more is never
+// need_more, and one parser fed the input in growing prefixes (as a connection's reads arrive)
+// reaches the verdict a fresh parser gives the whole input.
 
 #include "fuzz_input.hpp"
 #include "net/client_hello.hpp"
+
+#include <algorithm>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace airlock;
@@ -25,6 +28,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (part.status != whole.status || part.server_name != whole.server_name ||
         part.alpn != whole.alpn)
       fail("a final verdict changed when more bytes arrived");
+  }
+  net::client_hello_parser resumed;
+  for (std::size_t n = 0; size > 0 && n < size;) {
+    n = std::min(size, n + 1 + r.below(64));
+    const auto& got = resumed.parse(in.first(n));
+    if (got.status == net::hello_status::need_more) continue;
+    if (got.status != whole.status || got.server_name != whole.server_name ||
+        got.alpn != whole.alpn)
+      fail("resumed parsing disagreed with parsing the whole input");
+    break;
   }
   return 0;
 }

@@ -143,83 +143,86 @@ hello_status parse_body(bytes body, client_hello& out) {
   return hello_status::complete;
 }
 
-client_hello finish(client_hello& out, hello_status status) {
-  out.status = status;
-  if (status != hello_status::complete) {
-    out.server_name.reset();
-    out.alpn.clear();
-  }
-  return std::move(out);
-}
-
 }  // namespace
 
-client_hello parse_client_hello(bytes data) {
-  client_hello out;
+const client_hello& client_hello_parser::finish(hello_status status) {
+  out_.status = status;
+  if (status != hello_status::complete) {
+    out_.server_name.reset();
+    out_.alpn.clear();
+  }
+  assembled_ = {};
+  return out_;
+}
+
+const client_hello& client_hello_parser::parse(bytes data) {
+  if (out_.status != hello_status::need_more) return out_;
+  // (A caller that handed in less than before broke the contract: fail closed.)
+  if (data.size() < pos_) return finish(hello_status::malformed);
   // The handshake message is reassembled from the fragments of consecutive handshake records
   // (RFC 8446 section 5.1: a message may span records, and its 4-byte header may too). In the
   // usual case of one record holding the whole hello, it is parsed in place; otherwise it is
-  // copied into `assembled`.
-  std::uint8_t header[handshake_header_size];
-  std::size_t header_have = 0;
-  std::size_t body_size = 0;
-  std::vector<std::uint8_t> assembled;
-  std::size_t pos = 0;
-  bool first_record = true;
-
+  // copied into `assembled_` as its bytes arrive.
   while (true) {
-    const std::size_t avail = data.size() - pos;
-    if (avail == 0) return finish(out, hello_status::need_more);
-    // Judge each header byte as soon as it is there, so that "GET " or an SSLv2-compatible
-    // hello (first byte >= 0x80) is not_tls at once. In later records the peer has already
-    // shown a handshake record, so a bad header is malformed.
-    const hello_status bad = first_record ? hello_status::not_tls : hello_status::malformed;
-    // No room left for another record within the bound. Checked before waiting for the
-    // header, so that max_client_hello_bytes of input always give a final answer.
-    if (pos + record_header_size + 1 > max_client_hello_bytes) {
-      return finish(out, hello_status::malformed);
+    if (record_left_ == 0) {
+      const std::size_t avail = data.size() - pos_;
+      if (avail == 0) return out_;
+      // Judge each header byte as soon as it is there, so that "GET " or an SSLv2-compatible
+      // hello (first byte >= 0x80) is not_tls at once. In later records the peer has already
+      // shown a handshake record, so a bad header is malformed.
+      const hello_status bad = records_ == 0 ? hello_status::not_tls : hello_status::malformed;
+      // No room left for another record within the bound. Checked before waiting for the
+      // header, so that max_client_hello_bytes of input always give a final answer.
+      if (pos_ + record_header_size + 1 > max_client_hello_bytes)
+        return finish(hello_status::malformed);
+      if (data[pos_] != content_type_handshake) return finish(bad);
+      // Record layer version: 0x0300..0x0304 (TLS 1.3 clients send 0x0301 or 0x0303).
+      if (avail >= 2 && data[pos_ + 1] != 3) return finish(bad);
+      if (avail >= 3 && data[pos_ + 2] > 4) return finish(bad);
+      if (avail < record_header_size) return out_;
+      const std::size_t length = (std::size_t(data[pos_ + 3]) << 8) | data[pos_ + 4];
+      // Zero-length handshake fragments are forbidden; a plaintext record holds at most 2^14.
+      if (length == 0 || length > max_fragment) return finish(hello_status::malformed);
+      if (pos_ + record_header_size + length > max_client_hello_bytes)
+        return finish(hello_status::malformed);
+      pos_ += record_header_size;
+      record_left_ = length;
+      ++records_;
     }
-    if (data[pos] != content_type_handshake) return finish(out, bad);
-    // Record layer version: 0x0300..0x0304 (TLS 1.3 clients send 0x0301 or 0x0303).
-    if (avail >= 2 && data[pos + 1] != 3) return finish(out, bad);
-    if (avail >= 3 && data[pos + 2] > 4) return finish(out, bad);
-    if (avail < record_header_size) return finish(out, hello_status::need_more);
+    bytes fragment = data.subspan(pos_, std::min(record_left_, data.size() - pos_));
+    if (fragment.empty()) return out_;
+    pos_ += fragment.size();
+    record_left_ -= fragment.size();
 
-    const std::size_t length = (std::size_t(data[pos + 3]) << 8) | data[pos + 4];
-    // Zero-length handshake fragments are forbidden; a plaintext record holds at most 2^14.
-    if (length == 0 || length > max_fragment) return finish(out, hello_status::malformed);
-    if (pos + record_header_size + length > max_client_hello_bytes) {
-      return finish(out, hello_status::malformed);
-    }
-    bytes fragment =
-        data.subspan(pos + record_header_size, std::min(length, avail - record_header_size));
-    const bool record_complete = fragment.size() == length;
-
-    while (header_have < handshake_header_size && !fragment.empty()) {
-      header[header_have++] = fragment.front();
+    while (header_have_ < handshake_header_size && !fragment.empty()) {
+      header_[header_have_++] = fragment.front();
       fragment = fragment.subspan(1);
-      if (header[0] != handshake_client_hello) return finish(out, hello_status::malformed);
-      if (header_have == handshake_header_size) {
-        body_size = (std::size_t(header[1]) << 16) | (std::size_t(header[2]) << 8) | header[3];
-        if (body_size < min_client_hello_body ||
-            body_size > max_client_hello_bytes - record_header_size - handshake_header_size) {
-          return finish(out, hello_status::malformed);
+      if (header_[0] != handshake_client_hello) return finish(hello_status::malformed);
+      if (header_have_ == handshake_header_size) {
+        body_size_ = (std::size_t(header_[1]) << 16) | (std::size_t(header_[2]) << 8) | header_[3];
+        if (body_size_ < min_client_hello_body ||
+            body_size_ > max_client_hello_bytes - record_header_size - handshake_header_size) {
+          return finish(hello_status::malformed);
         }
       }
     }
-    if (header_have == handshake_header_size) {
-      if (assembled.empty() && fragment.size() >= body_size) {
-        return finish(out, parse_body(fragment.first(body_size), out));
-      }
-      const std::size_t want = std::min(body_size - assembled.size(), fragment.size());
-      if (assembled.empty()) assembled.reserve(std::min(body_size, data.size()));
-      assembled.insert(assembled.end(), fragment.begin(), fragment.begin() + want);
-      if (assembled.size() == body_size) return finish(out, parse_body(assembled, out));
+    if (header_have_ == handshake_header_size) {
+      if (assembled_.empty() && fragment.size() >= body_size_)
+        return finish(parse_body(fragment.first(body_size_), out_));
+      const std::size_t want = std::min(body_size_ - assembled_.size(), fragment.size());
+      if (assembled_.empty()) assembled_.reserve(std::min(body_size_, data.size()));
+      assembled_.insert(assembled_.end(), fragment.begin(), fragment.begin() + want);
+      if (assembled_.size() == body_size_) return finish(parse_body(assembled_, out_));
     }
-    if (!record_complete) return finish(out, hello_status::need_more);
-    pos += record_header_size + length;
-    first_record = false;
+    // A whole record taken and the hello still not complete: no more records than the bound.
+    if (record_left_ == 0 && records_ == max_client_hello_records)
+      return finish(hello_status::malformed);
   }
+}
+
+client_hello parse_client_hello(bytes data) {
+  client_hello_parser parser;
+  return parser.parse(data);
 }
 
 }  // namespace airlock::net

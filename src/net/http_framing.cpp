@@ -52,54 +52,60 @@ bool is_tchar(char c) noexcept {
 }  // namespace
 
 request_line_status classify_request_line(std::string_view bytes, std::size_t max_line) {
+  return request_line_scanner(max_line).scan(bytes);
+}
+
+request_line_status request_line_scanner::scan(std::string_view bytes) noexcept {
   using enum request_line_status;
+  if (verdict_ != need_more) return verdict_;
+  // (Less than before breaks the contract: fail closed.)
+  if (bytes.size() < scanned_) return verdict_ = other;
   // method SP request-target SP "HTTP/1." DIGIT CRLF, checked one byte at a time so that any
   // prefix of a valid line is need_more and the first wrong byte is `other`.
-  enum class part { method, target, version, cr, lf } at = part::method;
   static constexpr std::string_view version = "HTTP/1.";
-  std::size_t part_len = 0;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i >= max_line) return other;
-    const char c = bytes[i];
-    switch (at) {
+  for (; scanned_ < bytes.size(); ++scanned_) {
+    if (scanned_ >= max_line_) return verdict_ = other;
+    const char c = bytes[scanned_];
+    switch (at_) {
       case part::method:
-        if (c == ' ' && part_len > 0) {
-          at = part::target;
-          part_len = 0;
+        if (c == ' ' && part_len_ > 0) {
+          at_ = part::target;
+          part_len_ = 0;
         } else if (is_tchar(c)) {
-          ++part_len;
+          ++part_len_;
         } else {
-          return other;
+          return verdict_ = other;
         }
         break;
       case part::target:
-        if (c == ' ' && part_len > 0) {
-          at = part::version;
-          part_len = 0;
+        if (c == ' ' && part_len_ > 0) {
+          at_ = part::version;
+          part_len_ = 0;
         } else if (c > 0x20 && c < 0x7f) {
-          ++part_len;
+          ++part_len_;
         } else {
-          return other;
+          return verdict_ = other;
         }
         break;
       case part::version:
-        if (part_len < version.size()) {
-          if (c != version[part_len]) return other;
-          ++part_len;
+        if (part_len_ < version.size()) {
+          if (c != version[part_len_]) return verdict_ = other;
+          ++part_len_;
         } else {
-          if (c != '0' && c != '1') return other;
-          at = part::cr;
+          if (c != '0' && c != '1') return verdict_ = other;
+          at_ = part::cr;
         }
         break;
       case part::cr:
-        if (c != '\r') return other;
-        at = part::lf;
+        if (c != '\r') return verdict_ = other;
+        at_ = part::lf;
         break;
       case part::lf:
-        return c == '\n' ? http1 : other;
+        return verdict_ = c == '\n' ? http1 : other;
     }
   }
-  return bytes.size() >= max_line ? other : need_more;
+  if (scanned_ >= max_line_) verdict_ = other;
+  return verdict_;
 }
 
 bool chunk_put_must_wait(bool chunked, std::string_view unparsed) noexcept {

@@ -41,4 +41,21 @@ enum class request_line_status {
 // Bytes past the first line are not looked at; a line longer than `max_line` is `other`.
 request_line_status classify_request_line(std::string_view bytes, std::size_t max_line = 8192);
 
+// classify_request_line over bytes that arrive in pieces: each call gets everything received so
+// far (the previous call's bytes, then more) and looks only at the new bytes, so a line dribbled
+// a few bytes at a time costs linear work, not a re-scan per read. One per connection.
+class request_line_scanner {
+ public:
+  explicit request_line_scanner(std::size_t max_line = 8192) noexcept : max_line_(max_line) {}
+  request_line_status scan(std::string_view bytes) noexcept;
+
+ private:
+  enum class part { method, target, version, cr, lf };
+  std::size_t max_line_;
+  request_line_status verdict_ = request_line_status::need_more;
+  std::size_t scanned_ = 0;  // bytes looked at so far
+  part at_ = part::method;
+  std::size_t part_len_ = 0;
+};
+
 }  // namespace airlock::net

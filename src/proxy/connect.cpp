@@ -34,20 +34,22 @@ struct first_bytes {
 
 // Reads until the first bytes say what they are: a whole ClientHello, or a whole HTTP/1.x
 // request line (a client that speaks plain HTTP through the tunnel), or neither. They may arrive
-// in pieces, and may already be in the buffer if the client did not wait for our 200. Nullopt
-// when nothing came (recorded).
+// in pieces, and may already be in the buffer if the client did not wait for our 200. Both
+// parsers resume where the previous read left off (the buffer only grows here), so bytes
+// dribbled in tiny reads cost no more than bytes sent at once. Nullopt when nothing came
+// (recorded).
 asio::awaitable<std::optional<first_bytes>> read_first_bytes(session_context& s,
                                                              filters::exchange& ex) {
   first_bytes first;
   const auto& limits = ex.snapshot->limits();
+  net::client_hello_parser hello_parser;
+  net::request_line_scanner line_scanner(limits.header_bytes);
   s.client.expires_after(limits.head_timeout);
   for (;;) {
     auto data = s.buffer.cdata();
-    first.hello =
-        net::parse_client_hello({static_cast<const std::uint8_t*>(data.data()), data.size()});
+    first.hello = hello_parser.parse({static_cast<const std::uint8_t*>(data.data()), data.size()});
     if (first.hello.status == net::hello_status::not_tls) {
-      const auto line = net::classify_request_line(
-          {static_cast<const char*>(data.data()), data.size()}, limits.header_bytes);
+      const auto line = line_scanner.scan({static_cast<const char*>(data.data()), data.size()});
       if (line != net::request_line_status::need_more) {
         first.http = line == net::request_line_status::http1;
         break;

@@ -46,6 +46,7 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
     result =
         co_await forward(s.w, s.client, s.buffer, upstream, up_buffer, req_p, chain, limits, fp);
     s.entry->upstream = nullptr;
+    if (result.cut) s.response_cut = true;
     if (!result.stale_connection) break;
     upstream.close();
     up_buffer.clear();
@@ -89,6 +90,7 @@ asio::awaitable<bool> forward_in_tunnel(session_context& s, tls_client& client, 
     result = co_await forward(s.w, client, s.buffer, *t.upstream, t.upstream_buffer, req_p, chain,
                               ex.snapshot->limits(), fp);
     s.entry->upstream = nullptr;
+    if (result.cut) s.response_cut = true;
     t.upstream_reused = result.upstream_reusable && t.upstream->nothing_buffered();
     if (!t.upstream_reused) t.upstream.reset();
     if (!result.stale_connection) break;

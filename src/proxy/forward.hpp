@@ -41,6 +41,10 @@ struct forward_result {
   // A reused pooled connection turned out closed before any response byte: nothing was
   // answered, and a bodiless request may be sent again on a fresh connection.
   bool stale_connection = false;
+  // The response's head went out but its body was cut short (the origin's stream failed, or a
+  // filter stopped it): the client's connection must end abortively, never with a clean close
+  // (a TCP FIN, a TLS close_notify) that would make a close-delimited body look whole.
+  bool cut = false;
 };
 
 namespace forward_detail {
@@ -241,9 +245,10 @@ boost::asio::awaitable<forward_result> relay_response(
   // The response filters (redaction) edit the head, and say whether they need the body.
   if (!chain.response_head().passes()) co_return co_await answer(client, rec, version);
   const bool filtered = !no_body && chain.response_body_use() != filters::body_use::none;
-  if (!no_body && (ex.response_reframed || (!res_p->chunked() && !res_p->content_length()))) {
-    // Close-delimited (or re-written) response: re-frame as chunked for HTTP/1.1 clients, else
-    // close.
+  if (!no_body && (ex.response_reframed || !res_p->content_length())) {
+    // A chunked, close-delimited (or re-written) response: chunked for HTTP/1.1 clients, else
+    // close-delimited, the connection closed after it. An HTTP/1.0 client cannot read chunked
+    // framing, and must not be sent Transfer-Encoding at all (RFC 9112 section 6.1).
     if (version >= 11) {
       res.chunked(true);
     } else {
@@ -281,18 +286,23 @@ boost::asio::awaitable<forward_result> relay_response(
                                      limits.idle_timeout, download);
     rec.bytes_out = body.bytes_written;
     if (body.read_ec) {
-      // Cut off: the client sees an incomplete response (the connection closes before the
-      // declared length or the final chunk), never a truncated one that looks whole.
+      // Cut off: the client sees an incomplete response (the connection ends abortively, before
+      // the declared length or the final chunk), never a truncated one that looks whole.
       rec.failed_upstream(body.read_ec == http::error::body_limit ? core::errc::response_too_large
                                                                   : core::errc::upstream_error);
       rec.detail = core::str_cat("response body: ", body.read_ec.message());
+      out.cut = true;
       co_return out;
     }
     if (body.stopped) {
       // A filter failed the body (the chain recorded why). Nothing sent yet (the whole body was
       // here with its head): the agent gets an answer that says why instead of a closed
       // connection; else the connection is cut.
-      if (!res_sr.is_header_done()) co_await send_answer(client, rec, version, false);
+      if (!res_sr.is_header_done()) {
+        co_await send_answer(client, rec, version, false);
+      } else {
+        out.cut = true;
+      }
       co_return out;
     }
     if (body.write_ec) {

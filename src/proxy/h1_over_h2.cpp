@@ -139,15 +139,22 @@ asio::awaitable<bool> forward_h1_over_h2(session_context& s, tls_client& client,
   std::string piece, out;
   for (bool last = false; !last;) {
     const auto got = co_await next_h2_piece(*call, piece, rec, limits, total);
-    // Cut off: the client sees an incomplete response, never a truncated one that looks whole.
-    if (got == h2_piece::failed) co_return false;
+    // Cut off: the client sees an incomplete response, never a truncated one that looks whole
+    // (the connection ends abortively, session_context::response_cut).
+    if (got == h2_piece::failed) {
+      s.response_cut = true;
+      co_return false;
+    }
     last = got == h2_piece::last;
     co_await download.pace(piece.size());
     std::string_view data = piece;
     if (filtered) {
       out.clear();
       bool enough = false;
-      if (!chain.response_body(piece, last, out, enough).passes()) co_return false;
+      if (!chain.response_body(piece, last, out, enough).passes()) {
+        s.response_cut = true;
+        co_return false;
+      }
       if (enough) last = true;
       data = out;
     }
@@ -160,8 +167,10 @@ asio::awaitable<bool> forward_h1_over_h2(session_context& s, tls_client& client,
     http::fields trailer;
     for (const auto& [name, value] : h2_trailers_to_forward(st.trailers))
       trailer.insert(name, value);
-    if (trailer.begin() != trailer.end() && !chain.trailers(trailer, true).passes())
+    if (trailer.begin() != trailer.end() && !chain.trailers(trailer, true).passes()) {
+      s.response_cut = true;
       co_return false;
+    }
     set_timeout(client, limits.idle_timeout);
     auto [ec, n] = co_await asio::async_write(client, http::make_chunk_last(trailer), use_tuple);
     if (ec) co_return false;

@@ -211,7 +211,13 @@ asio::awaitable<void> serve_connection(worker& w, tcp::socket socket, tcp::endpo
     if (s.buffer.size() == 0 && s.buffer.capacity() > 16 * 1024) s.buffer.shrink_to_fit();
   }
   if (metrics) metrics->connection_closed();
-  s.client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (s.response_cut) {
+    // An abortive close (SO_LINGER with a zero timeout: the close sends a TCP RST, socket(7)):
+    // for a close-delimited body, a FIN would read as its complete end.
+    s.client.socket().set_option(tcp::socket::linger(true, 0), ec);
+  } else {
+    s.client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
   s.client.close();
 }
 

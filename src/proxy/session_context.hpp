@@ -34,6 +34,12 @@ struct session_context {
   std::uint64_t requests = 0;  // request heads started on this connection
   std::string relay_agent;     // set for relay connections: the agent the launcher vouches for
   std::optional<net::peer_binary> relay_binary;  // relay connections: the program, if known
+  // A response went out with its body cut short (forward_result::cut): the connection ends
+  // abortively, so that the client sees an error rather than an end that would make a
+  // close-delimited (HTTP/1.0) body look whole (RFC 9112 section 9.8): inside an intercepted
+  // tunnel without close_notify, with a fatal alert instead (tunnel_session.cpp), else with a
+  // TCP reset (session.cpp).
+  bool response_cut = false;
 };
 
 // tls_upstream: connection_pool.hpp

@@ -14,6 +14,8 @@
 
 #include <boost/asio/ssl.hpp>
 
+#include <array>
+
 namespace airlock::proxy {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -41,6 +43,22 @@ void first_upstream(tunnel_context& t, const filters::exchange& ex, beast::tcp_s
   t.early.emplace(std::move(checked.socket()));
   t.early_peer = made.endpoint;
   t.early_connect_time = made.connect_time;
+}
+
+// A response of the tunnel was cut short (session_context::response_cut): the client must see
+// an error, not an end. Only a close_notify is a clean end in TLS (RFC 8446 section 6.1), but
+// common clients read a close without it as one all the same (Python's ssl, and so urllib and
+// requests, by default; OpenSSL 3 with SSL_OP_IGNORE_UNEXPECTED_EOF), a TCP reset included. What
+// every TLS client fails on is a record it cannot accept: so, beneath the TLS stream, a fatal
+// internal_error alert (RFC 8446 section 6.2) as a plaintext record, which a client in an
+// encrypted session refuses as a protocol error. Then the TCP connection closes normally: a
+// reset could discard the alert and the body before it from the send queue (socket(7),
+// SO_LINGER).
+asio::awaitable<void> signal_cut_response(session_context& s) {
+  static constexpr std::array<std::uint8_t, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 80};
+  s.client.expires_after(std::chrono::seconds(2));
+  co_await asio::async_write(s.client.socket(), asio::buffer(alert), use_tuple);
+  s.response_cut = false;  // said in TLS: serve_connection need not reset the connection
 }
 
 // After the TLS handshake with the client: serve the decrypted requests one by one.
@@ -97,6 +115,9 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   if (t.h2) t.h2->close(true);
   keep_tls_upstream(s, t);
   end_tunnel_record(ex.record, s.requests > before);
+  // A cut response ends the tunnel without close_notify, which would tell the client that what it
+  // got is all there is (RFC 8446 section 6.1).
+  if (s.response_cut) co_return co_await signal_cut_response(s);
   client_tls.expires_after(std::chrono::seconds(2));
   co_await client_tls.async_shutdown(use_tuple);
 }

@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,10 @@ buffer frame_every(const buffer& payload, std::size_t size) {
   for (std::size_t c = size; c < payload.size(); c += size)
     cuts.push_back(c);
   return frame(payload, cuts);
+}
+
+buffer bytes_of_text(std::string_view s) {
+  return buffer(s.begin(), s.end());
 }
 
 void expect_every_prefix_needs_more(const buffer& b) {
@@ -217,15 +222,95 @@ TEST(ClientHello, ReframedAtEverySplitPoint) {
   }
 }
 
-TEST(ClientHello, OneByteRecords) {
+// The first `small` records one byte each (RFC 8446 section 5.1 allows that), the rest of the
+// payload in one more record.
+buffer one_byte_records_then_rest(const buffer& payload, std::size_t small) {
+  std::vector<std::size_t> cuts;
+  for (std::size_t c = 1; c <= small; ++c)
+    cuts.push_back(c);
+  return frame(payload, cuts);
+}
+
+TEST(ClientHello, OneByteRecordsUpToTheRecordBound) {
   const auto payload = handshake_payload(openssl_client_hello("example.com", h2_http11));
-  const auto tiny = frame_every(payload, 1);
-  ASSERT_EQ(tiny.size(), payload.size() * 6);
-  const auto r = parse(tiny);
+  const auto most = one_byte_records_then_rest(payload, max_client_hello_records - 1);
+  const auto r = parse(most);
   ASSERT_EQ(r.status, hello_status::complete);
   EXPECT_EQ(r.server_name, "example.com");
   EXPECT_EQ(r.alpn, h2_http11);
-  expect_every_prefix_needs_more(tiny);
+  expect_every_prefix_needs_more(most);
+}
+
+TEST(ClientHello, MoreRecordsThanTheBoundAreMalformed) {
+  // A hello in thousands of 1-byte records made the proxy re-walk them all on every read; the
+  // bound makes it malformed as soon as record max_client_hello_records is in without the end.
+  const auto payload = handshake_payload(openssl_client_hello("example.com", h2_http11));
+  const auto over = one_byte_records_then_rest(payload, max_client_hello_records);
+  EXPECT_EQ(parse(over).status, hello_status::malformed);
+  const auto tiny = frame_every(payload, 1);
+  ASSERT_EQ(tiny.size(), payload.size() * 6);
+  const std::size_t bound = max_client_hello_records * 6;
+  for (std::size_t n = 0; n < bound; ++n)
+    ASSERT_EQ(parse_client_hello(std::span(tiny.data(), n)).status, hello_status::need_more) << n;
+  const auto at_bound = parse_client_hello(std::span(tiny.data(), bound));
+  EXPECT_EQ(at_bound.status, hello_status::malformed);
+  EXPECT_FALSE(at_bound.server_name);
+  EXPECT_EQ(parse(tiny).status, hello_status::malformed);
+}
+
+// Feeds `b` to one parser in growing prefixes (`step` more bytes each call): the verdict must
+// be the one the whole input gets, and need_more until the prefix that decides it.
+void expect_incremental_matches_whole(const buffer& b, std::size_t step) {
+  const auto whole = parse(b);
+  client_hello_parser parser;
+  std::optional<client_hello> got;
+  for (std::size_t n = 0;; n = std::min(b.size(), n + step)) {
+    const auto& r = parser.parse(std::span(b.data(), n));
+    // A fresh parser on the same prefix agrees with the resumed one.
+    const auto fresh = parse_client_hello(std::span(b.data(), n));
+    ASSERT_EQ(r.status, fresh.status) << "prefix " << n << " step " << step;
+    ASSERT_EQ(r.server_name, fresh.server_name) << "prefix " << n;
+    ASSERT_EQ(r.alpn, fresh.alpn) << "prefix " << n;
+    if (r.status != hello_status::need_more && !got) got = r;
+    if (n == b.size()) break;
+  }
+  ASSERT_TRUE(got || whole.status == hello_status::need_more);
+  if (got) {
+    EXPECT_EQ(got->status, whole.status);
+    EXPECT_EQ(got->server_name, whole.server_name);
+    EXPECT_EQ(got->alpn, whole.alpn);
+  }
+}
+
+TEST(ClientHello, ResumedParsingMatchesWholeParsing) {
+  std::vector<std::string> alpn = h2_http11;
+  for (int i = 0; i < 12; ++i)
+    alpn.push_back(std::string(200, char('a' + i)));
+  const auto payload = handshake_payload(openssl_client_hello("example.com", h2_http11));
+  const std::vector<buffer> inputs{
+      openssl_client_hello("example.com", h2_http11),
+      openssl_client_hello("big.example", alpn, 0, 512),  // several records
+      one_byte_records_then_rest(payload, max_client_hello_records - 1),
+      one_byte_records_then_rest(payload, max_client_hello_records),  // malformed
+      frame(payload, {3, 9}),               // the handshake header split across records
+      bytes_of_text("GET / HTTP/1.1\r\n"),  // not_tls
+  };
+  for (const auto& b : inputs)
+    for (std::size_t step : {1, 2, 5, 7, 100, 4096})
+      expect_incremental_matches_whole(b, step);
+}
+
+TEST(ClientHello, ResumedParsingKeepsItsVerdict) {
+  const auto hello = openssl_client_hello("example.com", h2_http11);
+  client_hello_parser parser;
+  ASSERT_EQ(parser.parse(std::span(hello.data(), 10)).status, hello_status::need_more);
+  ASSERT_EQ(parser.parse(hello).status, hello_status::complete);
+  // Bytes after the hello (the client's next flight) change nothing.
+  auto more = hello;
+  more.insert(more.end(), {0x17, 3, 3, 0, 1, 0});
+  const auto& again = parser.parse(more);
+  EXPECT_EQ(again.status, hello_status::complete);
+  EXPECT_EQ(again.server_name, "example.com");
 }
 
 TEST(ClientHello, RecordVersions) {
@@ -575,7 +660,7 @@ TEST(ClientHello, MalformedFraming) {
 
 TEST(ClientHello, NeverNeedsMoreThanTheBound) {
   // Whatever the framing, once max_client_hello_bytes have arrived the answer is final: a
-  // hello in 1-byte records costs six bytes per byte and runs out of room.
+  // hello in 1-byte records runs out of records long before that.
   hello_spec s;
   s.extensions = {{0, sni_ext("a.example")}, {21, buffer(12000, 0)}};
   const auto tiny = frame_every(message_of(body_of(s)), 1);
@@ -584,8 +669,15 @@ TEST(ClientHello, NeverNeedsMoreThanTheBound) {
             hello_status::malformed);
   EXPECT_EQ(parse(tiny).status, hello_status::malformed);
 
-  s.extensions = {{0, sni_ext("a.example")}, {21, buffer(8000, 0)}};
-  const auto fits = frame_every(message_of(body_of(s)), 1);
+  // In full records: one that would end past the bound is malformed as soon as its header is in.
+  s.extensions = {{0, sni_ext("a.example")}, {21, buffer(70000, 0)}};
+  const auto big = wire(s);
+  ASSERT_GT(big.size(), max_client_hello_bytes);
+  EXPECT_EQ(parse_client_hello(std::span(big.data(), max_client_hello_bytes)).status,
+            hello_status::malformed);
+
+  s.extensions = {{0, sni_ext("a.example")}, {21, buffer(60000, 0)}};
+  const auto fits = wire(s);
   ASSERT_LT(fits.size(), max_client_hello_bytes);
   EXPECT_EQ(parse(fits).status, hello_status::complete);
 }

@@ -38,5 +38,30 @@ TEST(ClassifyRequestLine, OverlongLineIsOther) {
   EXPECT_EQ(classify_request_line(line, 4096), need_more);
 }
 
+TEST(RequestLineScanner, ResumedScanMatchesWholeScan) {
+  const std::string lines[] = {"GET /path HTTP/1.1\r\nHost: a\r\n", "GET / HTTP/2.0\r\n",
+                               "GET /" + std::string(100, 'a') + " HTTP/1.0\r\n", "\x16\x03"};
+  for (const auto& line : lines) {
+    for (std::size_t step : {1, 3, 8}) {
+      for (std::size_t max_line : {64, 4096}) {
+        request_line_scanner scanner(max_line);
+        for (std::size_t n = 0;; n = std::min(line.size(), n + step)) {
+          const std::string_view prefix(line.data(), n);
+          ASSERT_EQ(scanner.scan(prefix), classify_request_line(prefix, max_line))
+              << line << " prefix " << n << " step " << step;
+          if (n == line.size()) break;
+        }
+      }
+    }
+  }
+}
+
+TEST(RequestLineScanner, KeepsItsVerdict) {
+  request_line_scanner scanner;
+  EXPECT_EQ(scanner.scan("GET / HT"), need_more);
+  EXPECT_EQ(scanner.scan("GET / HTTP/1.1\r\n"), http1);
+  EXPECT_EQ(scanner.scan("GET / HTTP/1.1\r\nanything"), http1);
+}
+
 }  // namespace
 }  // namespace airlock::net
