@@ -280,12 +280,24 @@ telemetry::admin_handlers make_admin_handlers(const admin_context& ctx) {
   telemetry::admin_handlers h;
   auto& server = ctx.server;
   auto& audit = ctx.audit;
-  h.metrics_text = [&m = ctx.metrics] { return m.serialize(); };
+  h.metrics_text = [&m = ctx.metrics, &audit] {
+    m.audit_log_state(audit.writable(), audit.dropped_records(), audit.write_errors());
+    return m.serialize();
+  };
   // Not ready while the shared store is down and on_unavailable is deny: this replica would
-  // refuse every limited request.
-  h.ready = [&ready = ctx.ready, &store = ctx.store] {
-    return ready.load() &&
-           (!store || store->available() || !store->settings().deny_when_unavailable);
+  // refuse every limited request. Nor while the audit log cannot be written and
+  // audit.on_failure is deny: it refuses every request.
+  h.ready = [&ready = ctx.ready, &store = ctx.store, &server, &audit](std::string& why) {
+    if (!ready.load()) return false;
+    if (store && !store->available() && store->settings().deny_when_unavailable) {
+      why = "the shared state store is unavailable (state.on_unavailable: deny)";
+      return false;
+    }
+    if (server && !audit.writable() && server->current_policy()->model().audit.deny_on_failure) {
+      why = "the audit log cannot be written (audit.on_failure: deny)";
+      return false;
+    }
+    return true;
   };
   h.policy_json = [&server] { return policy_json(server); };
   h.rules_json = [&server, &m = ctx.metrics] { return rules_json(server, m); };

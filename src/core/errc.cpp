@@ -79,6 +79,8 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
      "no decision came in time (a shared limit or an approval); retry later"},
     {503, "proxy_internal_response", "store_unavailable",
      "the store of the shared limits is unavailable; retry later"},
+    {503, "proxy_internal_response", "audit_unavailable",
+     "the audit log cannot be written; retry later"},
     {500, "proxy_internal_error", "internal_error", "internal error"},
     {503, "proxy_internal_response", "shutting_down", "proxy is shutting down"},
 }};

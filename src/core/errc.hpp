@@ -76,6 +76,7 @@ enum class errc {
   // everything else: fail closed
   decision_timeout,   // 503: a filter waited (a shared limit, an approval) and no answer came
   store_unavailable,  // 503: the shared state store is down and `state.on_unavailable: deny`
+  audit_unavailable,  // 503: the audit log cannot be written and `audit.on_failure: deny`
   internal_error,     // 500
   shutting_down,      // 503
   count_

@@ -84,6 +84,10 @@ struct audit {
   // `format`: "json" (one JSON object per line, docs/operations.md) or "ocsf" (OCSF 1.1.0
   // events, one per line: telemetry/ocsf_format.hpp). The format replaces, not adds.
   bool ocsf = false;
+  // `on_failure`: while the log cannot be written (a full disk), "deny" refuses new requests
+  // (audit_unavailable) and makes /readyz 503; "continue" serves them and their records wait in
+  // memory (up to 16 MiB, then they are dropped and counted). Read per exchange: a reload applies.
+  bool deny_on_failure = true;
 };
 
 // Stops a runaway agent: more than `max_failures` refusals or upstream errors within `window`

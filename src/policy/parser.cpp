@@ -33,7 +33,7 @@ constexpr std::string_view limits_keys[] = {
     "response_bytes",   "connect_timeout", "dns_timeout",     "idle_timeout",
     "response_timeout", "drain_timeout",   "max_connections", "max_connections_per_client"};
 constexpr std::string_view network_keys[] = {"block_private", "allow_cidrs"};
-constexpr std::string_view audit_keys[] = {"path", "format"};
+constexpr std::string_view audit_keys[] = {"path", "format", "on_failure"};
 constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources", "rate", "breaker"};
 constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
@@ -251,6 +251,11 @@ void parser::policy(const YAML::Node& root, model::policy& p) {
                             p.audit.ocsf = *s == "ocsf";
                           else
                             error(av, child, "must be json or ocsf");
+                        } else if (ak == "on_failure") {
+                          if (*s == "deny" || *s == "continue")
+                            p.audit.deny_on_failure = *s == "deny";
+                          else
+                            error(av, child, "must be deny or continue");
                         } else if (s->empty())
                           error(av, child, "must not be empty (use '-' or 'off')");
                         else if (*s == "-" || *s == "off")

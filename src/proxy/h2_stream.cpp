@@ -209,6 +209,10 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   }
   rec.agent = ex.agent->name;
   if (s.relay_binary) ex.binary = rec.binary = &*s.relay_binary;
+  if (shared.audit_refuses(snap)) {  // fail closed, as session.cpp
+    rec.refuse(errc::audit_unavailable, "the audit log cannot be written; retry later");
+    co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
+  }
   // 3. The chain's head hooks.
   filters::chain chain(active->pipeline->factories(), ex);
   auto decided = chain.request_head();

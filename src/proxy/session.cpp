@@ -133,6 +133,13 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   // 3. Who is asking.
   if (!identify(s, tunnel, snap, req, ex))
     co_return co_await send_answer(client, rec, version, keep_after_refusal && !tunnel);
+  if (shared.audit_refuses(snap)) {
+    // Fail closed: nothing happens that the audit trail cannot record. (This refusal's own
+    // record waits in memory with the others.) A kept-alive connection's next request may
+    // find the log writable again.
+    rec.refuse(errc::audit_unavailable, "the audit log cannot be written; retry later");
+    co_return co_await send_answer(client, rec, version, keep_after_refusal);
+  }
 
   // 4. The chain: placeholders, decision, rate limits, required placeholders, validation.
   filters::chain chain(active->pipeline->factories(), ex);

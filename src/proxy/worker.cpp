@@ -1,6 +1,12 @@
 #include "proxy/worker.hpp"
 
+#include "telemetry/audit_log.hpp"
+
 namespace airlock::proxy {
+
+bool shared_state::audit_refuses(const policy::snapshot& snap) const noexcept {
+  return audit != nullptr && snap.model().audit.deny_on_failure && !audit->writable();
+}
 
 void worker::close_sessions(bool all) {
   for (auto& e : sessions_) {

@@ -58,6 +58,9 @@ struct shared_state {
   std::atomic<bool> draining{false};
 
   std::shared_ptr<const active_policy> current_active() const { return active.load(); }
+  // The audit log cannot be written and the policy says `audit.on_failure: deny`: a new
+  // exchange is refused (audit_unavailable). An atomic read the audit writer keeps, no I/O.
+  bool audit_refuses(const policy::snapshot& snap) const noexcept;
   // The snapshot alone (shares ownership with its active policy).
   std::shared_ptr<const policy::snapshot> current() const {
     return active.load()->pipeline->snapshot_ptr();

@@ -136,8 +136,10 @@ response admin_server::impl::handle(const request& req, const tcp::endpoint& pee
     if (!get) return method_not_allowed("GET, HEAD");
     if (!handlers_.ready) return not_configured();
     return call_handler(req, [&] {
-      return handlers_.ready() ? make_response(req, http::status::ok, "ready")
-                               : make_response(req, http::status::service_unavailable, "not ready");
+      std::string why;
+      if (handlers_.ready(why)) return make_response(req, http::status::ok, "ready");
+      return make_response(req, http::status::service_unavailable,
+                           why.empty() ? std::string("not ready") : "not ready: " + why);
     });
   }
   if (path == "/metrics") {

@@ -40,9 +40,10 @@ namespace airlock::telemetry {
 
 struct admin_handlers {
   std::function<std::string()> metrics_text;  // GET /metrics
-  std::function<bool()> ready;                // GET /readyz: 200 when true, else 503
-  std::function<std::string()> policy_json;   // GET /policy (JSON object)
-  std::function<std::string()> rules_json;    // GET /rules: hits per rule (JSON object)
+  // GET /readyz: 200 when true, else 503 "not ready", followed by ": " and `why` when set.
+  std::function<bool(std::string& why)> ready;
+  std::function<std::string()> policy_json;  // GET /policy (JSON object)
+  std::function<std::string()> rules_json;   // GET /rules: hits per rule (JSON object)
   // POST /reload: returns true and a message when the new policy was loaded, false and the
   // load errors otherwise (answered as 200 / 422 with the message as body).
   std::function<bool(const admin_actor& by, std::string& message)> reload;

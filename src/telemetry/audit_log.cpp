@@ -3,11 +3,11 @@
 #include "core/log.hpp"
 #include "telemetry/audit_event.hpp"
 #include "telemetry/audit_format.hpp"
+#include "telemetry/audit_sink.hpp"
 #include "telemetry/event_hub.hpp"
 #include "telemetry/ocsf_format.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,30 +36,6 @@ int open_for_append(const std::string& path, std::string& error) {
   return fd;
 }
 
-// Writes all of `data`, retrying after EINTR and short writes; waits (bounded) when the fd is
-// non-blocking and full. Returns the number of bytes written.
-std::size_t write_all(int fd, std::string_view data, int& error) noexcept {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
-    if (w > 0) {
-      done += static_cast<std::size_t>(w);
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      int r = ::poll(&p, 1, 1000);
-      if (r > 0 || (r < 0 && errno == EINTR)) continue;
-      error = r == 0 ? ETIMEDOUT : errno;
-      return done;
-    }
-    error = w < 0 ? errno : EIO;
-    return done;
-  }
-  return done;
-}
-
 }  // namespace
 
 struct audit_log::impl {
@@ -69,10 +45,20 @@ struct audit_log::impl {
   std::string path;
 
   // Lock order: io_mu before mu. write() takes only mu, for an append.
-  std::mutex io_mu;      // serialises writing out and swapping fd, so lines keep their order
-  int fd = -1;           // guarded by io_mu
-  std::string spare;     // guarded by io_mu: the buffer being written out
-  bool failing = false;  // guarded by io_mu: a write error was already logged
+  std::mutex io_mu;  // serialises writing out and swapping fd, so lines keep their order
+  int fd = -1;       // guarded by io_mu
+  // guarded by io_mu: lines not written out yet. While the sink fails they stay here and are
+  // tried again at every flush (each 100 ms), so a full disk delays records instead of losing
+  // them, until write() finds more than max_pending waiting.
+  std::string spare;
+  bool mid_line = false;  // guarded by io_mu: the sink ends with the start of spare's first line
+  std::uint64_t dropped_when_failed = 0;  // guarded by io_mu: dropped, as the failure began
+
+  // Cleared by the flusher when a write fails, set again once everything waiting was written;
+  // read by every exchange (audit.on_failure: deny) without touching the sink.
+  std::atomic<bool> writable{true};
+  std::atomic<std::uint64_t> write_errors{0};
+  std::atomic<std::size_t> backlog{0};  // spare's size, for write()'s bound
 
   std::mutex mu;
   std::condition_variable cv;
@@ -106,33 +92,54 @@ struct audit_log::impl {
   void flush_locked() noexcept {
     {
       std::lock_guard lk(mu);
-      pending.swap(spare);
+      if (spare.empty()) {
+        pending.swap(spare);
+      } else {
+        try {
+          spare.append(pending);  // behind what a failing sink still holds back
+        } catch (...) {           // std::bad_alloc: these records are lost, and counted
+          dropped.fetch_add(
+              static_cast<std::uint64_t>(std::count(pending.begin(), pending.end(), '\n')),
+              std::memory_order_relaxed);
+        }
+        pending.clear();
+      }
     }
     if (spare.empty()) return;
-    int error = 0;
-    std::size_t n = write_all(fd, spare, error);
-    if (n < spare.size()) {
-      // Whole lines lost; a line cut in the middle was still written in part, count it too.
-      auto lost = std::count(spare.begin() + static_cast<std::ptrdiff_t>(n), spare.end(), '\n');
-      dropped.fetch_add(static_cast<std::uint64_t>(lost), std::memory_order_relaxed);
-      if (!failing) {
-        try {
-          AIRLOCK_LOG(warn, "audit", "writing the audit log failed (", std::strerror(error),
-                      "); records are being dropped");
-        } catch (...) {  // out of memory for the log line: the count above still tells
-        }
-      }
-      failing = true;
-    } else if (failing) {
-      try {
-        AIRLOCK_LOG(info, "audit", "writing the audit log works again");
-      } catch (...) {
-      }
-      failing = false;
-    }
-    spare.clear();
+    const auto r = audit_sink::write_lines(fd, spare, kind == sink::file, mid_line);
+    spare.erase(0, r.consumed);
+    mid_line = r.mid_line;
+    backlog.store(spare.size(), std::memory_order_relaxed);
+    if (r.error != 0)
+      failed(r.error);
+    else if (!writable.load(std::memory_order_relaxed))
+      recovered();
     // A burst may have grown the buffer far beyond the usual size; give the memory back.
-    if (spare.capacity() > 4 * flush_threshold) std::string().swap(spare);
+    if (spare.empty() && spare.capacity() > 4 * flush_threshold) std::string().swap(spare);
+  }
+
+  // One log line when writing starts to fail, not one per retry (Envoy: a degraded mode gets a
+  // log line and a metric).
+  void failed(int errno_value) noexcept {
+    write_errors.fetch_add(1, std::memory_order_relaxed);
+    if (!writable.exchange(false)) return;
+    dropped_when_failed = dropped.load(std::memory_order_relaxed);
+    try {
+      AIRLOCK_LOG(error, "audit", "writing the audit log failed (", std::strerror(errno_value),
+                  "); records wait in memory (up to 16 MiB) and are written when it works "
+                  "again; under audit.on_failure: deny new requests are refused until then");
+    } catch (...) {  // out of memory for the log line: the metrics still tell
+    }
+  }
+
+  void recovered() noexcept {
+    writable.store(true);
+    try {
+      AIRLOCK_LOG(info, "audit", "writing the audit log works again; ",
+                  dropped.load(std::memory_order_relaxed) - dropped_when_failed,
+                  " records were dropped meanwhile");
+    } catch (...) {
+    }
   }
 };
 
@@ -175,6 +182,10 @@ audit_log::~audit_log() {
   }
   if (impl_->kind == impl::sink::off) return;
   impl_->flush();
+  // Still failing at exit: what waits is lost.
+  const auto& left = impl_->spare;
+  impl_->dropped.fetch_add(static_cast<std::uint64_t>(std::count(left.begin(), left.end(), '\n')),
+                           std::memory_order_relaxed);
   if (impl_->kind == impl::sink::file && impl_->fd >= 0) ::close(impl_->fd);
 }
 
@@ -208,7 +219,9 @@ void audit_log::write_line(const Record& record) noexcept {
       append_ocsf_line(line, record);
     }
     std::lock_guard lk(impl_->mu);
-    if (impl_->stop || impl_->pending.size() + line.size() > max_pending) {
+    const std::size_t waiting =
+        impl_->pending.size() + impl_->backlog.load(std::memory_order_relaxed);
+    if (impl_->stop || waiting + line.size() > max_pending) {
       impl_->dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -256,9 +269,19 @@ bool audit_log::reopen() noexcept {
   {
     std::lock_guard io(impl_->io_mu);
     impl_->flush_locked();  // what was written before the reopen belongs to the old file
+    if (impl_->mid_line) {
+      // The old file ends with part of a line it can no longer be cut back from; the rest of
+      // that line would begin the new file unparsable. That record is lost.
+      auto nl = impl_->spare.find('\n');
+      impl_->spare.erase(0, nl == std::string::npos ? std::string::npos : nl + 1);
+      impl_->mid_line = false;
+      impl_->backlog.store(impl_->spare.size(), std::memory_order_relaxed);
+      impl_->dropped.fetch_add(1, std::memory_order_relaxed);
+    }
     old = impl_->fd;
     impl_->fd = fd;
-    impl_->failing = false;
+    // Nothing waits to prove the new file writable: the next record will tell.
+    if (impl_->spare.empty() && !impl_->writable.load()) impl_->recovered();
   }
   ::close(old);
   return true;
@@ -266,6 +289,14 @@ bool audit_log::reopen() noexcept {
 
 std::uint64_t audit_log::dropped_records() const noexcept {
   return impl_->dropped.load(std::memory_order_relaxed);
+}
+
+bool audit_log::writable() const noexcept {
+  return impl_->writable.load(std::memory_order_relaxed);
+}
+
+std::uint64_t audit_log::write_errors() const noexcept {
+  return impl_->write_errors.load(std::memory_order_relaxed);
 }
 
 std::uint64_t audit_log::written_records() const noexcept {

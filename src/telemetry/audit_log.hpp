@@ -104,7 +104,16 @@ class audit_log {
   // a log line) when the file cannot be opened, in which case the old file stays in use.
   bool reopen() noexcept;
 
-  // Records lost: dropped by write() or lost to failed writes of the sink.
+  // While the sink fails (a full or failing disk: ENOSPC, EIO, ...) records wait in memory and
+  // the background thread tries them again every 100 ms; a write cut short never leaves part of
+  // a line in the file (audit_sink.hpp).
+  // False from a failed write until everything waiting was written; an atomic read, no I/O, so
+  // every exchange may ask (audit.on_failure: deny refuses new ones meanwhile).
+  bool writable() const noexcept;
+  // Failed write attempts to the sink (each retry of a failing sink counts).
+  std::uint64_t write_errors() const noexcept;
+  // Records lost: dropped by write() (out of memory, or 16 MiB already waiting), or still
+  // waiting for a failing sink at exit.
   std::uint64_t dropped_records() const noexcept;
   // Records accepted by write() (including ones later lost to a failing sink).
   std::uint64_t written_records() const noexcept;

@@ -208,6 +208,25 @@ void metrics::state_store(bool up, bool changed) {
   if (changed) changes.Increment();
 }
 
+namespace {
+// Raises `counter` to `total` (a running total kept elsewhere): concurrent scrapes each add
+// only what no other one added.
+void raise_to(prometheus::Counter& counter, std::atomic<std::uint64_t>& seen,
+              std::uint64_t total) noexcept {
+  std::uint64_t prev = seen.load();
+  while (prev < total && !seen.compare_exchange_weak(prev, total)) {
+  }
+  if (prev < total) counter.Increment(static_cast<double>(total - prev));
+}
+}  // namespace
+
+void metrics::audit_log_state(bool writable, std::uint64_t dropped,
+                              std::uint64_t write_errors) noexcept {
+  impl_->audit_writable.Set(writable ? 1 : 0);
+  raise_to(impl_->audit_dropped, impl_->audit_dropped_seen, dropped);
+  raise_to(impl_->audit_write_errors, impl_->audit_write_errors_seen, write_errors);
+}
+
 void metrics::policy_loaded(bool ok, std::string_view version, std::string_view trigger) {
   std::string trigger_label(trigger.empty() ? "unknown" : policy_label(trigger));
   std::lock_guard lk(impl_->mu);

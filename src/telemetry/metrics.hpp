@@ -91,6 +91,11 @@ class metrics {
   // the first call.
   void state_store(bool up, bool changed);
 
+  // The audit log's state, read from it when the metrics are served: airlock_audit_log_writable
+  // and the counters airlock_audit_records_dropped_total and airlock_audit_write_errors_total
+  // (the totals since start; each call adds what grew).
+  void audit_log_state(bool writable, std::uint64_t dropped, std::uint64_t write_errors) noexcept;
+
   // Policy reloads. ok=false counts a failure; on success version becomes the info metric
   // airlock_policy_info{version="..."} 1 (and the previous version's series is removed).
   void policy_loaded(bool ok, std::string_view version, std::string_view trigger);

@@ -201,7 +201,25 @@ metrics::impl::impl(std::size_t max_series)
           prometheus::BuildCounter()
               .Name("airlock_state_store_mode_changes_total")
               .Help("Changes between the shared store and state.on_unavailable, either way.")
-              .Register(*registry)) {
+              .Register(*registry)),
+      audit_writable(prometheus::BuildGauge()
+                         .Name("airlock_audit_log_writable")
+                         .Help("1 while the audit log can be written, 0 while writing it fails "
+                               "(a full or failing disk); audit.on_failure applies meanwhile.")
+                         .Register(*registry)
+                         .Add({})),
+      audit_dropped(prometheus::BuildCounter()
+                        .Name("airlock_audit_records_dropped_total")
+                        .Help("Audit records lost: not written, and not waiting in memory.")
+                        .Register(*registry)
+                        .Add({})),
+      audit_write_errors(prometheus::BuildCounter()
+                             .Name("airlock_audit_write_errors_total")
+                             .Help("Failed writes of the audit log (each retry of a failing "
+                                   "disk, every 100 ms, counts).")
+                             .Register(*registry)
+                             .Add({})) {
+  audit_writable.Set(1);
   for (std::size_t i = 0; i < decisions.size(); ++i) {
     prometheus::Labels labels{{"decision", std::string(decisions[i])}};
     duration_by_decision[i] = &request_duration.Add(labels, request_buckets());

@@ -12,6 +12,7 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -130,6 +131,12 @@ struct metrics::impl {
   prometheus::Family<prometheus::Gauge>& build_info;
   prometheus::Family<prometheus::Gauge>& store_up;
   prometheus::Family<prometheus::Counter>& store_mode_changes;
+  prometheus::Gauge& audit_writable;
+  prometheus::Counter& audit_dropped;
+  prometheus::Counter& audit_write_errors;
+  // The audit log's own totals as last exported; serialize() adds the difference.
+  std::atomic<std::uint64_t> audit_dropped_seen{0};
+  std::atomic<std::uint64_t> audit_write_errors_seen{0};
   std::array<prometheus::Histogram*, metrics_detail::decisions.size()> duration_by_decision{};
   std::array<prometheus::Histogram*, metrics_detail::decisions.size()>
       tunnel_duration_by_decision{};

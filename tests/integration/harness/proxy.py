@@ -77,6 +77,7 @@ REASONS = {
     "upstream_tls_failed": (502, "tls_certificate_error"),
     "response_too_large": (502, "http_response_body_size"),
     "unredactable_response": (502, "proxy_internal_response"),
+    "audit_unavailable": (503, "proxy_internal_response"),
     "internal_error": (500, "proxy_internal_error"),
     "shutting_down": (503, "proxy_internal_response"),
 }

@@ -122,6 +122,7 @@ TEST(Errc, SelectedEntriesMatchTheirMeaning) {
       {errc::upstream_timeout, 504, "http_response_timeout", "upstream_timeout"},
       {errc::upstream_tls_failed, 502, "tls_certificate_error", "upstream_tls_failed"},
       {errc::decision_timeout, 503, "proxy_internal_response", "decision_timeout"},
+      {errc::audit_unavailable, 503, "proxy_internal_response", "audit_unavailable"},
       {errc::internal_error, 500, "proxy_internal_error", "internal_error"},
       {errc::shutting_down, 503, "proxy_internal_response", "shutting_down"},
   };

@@ -340,6 +340,20 @@ TEST(LoaderErrors, UnknownKeyWithoutSuggestion) {
   EXPECT_EQ(errors[0].column, 33);
 }
 
+TEST(Loader, AuditOnFailure) {
+  EXPECT_TRUE(must_load("agents: {default: {rules: []}}\n")->model().audit.deny_on_failure);
+  EXPECT_FALSE(must_load("audit: {on_failure: continue}\nagents: {default: {rules: []}}\n")
+                   ->model()
+                   .audit.deny_on_failure);
+  EXPECT_TRUE(must_load("audit: {on_failure: deny}\nagents: {default: {rules: []}}\n")
+                  ->model()
+                  .audit.deny_on_failure);
+  const auto errors = errors_of("audit: {on_failure: allow}\nagents: {default: {rules: []}}\n");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "audit.on_failure");
+  EXPECT_NE(errors[0].message.find("must be deny or continue"), std::string::npos);
+}
+
 TEST(LoaderErrors, UnknownKeysEverywhere) {
   const auto errors = errors_of(R"(foo: 1
 listen: {prxy: x}

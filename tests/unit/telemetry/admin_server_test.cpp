@@ -41,7 +41,7 @@ class AdminServerTest : public ::testing::Test {
       ++metrics_calls;
       return std::string("# TYPE airlock_up gauge\nairlock_up 1\n");
     };
-    h.ready = [this] { return ready.load(); };
+    h.ready = [this](std::string&) { return ready.load(); };
     h.policy_json = [] { return std::string(R"({"version":"v1","rules":["pypi"]})"); };
     h.reload = [this](const admin_actor& by, std::string& message) {
       last_by = by.by;

@@ -1,5 +1,6 @@
 #include "telemetry/audit_log.hpp"
 
+#include "../support/file_size_cap.hpp"
 #include "../support/skip.hpp"
 
 #include <gtest/gtest.h>
@@ -309,7 +310,53 @@ TEST_F(AuditLogTest, FailingSinkCountsDroppedRecords) {
     log->write(sample());
   log->flush();
   EXPECT_EQ(log->written_records(), 10u);
-  EXPECT_EQ(log->dropped_records(), 10u);
+  // They wait in memory for the disk to take them; the sink is reported unwritable.
+  EXPECT_EQ(log->dropped_records(), 0u);
+  EXPECT_FALSE(log->writable());
+  EXPECT_GE(log->write_errors(), 1u);
+}
+
+TEST_F(AuditLogTest, FullDiskKeepsEveryLineWholeAndRecoversWithEveryRecord) {
+  std::string error;
+  auto log = audit_log::open(path_, error);
+  ASSERT_TRUE(log) << error;
+  EXPECT_TRUE(log->writable());
+  log->write(sample("before"));
+  log->flush();
+  const auto first = read_all(path_).size();
+  ASSERT_GT(first, 0u);
+  {
+    // Room for one more line and a half: the second line of a flush is cut in the middle.
+    test::file_size_cap cap(first * 5 / 2);
+    ASSERT_TRUE(cap.ok());
+    for (int i = 0; i < 5; ++i)
+      log->write(sample("during-" + std::to_string(i)));
+    log->flush();
+    EXPECT_FALSE(log->writable());
+    EXPECT_GE(log->write_errors(), 1u);
+    auto during = read_all(path_);
+    ASSERT_FALSE(during.empty());
+    EXPECT_EQ(during.back(), '\n') << "a cut line stayed in the file";
+    EXPECT_EQ(read_lines(path_).size(), 2u);
+    log->flush();  // a retry while still full changes nothing
+    EXPECT_EQ(read_all(path_), during);
+    cap.lift();
+    log->write(sample("after"));
+    log->flush();
+    EXPECT_TRUE(log->writable());
+  }
+  auto lines = read_lines(path_);
+  ASSERT_EQ(lines.size(), 7u);
+  std::vector<std::string> details;
+  for (const auto& l : lines) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(l, ec);
+    ASSERT_FALSE(ec) << "unparsable line: " << l;
+    details.emplace_back(v.as_object().at("detail").as_string());
+  }
+  EXPECT_EQ(details, (std::vector<std::string>{"before", "during-0", "during-1", "during-2",
+                                               "during-3", "during-4", "after"}));
+  EXPECT_EQ(log->dropped_records(), 0u);
 }
 
 TEST_F(AuditLogTest, StuckSinkBoundsMemoryAndDropsInsteadOfBlocking) {

@@ -25,6 +25,7 @@ int main() {
   m.policy_loaded(false, "", "sighup");
   m.state_store(false, false);
   m.state_store(true, true);
+  m.audit_log_state(false, 3, 7);
   std::cout << m.serialize();
   return 0;
 }
