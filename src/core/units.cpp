@@ -72,7 +72,9 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     factor = 86'400'000;
   else
     return std::nullopt;
-  constexpr std::uint64_t max_ms = std::uint64_t{1} << 50;
+  // About 139 years: as steady_clock nanoseconds (what a timer's expiry becomes) it is below
+  // 2^62, so converting it, and adding it to now(), cannot overflow int64.
+  constexpr std::uint64_t max_ms = std::uint64_t{1} << 42;
   if (n > max_ms / factor) return std::nullopt;
   return std::chrono::milliseconds(static_cast<std::int64_t>(n * factor));
 }

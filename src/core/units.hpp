@@ -14,7 +14,10 @@ namespace airlock::core {
 // anything else, including overflow.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-// Accepts an integer with suffix ms, s, m, h or d (24 h; a bare number means seconds).
+// Accepts an integer with suffix ms, s, m, h or d (24 h; a bare number means seconds), up to
+// 2^42 ms (about 139 years, so it fits steady_clock nanoseconds with room to spare); nullopt
+// above. Callers bound it further (and convert it for timers with
+// core/saturating_steady.hpp).
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 }  // namespace airlock::core

@@ -1,5 +1,6 @@
 #include "policy/compiler.hpp"
 
+#include "core/regular_file.hpp"
 #include "core/str_cat.hpp"
 #include "policy/checks_compiler.hpp"
 #include "policy/credentials_compiler.hpp"
@@ -73,19 +74,15 @@ class checker {
     return re;
   }
 
+  // Opened without blocking and checked to be a regular file (core/regular_file.hpp): a FIFO
+  // named here would hang `airlock check` and a reload in open(2).
   void readable_file(const std::string& path, const std::string& key) {
     if (path.empty() || skip(key)) return;
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-      error(key, core::str_cat("'", path, "' is a directory"));
-      return;
-    }
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) {
-      error(key, core::str_cat("cannot read '", path, "': ", std::strerror(errno)));
-      return;
-    }
-    std::fclose(f);
+    const auto f = core::open_regular_file(path);
+    if (f.problem == core::file_problem::cannot_open)
+      error(key, core::str_cat("cannot read '", path, "': ", f.error));
+    else if (f.problem != core::file_problem::none)
+      error(key, core::str_cat("'", path, "' ", f.error));
   }
 
   void endpoint(const std::string& text, const std::string& key) {

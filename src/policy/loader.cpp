@@ -1,5 +1,6 @@
 #include "policy/loader.hpp"
 
+#include "core/regular_file.hpp"
 #include "core/str_cat.hpp"
 #include "core/utf8.hpp"
 #include "policy/compiler.hpp"
@@ -8,10 +9,7 @@
 #include "policy/token.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -39,44 +37,50 @@ std::vector<load_error> for_display(std::vector<load_error> errors) {
   return errors;
 }
 
-// Reads a whole file of at most max_file_bytes; an error message when it cannot.
+// Reads a whole regular file of at most max_file_bytes (never blocking on a FIFO, never reading
+// a device without end: core/regular_file.hpp); an error message when it cannot.
 std::optional<std::string> read_text(const std::string& path, std::string& error) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    error = "is a directory, not a policy file";
-    return std::nullopt;
-  }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    error = core::str_cat("cannot read: ", std::strerror(errno));
-    return std::nullopt;
-  }
-  std::string text;
-  char buf[65536];
-  bool too_large = false;
-  int read_errno = 0;
-  while (true) {
-    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
-    text.append(buf, n);
-    if (text.size() > max_file_bytes) {
-      too_large = true;
+  auto read = core::read_regular_file(path, max_file_bytes);
+  switch (read.problem) {
+    case core::file_problem::none:
+      return std::move(read.bytes);
+    case core::file_problem::directory:
+      error = "is a directory, not a policy file";
       break;
-    }
-    if (n < sizeof buf) {
-      if (std::ferror(f)) read_errno = errno;
+    case core::file_problem::not_regular:
+      error = "is not a regular file (a FIFO, socket or device); a policy must be a file";
       break;
+    case core::file_problem::too_large:
+      error = core::str_cat("larger than ", max_file_bytes, " bytes");
+      break;
+    case core::file_problem::cannot_open:
+    case core::file_problem::read_failed:
+      error = core::str_cat("cannot read: ", read.error);
+      break;
+  }
+  return std::nullopt;
+}
+
+// True when the text holds no YAML document at all: nothing, white space or comments only.
+// That is what a file truncated before it is written again looks like, so the policy file
+// itself may not be so (a policy that refuses everything is written `{}`).
+bool holds_no_document(std::string_view text) {
+  std::size_t i = 0;
+  if (text.starts_with("\xEF\xBB\xBF")) i = 3;  // a UTF-8 byte order mark
+  bool comment = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n' || c == '\r') {
+      comment = false;
+    } else if (comment || c == ' ' || c == '\t') {
+      continue;
+    } else if (c == '#') {
+      comment = true;
+    } else {
+      return false;
     }
   }
-  std::fclose(f);
-  if (read_errno != 0) {
-    error = core::str_cat("cannot read: ", std::strerror(read_errno));
-    return std::nullopt;
-  }
-  if (too_large) {
-    error = core::str_cat("larger than ", max_file_bytes, " bytes");
-    return std::nullopt;
-  }
-  return text;
+  return true;
 }
 
 // `include:`: each file's rules and agents' rule lists are added to `policy` (errors name the
@@ -144,7 +148,11 @@ load_result load_string(std::string_view yaml, const std::string& source_name,
 load_result load_file(const std::string& path, const load_options& options) {
   std::string why;
   auto text = read_text(path, why);
-  if (!text) {
+  if (text && holds_no_document(*text))
+    why =
+        "is empty (or only comments): not loaded, as a file caught between its truncation and "
+        "its new content looks like that (a policy that refuses everything is written {})";
+  if (!text || !why.empty()) {
     load_result result;
     result.errors = for_display({{path, 0, 0, "", std::move(why)}});
     return result;

@@ -46,6 +46,9 @@ struct load_result {
   bool ok() const noexcept { return policy != nullptr; }
 };
 
+// A file that is not a regular file (a FIFO, a device) or holds no document (empty, or only
+// comments) is an error: the first would block or never end, the second is what a file being
+// rewritten in place looks like between its truncation and its new content.
 load_result load_file(const std::string& path, const load_options& options = {});
 load_result load_string(std::string_view yaml, const std::string& source_name,
                         const load_options& options = {});

@@ -32,8 +32,7 @@ void parser::approvals(const YAML::Node& node, const std::string& path, model::a
             if (k == "ask_unmatched") {
               bool_into(v, key, a.ask_unmatched);
             } else if (k == "timeout") {
-              duration_into(v, key, a.timeout, milliseconds(1));
-              if (a.timeout > max_hold) error(v, key, "must be at most 24h");
+              duration_into(v, key, a.timeout, milliseconds(1), max_hold);
             } else if (k == "max_held_per_agent") {
               if (auto i = integer(v, key, 1, u32))
                 a.max_held_per_agent = static_cast<uint32_t>(*i);
@@ -57,11 +56,8 @@ void parser::ask(const YAML::Node& node, const std::string& path, model::ask& a)
   entries(node, path, ask_keys, {},
           [&](const std::string&, const YAML::Node& v, const std::string& key) {
             std::chrono::milliseconds t{0};
-            duration_into(v, key, t, std::chrono::milliseconds(1));
-            if (t > max_hold)
-              error(v, key, "must be at most 24h");
-            else if (t.count() > 0)
-              a.timeout = t;
+            duration_into(v, key, t, std::chrono::milliseconds(1), max_hold);
+            if (t.count() > 0) a.timeout = t;
           });
 }
 

@@ -33,6 +33,12 @@ std::string_view describe(const YAML::Node& n);
 // equal rules. Layout and comments are gone; a change of style (flow to block) still counts.
 std::string emitted(const YAML::Node& node);
 
+// The longest any duration in the policy may be (each key may set a shorter bound): 24 hours
+// is already far past any sensible timeout, and it keeps every timer's arithmetic in range.
+inline constexpr std::chrono::milliseconds max_duration{24 * 3600 * 1000};
+// "24h", "90s", "250ms": a duration as the policy would write it.
+std::string duration_text(std::chrono::milliseconds d);
+
 class parser {
  public:
   parser(std::string base_dir, mark_table& marks, error_sink& errors)
@@ -79,8 +85,10 @@ class parser {
                                        std::uint64_t min, std::uint64_t max);
   void size_into(const YAML::Node& n, const std::string& key, std::uint64_t& out,
                  std::uint64_t min);
+  // Every duration key has an upper bound (max_duration unless it says otherwise): a timeout
+  // written as "never" (a huge number) would otherwise overflow when it becomes a timer.
   void duration_into(const YAML::Node& n, const std::string& key, std::chrono::milliseconds& out,
-                     std::chrono::milliseconds min);
+                     std::chrono::milliseconds min, std::chrono::milliseconds max = max_duration);
   std::optional<model::mode> mode(const YAML::Node& n, const std::string& key);
 
   void limits(const YAML::Node& n, const std::string& path, model::limits& l);

@@ -171,18 +171,33 @@ void parser::size_into(const YAML::Node& n, const std::string& key, std::uint64_
 }
 
 void parser::duration_into(const YAML::Node& n, const std::string& key,
-                           std::chrono::milliseconds& out, std::chrono::milliseconds min) {
+                           std::chrono::milliseconds& out, std::chrono::milliseconds min,
+                           std::chrono::milliseconds max) {
   if (!expect(n, key, YAML::NodeType::Scalar, "a duration")) return;
   const auto v = core::parse_duration(n.Scalar());
   if (!v) {
-    error(n, key, core::str_cat("invalid duration '", n.Scalar(), "' (e.g. 250ms, 5s, 2m, 1h)"));
+    error(n, key,
+          core::str_cat("invalid duration '", n.Scalar(), "' (e.g. 250ms, 5s, 2m, 1h; at most ",
+                        duration_text(max), ")"));
     return;
   }
   if (*v < min) {
     error(n, key, core::str_cat("must be at least ", min.count(), "ms"));
     return;
   }
+  if (*v > max) {
+    error(n, key, core::str_cat("must be at most ", duration_text(max)));
+    return;
+  }
   out = *v;
+}
+
+std::string duration_text(std::chrono::milliseconds d) {
+  const auto ms = d.count();
+  if (ms != 0 && ms % 3'600'000 == 0) return core::str_cat(ms / 3'600'000, "h");
+  if (ms != 0 && ms % 60'000 == 0) return core::str_cat(ms / 60'000, "m");
+  if (ms != 0 && ms % 1'000 == 0) return core::str_cat(ms / 1'000, "s");
+  return core::str_cat(ms, "ms");
 }
 
 std::optional<model::mode> parser::mode(const YAML::Node& n, const std::string& key) {

@@ -1,12 +1,11 @@
 #include "policy/secret_reader.hpp"
 
+#include "core/regular_file.hpp"
 #include "core/str_cat.hpp"
-#include "core/unique_fd.hpp"
 #include "policy/secrets.hpp"
 
 #include <openssl/crypto.h>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,25 +82,19 @@ secret_read read_secret_env(const std::string& variable) {
 
 secret_read read_secret_file(const std::string& path) {
   secret_read out;
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
-  const core::unique_fd f(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!f) {
-    out.error = core::str_cat("cannot read '", path, "': ", std::strerror(errno));
+  // Not blocking on a FIFO, regular files only (core/regular_file.hpp); the read below is our
+  // own, to leave no copy of the value behind.
+  const auto opened = core::open_regular_file(path);
+  if (opened.problem == core::file_problem::cannot_open) {
+    out.error = core::str_cat("cannot read '", path, "': ", opened.error);
     return out;
   }
-  struct stat st {};
-  if (::fstat(f.get(), &st) != 0) {
-    out.error = core::str_cat("cannot read '", path, "': ", std::strerror(errno));
+  if (opened.problem != core::file_problem::none) {
+    out.error = core::str_cat("'", path, "' ", opened.error);
     return out;
   }
-  if (S_ISDIR(st.st_mode)) {
-    out.error = core::str_cat("'", path, "' is a directory");
-    return out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    out.error = core::str_cat("'", path, "' is not a regular file");
-    return out;
-  }
+  const core::unique_fd& f = opened.fd;
+  const struct stat& st = opened.st;
   // Read into a buffer of our own (no stdio buffer left holding the bytes), at most the limit
   // plus a CRLF plus one byte to tell "too large".
   const std::size_t cap = max_secret_bytes + 3;

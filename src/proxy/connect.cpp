@@ -1,5 +1,6 @@
 #include "proxy/connect.hpp"
 
+#include "core/saturating_steady.hpp"
 #include "core/str_cat.hpp"
 #include "net/client_hello.hpp"
 #include "net/http_framing.hpp"
@@ -44,7 +45,7 @@ asio::awaitable<std::optional<first_bytes>> read_first_bytes(session_context& s,
   const auto& limits = ex.snapshot->limits();
   net::client_hello_parser hello_parser;
   net::request_line_scanner line_scanner(limits.header_bytes);
-  s.client.expires_after(limits.head_timeout);
+  s.client.expires_after(core::saturating_steady(limits.head_timeout));
   for (;;) {
     auto data = s.buffer.cdata();
     first.hello = hello_parser.parse({static_cast<const std::uint8_t*>(data.data()), data.size()});
@@ -149,7 +150,7 @@ asio::awaitable<tunnel_mode> open_tunnel(session_context& s, filters::exchange& 
   if (made) *made = outcome;
 
   static constexpr std::string_view established = "HTTP/1.1 200 Connection Established\r\n\r\n";
-  s.client.expires_after(snap.limits().idle_timeout);
+  s.client.expires_after(core::saturating_steady(snap.limits().idle_timeout));
   auto [wec, wn] =
       co_await asio::async_write(s.client.socket(), asio::buffer(established), use_tuple);
   if (wec) co_return tunnel_mode::ended;
@@ -267,7 +268,7 @@ asio::awaitable<connect_outcome> connect_tls_upstream(session_context& s, tunnel
     // A session from an earlier verified handshake with this name saves the full handshake.
     t.tls->upstream_sessions->resume(t.upstream->native_handle());
     auto started = std::chrono::steady_clock::now();
-    t.upstream->expires_after(limits.connect_timeout);
+    t.upstream->expires_after(core::saturating_steady(limits.connect_timeout));
     auto [ec] = co_await t.upstream->async_handshake(asio::ssl::stream_base::client, use_tuple);
     if (ec && early && closed_meanwhile(ec)) continue;
     if (ec) {

@@ -3,6 +3,7 @@
 #include "proxy/h2_session.hpp"
 
 #include "core/log.hpp"
+#include "core/saturating_steady.hpp"
 #include "core/steady_ns.hpp"
 #include "core/str_cat.hpp"
 #include "policy/snapshot.hpp"
@@ -173,7 +174,7 @@ asio::awaitable<void> h2_connection::watchdog() {
   // (The policy in force when the connection started; held, as a reload may replace it.)
   const auto active = s_.w.shared().current_active();
   const auto& limits = active->snapshot().limits();
-  const auto idle = std::chrono::duration_cast<std::chrono::nanoseconds>(limits.idle_timeout);
+  const std::chrono::nanoseconds idle = core::saturating_steady(limits.idle_timeout);
   while (!closing_) {
     tick_.expires_after(std::min<std::chrono::nanoseconds>(idle / 4, std::chrono::seconds(1)));
     co_await tick_.async_wait(use_tuple);

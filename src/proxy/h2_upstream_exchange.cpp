@@ -2,6 +2,7 @@
 #include "proxy/h2_upstream_exchange.hpp"
 
 #include "core/ascii.hpp"
+#include "core/saturating_steady.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
 #include "proxy/hop_by_hop.hpp"
@@ -112,7 +113,8 @@ bool record_renewal_failure(const h2_upstream_call& call, filters::exchange_reco
 
 asio::awaitable<bool> await_h2_head(h2_upstream_call& call, filters::exchange_record& rec,
                                     const policy::model::limits& limits) {
-  const auto deadline = std::chrono::steady_clock::now() + limits.response_timeout;
+  const auto deadline =
+      std::chrono::steady_clock::now() + core::saturating_steady(limits.response_timeout);
   // (The stream taken anew each time: a refused one is renewed in wait().)
   co_await call.renew_if_refused();
   while (!call.stream->head_done && !call.stream->closed) {

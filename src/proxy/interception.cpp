@@ -1,6 +1,7 @@
 #include "proxy/interception.hpp"
 
 #include "core/log.hpp"
+#include "core/regular_file.hpp"
 #include "core/str_cat.hpp"
 #include "policy/token.hpp"
 #include "telemetry/metrics.hpp"
@@ -10,21 +11,17 @@
 #include "tls/leaf_minter.hpp"
 #include "tls/upstream_sessions.hpp"
 
-#include <fstream>
-#include <sstream>
-
 namespace airlock::proxy {
 namespace {
 
-// SHA-256 of a file's bytes; empty for no file (or one that cannot be read: the rebuild then
-// reports why).
+// SHA-256 of a file's bytes; empty for no file (or one that cannot be read, or is not a
+// regular file: the rebuild then reports why). Never blocks on a FIFO nor reads a device.
 std::string file_digest(const std::string& path) {
   if (path.empty()) return {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return policy::sha256_hex(bytes.str());
+  constexpr std::size_t max_bundle_bytes = 16u << 20;
+  const auto read = core::read_regular_file(path, max_bundle_bytes);
+  if (read.problem != core::file_problem::none) return {};
+  return policy::sha256_hex(read.bytes);
 }
 
 }  // namespace

@@ -3,9 +3,12 @@
 // folder (inotify), not the file, because editors replace files by write-and-rename and
 // Kubernetes swaps a ConfigMap by renaming a `..data` symlink: either way the inode we would
 // have watched is gone. Only events naming the file, `..data` or the first step of the
-// file's symlink target count (so a busy audit log in the same folder cannot starve it);
-// they are debounced, at most one second in all, and the callback runs only when the bytes
-// behind the path really differ from the last ones seen.
+// file's symlink target count (so a busy audit log in the same folder cannot starve it), and
+// only those that end a change (a close after writing, a rename, a new symlink; never a
+// write(2) on its own, which may be half of the file). They are debounced, at most one second
+// in all; then the file is read twice, a moment apart, and the callback runs only when both
+// reads agree and differ from the last bytes seen. A file that is not a regular file is never
+// opened in a way that could block, and at most 16 MiB of it is read.
 //
 // Thread safety: runs on the io_context it is given; the callback is called there.
 
@@ -15,6 +18,8 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,10 +41,13 @@ class policy_watcher {
  private:
   void read_events();
   void schedule_check();
+  void first_read();
+  void confirm_read();
   bool concerns_us(std::string_view name) const;
   std::string content_digest() const;
 
   std::string path_;
+  std::filesystem::path folder_;
   std::function<void()> changed_;
   boost::asio::posix::stream_descriptor inotify_;
   boost::asio::steady_timer debounce_;
@@ -47,6 +55,8 @@ class policy_watcher {
   std::chrono::steady_clock::time_point first_pending_{};  // first event not yet checked
   bool check_pending_ = false;
   std::string last_digest_;
+  std::string candidate_;            // read once, to be read again before it counts (confirm_read)
+  mutable std::uint64_t reads_ = 0;  // makes each "being written" digest unlike any other
   bool watching_ = false;
   // Handlers hold it weakly: one already queued when the watcher is destroyed (a reload that
   // stops watching a file, from inside another watcher's callback) finds it gone and touches

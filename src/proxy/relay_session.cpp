@@ -1,6 +1,7 @@
 #include "proxy/relay_session.hpp"
 
 #include "core/log.hpp"
+#include "core/saturating_steady.hpp"
 #include "net/proxy_protocol.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/session.hpp"
@@ -45,7 +46,7 @@ asio::awaitable<void> run_relay_session(worker& w, tcp::socket socket) {
   // wrongly is a configuration error, and whoever else reached this socket learns nothing).
   const auto timeout = w.shared().current()->limits().head_timeout;
   boost::beast::tcp_stream stream(std::move(socket));
-  stream.expires_after(timeout);
+  stream.expires_after(core::saturating_steady(timeout));
   std::array<std::uint8_t, net::proxy_v2::header_size> fixed{};
   auto [ec, n] = co_await asio::async_read(stream, asio::buffer(fixed), use_tuple);
   if (ec) co_return;

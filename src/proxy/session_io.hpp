@@ -4,6 +4,7 @@
 // 100-continue. Templates over the client stream, so the same code serves a plain connection,
 // an intercepted tunnel and Beast's in-memory test::stream.
 
+#include "core/saturating_steady.hpp"
 #include "core/str_cat.hpp"
 #include "filters/exchange.hpp"
 #include "proxy/answer.hpp"
@@ -25,9 +26,11 @@ namespace airlock::proxy {
 inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 // Sets the deadline of a stream's next operations (Beast's tcp_stream); a stream without
-// timeouts (test::stream) is left as it is.
-template <class Stream>
-void set_timeout(Stream& s, std::chrono::steady_clock::duration d) {
+// timeouts (test::stream) is left as it is. The duration is converted saturating (a policy
+// limit in milliseconds may not fit steady_clock nanoseconds: core::saturating_steady).
+template <class Stream, class Rep, class Period>
+void set_timeout(Stream& s, std::chrono::duration<Rep, Period> limit) {
+  const auto d = core::saturating_steady(limit);
   auto& lowest = boost::beast::get_lowest_layer(s);
   if constexpr (requires { lowest.expires_after(d); }) lowest.expires_after(d);
 }

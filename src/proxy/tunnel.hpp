@@ -14,6 +14,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 
+#include "core/saturating_steady.hpp"
 #include "proxy/byte_throttle.hpp"
 
 #include <chrono>
@@ -92,7 +93,7 @@ inline boost::asio::awaitable<void> watchdog(clock::time_point& last_activity,
   namespace asio = boost::asio;
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
-    timer.expires_at(last_activity + idle_timeout);
+    timer.expires_at(last_activity + core::saturating_steady(idle_timeout));
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec) co_return;  // cancelled: the tunnel ended first
     if (clock::now() - last_activity >= idle_timeout) co_return;

@@ -3,6 +3,7 @@
 // loop, which the session passes in. The CONNECT's own record is kept truthful here.
 #include "proxy/tunnel_session.hpp"
 
+#include "core/saturating_steady.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
 #include "proxy/h2_session.hpp"
@@ -82,7 +83,7 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
   tls::offer_h2(client_tls.native_handle(),
                 !source || (source->protocols & policy::model::protocol_h2) != 0);
   // The ClientHello we already read for the SNI check is handed to the handshake.
-  client_tls.expires_after(ex.snapshot->limits().head_timeout);
+  client_tls.expires_after(core::saturating_steady(ex.snapshot->limits().head_timeout));
   auto [ec, used] = co_await client_tls.async_handshake(asio::ssl::stream_base::server,
                                                         s.buffer.data(), use_tuple);
   s.buffer.consume(used);

@@ -1,5 +1,6 @@
 #include "proxy/upstream_connector.hpp"
 
+#include "core/saturating_steady.hpp"
 #include "core/str_cat.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connection_pool.hpp"
@@ -126,7 +127,7 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   } else {
     auto executor = co_await asio::this_coro::executor;
     asio::steady_timer wake(executor, asio::steady_timer::time_point::max());
-    asio::steady_timer deadline(executor, request.dns_timeout);
+    asio::steady_timer deadline(executor, core::saturating_steady(request.dns_timeout));
     auto lookup = start_lookup(executor, host.text, request.port);
     lookup->wake = &wake;
     lookup_waiter waiter{lookup};
@@ -166,7 +167,7 @@ asio::awaitable<connect_outcome> connect_upstream(boost::beast::tcp_stream& stre
   }
 
   auto started = std::chrono::steady_clock::now();
-  stream.expires_after(request.connect_timeout);
+  stream.expires_after(core::saturating_steady(request.connect_timeout));
   auto [ec, ep] = co_await stream.async_connect(endpoints, use_tuple);
   stream.expires_never();
   if (ec) {

@@ -15,6 +15,7 @@
 // the origin the proxy is the client, which waits for the server to close, up to the linger.
 // After the proxy closed the conversation (a refusal), both are.
 
+#include "core/saturating_steady.hpp"
 #include "proxy/byte_throttle.hpp"
 #include "proxy/tunnel.hpp"
 #include "proxy/websocket_conversation.hpp"
@@ -160,7 +161,8 @@ inline boost::asio::awaitable<void> watchdog(relay_state& st,
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     // After the proxy closed the conversation, the peers get `linger` to close in turn.
-    const auto deadline = st.ended_at ? *st.ended_at + linger : st.last_activity + idle_timeout;
+    const auto deadline = st.ended_at ? *st.ended_at + linger
+                                      : st.last_activity + core::saturating_steady(idle_timeout);
     timer.expires_at(std::min(deadline, clock::now() + std::chrono::seconds(1)));
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec) co_return;

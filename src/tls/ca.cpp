@@ -1,15 +1,14 @@
 #include "tls/ca.hpp"
 
+#include "core/regular_file.hpp"
 #include "core/str_cat.hpp"
 #include "tls/staged_file.hpp"
 
-#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -25,41 +24,32 @@ using sys_clock = std::chrono::system_clock;
 constexpr std::size_t max_pem_bytes = 1 << 20;
 constexpr auto expiry_warning = 30 * 24h;
 
-// Reads a regular file of at most max_pem_bytes. O_NONBLOCK keeps open(2) on a FIFO from
-// hanging; the S_ISREG check then rejects it.
+// Reads a regular file of at most max_pem_bytes, never blocking on a FIFO
+// (core/regular_file.hpp, the helper every file the policy names is read with).
 bool read_small_file(const std::filesystem::path& path, std::string& out, struct stat& st,
                      std::string& error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    error = core::str_cat("cannot open ", path.string(), ": ", std::strerror(errno));
-    return false;
+  auto read = core::read_regular_file(path.string(), max_pem_bytes);
+  st = read.st;
+  switch (read.problem) {
+    case core::file_problem::none:
+      out = std::move(read.bytes);
+      return true;
+    case core::file_problem::cannot_open:
+      error = core::str_cat("cannot open ", path.string(), ": ", read.error);
+      break;
+    case core::file_problem::directory:
+    case core::file_problem::not_regular:
+      error = core::str_cat(path.string(), ": not a regular file");
+      break;
+    case core::file_problem::too_large:
+      error = core::str_cat(path.string(), ": too large for a PEM file (over ", max_pem_bytes,
+                            " bytes)");
+      break;
+    case core::file_problem::read_failed:
+      error = core::str_cat("cannot read ", path.string(), ": ", read.error);
+      break;
   }
-  bool ok = false;
-  if (::fstat(fd, &st) != 0) {
-    error = core::str_cat("cannot stat ", path.string(), ": ", std::strerror(errno));
-  } else if (!S_ISREG(st.st_mode)) {
-    error = core::str_cat(path.string(), ": not a regular file");
-  } else if (static_cast<std::size_t>(st.st_size) > max_pem_bytes) {
-    error = core::str_cat(path.string(), ": too large for a PEM file (", st.st_size, " bytes)");
-  } else {
-    out.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t done = 0;
-    ok = true;
-    while (done < out.size()) {
-      ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        error = core::str_cat("cannot read ", path.string(), ": ", std::strerror(errno));
-        ok = false;
-        break;
-      }
-      if (n == 0) break;  // shrank while we read
-      done += static_cast<std::size_t>(n);
-    }
-    out.resize(done);
-  }
-  ::close(fd);
-  return ok;
+  return false;
 }
 
 // Never prompt on the terminal for a pass phrase (OpenSSL's default callback would).
