@@ -19,6 +19,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
+#include <unordered_map>
 
 namespace airlock::policy {
 namespace {
@@ -353,25 +355,25 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
                                        p.limits.response_bytes};
 
   s->rules_.resize(p.rules.size());
+  // Names and tokens seen so far, by first index: duplicates found in linear time.
+  std::unordered_map<std::string_view, std::size_t> rule_names, tokens;
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
     compile_rule(c, p, credentials, errors, p.rules[i], i, s->rules_[i]);
     if (!p.rules[i].binaries.empty()) s->names_binaries_ = true;
     const std::string& name = p.rules[i].name;
     if (name.empty()) continue;
-    for (std::size_t j = 0; j < i; ++j) {
-      if (p.rules[j].name == name) {
-        // The first may stand in another file (`include:`).
-        const model::mark first = c.marks().find(indexed("rules", j));
-        const model::mark here = c.marks().find(indexed("rules", i));
-        const bool elsewhere =
-            first.file != here.file && (!first.file || !here.file || *first.file != *here.file);
-        c.error(indexed("rules", i) + ".name",
-                core::str_cat("duplicate rule name '", name, "' (first at ",
-                              elsewhere ? (first.file ? *first.file : p.source) + " " : "", "line ",
-                              first.line > 0 ? first.line : p.rules[j].at.line, ")"));
-        break;
-      }
-    }
+    const auto [at, fresh] = rule_names.emplace(name, i);
+    if (fresh) continue;
+    const std::size_t j = at->second;
+    // The first may stand in another file (`include:`).
+    const model::mark first = c.marks().find(indexed("rules", j));
+    const model::mark here = c.marks().find(indexed("rules", i));
+    const bool elsewhere =
+        first.file != here.file && (!first.file || !here.file || *first.file != *here.file);
+    c.error(indexed("rules", i) + ".name",
+            core::str_cat("duplicate rule name '", name, "' (first at ",
+                          elsewhere ? (first.file ? *first.file : p.source) + " " : "", "line ",
+                          first.line > 0 ? first.line : p.rules[j].at.line, ")"));
   }
 
   // rules_ is complete: pointers into it stay valid from here on.
@@ -379,14 +381,11 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
   for (std::size_t i = 0; i < p.agents.size(); ++i) {
     compile_agent(c, s->rules_, p.agents[i], s->agents_[i]);
     const std::string& token = s->agents_[i].token_sha256;
-    for (std::size_t j = 0; j < i && !token.empty(); ++j) {
-      if (s->agents_[j].token_sha256 == token) {
-        // A Bearer token must name exactly one agent.
-        c.error(core::str_cat("agents.", p.agents[i].name, ".token_sha256"),
-                core::str_cat("same token as agent '", p.agents[j].name, "'"));
-        break;
-      }
-    }
+    if (token.empty()) continue;
+    // A Bearer token must name exactly one agent.
+    if (const auto [at, fresh] = tokens.emplace(token, i); !fresh)
+      c.error(core::str_cat("agents.", p.agents[i].name, ".token_sha256"),
+              core::str_cat("same token as agent '", p.agents[at->second].name, "'"));
   }
 
   s->guard_ = std::make_unique<net::address_guard>(p.network.block_private, std::move(allow),

@@ -16,6 +16,8 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <string>
+#include <unordered_set>
 
 namespace airlock::policy {
 namespace {
@@ -82,6 +84,7 @@ void parser::limits(const YAML::Node& node, const std::string& path, model::limi
 void parser::secrets(const YAML::Node& node, const std::string& path,
                      std::vector<model::secret>& out) {
   if (!expect(node, path, YAML::NodeType::Map, "a mapping of secret names")) return;
+  std::unordered_set<std::string> names;  // duplicates found in linear time
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (errors_.full()) return;
     const YAML::Node name_node = it->first;
@@ -93,7 +96,7 @@ void parser::secrets(const YAML::Node& node, const std::string& path,
     s.name = name_node.Scalar();
     s.at = to_mark(name_node.Mark());
     const std::string key = join(path, s.name);
-    if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.name == s.name; })) {
+    if (!names.insert(s.name).second) {
       error(name_node, key, core::str_cat("duplicate secret '", s.name, "'"));
       continue;
     }
@@ -150,6 +153,7 @@ void parser::redactors(const YAML::Node& node, const std::string& path,
 void parser::agents(const YAML::Node& node, const std::string& path,
                     std::vector<model::agent>& out) {
   if (!expect(node, path, YAML::NodeType::Map, "a mapping of agent names")) return;
+  std::unordered_set<std::string> names;  // duplicates found in linear time
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (errors_.full()) return;
     const YAML::Node name_node = it->first;
@@ -163,7 +167,7 @@ void parser::agents(const YAML::Node& node, const std::string& path,
     a.at = to_mark(name_node.Mark());
     a.source = emitted(value);
     const std::string key = join(path, a.name);
-    if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.name == a.name; })) {
+    if (!names.insert(a.name).second) {
       error(name_node, key, core::str_cat("duplicate agent '", a.name, "'"));
       continue;
     }

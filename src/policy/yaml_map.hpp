@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace airlock::policy {
@@ -26,7 +27,7 @@ inline model::mark to_mark(const YAML::Mark& m) {
 // and skipped. What a name means (known, unknown) is the section's business.
 template <class F>
 void each_entry(const YAML::Node& map, const std::string& path, error_sink& errors, F&& f) {
-  std::vector<std::string> seen;
+  std::unordered_set<std::string> seen;  // a hash set: a mapping may have thousands of keys
   for (auto it = map.begin(); it != map.end(); ++it) {
     const YAML::Node k = it->first;
     const YAML::Node v = it->second;
@@ -36,11 +37,10 @@ void each_entry(const YAML::Node& map, const std::string& path, error_sink& erro
     }
     const std::string& name = k.Scalar();
     const std::string child = core::str_cat(path, ".", name);
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+    if (!seen.insert(name).second) {
       errors.add(to_mark(k.Mark()), child, core::str_cat("duplicate key '", name, "'"));
       continue;
     }
-    seen.push_back(name);
     f(name, k, v, child);
   }
 }

@@ -100,10 +100,11 @@ class RedTeamTestBase(base.LauncherTestBase):
             os.makedirs(d, exist_ok=True)
         files = {os.path.join(sdir, "tok"): "OLDSECRET-value\n",
                  os.path.join(pxy, "certs", "ca.key"): "CA-PRIVATE-KEY\n",
-                 os.path.join(logs, "audit.jsonl"): '{"audit": "AUDIT-RECORD"}\n'}
+                 os.path.join(logs, "audit.jsonl"): '{"audit": "AUDIT-RECORD"}\n',
+                 os.path.join(conf, "ca.crt"): "CA-CERTIFICATE\n"}
         policy = os.path.join(conf, "policy.yaml")
         files[policy] = (
-            f"tls: {{ca_cert: /dev/null, ca_key: {pxy}/certs/ca.key}}\n"
+            f"tls: {{ca_cert: {conf}/ca.crt, ca_key: {pxy}/certs/ca.key}}\n"
             f"audit: {{path: {logs}/audit.jsonl}}\n"
             f"secrets:\n  filesec: {{file: {sdir}/tok}}\n"
             "  envsec: {env: UPSTREAM_BEARER}\n"
