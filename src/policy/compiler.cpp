@@ -12,6 +12,7 @@
 #include "policy/operators.hpp"
 #include "policy/parser.hpp"
 #include "policy/ports.hpp"
+#include "policy/secret_references.hpp"
 #include "policy/secrets_compiler.hpp"
 
 #include <algorithm>
@@ -390,10 +391,7 @@ std::shared_ptr<const snapshot> compiler::compile(model::policy policy, const ma
 
   s->guard_ = std::make_unique<net::address_guard>(p.network.block_private, std::move(allow),
                                                    options.own_endpoints);
-  for (const auto& secret : s->secrets_) {
-    errors.hide(secret.value.reveal(), core::str_cat("(the value of secret ", secret.name, ")"));
-    errors.hide(secret.placeholder, core::str_cat("(the placeholder of secret ", secret.name, ")"));
-  }
+  hide_secrets(errors, s->secrets_);
   if (!errors.empty()) return nullptr;
   return s;
 }

@@ -86,4 +86,11 @@ secret_template parse_secret_template(std::string_view text,
   return t;
 }
 
+void hide_secrets(error_sink& errors, std::span<const compiled_secret> secrets) {
+  for (const auto& secret : secrets) {
+    errors.hide(secret.value.reveal(), core::str_cat("(the value of secret ", secret.name, ")"));
+    errors.hide(secret.placeholder, core::str_cat("(the placeholder of secret ", secret.name, ")"));
+  }
+}
+
 }  // namespace airlock::policy

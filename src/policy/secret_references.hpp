@@ -4,6 +4,7 @@
 // placeholder (one may have been pasted into any key or template by mistake).
 
 #include "policy/credentials.hpp"
+#include "policy/error_sink.hpp"
 #include "policy/secrets.hpp"
 
 #include <span>
@@ -35,5 +36,9 @@ std::string unknown_secret(std::string_view name, std::span<const compiled_secre
 // NAME that is not one of `secrets` ("unknown secret 'NAME'").
 secret_template parse_secret_template(std::string_view text,
                                       std::span<const compiled_secret> secrets, std::string& error);
+
+// Every error and warning in `errors` with the secrets' values and placeholders replaced by
+// "(the value of secret NAME)": the backstop for a secret pasted anywhere (error_sink::hide).
+void hide_secrets(error_sink& errors, std::span<const compiled_secret> secrets);
 
 }  // namespace airlock::policy
