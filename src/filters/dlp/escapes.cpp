@@ -57,48 +57,56 @@ bool numeric_reference(std::string_view s, std::size_t at, std::uint32_t& cp, st
   return true;
 }
 
-}  // namespace
-
-std::optional<std::string> json_unescape(std::string_view s) {
-  auto at = s.find('\\');
+// `s` with each escape `decode` recognises at a backslash rewritten: decode(s, i, out) appends
+// the meaning of the escape at s[i] and returns how many bytes it spans, or 0 to keep the
+// backslash as it is. Nullopt when nothing was rewritten (the common case costs one find).
+template <class Decode>
+std::optional<std::string> unescape_each(std::string_view s, Decode decode) {
+  const auto at = s.find('\\');
   if (at == std::string_view::npos) return std::nullopt;
   std::string out(s.substr(0, at));
   out.reserve(s.size());
   bool changed = false;
   for (std::size_t i = at; i < s.size();) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
+    const std::size_t used = s[i] == '\\' ? decode(s, i, out) : 0;
+    if (used == 0) {
       out.push_back(s[i++]);
       continue;
     }
+    i += used;
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> json_unescape(std::string_view s) {
+  return unescape_each(s, [](std::string_view s, std::size_t i, std::string& out) -> std::size_t {
+    if (i + 1 == s.size()) return 0;
     const char e = s[i + 1];
     static constexpr char kEscapes[] = "\"\\/bfnrt";
     static constexpr char kMeaning[] = "\"\\/\b\f\n\r\t";
     const char* simple = e == 0 ? nullptr : std::strchr(kEscapes, e);
     if (simple != nullptr) {
       out.push_back(kMeaning[simple - kEscapes]);
-      i += 2;
-      changed = true;
-      continue;
+      return 2;
     }
     const int u = e == 'u' ? hex4(s, i + 2) : -1;
-    if (u < 0) {  // not an escape JSON knows: kept
-      out.push_back(s[i++]);
-      continue;
-    }
+    if (u < 0) return 0;  // not an escape JSON knows: kept
     std::uint32_t cp = static_cast<std::uint32_t>(u);
-    i += 6;
-    if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
-      const int low = hex4(s, i + 2);
+    std::size_t used = 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF && i + 7 < s.size() && s[i + 6] == '\\' && s[i + 7] == 'u') {
+      const int low = hex4(s, i + 8);
       if (low >= 0xDC00 && low <= 0xDFFF) {
         cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(low) - 0xDC00);
-        i += 6;
+        used = 12;
       }
     }
     core::append_utf8(out, cp);
-    changed = true;
-  }
-  if (!changed) return std::nullopt;
-  return out;
+    return used;
+  });
 }
 
 bool json_escapes_may_hide(std::string_view s) {
@@ -126,23 +134,12 @@ int hex_byte_at(std::string_view s, std::size_t at) {
 }  // namespace
 
 std::optional<std::string> hex_byte_unescape(std::string_view s) {
-  auto at = s.find('\\');
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string out(s.substr(0, at));
-  out.reserve(s.size());
-  bool changed = false;
-  for (std::size_t i = at; i < s.size();) {
-    const int b = s[i] == '\\' ? hex_byte_at(s, i) : -1;
-    if (b < 0) {
-      out.push_back(s[i++]);
-      continue;
-    }
+  return unescape_each(s, [](std::string_view s, std::size_t i, std::string& out) -> std::size_t {
+    const int b = hex_byte_at(s, i);
+    if (b < 0) return 0;
     out.push_back(static_cast<char>(b));
-    i += 4;
-    changed = true;
-  }
-  if (!changed) return std::nullopt;
-  return out;
+    return 4;
+  });
 }
 
 bool hex_byte_escapes_may_hide(std::string_view s) {
