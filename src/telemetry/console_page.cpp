@@ -86,7 +86,7 @@ function button(parent, label, name, onclick) {
 // one, and an agent can end its own held request just before the operator clicks.
 const settleMs = 1500;
 function settle(tr) {
-  const controls = tr.querySelectorAll("button, select");
+  const controls = tr.querySelectorAll("button, select, input");
   for (const c of controls) c.disabled = true;
   tr.classList.add("settling");
   clearTimeout(tr.settleTimer);
@@ -208,12 +208,36 @@ async function refresh() {
       const duration = choice(td, "duration",
                               [["10m", "10 min"], ["1h", "1 h"], ["8h", "8 h"], ["24h", "24 h"]],
                               "1h");
-      const showDuration = () => { duration.hidden = scope.value !== "agent_host"; };
-      scope.addEventListener("change", showDuration);
-      showDuration();
-      button(td, "Approve", "approve", () => post("/approvals/" + p.id + "/approve",
-          scope.value === "agent_host" ? {scope: scope.value, duration: duration.value}
-                                       : {scope: scope.value}));
+      // A held request's grant may be narrowed to its method (agent_host and permanent) and to
+      // a path prefix (agent_host): the admin API's `method` and `path_prefix`. A CONNECT or an
+      // access request names no method or path a later request could be held to.
+      const narrowable = p.kind === "request" && p.method !== "CONNECT";
+      const method = narrowable ? choice(td, "method", [["any", "any method"],
+                                                        ["same", p.method + " only"]], "any")
+                                : null;
+      const prefix = narrowable ? document.createElement("input") : null;
+      if (prefix) {
+        prefix.name = "path_prefix";
+        prefix.placeholder = "any path, or a prefix";
+        prefix.size = 18;
+        td.appendChild(prefix);
+      }
+      const showNarrowing = () => {
+        duration.hidden = scope.value !== "agent_host";
+        if (method) method.hidden = scope.value === "once";
+        if (prefix) prefix.hidden = scope.value !== "agent_host";
+      };
+      scope.addEventListener("change", showNarrowing);
+      showNarrowing();
+      const decision = () => {
+        const d = {scope: scope.value};
+        if (scope.value === "agent_host") d.duration = duration.value;
+        if (method && scope.value !== "once" && method.value === "same") d.method = true;
+        if (prefix && scope.value === "agent_host" && prefix.value.trim())
+          d.path_prefix = prefix.value.trim();
+        return d;
+      };
+      button(td, "Approve", "approve", () => post("/approvals/" + p.id + "/approve", decision()));
       button(td, "Refuse", "refuse", () => post("/approvals/" + p.id + "/refuse"));
       return tr;
     }, (tr, p) => { tr.querySelector("td.left").textContent = p.seconds_left + " s"; },

@@ -61,6 +61,12 @@ bool read_decision(std::string_view body, decision& d, std::string& error) {
       return false;
     }
   }
+  // A permanent approval is a rule in the overlay, which has no path prefix: one asked for
+  // would narrow the grant until the next reload and then cover every path.
+  if (d.scope == scope::permanent && !d.path_prefix.empty()) {
+    error = "path_prefix: only with scope agent_host (a permanent approval covers every path)";
+    return false;
+  }
   return true;
 }
 

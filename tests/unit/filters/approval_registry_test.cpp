@@ -324,5 +324,19 @@ TEST(ApprovalAdminApi, DurationsInDays) {
   EXPECT_NE(error.find("1s to 30d"), std::string::npos) << error;
 }
 
+// A path prefix narrows an agent_host grant only: the overlay rule a permanent approval writes
+// has none, so asking for both is an error rather than a prefix that lasts until a reload.
+TEST(ApprovalAdminApi, PathPrefixOnlyWithAgentHost) {
+  decision d;
+  std::string error;
+  EXPECT_TRUE(read_decision(R"({"scope":"agent_host","path_prefix":"/v1/"})", d, error)) << error;
+  EXPECT_EQ(d.path_prefix, "/v1/");
+  decision p;
+  EXPECT_FALSE(read_decision(R"({"scope":"permanent","path_prefix":"/v1/"})", p, error));
+  EXPECT_NE(error.find("only with scope agent_host"), std::string::npos) << error;
+  decision m;
+  EXPECT_TRUE(read_decision(R"({"scope":"permanent","method":true})", m, error)) << error;
+}
+
 }  // namespace
 }  // namespace airlock::filters::approval

@@ -318,6 +318,13 @@ TEST(LauncherRelayCapture, EmptyLinesAloneAreNotBufferedForEver) {
   fake_proxy proxy([](int fd) {
     std::string head = read_head(fd);
     send_all(fd, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+    // Read on until the relay closes: closing with the client's CRLFs unread would reset the
+    // relay's upstream, and it could see that reset before it reads the 403 (it then resets
+    // the client all the same, but without counting a refusal).
+    ::shutdown(fd, SHUT_WR);
+    char sink[4096];
+    while (::recv(fd, sink, sizeof sink, 0) > 0) {
+    }
     return head;
   });
   capture_rig rig(proxy.port(), std::nullopt);
