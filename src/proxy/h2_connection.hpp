@@ -146,6 +146,26 @@ boost::asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
                                        filters::exchange_record& rec,
                                        std::chrono::milliseconds idle);
 
+// The head of an origin's answer, and whether it went to the client yet. A body the response
+// filters read goes out with its head only once they release its first bytes (as
+// h1::relay_filtered does for HTTP/1.1), so that one they cut before then gets the proxy's
+// answer saying why instead of a head and a reset. (h2_stream.cpp)
+struct h2_response_head {
+  unsigned status = 0;
+  h2::header_list fields;
+  bool sent = false;
+  // Submits the head (DATA or trailers follow when `body`). False when the stream had closed:
+  // the record then says that nothing reached the client.
+  bool submit(h2_connection& c, h2_stream_state& ss, filters::exchange_record& rec, bool body);
+};
+// Ends an answer the filters or the origin cut: before its head went, the proxy's answer (the
+// failure in the record: 502 and why, or a gRPC status); after it, a reset, so that the client
+// sees the response incomplete (RFC 9113 section 8.1). (h2_stream.cpp)
+boost::asio::awaitable<void> h2_cut_answer(h2_connection& c, h2_stream_state& ss,
+                                           filters::exchange_record& rec,
+                                           const h2_response_head& head,
+                                           std::chrono::milliseconds idle);
+
 // Waits for the stream to change (body bytes, its end, its close, room for output) for at most
 // `limit`. False on timeout or when the connection is going away. (h2_stream.cpp)
 boost::asio::awaitable<bool> await_change(h2_connection& c, h2_stream_state& ss,

@@ -174,6 +174,26 @@ asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
   co_await h2_push_output(c, ss, res.body(), true, idle);
 }
 
+bool h2_response_head::submit(h2_connection& c, h2_stream_state& ss, filters::exchange_record& rec,
+                              bool body) {
+  sent = true;
+  if (!c.codec().submit_response(*ss.stream, status, fields, body)) {
+    rec.status = 0;  // the stream had closed: nothing reached the client
+    h2_note_undelivered(c, ss, rec);
+    return false;
+  }
+  c.kick();
+  return true;
+}
+
+asio::awaitable<void> h2_cut_answer(h2_connection& c, h2_stream_state& ss,
+                                    filters::exchange_record& rec, const h2_response_head& head,
+                                    std::chrono::milliseconds idle) {
+  if (!head.sent) co_return co_await h2_answer(c, ss, rec, idle);
+  c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
+  c.kick();
+}
+
 asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
   auto& s = c.session();
   auto& t = c.tunnel();

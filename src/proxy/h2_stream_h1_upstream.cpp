@@ -154,14 +154,11 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
   }
   const bool filtered =
       ex.response_has_body && chain.response_body_use() != filters::body_use::none;
-  auto fields = h2_response_fields(res);
-  if (ex.response_reframed) h2_drop_field(fields, "content-length");
-  if (!c.codec().submit_response(*ss.stream, status, fields, ex.response_has_body)) {
-    rec.status = 0;  // the stream had closed: nothing reached the client
-    h2_note_undelivered(c, ss, rec);
-    co_return true;
+  h2_response_head head{status, h2_response_fields(res)};
+  if (ex.response_reframed) h2_drop_field(head.fields, "content-length");
+  if (!filtered || !ex.response_has_body) {
+    if (!head.submit(c, ss, rec, ex.response_has_body)) co_return true;
   }
-  c.kick();
   if (!ex.response_has_body) {
     if (upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0) give_back(c, ss, up);
     co_return true;
@@ -182,8 +179,7 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       rec.failed_upstream(read_ec == http::error::body_limit ? errc::response_too_large
                                                              : errc::upstream_error);
       rec.detail = core::str_cat("response body: ", read_ec.message());
-      c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
-      c.kick();
+      co_await h2_cut_answer(c, ss, rec, head, limits.idle_timeout);
       co_return true;
     }
     co_await download.pace(n);
@@ -192,13 +188,14 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       filtered_out.clear();
       bool enough = false;
       if (!chain.response_body(piece, last, filtered_out, enough).passes()) {
-        c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
-        c.kick();
+        co_await h2_cut_answer(c, ss, rec, head, limits.idle_timeout);
         co_return true;
       }
       if (enough) last = true;
       piece = filtered_out;
     }
+    if (!head.sent && piece.empty() && !last) continue;  // the head waits with the first bytes
+    if (!head.sent && !head.submit(c, ss, rec, true)) co_return true;
     if (last && upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0)
       give_back(c, ss, up);
     const bool pushed = co_await h2_push_output(c, ss, piece, last, limits.idle_timeout);

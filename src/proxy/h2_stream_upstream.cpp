@@ -138,49 +138,41 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
     co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   const bool filtered =
       ex.response_has_body && chain.response_body_use() != filters::body_use::none;
-  auto fields = h2_response_fields(res);
-  if (ex.response_reframed) h2_drop_field(fields, "content-length");
+  h2_response_head head{status, h2_response_fields(res)};
+  if (ex.response_reframed) h2_drop_field(head.fields, "content-length");
   // A gRPC answer with trailers only (HEADERS with END_STREAM) is one frame: no DATA, but its
   // status in the head; an answer with trailers needs the body path even when it is empty.
   const bool body_follows =
       ex.response_has_body && !(st.body_done && st.body.empty() && st.trailers.empty());
-  if (!c.codec().submit_response(*ss.stream, status, fields, body_follows)) {
-    rec.status = 0;  // the stream had closed: nothing reached the client
-    h2_note_undelivered(c, ss, rec);
-    co_return;
+  if (!filtered || !body_follows) {
+    if (!head.submit(c, ss, rec, body_follows) || !body_follows) co_return;
   }
-  c.kick();
-  if (!body_follows) co_return;
   const byte_throttle download{ex.download};
   std::uint64_t total = 0;
   std::string piece, out;
   for (bool last = false; !last;) {
     const auto got = co_await next_h2_piece(call, piece, rec, limits, total);
     if (b.request_refused) b.restore(rec);
-    if (got == h2_piece::failed || b.request_refused) {
-      c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
-      c.kick();
-      co_return;
-    }
+    if (got == h2_piece::failed || b.request_refused)
+      co_return co_await h2_cut_answer(c, ss, rec, head, limits.idle_timeout);
     last = got == h2_piece::last;
     co_await download.pace(piece.size());
     std::string_view data = piece;
     if (filtered) {
       out.clear();
       bool enough = false;
-      if (!chain.response_body(piece, last, out, enough).passes()) {
-        c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
-        c.kick();
-        co_return;
-      }
+      if (!chain.response_body(piece, last, out, enough).passes())
+        co_return co_await h2_cut_answer(c, ss, rec, head, limits.idle_timeout);
       if (enough) last = true;
       data = out;
     }
-    if (last && !pass_trailers(chain, st.trailers, true, ss.stream->out_trailers)) {
-      c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
-      c.kick();
-      co_return;
+    if (last && !pass_trailers(chain, st.trailers, true, ss.stream->out_trailers))
+      co_return co_await h2_cut_answer(c, ss, rec, head, limits.idle_timeout);
+    if (!head.sent && (data.empty() && !last)) {
+      call.consume(piece.size());
+      continue;  // nothing released yet: the head waits with it
     }
+    if (!head.sent && !head.submit(c, ss, rec, true)) co_return;
     const bool pushed = co_await h2_push_output(c, ss, data, last, limits.idle_timeout);
     rec.bytes_out = ss.stream->out_total;  // what the codec took, not what was queued
     call.consume(piece.size());
