@@ -66,8 +66,13 @@ void h2_connection::on_activity(h2::stream& st) {
   if (!st.user) return;
   auto* ss = static_cast<h2_stream_state*>(st.user);
   ss->changed.notify();
-  // A stream bridged to an HTTP/2 upstream may be waiting on the origin's side.
-  if (ss->call) ss->call->changed.notify();
+  // A stream bridged to an HTTP/2 upstream may be waiting on the origin's side. One the client
+  // reset (or whose connection ended) has nobody to answer: its origin stream is cancelled
+  // now, not left in flight until the origin answers or limits.response_timeout passes (a
+  // rapid-reset flood would keep the origin working for nothing, CVE-2023-44487).
+  if (!ss->call) return;
+  if (st.closed && !ss->call->stream->closed) ss->call->reset(NGHTTP2_CANCEL);
+  ss->call->changed.notify();
 }
 
 std::shared_ptr<h2_upstream> h2_connection::upstream_h2() const {

@@ -14,6 +14,8 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <utility>
+
 namespace airlock::proxy {
 namespace asio = boost::asio;
 using core::errc;
@@ -123,8 +125,23 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
       ss.changed.notify();
     }
   } mark{b, ss};
+  // The client reset its stream or its connection ended (a flood's GOAWAY included): the proxy
+  // cancelled the origin's stream itself, which is not the origin's failure. The record keeps
+  // the decision as made and says the answer was not delivered.
+  const auto decided = std::pair{rec.reason, rec.detail};
+  const auto client_ended = [&] {
+    if (!ss.stream->closed && !c.closing()) return false;
+    rec.upstream_failed = false;
+    rec.refuse(decided.first, decided.second);
+    h2_note_undelivered(c, ss, rec);
+    return true;
+  };
   if (!co_await await_h2_head(call, rec, limits)) {
     if (b.request_refused) b.restore(rec);  // the refusal stands, not the stream it cut
+    if (!b.request_refused && client_ended()) {
+      rec.status = 0;
+      co_return;
+    }
     co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   }
   auto& st = *call.stream;
@@ -153,6 +170,10 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
   for (bool last = false; !last;) {
     const auto got = co_await next_h2_piece(call, piece, rec, limits, total);
     if (b.request_refused) b.restore(rec);
+    if (got == h2_piece::failed && !b.request_refused && client_ended()) {
+      if (!head.sent) rec.status = 0;
+      co_return;
+    }
     if (got == h2_piece::failed || b.request_refused)
       co_return co_await h2_cut_answer(c, ss, rec, head, limits.idle_timeout);
     last = got == h2_piece::last;

@@ -10,8 +10,12 @@ that made test_h2_upstream fail now and then before this).
 
 import hashlib
 import os
+import time
 
-from harness.base import ProxyTestCase, parse_proxy_status
+import h2.errors
+
+from harness import env
+from harness.base import ProxyTestCase, marker, parse_proxy_status
 from harness.h2_client import H2Tunnel
 from harness.h2_origin import H2Origin
 from harness.proxy import make_policy, origin_rule
@@ -180,3 +184,24 @@ class RenewalFailsCase(RefusingOriginCase):
         self.assertEqual(rec["reason"], "connect_refused", rec)
         self.assertEqual(rec["decision"], "error", rec)
 
+
+
+class ClientResetCase(RefusingOriginCase):
+    def test_a_stream_the_client_resets_before_its_answer_is_no_upstream_error(self):
+        # The origin holds the stream (a /batch2/ path alone); the client resets it. The proxy
+        # cancels the origin's stream itself: the record keeps the decision (allow), says the
+        # client got nothing and why, and blames no origin (an agent resetting its own streams,
+        # a rapid-reset flood among them, must not drive the upstream error rate).
+        t = self.tunnel()
+        path = "/batch2/client-reset-%s" % marker()
+        sid = t.request(path)
+        deadline = time.monotonic() + env.t(15)
+        while not self.h2o.seen.get(path):
+            self.assertLess(time.monotonic(), deadline, "the origin never got the stream")
+            time.sleep(0.02)
+        t.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        t.flush()
+        rec = self.proxy.wait_audit(path=path)
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+        self.assertEqual((rec["decision"], rec["reason"], rec["status"]), ("allow", "ok", 0), rec)
+        self.assertIn("the client reset the stream", rec.get("detail", ""))
