@@ -70,6 +70,12 @@ void h2_connection::on_activity(h2::stream& st) {
   // reset (or whose connection ended) has nobody to answer: its origin stream is cancelled
   // now, not left in flight until the origin answers or limits.response_timeout passes (a
   // rapid-reset flood would keep the origin working for nothing, CVE-2023-44487).
+  // One on an HTTP/1.1 upstream has that connection closed under its read, as the connection's
+  // end does (serve): the read ends operation_aborted, not an upstream failure.
+  if (st.closed && st.close_error != NGHTTP2_NO_ERROR && ss->upstream && ss->upstream->upstream) {
+    boost::system::error_code ignored;
+    ss->upstream->upstream->socket().close(ignored);
+  }
   if (!ss->call) return;
   if (st.closed && !ss->call->stream->closed) ss->call->reset(NGHTTP2_CANCEL);
   ss->call->changed.notify();

@@ -51,6 +51,11 @@ asio::awaitable<sent> send_request(h2_connection& c, h2_stream_state& ss, filter
     auto [ec, n] = co_await h1::async_write(upstream, sr);
     if (ec && ec != http::error::need_buffer) {
       if (retry_if_stale && forward_detail::closed_by_peer(ec)) co_return sent::stale;
+      if (st.closed || c.closing()) {  // the client reset the stream (on_activity closed it)
+        rec.status = 0;
+        h2_note_undelivered(c, ss, rec);
+        co_return sent::ended;
+      }
       rec.failed_upstream(errc::upstream_error);
       rec.refuse(errc::upstream_error, core::str_cat("sending request: ", ec.message()));
       co_await h2_answer(c, ss, rec, limits.idle_timeout);
@@ -91,6 +96,12 @@ asio::awaitable<sent> send_request(h2_connection& c, h2_stream_state& ss, filter
     c.codec().consume(st, piece.size());
     c.kick();
     if (last) break;
+  }
+  if (failed && (st.closed || c.closing())) {
+    // The client's stream ended first (reset, or a body that broke its content-length): the
+    // proxy closed the origin's connection under the write (h2_connection::on_activity).
+    h2_note_request_cut(c, ss, rec);
+    co_return sent::ended;
   }
   if (failed) {
     rec.failed_upstream(errc::upstream_error);
@@ -175,6 +186,13 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
     if (read_ec == http::error::need_buffer) read_ec = {};
     const std::size_t n = buf.size() - res_p->get().body().size;
     last = res_p->is_done();
+    if (read_ec == asio::error::operation_aborted) {
+      // The client reset the stream (or its connection ended): the proxy closed the origin's
+      // connection under the read (h2_connection::on_activity). Not the origin's failure.
+      if (!head.sent) rec.status = 0;
+      h2_note_undelivered(c, ss, rec);
+      co_return true;
+    }
     if (read_ec) {
       rec.failed_upstream(read_ec == http::error::body_limit ? errc::response_too_large
                                                              : errc::upstream_error);

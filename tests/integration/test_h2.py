@@ -169,6 +169,25 @@ class H2Case(InspectedOriginCase):
         self.assertIn("response not delivered: the client reset the stream (CANCEL)",
                       rec["detail"])
 
+    def test_stream_reset_ends_its_exchange_without_waiting_for_the_origin(self):
+        # The origin would answer after a minute: the reset stream's exchange ends (its origin
+        # connection closed under the read) at the reset, not when the origin answers or
+        # limits.response_timeout passes, and its record blames no origin.
+        t = self.tunnel()
+        m = marker()
+        mark = self.proxy.audit_mark()
+        sid = t.request("/slow/60000?" + m)
+        self.assertTrue(self.good.wait_seen(m, env.t(10), complete=False))
+        t.conn.reset_stream(sid, error_code=8)  # CANCEL
+        t.flush()
+        rec = self.proxy.wait_audit(after=mark, path="/slow/60000", protocol="h2",
+                                    timeout=env.t(15))
+        self.assertIsNotNone(rec, "no record before the origin's answer")
+        self.assertEqual((rec["decision"], rec["reason"], rec["status"]), ("allow", "ok", 0), rec)
+        self.assertIn("the client reset the stream (CANCEL)", rec["detail"])
+        (r,) = t.wait(t.request("/echo/allowed/after-reset-" + m))
+        self.assertEqual(r["headers"][":status"], "200")
+
     def test_client_closing_with_streams_waiting_does_not_blame_the_origin(self):
         # The client sends GOAWAY and closes while two streams wait on a healthy origin: their
         # records say the answers were not delivered, never an upstream error.
