@@ -38,6 +38,8 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
     {403, "http_request_denied", "agent_stopped", "agent stopped by an operator"},
     {403, "http_request_denied", "placeholder_refused",
      "a secret's placeholder was sent to a host the secret is not bound to"},
+    {403, "http_request_denied", "placeholder_misplaced",
+     "a secret's placeholder was sent where the secret's swap_in does not swap it"},
     {403, "http_request_denied", "placeholder_required",
      "the request does not carry the placeholder the rule requires"},
     {403, "http_request_denied", "secret_not_bound",

@@ -36,9 +36,10 @@ enum class errc {
   agent_suspended,      // 429: the circuit breaker stopped the agent for a cool-down
   agent_stopped,        // 403: an operator stopped the agent (kill switch)
   // credentials
-  placeholder_refused,   // 403: a secret's placeholder sent to a host the secret is not bound to
-  placeholder_required,  // 403: the rule requires a placeholder the request does not carry
-  secret_not_bound,      // 403: the rule would inject a secret on a host it is not bound to
+  placeholder_refused,    // 403: a secret's placeholder sent to a host the secret is not bound to
+  placeholder_misplaced,  // 403: a placeholder on a bound host where its swap_in does not swap it
+  placeholder_required,   // 403: the rule requires a placeholder the request does not carry
+  secret_not_bound,       // 403: the rule would inject a secret on a host it is not bound to
   // content inspection (issue 16)
   dlp_blocked,            // 403: the request carries a secret or sensitive data (DLP finding)
   hostname_exfiltration,  // 403: a host name with data-like labels (encoded, high-entropy)

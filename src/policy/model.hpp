@@ -223,6 +223,10 @@ struct secret {
   std::string placeholder;
   bool has_placeholder = false;
   std::vector<std::string> hosts;  // where the secret may go: exact names / IPs or "*.suffix"
+  // Where on those hosts the placeholder is swapped (`header`, `header:NAME`, `query`,
+  // `query:NAME`, `path`, `anywhere`), as written; see has_swap_in.
+  std::vector<std::string> swap_in;
+  bool has_swap_in = false;
   mark at;
 };
 

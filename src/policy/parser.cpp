@@ -37,7 +37,7 @@ constexpr std::string_view limits_keys[] = {
 constexpr std::string_view network_keys[] = {"block_private", "allow_cidrs"};
 constexpr std::string_view audit_keys[] = {"path", "format", "on_failure"};
 constexpr std::string_view agent_keys[] = {"rules", "token_sha256", "sources", "rate", "breaker"};
-constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts"};
+constexpr std::string_view secret_keys[] = {"env", "file", "placeholder", "hosts", "swap_in"};
 constexpr std::string_view redactor_keys[] = {"name", "pattern", "replace"};
 
 }  // namespace
@@ -119,6 +119,9 @@ void parser::secrets(const YAML::Node& node, const std::string& path,
                 string_into(v, child, s.placeholder);
               } else if (k == "hosts") {
                 strings_into(v, child, s.hosts);
+              } else if (k == "swap_in") {
+                s.has_swap_in = true;
+                strings_into(v, child, s.swap_in);
               }
             });
     out.push_back(std::move(s));

@@ -33,6 +33,33 @@ inline constexpr std::size_t max_secret_bytes = 16 * 1024;
 
 enum class secret_source { env, file };
 
+// Where on its hosts a secret's placeholder is swapped for the value (`secrets.NAME.swap_in`):
+// only where a credential goes, so that the agent cannot have the proxy write the value into a
+// field the host stores, forwards or publishes (a webhook URL, a chat message, a file name).
+// A placeholder found on those hosts anywhere else is refused (placeholder_misplaced).
+// Default: `[header, query]`.
+struct swap_places {
+  // `anywhere`: every occurrence in the request target and in every header value (the
+  // behaviour before swap_in existed).
+  bool anywhere = false;
+  // `path`: anywhere in the path (an API that takes the key there: Telegram's /bot<token>/).
+  bool path = false;
+  // `header`: any header whose whole value is the placeholder, or one auth-scheme token, spaces
+  // and the placeholder (RFC 9110 section 11.4: "Bearer <placeholder>").
+  bool any_header = true;
+  // `query`: any query parameter whose whole value (raw or decoded) is the placeholder.
+  bool any_query = true;
+  std::vector<std::string> headers;  // `header:NAME`: only these (lower case), same forms
+  std::vector<std::string> params;   // `query:NAME`: only these (the decoded name, exactly)
+
+  bool header_allowed(std::string_view name) const noexcept;  // name in any case
+  bool param_allowed(std::string_view decoded_name) const noexcept;
+};
+
+// Adds one entry of swap_in to `out` (which starts empty: swap_places{} minus its defaults);
+// the problem with the entry, "" when none. Never quotes the entry (it may be a pasted value).
+std::string add_swap_place(std::string_view entry, swap_places& out);
+
 struct compiled_secret {
   std::string name;
   secret_source source = secret_source::env;
@@ -42,6 +69,7 @@ struct compiled_secret {
   // Where the secret may be used (exact names / IP literals, "*.suffix"), normalised. Empty =
   // not bound: no placeholder, and injection limited only by the rule's own hosts.
   std::vector<std::string> hosts;
+  swap_places swap_in;  // where on `hosts` the placeholder becomes the value
 
   // Whether `host` is one of `hosts` (a wildcard matches names under its suffix, never the
   // suffix itself nor an IP literal). False when hosts is empty.

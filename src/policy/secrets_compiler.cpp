@@ -147,6 +147,31 @@ void compile_placeholder(context& c, const model::secret& s, const std::string& 
   out.placeholder = s.placeholder;
 }
 
+// `swap_in`: where on its hosts the placeholder is swapped. Only a placeholder has places.
+void compile_swap_in(context& c, const model::secret& s, const std::string& key,
+                     compiled_secret& out) {
+  const std::string k = key + ".swap_in";
+  if (!s.has_swap_in || c.skip(k)) return;
+  if (!s.has_placeholder) {
+    c.error(k, "swap_in says where the placeholder is swapped: set secrets." + s.name +
+                   ".placeholder, or omit swap_in");
+    return;
+  }
+  if (s.swap_in.empty()) {
+    c.error(k, "must not be empty (omit the key for [header, query])");
+    return;
+  }
+  swap_places places;  // the defaults are not added to what is listed
+  places.any_header = places.any_query = false;
+  for (std::size_t i = 0; i < s.swap_in.size(); ++i) {
+    const std::string ik = indexed(k, i);
+    if (c.skip(ik)) continue;
+    if (std::string problem = add_swap_place(s.swap_in[i], places); !problem.empty())
+      c.error(ik, std::move(problem));
+  }
+  out.swap_in = std::move(places);
+}
+
 // Between secrets: a placeholder is handed to the agent, so it must not carry any secret's
 // value, and it must say unambiguously which secret it stands for.
 void cross_check(context& c, const std::vector<compiled_secret>& secrets) {
@@ -346,6 +371,7 @@ std::vector<compiled_secret> compile_secrets(model::policy& policy, const mark_t
     read_value(c, s, key, read_values, cs);
     compile_hosts(c, s, key, cs);
     compile_placeholder(c, s, key, cs);
+    compile_swap_in(c, s, key, cs);
   }
   cross_check(c, out);
   return out;

@@ -5,6 +5,7 @@
 #include "filters/credentials/injection.hpp"
 #include "filters/credentials/placeholder_scanner.hpp"
 #include "filters/credentials/placeholders.hpp"
+#include "filters/credentials/placement.hpp"
 #include "policy/snapshot.hpp"
 
 #include <algorithm>
@@ -15,6 +16,15 @@ namespace {
 
 bool contains(const std::vector<std::size_t>& v, std::size_t i) {
   return std::find(v.begin(), v.end(), i) != v.end();
+}
+
+// The scheme and authority of an absolute-form target ("http://host:port"); empty for the
+// origin-form target of a request in a tunnel (its authority is the Host field).
+std::string_view authority_of(std::string_view target) {
+  if (target.starts_with('/')) return {};
+  const std::size_t scheme = target.find("://");
+  const std::size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
+  return target.substr(0, target.find_first_of("/?", from));
 }
 
 class placeholder_guard final : public filter {
@@ -28,6 +38,14 @@ class placeholder_guard final : public filter {
         ex.connect ? std::string_view() : std::string_view(ex.request->method_string()));
     for (std::size_t i : ex.placeholders)
       if (!secrets_[i].bound_to(ex.target.host)) return refuse(ex, i);
+    // On a bound host, only where each secret's swap_in swaps it. (A CONNECT head is never
+    // forwarded nor swapped: nothing there becomes a value.)
+    if (!ex.connect) {
+      const std::string_view target = ex.request->target();
+      if (auto m = find_misplaced(secrets_, ex.placeholders, *ex.request, authority_of(target),
+                                  ex.path_and_query, ex.request->method_string()))
+        return refuse_misplaced(ex, *m);
+    }
     if (ex.has_body && !ex.connect) {
       scan_.emplace(secrets_, ex.target.host);
       if (!scan_->active()) scan_.reset();
@@ -84,6 +102,21 @@ class placeholder_guard final : public filter {
     return verdict::refuse(core::errc::placeholder_refused,
                            core::str_cat("the placeholder of secret ", s.name,
                                          " may not be sent to ", ex.target.host.text));
+  }
+
+  // Not an exfiltration attempt by itself (the host is the secret's), but the value would land
+  // where no credential goes: a field the host keeps, forwards or shows.
+  verdict refuse_misplaced(exchange& ex, const misplacement& m) const {
+    const auto& s = secrets_[m.secret];
+    if (m.where == "the method") ex.record.method = "[unregistered]";  // not repeated
+    AIRLOCK_LOG(warn, "proxy", "misplaced placeholder: agent ", ex.record.agent,
+                " sent the placeholder of secret ", s.name, " to ", ex.target.host.text, ':',
+                ex.target.port, " in ", m.where, ", where secrets.", s.name,
+                ".swap_in does not swap it (refused)");
+    return verdict::refuse(
+        core::errc::placeholder_misplaced,
+        core::str_cat("the placeholder of secret ", s.name, " may not be sent in ", m.where,
+                      " (see secrets.", s.name, ".swap_in)"));
   }
 
   std::span<const policy::compiled_secret> secrets_;

@@ -1,8 +1,9 @@
 #pragma once
 // Placeholders: fake values shaped like a secret (same prefix and length) that the launcher
 // hands the agent, so tools that insist on an API key start. The proxy swaps a placeholder for
-// the secret's value on the hosts the secret is bound to, and refuses a request that carries it
-// anywhere else (an exfiltration attempt: the agent has no business sending it there).
+// the secret's value on the hosts the secret is bound to, where a credential goes (the
+// secret's swap_in: placement.hpp), and refuses a request that carries it to any other host
+// (an exfiltration attempt: the agent has no business sending it there).
 //
 // Only what the proxy sees of a request is searched: the method, header names and values, and
 // the request target. Proxy-Authorization's value is skipped (it is for the proxy, and never
@@ -32,8 +33,10 @@ std::vector<std::size_t> find_placeholders(std::span<const policy::compiled_secr
                                            const boost::beast::http::fields& head,
                                            std::string_view target, std::string_view method = {});
 
-// Replaces every occurrence of the placeholders of `which` with the secrets' values, in header
-// values and in `target`. The caller has checked that the host is bound to each of them.
+// Replaces the placeholders of `which` with the secrets' values where each secret's swap_in
+// swaps it (placement.hpp; `anywhere`: every occurrence in header values and `target`). An
+// occurrence anywhere else is left as it is (the guard has refused such a request already:
+// find_misplaced). The caller has checked that the host is bound to each of them.
 void swap_placeholders(std::span<const policy::compiled_secret> secrets,
                        std::span<const std::size_t> which, boost::beast::http::fields& head,
                        std::string& target);

@@ -47,6 +47,7 @@ REASONS = {
     "agent_suspended": (429, "http_request_denied"),
     "agent_stopped": (403, "http_request_denied"),
     "placeholder_refused": (403, "http_request_denied"),
+    "placeholder_misplaced": (403, "http_request_denied"),
     "placeholder_required": (403, "http_request_denied"),
     "secret_not_bound": (403, "http_request_denied"),
     "dlp_blocked": (403, "http_request_denied"),

@@ -135,6 +135,19 @@ TEST_F(pipeline_test, EachControlRefusesWithItsOwnReason) {
     EXPECT_EQ(ex.record.detail.find(kToken), std::string::npos);
   }
   {
+    // On the secret's own host, but inside a field no credential goes in (a webhook URL the
+    // host would call): refused before any other control, nothing swapped.
+    auto& ex = request(http::verb::post, "api.example.com",
+                       std::string("/hooks?url=http%3A%2F%2Fb.example%2F%3Fk%3D") + kPlaceholder);
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::placeholder_misplaced);
+    EXPECT_NE(ex.record.detail.find("secret key"), std::string::npos) << ex.record.detail;
+    EXPECT_NE(ex.record.detail.find("query parameter url"), std::string::npos) << ex.record.detail;
+    EXPECT_EQ(ex.record.detail.find(kPlaceholder), std::string::npos);
+    EXPECT_EQ(ex.path_and_query.find(kToken), std::string::npos);
+  }
+  {
     auto& ex = request(http::verb::post, "api.example.com", "/");
     ex.has_body = true;
     chain c(pipeline_->factories(), ex);
@@ -145,6 +158,17 @@ TEST_F(pipeline_test, EachControlRefusesWithItsOwnReason) {
     EXPECT_TRUE(ex.record.injected.empty());
     EXPECT_TRUE(req_[http::field::authorization].empty());
   }
+}
+
+TEST_F(pipeline_test, APlaceholderIsSwappedWhereACredentialGoes) {
+  load(kRules);
+  auto& ex = request(http::verb::get, "api.example.com", "/v1?page=2");
+  req_.set("X-Api-Key", kPlaceholder);
+  chain c(pipeline_->factories(), ex);
+  ASSERT_TRUE(c.request_head().passes()) << ex.record.detail;
+  ASSERT_TRUE(c.forward().passes()) << ex.record.detail;
+  EXPECT_EQ(req_["X-Api-Key"], kToken);
+  EXPECT_EQ(ex.path_and_query, "/v1?page=2");
 }
 
 TEST_F(pipeline_test, ARequestInAProtocolTheRuleDoesNotListIsRefused) {

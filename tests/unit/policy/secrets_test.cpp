@@ -135,6 +135,61 @@ TEST(Secrets, PlaceholderAndHosts) {
   EXPECT_FALSE(unbound.bound_to(host("api.github.com")));
 }
 
+// swap_in: where on its hosts a placeholder becomes the value. Default [header, query].
+TEST(Secrets, SwapInDefaultsAndPlaces) {
+  scoped_env e("AIRLOCK_TEST_GH", std::string(gh_value));
+  const std::string head = "secrets:\n  github:\n    env: AIRLOCK_TEST_GH\n    placeholder: '" +
+                           std::string(gh_fake) + "'\n    hosts: [api.github.com]\n";
+  auto r = load_string(head, "p.yaml");
+  ASSERT_TRUE(r.ok()) << dump(r.errors);
+  const swap_places& d = r.policy->secrets()[0].swap_in;
+  EXPECT_TRUE(d.any_header);
+  EXPECT_TRUE(d.any_query);
+  EXPECT_FALSE(d.path);
+  EXPECT_FALSE(d.anywhere);
+
+  r = load_string(head + "    swap_in: [path, 'header:X-Api-Key', 'query:key']\n", "p.yaml");
+  ASSERT_TRUE(r.ok()) << dump(r.errors);
+  const swap_places& s = r.policy->secrets()[0].swap_in;
+  EXPECT_TRUE(s.path);
+  EXPECT_FALSE(s.any_header);
+  EXPECT_FALSE(s.any_query);
+  EXPECT_FALSE(s.anywhere);
+  EXPECT_TRUE(s.header_allowed("x-api-key"));
+  EXPECT_TRUE(s.header_allowed("X-API-KEY"));
+  EXPECT_FALSE(s.header_allowed("authorization"));
+  EXPECT_TRUE(s.param_allowed("key"));
+  EXPECT_FALSE(s.param_allowed("Key"));
+  EXPECT_FALSE(s.param_allowed("url"));
+
+  r = load_string(head + "    swap_in: [anywhere]\n", "p.yaml");
+  ASSERT_TRUE(r.ok()) << dump(r.errors);
+  EXPECT_TRUE(r.policy->secrets()[0].swap_in.anywhere);
+}
+
+TEST(SecretErrors, SwapInUnknownPlaceNamesFileLineAndKey) {
+  scoped_env e("AIRLOCK_TEST_GH", std::string(gh_value));
+  const std::string head = "secrets:\n  github:\n    env: AIRLOCK_TEST_GH\n    placeholder: '" +
+                           std::string(gh_fake) + "'\n    hosts: [api.github.com]\n";
+  auto r = load_string(head + "    swap_in: [header, body]\n", "p.yaml");
+  expect_one(r, 6, 23, "secrets.github.swap_in[1]", "not a place to swap the placeholder in");
+  EXPECT_NE(r.errors[0].to_string().find("p.yaml:6:23: secrets.github.swap_in[1]"),
+            std::string::npos)
+      << dump(r.errors);
+  expect_one(load_string(head + "    swap_in: ['header:']\n", "p.yaml"), 6, 15,
+             "secrets.github.swap_in[0]", "header:NAME needs a header name");
+  expect_one(load_string(head + "    swap_in: ['header:Proxy-Authorization']\n", "p.yaml"), 6, 15,
+             "secrets.github.swap_in[0]", "never forwarded");
+  expect_one(load_string(head + "    swap_in: ['query:']\n", "p.yaml"), 6, 15,
+             "secrets.github.swap_in[0]", "query:NAME needs a parameter name");
+  expect_one(load_string(head + "    swap_in: []\n", "p.yaml"), 6, 14, "secrets.github.swap_in",
+             "must not be empty");
+  expect_one(load_string(head + "    swap_in: path\n", "p.yaml"), 6, 14, "secrets.github.swap_in",
+             "a list");
+  expect_one(load_string("secrets:\n  s: {env: AIRLOCK_TEST_GH, swap_in: [path]}\n", "p.yaml"), 2,
+             38, "secrets.s.swap_in", "set secrets.s.placeholder");
+}
+
 TEST(Secrets, WildcardNeverMatchesAnAddress) {
   compiled_secret s;
   s.hosts = {"*.0.0.1"};  // cannot be written in a policy; bound_to must still not match
