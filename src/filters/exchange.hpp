@@ -160,7 +160,11 @@ struct exchange {
   bool connect = false;        // a CONNECT: opaque or to be intercepted
   bool in_tunnel = false;      // a request inside a tunnel (intercepted, or plain HTTP)
   bool tunnel_plain = false;   // in_tunnel, and the client speaks plain HTTP inside (scheme http)
-  std::string upgrade;         // the protocol the client asks to switch to, lower case
+  // in_tunnel: the rule the CONNECT was allowed by (its tunnel holds that rule's slots).
+  std::string_view tunnel_rule;
+  // An HTTP/2 stream: how many other streams of its connection were in flight as it began.
+  std::size_t streams_alongside = 0;
+  std::string upgrade;  // the protocol the client asks to switch to, lower case
   bool has_body = false;
   std::optional<std::uint64_t> content_length;
   const policy::compiled_agent* agent = nullptr;  // identified before the chain runs

@@ -7,6 +7,7 @@
 #include "filters/decision/decision_filter.hpp"
 #include "filters/dlp/dlp_filter.hpp"
 #include "filters/mcp/mcp_filter.hpp"
+#include "filters/rate_limit/agent_gate.hpp"
 #include "filters/rate_limit/rate_limit_filter.hpp"
 #include "filters/rate_limit/registry.hpp"
 #include "filters/redaction/redaction_filter.hpp"
@@ -45,8 +46,12 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
   f.push_back(std::make_unique<credentials::placeholder_guard_factory>(secrets));
   // The proxy's own endpoint (airlock.internal) before the rules: it is answered, never decided.
   f.push_back(std::make_unique<approval::access_factory>(*snapshot, state.approvals));
+  // The kill switch and the breaker before the decision: a stopped agent's answers must not
+  // say which hosts its rules allow.
+  auto rates = state.rates->bind(snapshot);
+  f.push_back(std::make_unique<rate_limit::agent_gate_factory>(rates));
   f.push_back(std::make_unique<decision::decision_factory>());
-  f.push_back(std::make_unique<rate_limit::rate_limit_factory>(state.rates->bind(snapshot)));
+  f.push_back(std::make_unique<rate_limit::rate_limit_factory>(std::move(rates)));
   f.push_back(std::make_unique<credentials::placeholder_require_factory>());
   f.push_back(std::make_unique<validation::validation_factory>());
   // Before DLP: a tool call refused (a secret in its arguments included) is answered as

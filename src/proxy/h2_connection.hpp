@@ -57,6 +57,8 @@ class h2_connection final : public h2::observer {
   std::size_t stream_buffer() const noexcept { return limits_.stream_buffer; }
   void kick() { write_wanted_.notify(); }
   bool closing() const noexcept { return closing_; }
+  // Stream coroutines running, the calling stream's own among them.
+  std::size_t streams_running() const noexcept { return active_; }
   // An idle upstream of this connection (unless !idle_ok), or a fresh context to connect (h2
   // streams to an HTTP/1.1 origin: one upstream connection per stream in flight, kept for the
   // next), or null when a fresh one would go past the client's connection caps in `caps`

@@ -228,6 +228,8 @@ asio::awaitable<void> serve_h2_stream(h2_connection& c, h2_stream_state& ss) {
     co_return co_await h2_answer(c, ss, rec, limits.idle_timeout);
   }
   rec.agent = ex.agent->name;
+  ex.tunnel_rule = t.rule;
+  ex.streams_alongside = c.streams_running() - 1;  // for `concurrent` (rate_limit_filter.cpp)
   if (s.relay_binary) ex.binary = rec.binary = &*s.relay_binary;
   if (shared.audit_refuses(snap)) {  // fail closed, as session.cpp
     rec.refuse(errc::audit_unavailable, "the audit log cannot be written; retry later");

@@ -5,9 +5,11 @@
 // TLS or plain HTTP) come back here, each an exchange of its own through the same steps.
 #include "proxy/session.hpp"
 
+#include <iterator>
 #include <type_traits>
 #include <utility>
 
+#include "core/ascii.hpp"
 #include "filters/chain.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connect.hpp"
@@ -36,7 +38,15 @@ namespace {
 bool identify(const session_context& s, const tunnel_context* tunnel, const policy::snapshot& snap,
               const http::request_header<>& req, filters::exchange& ex) {
   policy::identity id;
-  if (!tunnel) {
+  const auto [auth, auth_end] = req.equal_range(http::field::proxy_authorization);
+  if (!tunnel && s.relay_agent.empty() && auth != auth_end &&
+      (std::next(auth) != auth_end || core::trim_ows(auth->value()).empty())) {
+    // RFC 9110 section 11.7.2: one set of credentials for the proxy. An empty header or a
+    // second one is not "no credentials" (the source address or the default agent would
+    // answer for it) and not "the first one" (a hop after us could read the other): 407.
+    id.detail = std::next(auth) != auth_end ? "more than one Proxy-Authorization header"
+                                            : "empty Proxy-Authorization header";
+  } else if (!tunnel) {
     id = snap.identify(s.relay_agent, req[http::field::proxy_authorization],
                        s.client_endpoint.address());
   } else if (!(id.agent = snap.find_agent(tunnel->agent))) {
@@ -101,6 +111,7 @@ asio::awaitable<bool> serve_exchange(session_context& s, Client& client, tunnel_
   if (tunnel) {
     rec.scheme = tunnel->plain ? "http" : "https";
     ex.tunnel_plain = tunnel->plain;
+    ex.tunnel_rule = tunnel->rule;
   }
   h1::request_parser req_p;
   if (auto ended = co_await h1::read_request_head(client, s.buffer, req_p, limits, rec))

@@ -51,7 +51,8 @@ struct session_context {
 // origin closes it between requests.
 struct tunnel_context {
   net::authority target;
-  std::string agent;  // identified at CONNECT; inner requests cannot change it
+  std::string agent;      // identified at CONNECT; inner requests cannot change it
+  std::string rule = {};  // the rule that allowed the CONNECT (its rate slots are the tunnel's)
   std::shared_ptr<const interception> tls = nullptr;
   std::optional<tls_upstream> upstream = std::nullopt;
   boost::beast::flat_buffer upstream_buffer = {};

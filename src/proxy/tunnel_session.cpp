@@ -67,7 +67,8 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
                                         const active_policy& active, inner_exchanges inner,
                                         beast::tcp_stream& checked, const connect_outcome& made,
                                         std::optional<tls_upstream>& pooled) {
-  tunnel_context t{.target = ex.target, .agent = ex.record.agent, .tls = active.tls};
+  tunnel_context t{
+      .target = ex.target, .agent = ex.record.agent, .rule = ex.record.rule, .tls = active.tls};
   first_upstream(t, ex, checked, made, pooled);
   tls_client client_tls(s.client, *t.tls->server_context);
   std::string error;
@@ -127,7 +128,8 @@ asio::awaitable<void> serve_intercepted(session_context& s, filters::exchange& e
 // intercepted tunnel, without TLS. The tunnel is recorded by its requests when it carried any.
 asio::awaitable<void> serve_plain_tunnel(session_context& s, filters::exchange& ex,
                                          inner_exchanges inner) {
-  tunnel_context t{.target = ex.target, .agent = ex.record.agent, .plain = true};
+  tunnel_context t{
+      .target = ex.target, .agent = ex.record.agent, .rule = ex.record.rule, .plain = true};
   const auto before = s.requests;
   for (;;) {
     s.entry->idle = true;

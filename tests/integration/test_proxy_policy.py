@@ -183,6 +183,27 @@ class DenyTest(ProxyTestCase):
             self.assertNotIn(TOKEN, str(rec))
         self.assertNotIn(TOKEN, self.proxy.stderr())
 
+    def test_empty_or_repeated_proxy_authorization_is_407(self):
+        # An empty header is not "no credentials" (this policy's default agent would answer
+        # for it), and of two the proxy must not pick one: either way 407 and nothing sent.
+        cases = {"empty Proxy-Authorization header": [("Proxy-Authorization", "")],
+                 "more than one Proxy-Authorization header":
+                     [("Proxy-Authorization", basic("coder", TOKEN)),
+                      ("Proxy-Authorization", basic("coder", TOKEN))]}
+        for why, headers in cases.items():
+            m = marker()
+            [r], _ = self.send_raw(self.request("GET", self.url("/echo/%s" % m),
+                                                headers=headers))
+            self.assert_answer(r, "auth_required", msg=why)
+            rec = self.assert_audit(path="/echo/%s" % m)
+            self.assertEqual(rec["reason"], "auth_required", rec)
+            self.assertIn(why, rec.get("detail", ""), rec)
+            self.assertEqual(self.origin.seen(m), [])
+        # The same on CONNECT.
+        [r], _ = self.send_raw(b"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n"
+                               b"Proxy-Authorization: \r\n\r\n")
+        self.assert_answer(r, "auth_required")
+
     def test_wrong_token_on_connect_is_407(self):
         [r], _ = self.send_raw(b"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n"
                                b"Proxy-Authorization: %s\r\n\r\n" % basic("coder", "x").encode())

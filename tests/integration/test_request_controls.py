@@ -459,6 +459,9 @@ class BreakerTest(ControlsTestCase):
         self.assertEqual(self.origin.seen(m), [])
         wait = self.retry_after(r)
         self.assertTrue(1 <= wait <= 2, wait)
+        # A host no rule allows gets the same answer: a suspended agent cannot sort hosts into
+        # allowed (agent_suspended) and not (host_denied) by its refusals.
+        self.assert_answer(self.get("/echo/x", host="elsewhere.test"), "agent_suspended")
         agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
         me = [a for a in agents if a["name"] == "default"][0]
         self.assertGreater(me["suspended_seconds_left"], 0)
@@ -475,6 +478,12 @@ class BreakerTest(ControlsTestCase):
             m = marker()
             self.assert_answer(self.get("/echo/" + m), "agent_stopped")
             self.assertEqual(self.origin.seen(m), [])
+            # The same for a host no rule allows, a port and a CONNECT: no answer tells the
+            # stopped agent what its rules allow.
+            self.assert_answer(self.get("/echo/x", host="elsewhere.test"), "agent_stopped")
+            [r], _ = self.send_raw(b"CONNECT elsewhere.test:443 HTTP/1.1\r\n"
+                                   b"Host: elsewhere.test:443\r\n\r\n")
+            self.assert_answer(r, "agent_stopped")
             agents = admin_call(self.proxy.admin, "GET", "/agents").json()["agents"]
             self.assertTrue([a for a in agents if a["name"] == "default"][0]["stopped"])
             # A reload does not resume a stopped agent.
@@ -494,15 +503,15 @@ class BreakerTest(ControlsTestCase):
 
 class InspectedControlsTest(InterceptionCase):
     """Inside an intercepted tunnel each request is rated and validated like a plain one; the
-    tunnel itself holds the agent's concurrency slot, so its own requests are not refused by
-    it."""
+    CONNECT is a request too, and its tunnel holds the agent's concurrency slot, so its own
+    requests are not refused by it."""
 
     @classmethod
     def policy(cls):
         p = make_policy([
             origin_rule(cls.origin.port),
             # A burst of 3, refilled once a minute: no token can come back during the test,
-            # however slow the (sanitizer) build, so the fourth request is refused for sure.
+            # however slow the (sanitizer) build, so the third request is refused for sure.
             inspect_rule(cls.good.port, rate={"requests_per_minute": 1, "burst": 3},
                          query={"params": {"q": "^[a-z]+$"}}),
             inspect_rule(cls.good.port, name="validated", hosts=["valid.test"],
@@ -515,17 +524,16 @@ class InspectedControlsTest(InterceptionCase):
     def test_rate_and_validation_inside_tls(self):
         m = marker()
         urls = [self.insp_url("/echo/allowed-%s-%d?q=abc" % (m, i)) for i in range(3)]
-        # Three requests on one kept-alive tunnel: all pass (burst 3, concurrent 1 held by the
-        # tunnel itself).
+        # One kept-alive tunnel: its CONNECT takes a token (it is a request), two requests
+        # pass (burst 3, concurrent 1 held by the tunnel itself), and the third is refused 429
+        # inside TLS, with its reason.
         r = self.curl_ica(*urls)
-        self.assertEqual(r.returncode, 0, r)
         # (The first response curl lists is the proxy's 200 to CONNECT.)
-        self.assertEqual([x.status for x in r.responses], [200, 200, 200, 200], r)
-        # The fourth: 429 inside TLS, with its reason.
-        r = self.curl_ica(self.insp_url("/echo/allowed-%s-4?q=abc" % m))
-        self.assertEqual(r.status, 429, r)
+        self.assertEqual([x.status for x in r.responses], [200, 200, 200, 429], r)
         self.assertEqual(r.header("X-Airlock-Reason"), "rate_limited")
         self.assertIsNotNone(r.header("Retry-After"))
+        self.assert_audit(scheme="https", path="/echo/allowed-%s-2" % m, reason="rate_limited")
+        self.assertEqual(self.good.seen("%s-2" % m), [])
         # Validation inside TLS (a rule without a rate, so no bucket is involved).
         r = self.curl_ica(self.insp_url("/echo/allowed-%s-5?q=ABC" % m, host="valid.test"))
         self.assertEqual(r.status, 403, r)

@@ -107,6 +107,17 @@ std::int64_t gcra::reserve(const gcra_params& p, std::int64_t now_ns, std::uint6
   return overdraft(next, now_ns, p.capacity_ns);
 }
 
+void gcra::charge(const gcra_params& p, std::int64_t now_ns, std::uint64_t cost) noexcept {
+  const std::int64_t c = p.cost_ns(cost);
+  const std::int64_t most =
+      clamp64(static_cast<i128>(now_ns) + 2 * static_cast<i128>(p.capacity_ns));
+  std::int64_t old = tat_.load(std::memory_order_relaxed);
+  std::int64_t next = 0;
+  do {
+    next = std::max(std::min(advance(old, now_ns, c), most), old);  // a charge never refunds
+  } while (!tat_.compare_exchange_weak(old, next, std::memory_order_relaxed));
+}
+
 std::int64_t gcra::exhausted(const gcra_params& p, std::int64_t now_ns) const noexcept {
   const std::int64_t tat = tat_.load(std::memory_order_relaxed);
   return overdraft(advance(tat, now_ns, p.cost_ns(1)), now_ns, p.capacity_ns);

@@ -68,10 +68,11 @@ class gcra {
   // wait before it may use them (0 = now). For throttling: the caller delays, never refuses.
   std::int64_t reserve(const gcra_params& p, std::int64_t now_ns, std::uint64_t cost) noexcept;
 
-  // After-the-fact debt (e.g. bytes counted once a body has been sent).
-  void charge(const gcra_params& p, std::int64_t now_ns, std::uint64_t cost) noexcept {
-    (void)reserve(p, now_ns, cost);
-  }
+  // After-the-fact debt (bytes_per_hour: bytes counted once a body has been sent). The debt
+  // stops at one whole bucket: the quota is refused for at most its own period (an hour for
+  // an hourly quota) after the charge, as a sliding window would be (every byte has left it an
+  // hour later), not for as many hours as one large body was over it.
+  void charge(const gcra_params& p, std::int64_t now_ns, std::uint64_t cost) noexcept;
 
   // 0 when at least one unit is available; else how long until one is.
   std::int64_t exhausted(const gcra_params& p, std::int64_t now_ns) const noexcept;

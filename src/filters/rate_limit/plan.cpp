@@ -198,15 +198,13 @@ plan::plan(std::vector<agent_entry> agents, std::shared_ptr<const void> keep_ali
   }
 }
 
-admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
-                      slots concurrency) const {
+admission plan::check_agent(std::size_t agent_index, std::int64_t now_ns) const {
   admission a;
   taken t;
   if (agent_index >= agents_.size())
     return refuse(a, t, errc::internal_error, 0, "agent not in the rate plan");
   const agent_entry& ag = agents_[agent_index];
   agent_state& st = *ag.state;
-
   if (st.breaker.stopped())
     return refuse(a, t, errc::agent_stopped, 0, core::str_cat("agent ", ag.name, " stopped"));
   if (ag.breaker.enabled()) {
@@ -220,6 +218,16 @@ admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::i
   if (store_ != nullptr && !store_->control_read() && store_->settings().deny_when_unavailable)
     return refuse(a, t, errc::store_unavailable, 0,
                   core::str_cat("agent ", ag.name, ": the fleet's stops not read yet"));
+  return a;
+}
+
+admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
+                      slots concurrency) const {
+  admission a = check_agent(agent_index, now_ns);
+  if (!a.admitted()) return a;
+  taken t;
+  const agent_entry& ag = agents_[agent_index];
+  agent_state& st = *ag.state;
 
   const rule_entry* re = nullptr;
   if (rule_position != no_rule) {
@@ -236,24 +244,19 @@ admission plan::admit(std::size_t agent_index, std::size_t rule_position, std::i
   bucket_state& ab = st.buckets;
 
   // Concurrency first: it is the only check that takes nothing from a bucket.
-  const bool take = concurrency != slots::skip;
-  if (take && al.concurrent != 0) {
+  if (concurrency.agent && al.concurrent != 0) {
     if (!ab.gate.try_enter(al.concurrent))
       return refuse(a, t, errc::concurrency_limited, 0,
                     core::str_cat(subject(ag, nullptr), " concurrent=", al.concurrent));
     // An aliasing pointer: the ticket keeps the agent's state alive, not just the plan's.
     a.agent_slot = slot_ticket(std::shared_ptr<concurrency_gate>(ag.state, &ab.gate));
   }
-  if (take && re != nullptr && re->limits.concurrent != 0) {
+  if (concurrency.rule && re != nullptr && re->limits.concurrent != 0) {
     if (!re->state->gate.try_enter(re->limits.concurrent))
       return refuse(a, t, errc::concurrency_limited, 0,
                     core::str_cat(subject(ag, re), " concurrent=", re->limits.concurrent));
     a.rule_slot = slot_ticket(std::shared_ptr<concurrency_gate>(re->state, &re->state->gate));
   }
-
-  // An intercepted tunnel: its requests are rated one by one, the tunnel itself only holds
-  // the slots.
-  if (concurrency == slots::only) return a;
 
   take_units(ag, re, now_ns, source_of(store_, true), store_, a, t);
   return a;

@@ -36,6 +36,16 @@ namespace airlock::filters::rate_limit {
 
 enum class direction { upload, download };
 
+// Which concurrency slots an admission takes (plan::admit). A CONNECT is a request (slots and
+// tokens); its tunnel holds its slots while it lasts, for one request inside at a time: a
+// request inside takes none again unless it is an HTTP/2 stream beside others in flight (each
+// such stream is one more request in flight), and the rule's slot unless it is the CONNECT's
+// rule (another rule's `concurrent` must not be passed by a tunnel opened under the first).
+struct concurrency_slots {
+  bool agent = true;
+  bool rule = true;
+};
+
 // The outcome of plan::admit(). Movable; destroying it (or its tickets) frees the concurrency
 // slots it holds.
 struct admission {
@@ -78,17 +88,19 @@ class plan {
   // then rule). The first that refuses decides; a refused admission consumes nothing (what the
   // earlier checks took is given back). Does not record a failure: the caller does that
   // (record_failure) for the refusals it counts.
-  // An intercepted tunnel and its requests are one connection: the CONNECT takes the
-  // concurrency slots and nothing from the buckets (`slots::only`), each request inside is
-  // rated without taking slots again (`slots::skip`). `slots::take` is everything else.
-  enum class slots { take, skip, only };
+  using slots = concurrency_slots;
   // With a shared store (state: redis) the hourly request quotas and the request buckets are
   // the fleet's, taken from this replica's leases; an empty lease makes the admission
   // must_wait() instead (concurrency slots held, nothing else taken). The hourly byte quotas
   // are the fleet's too: refused while the store last said they are in debt, must_wait() when
   // that was said too long ago.
   admission admit(std::size_t agent_index, std::size_t rule_position, std::int64_t now_ns,
-                  slots concurrency = slots::take) const;
+                  slots concurrency = {}) const;
+
+  // admit()'s first checks alone, which need no rule: the kill switch, the breaker's
+  // suspension, and (state: redis, on_unavailable: deny) the fleet's stops not read yet. The
+  // agent gate runs them before the decision, so a stopped agent learns nothing of its rules.
+  admission check_agent(std::size_t agent_index, std::int64_t now_ns) const;
 
   // The quotas and buckets of admit() alone, after a wait for a lease: `store_answered` false
   // (the refill got no answer) applies on_unavailable as if the store were down. The result

@@ -7,6 +7,16 @@
 namespace airlock::filters::rate_limit {
 namespace {
 
+// A request inside a tunnel is in the CONNECT's slots, one at a time (plan::slots): an HTTP/2
+// stream that begins beside others in flight takes its own, and a request that another rule
+// allowed takes that rule's.
+plan::slots slots_for(const exchange& ex) {
+  if (!ex.in_tunnel) return {};
+  const bool beside = ex.streams_alongside > 0;
+  const bool other_rule = ex.rule == nullptr || ex.rule->name != ex.tunnel_rule;
+  return {.agent = beside, .rule = beside || other_rule};
+}
+
 class rate_limit_filter final : public filter {
  public:
   rate_limit_filter(const std::shared_ptr<const plan>& rates, std::size_t agent)
@@ -14,11 +24,7 @@ class rate_limit_filter final : public filter {
 
   verdict on_request_head(exchange& ex) override {
     const std::size_t rule = rates_.rule_position(agent_, ex.rule);
-    using slots = plan::slots;
-    const slots use = ex.in_tunnel                     ? slots::skip
-                      : ex.connect && ex.rule->inspect ? slots::only
-                                                       : slots::take;
-    admission_ = rates_.admit(agent_, rule, ex.clock(), use);
+    admission_ = rates_.admit(agent_, rule, ex.clock(), slots_for(ex));
     ex.upload = byte_pace::for_exchange(rates_, agent_, rule, direction::upload);
     ex.download = byte_pace::for_exchange(rates_, agent_, rule, direction::download);
     if (admission_) return verdict::next();

@@ -1,9 +1,10 @@
 #pragma once
 // Rate limits, quotas, concurrency caps, the circuit breaker and the kill switch as a filter.
 // The admission (and with it any concurrency slot) is held for as long as the exchange lasts:
-// for a CONNECT, the whole tunnel. An intercepted tunnel holds the slots; the requests inside
-// it are what is rated. When the exchange ends, a refusal or an upstream failure counts
-// towards the agent's circuit breaker.
+// for a CONNECT, the whole tunnel. A CONNECT is rated as a request; its tunnel holds its slots
+// for one request inside at a time (plan::slots), and each request inside is rated too. When
+// the exchange ends, a refusal or an upstream failure counts towards the agent's circuit
+// breaker. The kill switch and the suspension are checked first by the agent gate.
 
 #include "filters/filter.hpp"
 #include "filters/rate_limit/plan.hpp"

@@ -11,9 +11,9 @@
 //     -> 1: gives back units leased and not used, as if they had never been taken (the
 //        bucket never goes above full: a TAT before now is the same as now).
 //   charge  KEYS[1] ARGV = cost_us, capacity_us
-//     -> wait_us: adds `cost` to a byte quota after the fact, going into debt if need be (as
-//        gcra::charge does locally; cost 0 only reads), and answers how long until the quota
-//        has room again (0: it has now).
+//     -> wait_us: adds `cost` to a byte quota after the fact, going into debt if need be, up
+//        to one whole bucket (as gcra::charge does locally; cost 0 only reads), and answers
+//        how long until the quota has room again (0: it has now).
 
 #include <string_view>
 
@@ -58,7 +58,8 @@ local capacity = tonumber(ARGV[2])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
 if cost > 0 then
-  tat = tat + cost
+  local before = tat
+  tat = math.max(math.min(tat + cost, now + 2 * capacity), before)
   redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1000)
 end
 local wait = tat - capacity - now

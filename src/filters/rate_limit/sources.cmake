@@ -1,6 +1,7 @@
 # The rate_limit family: buckets (GCRA), concurrency gates, circuit breakers, and the per-process
 # registry that binds them to each policy snapshot.
 list(APPEND AIRLOCK_FILTER_SOURCES
+     ${CMAKE_CURRENT_LIST_DIR}/agent_gate.cpp
      ${CMAKE_CURRENT_LIST_DIR}/breaker.cpp
      ${CMAKE_CURRENT_LIST_DIR}/concurrency_gate.cpp
      ${CMAKE_CURRENT_LIST_DIR}/control_outbox.cpp

@@ -280,6 +280,29 @@ TEST_F(pipeline_test, RefusalsCountTowardsTheBreakerWhenTheExchangeEnds) {
   }
   EXPECT_EQ(ex.record.reason, core::errc::agent_suspended);
   EXPECT_FALSE(ex.breaker_tripped);
+  // So is one no rule allows, with the same reason: a suspended agent's refusals do not sort
+  // hosts into allowed and not (the agent gate runs before the decision).
+  auto& denied = request(http::verb::get, "nowhere.example.com", "/");
+  {
+    chain c(pipeline_->factories(), denied);
+    EXPECT_TRUE(c.request_head().refused());
+  }
+  EXPECT_EQ(denied.record.reason, core::errc::agent_suspended);
+  EXPECT_FALSE(denied.breaker_tripped);
+}
+
+TEST_F(pipeline_test, AStoppedAgentGetsOneAnswerForEveryHost) {
+  load(kRules);
+  ASSERT_TRUE(rates_.stop("default"));
+  for (const char* host : {"other.example.com", "nowhere.example.com"}) {
+    auto& ex = request(http::verb::get, host, "/");
+    {
+      chain c(pipeline_->factories(), ex);
+      EXPECT_TRUE(c.request_head().refused());
+    }
+    EXPECT_EQ(ex.record.reason, core::errc::agent_stopped) << host;
+    EXPECT_TRUE(ex.record.rule.empty()) << host;  // refused before any rule was looked at
+  }
 }
 
 }  // namespace

@@ -177,6 +177,22 @@ TEST(RateLimitGcra, QuotaDebtAndRecovery) {
   EXPECT_EQ(g.available(p, t0 + 100 * hour), 1'000u);
 }
 
+TEST(RateLimitGcra, QuotaDebtStopsAtOneBucket) {
+  // A body ten times the hourly quota: refused for an hour, not for nine (red team 21).
+  const auto p = gcra_params::bytes(1'000, hour);
+  gcra g;
+  g.charge(p, t0, 10'000);
+  EXPECT_EQ(g.exhausted(p, t0), hour + hour / 1'000);
+  EXPECT_EQ(g.exhausted(p, t0 + hour + hour / 1'000), 0);
+  // More charged while in debt still ends within the hour from now.
+  g.charge(p, t0 + hour / 2, 5'000);
+  EXPECT_EQ(g.exhausted(p, t0 + hour / 2), hour + hour / 1'000);
+  // Within one bucket the debt is what was charged (QuotaDebtAndRecovery).
+  gcra h;
+  h.charge(p, t0, 1'500);
+  EXPECT_EQ(h.exhausted(p, t0), hour / 2 + hour / 1'000);
+}
+
 TEST(RateLimitGcra, RequestQuota) {
   // requests_per_hour: 3 → T = 20 minutes, burst 3.
   const auto p = gcra_params::requests(3, hour);

@@ -139,23 +139,48 @@ TEST(RateLimitPlan, ConcurrencyHeldForTheLifeOfTheAdmission) {
 
 TEST(RateLimitPlan, SkippingSlotsStillRates) {
   // Requests inside an intercepted tunnel: the tunnel holds the concurrency slot, each request
-  // is still rated.
+  // is still rated, and so is the CONNECT (it is a request too).
   policy::model::rate ar;
   ar.concurrent = 1;
-  ar.requests = 2;
+  ar.requests = 3;
   registry reg;
   const auto p = reg.bind({agent("coder", ar, {rule("api")})});
-  const admission tunnel = p->admit(0, 0, t0, plan::slots::only);
+  const admission tunnel = p->admit(0, 0, t0);
   ASSERT_TRUE(tunnel.admitted());
   EXPECT_TRUE(tunnel.agent_slot.holds());
   EXPECT_EQ(p->admit(0, 0, t0).error, errc::concurrency_limited);
-  const admission inner = p->admit(0, 0, t0, plan::slots::skip);
+  const plan::slots inside{.agent = false, .rule = false};
+  const admission inner = p->admit(0, 0, t0, inside);
   ASSERT_TRUE(inner.admitted());
   EXPECT_FALSE(inner.agent_slot.holds());
   EXPECT_EQ(p->agents()[0].state->buckets.gate.in_flight(), 1u);
-  // The tunnel took no request token: two requests fit in the bucket of two.
-  EXPECT_TRUE(p->admit(0, 0, t0, plan::slots::skip).admitted());
-  EXPECT_EQ(p->admit(0, 0, t0, plan::slots::skip).error, errc::rate_limited);
+  // The tunnel took one request token: two more fit in the bucket of three.
+  EXPECT_TRUE(p->admit(0, 0, t0, inside).admitted());
+  EXPECT_EQ(p->admit(0, 0, t0, inside).error, errc::rate_limited);
+}
+
+TEST(RateLimitPlan, SlotsTakenOneByOne) {
+  // A request inside another rule's tunnel takes that rule's slot and not the agent's again;
+  // an HTTP/2 stream beside others takes both.
+  policy::model::rate agent_rate;
+  agent_rate.concurrent = 2;
+  policy::model::rate rule_rate;
+  rule_rate.concurrent = 1;
+  registry reg;
+  const auto p = reg.bind({agent("coder", agent_rate, {rule("wide"), rule("narrow", rule_rate)})});
+  const admission tunnel = p->admit(0, 0, t0);  // the CONNECT, allowed by "wide"
+  ASSERT_TRUE(tunnel.admitted());
+  const admission first = p->admit(0, 1, t0, {.agent = false, .rule = true});
+  ASSERT_TRUE(first.admitted());
+  EXPECT_FALSE(first.agent_slot.holds());
+  EXPECT_TRUE(first.rule_slot.holds());
+  const admission second = p->admit(0, 1, t0, {.agent = false, .rule = true});
+  EXPECT_EQ(second.error, errc::concurrency_limited);
+  EXPECT_NE(second.limit.find("narrow"), std::string::npos) << second.limit;
+  const admission beside = p->admit(0, 0, t0, {.agent = true, .rule = true});
+  ASSERT_TRUE(beside.admitted());
+  EXPECT_EQ(p->agents()[0].state->buckets.gate.in_flight(), 2u);
+  EXPECT_EQ(p->admit(0, 0, t0, {.agent = true, .rule = true}).error, errc::concurrency_limited);
 }
 
 TEST(RateLimitPlan, AdmissionOrder) {

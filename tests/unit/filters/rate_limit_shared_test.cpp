@@ -199,6 +199,27 @@ TEST(SharedPlan, ByteQuotaIsTheFleetsChargedAfterTheFact) {
   EXPECT_EQ(also.limit, "agent coder bytes_per_hour=1000");
 }
 
+TEST(SharedPlan, ByteQuotaDebtStopsAtOneBucket) {
+  // One body ten times the fleet's hourly quota: refused for an hour, not for nine.
+  state::test::redis_server server;
+  auto store = store_on(server.port(), 2);
+  ASSERT_TRUE(eventually_up(*store));
+  registry reg;
+  reg.use_store(store.get());
+  const auto p = reg.bind({agent("coder", bytes_per_hour(1'000))});
+  const auto& tally = p->agents()[0].state->buckets.shared_bytes_per_hour;
+  admission first = p->admit(0, plan::no_rule, t0);
+  ASSERT_TRUE(first.must_wait());
+  ASSERT_TRUE(sync(*store, first.sync, first.sync_params));
+  EXPECT_TRUE(p->take_tokens(0, plan::no_rule, t0).admitted());
+  EXPECT_EQ(p->throttle(0, plan::no_rule, direction::download, 10'000, t0), 0);
+  ASSERT_TRUE(eventually([&] { return !tally->syncing.load() && tally->pending.load() == 0; }));
+  const admission refused = p->admit(0, plan::no_rule, t0);
+  EXPECT_EQ(refused.error, core::errc::quota_exceeded);
+  EXPECT_GT(refused.retry_after_seconds, 3'500u);
+  EXPECT_LE(refused.retry_after_seconds, 3'601u);
+}
+
 TEST(SharedPlan, StoreUnavailableDenyRefuses) {
   auto store = store_on(state::test::free_port(), 3, true);
   registry reg;
