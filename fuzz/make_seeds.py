@@ -203,4 +203,24 @@ for m in ['{"t":"decide","from":"r2","nonce":1,"id":7,"approve":true,"scope":"ag
           '"since":1700000000,"deadline_ms":1700000030000}',
           'r2:7', 'host-1.x:18446744073709551615', '{"t":"decide","nonce":1e400}']:
     put("approval_fleet", m)
+# ---- protobuf_view: 8 split-seed bytes, then a gRPC or protobuf request body ----
+def pb_field(number, payload):
+    n, varint = len(payload), b""
+    while True:
+        varint += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)])
+        n >>= 7
+        if not n:
+            break
+    return bytes([number << 3 | 2]) + varint + payload
+
+
+def grpc_frame(message, flag=0):
+    return bytes([flag]) + struct.pack(">I", len(message)) + message
+
+
+KEYED = pb_field(1, b"AKIAIOSFODNN7EXAMPLE" + b"x" * 45) + pb_field(6, b"z")
+for name, body in (("keyed", KEYED), ("nested", pb_field(1, pb_field(3, KEYED) + b"\x08\x96\x01")),
+                   ("grpc", grpc_frame(KEYED) + grpc_frame(b"") + grpc_frame(pb_field(2, b"x" * 200))),
+                   ("grpc_compressed", grpc_frame(b"\x1f\x8b", 1)), ("numbers", b"\x09" + b"\0" * 8 + b"\x15abcd")):
+    put("protobuf_view", b"\x01\x23\x45\x67\x89\xab\xcd\xef" + body, name)
 print("seeds written under", ROOT, file=sys.stderr)

@@ -15,7 +15,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${AIRLOCK_FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets=(http_request host client_hello proxy_v2 dns_query policy redaction_stream json_body
          mcp_jsonrpc dlp_scan injection query_params
-         approval_fleet websocket_frame h2_session h2_client_session)
+         approval_fleet websocket_frame h2_session h2_client_session protobuf_view)
 
 # -O1 and line tables only: a quarter of the compile time of -O2 -g, and several times the
 # executions per second of -O0 (the build is what CI pays for; see fuzz/README.md).

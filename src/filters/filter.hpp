@@ -132,7 +132,9 @@ struct body_chunk {
 enum class message_from : std::uint8_t { client, origin };
 struct message {
   message_from from = message_from::client;
-  std::uint8_t opcode = 1;  // RFC 6455 section 5.2: 1 text, 2 binary, 9 ping, 10 pong
+  // RFC 6455 section 5.2: 1 text, 2 binary, 8 close (the payload is its reason), 9 ping,
+  // 10 pong.
+  std::uint8_t opcode = 1;
   std::string_view payload;
 
   bool text() const noexcept { return opcode == 1; }

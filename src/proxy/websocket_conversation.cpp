@@ -65,9 +65,9 @@ void websocket_conversation::on_event(message_from from, ws::event& e, output& o
   const bool mask_other = from == message_from::client;
   if (e.what == kind::error) return protocol_error(from, e, out);
   // A close frame's reason is the sender's text (RFC 6455 section 5.5.1): it goes through the
-  // chain as a text message would, and a refusal ends the connection the same way.
+  // chain (opcode 8, the reason as payload), and a refusal ends the connection the same way.
   const bool close = e.what == kind::control && e.op == ws::opcode::close;
-  const filters::message m{from, close ? std::uint8_t{1} : static_cast<std::uint8_t>(e.op),
+  const filters::message m{from, static_cast<std::uint8_t>(e.op),
                            close ? std::string_view(e.reason) : std::string_view(e.payload)};
   if ((!close || !e.reason.empty()) && !chain_.message(m).passes()) {
     summary_.refused_from = side(from);

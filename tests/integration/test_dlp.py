@@ -330,6 +330,13 @@ class DlpTest(ProxyTestCase):
         self.blocked("", "unreadable-coding", "body", method="POST",
                      body=b"\x01" + len(gzip.compress(body)).to_bytes(4, "big") + gzip.compress(body),
                      headers=[("Content-Type", "application/grpc"), ("grpc-encoding", "gzip")])
+        # gRPC servers decompress by grpc-encoding whatever the Content-Type says.
+        for ctype in ("application/octet-stream", "text/plain"):
+            with self.subTest(ctype=ctype):
+                self.blocked("", "unreadable-coding", "body", method="POST",
+                             body=b"\x01" + len(gzip.compress(body)).to_bytes(4, "big") +
+                             gzip.compress(body),
+                             headers=[("Content-Type", ctype), ("grpc-encoding", "gzip")])
 
     # -- benign look-alikes ---------------------------------------------------------------------
 

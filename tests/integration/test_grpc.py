@@ -142,7 +142,8 @@ class GrpcCallsCase(ProxyTestCase):
             {"name": "grpc-up", "hosts": ["grpcup.test"], "addresses": ["127.0.0.1"],
              "allow_cidrs": ["127.0.0.1/32"], "ports": [cls.grpc.port], "inspect": True,
              "methods": ["POST"], "paths": [r"^/airlock\.test\.Echo/(Allowed|Chat)$"],
-             "inject": {"headers": {"X-Injected": "injected-value"}}},
+             "inject": {"headers": {"X-Injected": "injected-value"}},
+             "dlp": {"action": "block"}},
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                 "upstream_ca": cls.certs.ca_cert})
 
@@ -156,13 +157,14 @@ class GrpcCallsCase(ProxyTestCase):
         return channel
 
     def test_unary_call_with_injected_credential_and_trailers(self):
+        mark = self.proxy.audit_mark()
         stub = self.channel().unary_unary("/airlock.test.Echo/Allowed")
         answer, call = stub.with_call(b"payload", timeout=20)
         self.assertEqual(answer, b"echo:payload")
         self.assertEqual(call.code(), grpc.StatusCode.OK)
         self.assertEqual(dict(call.trailing_metadata()).get("x-server-trailer"), "s1")
         self.assertEqual(self.grpc.metadata[-1].get("x-injected"), "injected-value")
-        rec = self.proxy.wait_audit(path="/airlock.test.Echo/Allowed")
+        rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Echo/Allowed")
         self.assertIsNotNone(rec, self.proxy.audit()[-3:])
         self.assertEqual(rec["protocol"], "h2")
         self.assertEqual(rec.get("upstream_protocol"), "h2")
@@ -202,6 +204,29 @@ class GrpcCallsCase(ProxyTestCase):
             stub(b"x", timeout=20)
         self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
         self.assertEqual(len(self.grpc.metadata), before)
+
+    def test_a_key_filling_a_protobuf_field_is_refused(self):
+        # The key opens a string field of 65 bytes: its length byte is 'A', so as bytes the key
+        # has a letter on its left; DLP reads each field on its own.
+        key_field = b"AKIAIOSFODNN7EXAMPLE " + b"x" * 44
+        message = b"\x0a\x41" + key_field + b"\x32\x01z"
+        before = len(self.grpc.metadata)
+        mark = self.proxy.audit_mark()
+        stub = self.channel().unary_unary("/airlock.test.Echo/Allowed")
+        with self.assertRaises(grpc.RpcError) as caught:
+            stub(message, timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED,
+                         caught.exception)
+        self.assertEqual(len(self.grpc.metadata), before, "the server ran the call")
+        rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Echo/Allowed",
+                                    reason="dlp_blocked")
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+        self.assertEqual([d["class"] for d in rec["dlp"]], ["aws-access-key"], rec)
+        # In a stream, the message that carries it ends the call.
+        chat = self.channel().stream_stream("/airlock.test.Echo/Chat")
+        with self.assertRaises(grpc.RpcError) as caught:
+            list(chat(iter([b"\x0a\x02ok", message]), timeout=20))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
 
 
 if __name__ == "__main__":

@@ -402,6 +402,20 @@ class WebSocketTest(ProxyTestCase):
         self.assertIn({"class": "github-token", "location": "message", "action": "block"},
                       rec["dlp"])
 
+    def test_a_key_in_its_own_message_after_a_word_is_refused(self):
+        # Read only joined to the message before, the token had a letter on its left.
+        token = "ghp_" + "aB3" * 12
+        sock, uri = self.plain("dlp.test")
+        m = marker()
+        mark = self.proxy.audit_mark()
+        echoes, closed = run(exchange(sock, uri, ["word" + m, token]))
+        self.assertEqual(echoes, ["word" + m])
+        self.assertEqual(closed[0], 1008)
+        self.assertFalse(self.ws.saw(token), "the origin saw the token")
+        rec = self.audit_for(mark, "ws-dlp")
+        self.assertIn({"class": "github-token", "location": "message", "action": "block"},
+                      rec["dlp"])
+
     def test_message_rate_gives_1008(self):
         sock, uri = self.plain("rate.test")
         m = marker()

@@ -7,6 +7,7 @@
 #include "filters/dlp/coded_body.hpp"
 #include "filters/dlp/head_places.hpp"
 #include "filters/dlp/injection.hpp"
+#include "filters/dlp/protobuf_view.hpp"
 #include "filters/dlp/record_scrub.hpp"
 #include "filters/dlp/response_scan.hpp"
 #include "filters/dlp/scanner.hpp"
@@ -55,7 +56,7 @@ class dlp_filter final : public filter {
     if (rule_ != nullptr) {
       // A literal secret longer than the short carry is still read whole past the budget.
       const std::size_t longest = rule_->scan->engine().secret_starts().longest();
-      for (auto* w : {&window_, &client_carry_, &origin_carry_})
+      for (auto* w : {&window_, &client_carry_, &origin_carry_, &proto_carry_})
         w->reach(longest);
     }
     const auto& host = ex.target.host;
@@ -111,6 +112,21 @@ class dlp_filter final : public filter {
   verdict on_request_body(exchange& ex, std::string_view piece, bool last) override {
     findings found;
     const dlp_action action = rule_->config->action;
+    if (proto_) {
+      // Besides the bytes as sent (below), each field of each message laid out on its own
+      // (protobuf_view.hpp); a finding there cannot be rewritten in place: redact blocks it.
+      // And their top-level fields joined, message after message, after the carry of the
+      // ones before: a key sent in two messages of a stream is read whole.
+      std::string view, joined;
+      if (auto error = proto_->add(piece, last, view, joined)) return unreadable(ex, *error);
+      rule_->scan->scan(view, scanner::kind::body, "body", found);
+      if (!joined.empty()) {
+        rule_->scan->scan(proto_carry_.add(joined), scanner::kind::body, "body", found);
+        proto_carry_.trim();
+      }
+      if (auto v = act(ex, found, outside_whole_body(action)); !v.passes()) return v;
+      found.clear();
+    }
     if (coded_) {  // coded_body.hpp: inflated and as sent
       const auto gave_up = coded_->read(piece, last, found);
       if (auto v = act(ex, found, outside_whole_body(action)); !v.passes()) return v;
@@ -157,14 +173,22 @@ class dlp_filter final : public filter {
   verdict on_message(exchange& ex, const message& m) override {
     if (rule_ == nullptr) return verdict::next();
     if (m.from == message_from::client) {
+      // Each message alone too: joined, a key in a message of its own after one that ends in
+      // a letter would not stand alone. Control frames (a close's reason, a ping's payload)
+      // are read alone only: in the join they would split a key sent across data messages.
       findings found;
-      rule_->scan->scan(client_carry_.add(m.payload), scanner::kind::body, "message", found);
-      client_carry_.trim();
+      rule_->scan->scan(m.payload, scanner::kind::body, "message", found);
+      if (m.data()) {
+        rule_->scan->scan(client_carry_.add(m.payload), scanner::kind::body, "message", found);
+        client_carry_.trim();
+      }
       return act(ex, found, outside_whole_body(rule_->config->action));  // never rewritten
     }
-    if (!scans_responses() || !m.text()) return verdict::next();
-    const auto found = find_injection(origin_carry_.add(m.payload));
-    origin_carry_.trim();
+    // The origin's text messages joined, a close's reason (text too) alone.
+    const bool close = m.opcode == 8;
+    if (!scans_responses() || !(m.text() || close)) return verdict::next();
+    const auto found = find_injection(close ? m.payload : origin_carry_.add(m.payload));
+    if (!close) origin_carry_.trim();
     if (!found) return verdict::next();
     const response_action action = rule_->config->responses;
     const std::string_view done = action == response_action::block      ? "block"
@@ -253,12 +277,16 @@ class dlp_filter final : public filter {
     if (redaction::classify_content_type(*type).kind == redaction::body_kind::unsupported &&
         !redaction::utf16_or_32_charset(*type))
       return unreadable(ex, "a text charset DLP cannot read");
-    const bool grpc_coded = redaction::grpc_compressed(*ex.request) &&
-                            core::lower(type->substr(0, 16)) == "application/grpc";
+    // Whatever the Content-Type says: a gRPC server decompresses by grpc-encoding alone (some
+    // take application/octet-stream or no type at all), so a label must not open a way past.
+    const bool grpc_coded = redaction::grpc_compressed(*ex.request);
     if (coding == redaction::content_coding::unsupported || grpc_coded)
       return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding)"
                                        : "a request body in a content coding DLP cannot read");
-    if (coding != redaction::content_coding::identity) coded_.emplace(*rule_->scan, coding);
+    if (coding != redaction::content_coding::identity)
+      coded_.emplace(*rule_->scan, coding);
+    else if (const auto proto = protobuf_body_of(*type); proto != protobuf_body::none)
+      proto_.emplace(proto, rule_->config->max_body_bytes);
     return verdict::next();
   }
 
@@ -348,6 +376,8 @@ class dlp_filter final : public filter {
   scan_window client_carry_, origin_carry_;  // WebSocket messages, each direction's
   std::optional<response_scan> scan_;        // a text response read for prompt injection
   std::optional<coded_body> coded_;          // a request body in gzip or deflate
+  std::optional<protobuf_reader> proto_;     // a gRPC or protobuf request body
+  scan_window proto_carry_;                  // its messages' fields, joined
 };
 
 }  // namespace

@@ -34,5 +34,6 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/dlp_filter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dlp_plan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/head_places.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/protobuf_view.cpp
   ${CMAKE_CURRENT_LIST_DIR}/record_scrub.cpp
   ${CMAKE_CURRENT_LIST_DIR}/response_scan.cpp)

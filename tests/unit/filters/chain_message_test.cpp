@@ -191,6 +191,39 @@ TEST_F(message_test, ASecretSentInPiecesIsSeenWhole) {
   EXPECT_EQ(ex.record.dlp[0].cls, "github-token");
 }
 
+TEST_F(message_test, AKeyInAMessageOfItsOwnAfterAWordIsSeen) {
+  // Joined to the one before, the key would have a letter on its left (red team 21).
+  const std::string token = github_shaped_token();
+  auto& ex = upgrade("split.example.com");
+  chain c(pipeline_->factories(), ex);
+  ASSERT_TRUE(c.request_head().passes()) << ex.record.detail;
+  EXPECT_TRUE(c.message(client("word")).passes());
+  EXPECT_TRUE(c.message(client(token)).refused());
+  EXPECT_EQ(ex.record.dlp.at(0).cls, "github-token");
+}
+
+TEST_F(message_test, ControlFramesAreReadAloneAndDoNotSplitTheJoin) {
+  const std::string token = github_shaped_token();
+  {
+    // A ping between the two halves of a key is not part of the data the origin joins.
+    auto& ex = upgrade("split.example.com");
+    chain c(pipeline_->factories(), ex);
+    ASSERT_TRUE(c.request_head().passes()) << ex.record.detail;
+    EXPECT_TRUE(c.message(client("the token is " + token.substr(0, 14))).passes());
+    EXPECT_TRUE(c.message({message_from::client, 9, "p"}).passes());
+    EXPECT_TRUE(c.message(client(token.substr(14) + " and more")).refused());
+  }
+  {
+    // A key in a ping's payload or a close's reason is read there.
+    for (std::uint8_t op : {std::uint8_t{9}, std::uint8_t{8}}) {
+      auto& ex = upgrade("split.example.com");
+      chain c(pipeline_->factories(), ex);
+      ASSERT_TRUE(c.request_head().passes()) << ex.record.detail;
+      EXPECT_TRUE(c.message({message_from::client, op, "key " + token}).refused()) << int(op);
+    }
+  }
+}
+
 TEST_F(message_test, AnInstructionSentInPiecesIsSeenWhole) {
   auto& ex = upgrade("split.example.com");
   chain c(pipeline_->factories(), ex);

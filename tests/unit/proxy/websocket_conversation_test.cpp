@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 // The relay's decisions without sockets: frames re-framed for the other side, a refused message
 // never forwarded (1008 to the sender, 1008 to the other side), protocol errors closed with
@@ -15,10 +17,12 @@ namespace {
 namespace ws = websocket;
 using filters::message_from;
 
-// Refuses any message that contains "forbidden" (from the client).
+// Refuses any message that contains "forbidden" (from the client), and notes each opcode.
+std::vector<std::uint8_t> opcodes_seen;
 class word_filter final : public filters::filter {
  public:
   filters::verdict on_message(filters::exchange&, const filters::message& m) override {
+    opcodes_seen.push_back(m.opcode);
     if (m.payload.find("forbidden") != std::string_view::npos)
       return filters::verdict::refuse(core::errc::placeholder_refused, "a forbidden word");
     return filters::verdict::next();
@@ -122,8 +126,12 @@ TEST(WebsocketConversation, CloseFramesPassAndAreSummarised) {
   fixture f;
   websocket_conversation conv(*f.c, 1024, false);
   websocket_conversation::output out;
+  opcodes_seen.clear();
   conv.on_bytes(message_from::client,
                 ws::encode_frame(ws::opcode::close, ws::close_payload(1000, "bye"), true), out);
+  // The reason reaches the chain as what it is, a close (not a text message a filter would
+  // join to the data messages).
+  EXPECT_EQ(opcodes_seen, std::vector<std::uint8_t>{8});
   EXPECT_FALSE(conv.ended());
   const auto up = frames(out.to_other, ws::sender::client);
   ASSERT_EQ(up.size(), 1u);

@@ -1,0 +1,78 @@
+// DLP's reading of protobuf and gRPC request bodies (src/filters/dlp/protobuf_view.hpp) on any
+// bytes: nothing may crash, read out of bounds or recurse without limit, and
+// - protobuf_strings leaves its output as it was when it says the input is no message, and
+//   lays out at most kProtobufDepth copies of the input plus two newlines per field;
+// - grpc_messages hands over the same messages however the body is cut into pieces;
+// - a field built from the input, the key at its start, is on a line of its own in the layout
+//   of a message that carries it, whatever precedes it there.
+//
+// Input: 8 bytes seed the split points; the rest is the body.
+
+#include "filters/dlp/protobuf_view.hpp"
+#include "fuzz_input.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace airlock::fuzz {
+namespace {
+
+using filters::dlp::grpc_messages;
+using filters::dlp::kProtobufDepth;
+using filters::dlp::protobuf_strings;
+
+std::uint64_t seed_of(std::string_view& data) {
+  std::uint64_t seed = 0;
+  for (int i = 0; i < 8 && !data.empty(); ++i)
+    seed = seed << 8 | take_byte(data);
+  return seed;
+}
+
+void layout_properties(std::string_view body) {
+  std::string out = "before";
+  const bool message = protobuf_strings(body, out);
+  if (!message && out != "before") fail("a failed layout changed its output");
+  if (out.size() - 6 > (kProtobufDepth + 1) * (3 * body.size() + 2))
+    fail("the layout grew past its bound");
+  // The input as the bytes of field 1 (its varint length), then field 6: on a line of its own.
+  std::string framed = "\x0a";
+  for (std::size_t n = body.size();; n >>= 7) {
+    framed += static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
+    if (n <= 0x7f) break;
+  }
+  framed += body;
+  framed += "\x32\x01z";
+  std::string laid;
+  if (!protobuf_strings(framed, laid)) fail("a well-formed message was not read");
+  if (laid.find("\n" + std::string(body) + "\n") == std::string::npos)
+    fail("a field was not laid out on its own line");
+}
+
+void framing_properties(std::string_view body, std::uint64_t seed) {
+  grpc_messages whole_reader(1 << 16), cut_reader(1 << 16);
+  std::vector<std::string> whole, cut, got;
+  const auto whole_error = whole_reader.add(body, whole);
+  std::optional<std::string> cut_error;
+  std::size_t at = 0;
+  for (std::size_t end : split_points(body.size(), seed)) {
+    got.clear();
+    auto e = cut_reader.add(body.substr(at, end - at), got);
+    cut.insert(cut.end(), got.begin(), got.end());
+    if (e && !cut_error) cut_error = e;
+    at = end;
+  }
+  if (whole_error.has_value() != cut_error.has_value()) fail("an error depends on the cuts");
+  if (whole != cut) fail("the messages depend on the cuts");
+}
+
+}  // namespace
+}  // namespace airlock::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  const std::uint64_t seed = airlock::fuzz::seed_of(in);
+  airlock::fuzz::layout_properties(in);
+  airlock::fuzz::framing_properties(in, seed);
+  return 0;
+}

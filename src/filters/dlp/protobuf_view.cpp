@@ -1,0 +1,143 @@
+#include "filters/dlp/protobuf_view.hpp"
+
+#include "core/ascii.hpp"
+#include "core/str_cat.hpp"
+
+namespace airlock::filters::dlp {
+namespace {
+
+// A base-128 varint (at most 10 bytes); nullopt when it runs past the end or is too long.
+std::optional<std::uint64_t> varint(std::string_view d, std::size_t& at) {
+  std::uint64_t v = 0;
+  for (int shift = 0; shift < 70 && at < d.size(); shift += 7) {
+    const auto b = static_cast<unsigned char>(d[at++]);
+    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool protobuf_strings(std::string_view message, std::string& out, int depth, std::string* joined) {
+  const std::size_t start = out.size();
+  const std::size_t joined_start = joined != nullptr ? joined->size() : 0;
+  const auto fail = [&] {
+    out.resize(start);
+    if (joined != nullptr) joined->resize(joined_start);
+    return false;
+  };
+  std::size_t at = 0;
+  while (at < message.size()) {
+    const auto key = varint(message, at);
+    if (!key || (*key >> 3) == 0 || (*key >> 3) > 0x1fffffff) return fail();
+    switch (*key & 7) {
+      case 0:  // varint
+        if (!varint(message, at)) return fail();
+        break;
+      case 1:  // fixed64
+        if (message.size() - at < 8) return fail();
+        at += 8;
+        break;
+      case 5:  // fixed32
+        if (message.size() - at < 4) return fail();
+        at += 4;
+        break;
+      case 3:  // start group, end group: deprecated, nothing of their own to read
+      case 4:
+        break;
+      case 2: {  // length-delimited: a string, bytes, a message or packed numbers
+        const auto length = varint(message, at);
+        if (!length || *length > message.size() - at) return fail();
+        const std::string_view payload = message.substr(at, *length);
+        at += *length;
+        out += '\n';
+        out += payload;
+        out += '\n';
+        if (joined != nullptr) joined->append(payload);
+        if (depth + 1 < kProtobufDepth) protobuf_strings(payload, out, depth + 1);
+        break;
+      }
+      default:
+        return fail();
+    }
+  }
+  return true;
+}
+
+protobuf_body protobuf_body_of(std::string_view content_type) {
+  const std::string type =
+      core::lower(core::trim_ows(content_type.substr(0, content_type.find(';'))));
+  // application/grpc, application/grpc+proto, application/grpc-web(+proto) (the same framing).
+  if (type == "application/grpc" || type.starts_with("application/grpc+") ||
+      type == "application/grpc-web" || type.starts_with("application/grpc-web+"))
+    return protobuf_body::grpc;
+  if (type == "application/x-protobuf" || type == "application/protobuf" ||
+      type == "application/vnd.google.protobuf" || type == "application/x-google-protobuf")
+    return protobuf_body::message;
+  return protobuf_body::none;
+}
+
+std::optional<std::string> grpc_messages::add(std::string_view piece,
+                                              std::vector<std::string>& whole) {
+  if (failed_) return std::nullopt;  // said once
+  while (!piece.empty()) {
+    if (!in_message_) {
+      const std::size_t take = std::min<std::size_t>(5 - head_.size(), piece.size());
+      head_.append(piece.substr(0, take));
+      piece.remove_prefix(take);
+      if (head_.size() < 5) break;
+      const auto flag = static_cast<unsigned char>(head_[0]);
+      need_ = (std::uint64_t{static_cast<unsigned char>(head_[1])} << 24) |
+              (std::uint64_t{static_cast<unsigned char>(head_[2])} << 16) |
+              (std::uint64_t{static_cast<unsigned char>(head_[3])} << 8) |
+              std::uint64_t{static_cast<unsigned char>(head_[4])};
+      head_.clear();
+      // gRPC-Web's trailers frame (0x80) is the server's; a client's would be nonsense, but
+      // its bytes are read as any message's.
+      if ((flag & 1) != 0) {
+        failed_ = true;
+        return std::string("a gRPC message with the compressed flag");
+      }
+      if (need_ > max_) {
+        failed_ = true;
+        return core::str_cat("a gRPC message of ", need_, " bytes, over dlp.max_body_bytes");
+      }
+      in_message_ = true;
+      message_.clear();
+    }
+    const std::size_t take = std::min<std::uint64_t>(need_ - message_.size(), piece.size());
+    message_.append(piece.substr(0, take));
+    piece.remove_prefix(take);
+    if (message_.size() == need_) {
+      whole.push_back(std::move(message_));
+      message_.clear();
+      in_message_ = false;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> protobuf_reader::add(std::string_view piece, bool last,
+                                                std::string& view, std::string& joined) {
+  const auto lay_out = [&](std::string_view message) {
+    view += '\n';
+    view += message;
+    view += '\n';
+    protobuf_strings(message, view, 0, &joined);
+  };
+  if (kind_ == protobuf_body::message) {
+    if (body_.size() + piece.size() > max_)
+      return core::str_cat("a protobuf body over dlp.max_body_bytes (", max_, " bytes)");
+    body_.append(piece);
+    if (last) lay_out(body_);
+    return std::nullopt;
+  }
+  whole_.clear();
+  if (auto error = grpc_.add(piece, whole_)) return error;
+  for (const auto& m : whole_)
+    lay_out(m);
+  return std::nullopt;
+}
+
+}  // namespace airlock::filters::dlp
