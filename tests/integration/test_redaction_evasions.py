@@ -192,6 +192,23 @@ class RedactionEvasionTest(SecretsCase):
                         continue
                     self.assertNotIn(SECRET[:6].encode(), text)
 
+    def test_a_value_the_origin_returns_in_hex_or_base32_is_redacted(self):
+        # A debug endpoint that dumps a header in hex (either case), or hands it back in
+        # base32 alone or inside a longer encoded blob at each of base32's five offsets.
+        def fn(req):
+            key = req.header("X-Api-Key").encode()
+            blobs = [key.hex(), key.hex().upper(), (b"x-api-key: " + key).hex()]
+            for lead in (b"", b"a", b"ab", b"abc", b"abcd"):
+                enc = base64.b32encode(lead + key + b"\n").decode()
+                blobs += [enc, enc.lower()]
+            req.send(200, body=json.dumps({"blobs": blobs}).encode(), ctype="application/json")
+        m, path = self.serve(fn)
+        r = self.get(path)
+        self.assertEqual(r.status, 200, r)
+        for blob in r.json()["blobs"]:
+            self.assertIn(R_SECRET, blob)
+        self.assertNotIn(SECRET.encode().hex(), r.body.decode().lower())
+
     # -- the head -----------------------------------------------------------------------------
 
     def test_the_heads_free_text_is_redacted(self):

@@ -1,8 +1,10 @@
 #include "filters/redaction/secret_spellings.hpp"
 
+#include "core/ascii.hpp"
 #include "policy/token.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace airlock::filters::redaction {
 namespace {
@@ -105,6 +107,46 @@ std::vector<std::string> secret_base64_spellings(std::string_view value) {
     // Character i holds bits [6i, 6i + 6); the value's are [8 lead, 8 (lead + n)).
     const std::size_t first = (8 * lead + 5) / 6, end = 8 * (lead + value.size()) / 6;
     both_alphabets(enc.substr(first, end - first));
+  }
+  return out;
+}
+
+std::vector<std::string> secret_hex_base32_spellings(std::string_view value) {
+  std::vector<std::string> out;
+  if (value.size() < kMinBase64Value) return out;
+  auto both_cases = [&](std::string enc) {
+    std::string lower = core::lower(enc);
+    out.push_back(std::move(enc));
+    if (lower != out.back()) out.push_back(std::move(lower));
+  };
+  std::string hex;
+  for (char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    hex += "0123456789ABCDEF"[c >> 4];
+    hex += "0123456789ABCDEF"[c & 0xf];
+  }
+  both_cases(std::move(hex));
+  // Base32: 5 bits a character, the quantum 5 bytes (8 characters, '=' padded).
+  static constexpr char kBase32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  auto base32 = [](std::string_view in) {
+    std::string enc;
+    std::uint64_t bits = 0;
+    int held = 0;
+    for (char ch : in) {
+      bits = bits << 8 | static_cast<unsigned char>(ch);
+      for (held += 8; held >= 5; held -= 5)
+        enc += kBase32[(bits >> (held - 5)) & 31];
+    }
+    if (held > 0) enc += kBase32[(bits << (5 - held)) & 31];
+    return enc;
+  };
+  std::string alone = base32(value);
+  both_cases(alone + std::string((8 - alone.size() % 8) % 8, '='));
+  for (std::size_t lead = 0; lead < 5; ++lead) {
+    const std::string enc = base32(std::string(lead, '\0') + std::string(value));
+    // Character i holds bits [5i, 5i + 5); the value's are [8 lead, 8 (lead + n)).
+    const std::size_t first = (8 * lead + 4) / 5, end = 8 * (lead + value.size()) / 5;
+    both_cases(enc.substr(first, end - first));
   }
   return out;
 }

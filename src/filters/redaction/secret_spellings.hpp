@@ -3,8 +3,8 @@
 // JSON string (RFC 8259 section 7, also the "\/" and Go-style "\u003c" forms), and
 // percent-encoded in a URL or form (RFC 3986 section 2.1, either hex case, and the variants
 // common encoders write: '/', the URI delimiters or the path characters kept, '+' for a space,
-// encoded twice), and in base64 or base64url. An upstream that echoes a request (an error
-// page, a debug endpoint, a base64 data field) uses one of these.
+// encoded twice), in base64 or base64url, in hex and in base32. An upstream that echoes a
+// request (an error page, a debug endpoint, a base64 data field, a hex dump) uses one of these.
 
 #include <cstddef>
 #include <string>
@@ -23,5 +23,11 @@ std::vector<std::string> secret_spellings(std::string_view value);
 // could turn up in other encoded data by chance.
 inline constexpr std::size_t kMinBase64Value = 12;
 std::vector<std::string> secret_base64_spellings(std::string_view value);
+
+// Hex (either case, as xxd -p, od and most debug dumps write bytes) and base32 (RFC 4648
+// section 6, either case: TOTP seeds, some tokens) of `value`, in a longer encoded text too (at
+// each of base32's five offsets, the characters only the value's bits decide); none for a value
+// shorter than kMinBase64Value, for the same reason.
+std::vector<std::string> secret_hex_base32_spellings(std::string_view value);
 
 }  // namespace airlock::filters::redaction

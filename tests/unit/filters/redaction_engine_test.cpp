@@ -1,5 +1,6 @@
 #include "filters/redaction/engine.hpp"
 
+#include "core/ascii.hpp"
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine_impl.hpp"
 #include "filters/redaction/secret_spellings.hpp"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include <string>
 #include <thread>
@@ -125,6 +127,45 @@ TEST(RedactionEngine, SecretsInBase64AtAnyOffset) {
   EXPECT_EQ(r.compiled->redact("v=" + policy::base64_encode(value)), "v=[REDACTED:secret:api]");
   // Too short to spell in base64 without matching by chance: not spelled so.
   EXPECT_TRUE(secret_base64_spellings("short-val").empty());
+}
+
+TEST(RedactionEngine, SecretsInHexAndBase32) {
+  // An echo that hands a header back as a hex dump or in base32, alone or inside longer
+  // encoded data at any offset, either case (red team 21: these went out as they came).
+  const std::string value = "tok-Ab3+dEf/GhI=jKl0123456789zz";
+  auto r = engine::build({}, {{"api", value}});
+  ASSERT_TRUE(r.errors.empty());
+  std::string hex;
+  for (char ch : "x-api-key: " + value + "\n") {
+    static constexpr char kHex[] = "0123456789abcdef";
+    hex += kHex[static_cast<unsigned char>(ch) >> 4];
+    hex += kHex[static_cast<unsigned char>(ch) & 0xf];
+  }
+  for (const std::string& dump : {hex, core::upper(hex)}) {
+    const std::string out = r.compiled->redact(dump);
+    EXPECT_NE(out.find("[REDACTED:secret:api]"), std::string::npos) << out;
+  }
+  static constexpr char kBase32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  for (std::size_t lead = 0; lead < 5; ++lead) {
+    // Base32 of `lead` bytes, the value and a tail, by the book (RFC 4648 section 6).
+    const std::string in = std::string(lead, '#') + value + "tail";
+    std::string enc;
+    std::uint64_t bits = 0;
+    int held = 0;
+    for (char ch : in) {
+      bits = bits << 8 | static_cast<unsigned char>(ch);
+      for (held += 8; held >= 5; held -= 5)
+        enc += kBase32[(bits >> (held - 5)) & 31];
+    }
+    for (const std::string& text : {enc, core::lower(enc)}) {
+      const std::string out = r.compiled->redact("seed=" + text);
+      EXPECT_NE(out.find("[REDACTED:secret:api]"), std::string::npos) << lead << " " << out;
+    }
+  }
+  // Alone, padded, as Python's base64.b32encode writes it.
+  const auto known = secret_hex_base32_spellings("example-secret-1");
+  EXPECT_NE(std::find(known.begin(), known.end(), "MV4GC3LQNRSS243FMNZGK5BNGE======"), known.end());
+  EXPECT_TRUE(secret_hex_base32_spellings("short-val").empty());
 }
 
 TEST(RedactionEngine, SecretsEncodedTwiceOrAsAPathSegment) {
