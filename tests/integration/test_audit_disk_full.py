@@ -4,7 +4,8 @@ cannot be written, new requests are refused `503 audit_unavailable` with an RFC 
 Proxy-Status, /readyz answers 503 with the reason, and /metrics says so; no line of the file is
 ever a record cut in the middle (or glued to the next one). Once space comes back, service and
 readiness return by themselves and every record, including the refusals', is in the file,
-whole. With `audit.on_failure: continue` requests go on being served and their records wait."""
+whole. The same holds for a new stream on an HTTP/2 connection opened before the disk filled.
+With `audit.on_failure: continue` requests go on being served and their records wait."""
 
 import errno
 import os
@@ -15,10 +16,13 @@ import time
 import unittest
 
 from harness import capabilities, clients, env
-from harness.base import marker
+from harness.base import marker, parse_proxy_status
+from harness.h2_client import H2Tunnel
+from harness.h2_origin import H2Origin
 from harness.ops_admin import Metrics, admin_call, ops_policy
 from harness.origin import OriginServer
 from harness.proxy import Airlock, REASONS, origin_rule, read_audit
+from harness.tls_support import AirlockCA, OriginCerts
 
 TMPFS_SIZE = "64k"
 
@@ -71,7 +75,7 @@ class AuditDiskFullBase(unittest.TestCase):
         self.addCleanup(self.origin.stop)
         self.mount_dir = tempfile.mkdtemp(prefix="airlock-itest-auditfs-")
         self.addCleanup(shutil.rmtree, self.mount_dir, True)
-        policy = ops_policy([origin_rule(self.origin.port)])
+        policy = self.make_policy()
         if self.on_failure:
             policy["audit"] = {"on_failure": self.on_failure}
         self.proxy = TmpfsAuditAirlock(policy, self.mount_dir)
@@ -84,6 +88,9 @@ class AuditDiskFullBase(unittest.TestCase):
                 self.skipTest("lacks a tmpfs mount in a user namespace: %s" % out.stderr.strip())
             raise e
         self.addCleanup(self.proxy.cleanup)
+
+    def make_policy(self):
+        return ops_policy([origin_rule(self.origin.port)])
 
     def get(self, path):
         """One GET through the proxy on a connection of its own: (status, reason, response)."""
@@ -186,6 +193,63 @@ class AuditDiskFullTest(AuditDiskFullBase):
         stderr = self.proxy.stderr()
         self.assertEqual(stderr.count("writing the audit log failed"), 1, stderr[-3000:])
         self.assertEqual(stderr.count("writing the audit log works again"), 1, stderr[-3000:])
+
+
+class AuditDiskFullH2Test(AuditDiskFullBase):
+    """An HTTP/2 client's connection stays open while the disk fills: each new stream is a
+    request of its own and is refused as an HTTP/1.1 request is (h2_stream.cpp)."""
+    NAME = "h2audit.test"
+
+    def setUp(self):
+        self.ica = AirlockCA()
+        self.addCleanup(self.ica.cleanup)
+        self.certs = OriginCerts(names=(self.NAME,))
+        self.addCleanup(self.certs.cleanup)
+        self.h2o = H2Origin(*self.certs.good)
+        self.addCleanup(self.h2o.stop)
+        super().setUp()
+
+    def make_policy(self):
+        inspected = {"name": "h2origin", "hosts": [self.NAME], "addresses": ["127.0.0.1"],
+                     "allow_cidrs": ["127.0.0.1/32"], "ports": [self.h2o.port],
+                     "inspect": True, "methods": ["GET"]}
+        return ops_policy([origin_rule(self.origin.port), inspected],
+                          tls={"ca_cert": self.ica.cert, "ca_key": self.ica.key,
+                               "upstream_ca": self.certs.ca_cert})
+
+    def h2_get(self, tunnel, path):
+        (r,) = tunnel.wait(tunnel.request(path))
+        self.assertTrue(r["ended"], r)
+        return r
+
+    def test_new_streams_refused_until_space_returns(self):
+        tag = marker()
+        tunnel = H2Tunnel(self.proxy.port, "%s:%d" % (self.NAME, self.h2o.port), self.ica.cert)
+        self.addCleanup(tunnel.close)
+        self.assertEqual(tunnel.alpn, "h2")
+        before, during, after = ("/h2/%s-%s" % (tag, w) for w in ("before", "during", "after"))
+        self.assertEqual(self.h2_get(tunnel, before)["headers"][":status"], "200")
+
+        filler, _, _ = self.fill_until_refused(tag)  # HTTP/1.1 requests find the log unwritable
+        r = self.h2_get(tunnel, during)
+        self.assertEqual(r["headers"][":status"], "503", r)
+        self.assertEqual(r["headers"].get("x-airlock-reason"), "audit_unavailable", r)
+        self.assertEqual(parse_proxy_status(r["headers"].get("proxy-status", ""))["error"],
+                         "proxy_internal_response", r)
+        self.assertIn(b"audit log", r["body"])
+        self.assertEqual(self.h2o.outcomes(during), [], "a refused stream reached the origin")
+
+        os.unlink(filler)
+        self.wait_until("readiness back after space returned",
+                        lambda: self.admin("/readyz").status == 200)
+        self.assertEqual(self.h2_get(tunnel, after)["headers"][":status"], "200")
+        self.wait_until("the three streams' records written", lambda: {before, during, after} <= {
+            rec.get("path") for rec in read_audit(self.proxy.audit_path)})
+        records = {rec["path"]: rec for rec in self.assert_whole_lines()
+                   if rec.get("path") in (before, during, after)}
+        self.assertEqual(len(records), 3, records)
+        outcomes = [(records[p]["status"], records[p]["reason"]) for p in (before, during, after)]
+        self.assertEqual(outcomes, [(200, "ok"), (503, "audit_unavailable"), (200, "ok")], records)
 
 
 class AuditDiskFullContinueTest(AuditDiskFullBase):
