@@ -3,12 +3,16 @@
 // - protobuf_strings leaves its output as it was when it says the input is no message, and
 //   lays out at most kProtobufDepth copies of the input plus two newlines per field;
 // - grpc_messages hands over the same messages however the body is cut into pieces;
+// - redaction's grpc_payloads (the response guard's reading of gRPC bodies) gives the same
+//   payload bytes however the body is cut, and the payload released in any other cuts and
+//   rejoined with the prefixes is the body again, byte for byte;
 // - a field built from the input, the key at its start, is on a line of its own in the layout
 //   of a message that carries it, whatever precedes it there.
 //
 // Input: 8 bytes seed the split points; the rest is the body.
 
 #include "filters/dlp/protobuf_view.hpp"
+#include "filters/redaction/grpc_payloads.hpp"
 #include "fuzz_input.hpp"
 
 #include <cstring>
@@ -66,6 +70,27 @@ void framing_properties(std::string_view body, std::uint64_t seed) {
   if (whole != cut) fail("the messages depend on the cuts");
 }
 
+void guard_properties(std::string_view body, std::uint64_t seed) {
+  filters::redaction::grpc_payloads whole_reader, cut_reader;
+  std::string whole, cut;
+  whole_reader.split(body, whole);
+  std::size_t at = 0;
+  for (std::size_t end : split_points(body.size(), seed)) {
+    cut_reader.split(body.substr(at, end - at), cut);
+    at = end;
+  }
+  if (whole != cut) fail("the payload depends on the cuts");
+  if (cut.size() > body.size()) fail("more payload than body");
+  std::string rejoined;
+  at = 0;
+  for (std::size_t end : split_points(cut.size(), seed * 0x9e3779b97f4a7c15ULL + 1)) {
+    cut_reader.rejoin(std::string_view(cut).substr(at, end - at), rejoined);
+    at = end;
+  }
+  cut_reader.finish(rejoined);
+  if (rejoined != body) fail("the body rejoined is not the body");
+}
+
 }  // namespace
 }  // namespace airlock::fuzz
 
@@ -74,5 +99,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint64_t seed = airlock::fuzz::seed_of(in);
   airlock::fuzz::layout_properties(in);
   airlock::fuzz::framing_properties(in, seed);
+  airlock::fuzz::guard_properties(in, seed);
   return 0;
 }

@@ -4,7 +4,8 @@ counts (two Content-Encoding lines, two Content-Type lines), a transfer coding o
 chunked is refused, a binary body in gzip is guarded decoded, the parts of a head a client
 can read (Content-Type, field names, the reason phrase) are redacted, a charset the
 redactors cannot read is refused whatever its spelling, text that sniffs as UTF-16 is
-refused whatever its label, gRPC compression is refused, and a cut at max_bytes never
+refused whatever its label, gRPC compression is refused, a value split across gRPC messages is
+refused, and a cut at max_bytes never
 releases the first part of a value, nor does a secret streamed in pieces across server-sent
 events reach the client joined.
 """
@@ -156,6 +157,32 @@ class RedactionEvasionTest(SecretsCase):
         seen = [x for x in self.echo.requests if x["path"] == path]
         self.assertEqual([v for k, v in seen[0]["headers"] if k.lower() == "grpc-accept-encoding"],
                          ["identity"])
+
+    def test_a_value_split_across_grpc_messages_is_refused(self):
+        # A gRPC client reads a call's messages one after another and can join them: the five
+        # bytes of the second message's prefix between the halves must not hide the value.
+        def frame(payload):
+            return b"\x00" + len(payload).to_bytes(4, "big") + payload
+
+        def fn(req):
+            key = req.header("X-Api-Key").encode()
+            req.send(200, body=frame(b"\x0a\x10" + key[:16]) + frame(key[16:]),
+                     ctype="application/grpc")
+        m, path = self.serve(fn)
+        r = self.get(path)
+        # A 502 when nothing was sent yet, else a connection cut before the value (the head
+        # of a binary body goes on before its bytes).
+        self.assertFalse(r.status == 200 and r.complete, "delivered whole: %r" % r)
+        self.assert_nothing_back(r)
+        rec = self.audit_for(m)
+        self.assertEqual(rec["reason"], "unredactable_response", rec)
+        self.assertIn("binary", rec["detail"])
+        self.assert_audit_clean(rec)
+        # A call's messages without the value pass byte for byte.
+        clean = frame(b"\x0a\x05hello") + frame(b"") + frame(b"rs-AIRLOCK")
+        m, path = self.serve(lambda req: req.send(200, body=clean, ctype="application/grpc"))
+        r = self.get(path)
+        self.assertEqual((r.status, r.body), (200, clean), r)
 
     def test_a_value_percent_encoded_twice_is_redacted(self):
         # An origin that puts the request's URL into a redirect's query encodes it twice.

@@ -1,5 +1,7 @@
 #include "filters/dlp/protobuf_view.hpp"
 
+#include "filters/redaction/content_type.hpp"
+
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
 
@@ -66,12 +68,10 @@ bool protobuf_strings(std::string_view message, std::string& out, int depth, std
 }
 
 protobuf_body protobuf_body_of(std::string_view content_type) {
+  // application/grpc, application/grpc+proto, application/grpc-web(+proto) (the same framing).
+  if (redaction::classify_content_type(content_type).grpc) return protobuf_body::grpc;
   const std::string type =
       core::lower(core::trim_ows(content_type.substr(0, content_type.find(';'))));
-  // application/grpc, application/grpc+proto, application/grpc-web(+proto) (the same framing).
-  if (type == "application/grpc" || type.starts_with("application/grpc+") ||
-      type == "application/grpc-web" || type.starts_with("application/grpc-web+"))
-    return protobuf_body::grpc;
   if (type == "application/x-protobuf" || type == "application/protobuf" ||
       type == "application/vnd.google.protobuf" || type == "application/x-google-protobuf")
     return protobuf_body::message;

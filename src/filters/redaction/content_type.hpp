@@ -23,11 +23,14 @@ enum class body_kind {
 struct body_class {
   body_kind kind = body_kind::binary;
   framing frame = framing::none;  // for text: events for text/event-stream, lines for NDJSON
+  // gRPC's length-prefixed messages (application/grpc, grpc+proto, grpc+json, gRPC-Web): binary
+  // whatever the codec, since a redaction would change a message's length under its prefix.
+  bool grpc = false;
 };
 
 // Classifies a Content-Type header value (RFC 9110 section 8.3.1; case-insensitive type and
 // subtype, parameters ignored except charset, which must name an ASCII-compatible charset).
-// Text-like: text/*, application/json and
+// gRPC's types are binary, with `grpc` set. Text-like: text/*, application/json and
 // */*+json, NDJSON/JSON Lines/json-seq, application/xml and */*+xml, JavaScript/ECMAScript,
 // application/x-www-form-urlencoded, YAML, GraphQL. An empty or missing value is treated as
 // text: a response that does not say what it is gets redacted rather than trusted.

@@ -60,6 +60,7 @@ response_body::response_body(std::shared_ptr<const engine> e, const response_pla
       marker_(std::move(marker)),
       response_bytes_(response_bytes) {
   guard_ = plan.treatment == body_treatment::pass;
+  if (guard_ && plan.media.grpc) grpc_.emplace();
   if (!guard_ && plan.media.frame != framing::none) events_.emplace(*e, plan.media.frame);
   if (!guard_) escapes_.emplace(*e);
   // A text body not labelled as an event stream may still be one to its client (the model
@@ -191,7 +192,15 @@ bool response_body::guard_decoded(std::string_view bytes, std::string& out) {
   decoded_ += bytes.size();
   if (decoded_ > response_bytes_)
     return fail_too_large("the decoded body is larger than limits.response_bytes");
-  stream_.write(bytes, redacted_);
+  if (!grpc_) {
+    stream_.write(bytes, redacted_);
+    return guarded(out);
+  }
+  grpc_payload_.clear();
+  grpc_released_.clear();
+  grpc_->split(bytes, grpc_payload_);
+  stream_.write(grpc_payload_, grpc_released_);
+  grpc_->rejoin(grpc_released_, redacted_);
   return guarded(out);
 }
 
@@ -254,7 +263,14 @@ bool response_body::finish(std::string& out) {
   // Read to the reading limit, the text did not end there: what the stream still holds may be
   // the first part of a value the cut falls into, and is dropped. Whatever it released was
   // read with its whole context, and covers at least max_bytes of the text.
-  if (!read_enough_) stream_.finish(redacted_);
+  if (!read_enough_ && grpc_) {
+    grpc_released_.clear();
+    stream_.finish(grpc_released_);
+    grpc_->rejoin(grpc_released_, redacted_);
+    grpc_->finish(redacted_);
+  } else if (!read_enough_) {
+    stream_.finish(redacted_);
+  }
   if (sniffing_) decide_framing();  // a body shorter than the sniff
   release_undecided();
   if (guard_) {

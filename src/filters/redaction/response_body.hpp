@@ -21,6 +21,7 @@
 #include "filters/redaction/encoder.hpp"
 #include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/event_guard.hpp"
+#include "filters/redaction/grpc_payloads.hpp"
 #include "filters/redaction/stream.hpp"
 
 #include <cstdint>
@@ -53,7 +54,8 @@ class response_body {
  public:
   // For a plan to redact: `e` is the rule's engine. For a plan to pass (binary), the body is
   // guarded instead: `e` holds literal secrets only (rule_engines::for_binary), the bytes pass
-  // unchanged (decoded for the look and encoded again when it came in gzip or deflate), and a
+  // unchanged (decoded for the look and encoded again when it came in gzip or deflate; a gRPC
+  // body's message payloads are read joined, as its client may join them), and a
   // body that carries a secret fails (write() or finish() returns false before any byte of the
   // secret is released), since a secret never goes back to the agent.
   //
@@ -124,6 +126,9 @@ class response_body {
   std::string sniff_;                     // its first kSniffEvents bytes
   std::string undecided_;                 // redacted text held while undecided
   std::shared_ptr<const engine> engine_;  // for the event guard, until decided
+  std::optional<grpc_payloads> grpc_;     // binary gRPC: guarded with its messages joined
+  std::string grpc_payload_;              // (scratch for each write)
+  std::string grpc_released_;
   std::optional<decoder> decoder_;
   std::optional<encoder> encoder_;
   bool flush_each_ = false;  // event streams: every write's output decodes on its own

@@ -17,6 +17,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/event_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/field_escapes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/field_readings.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/grpc_payloads.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_relax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/secret_automaton.cpp

@@ -312,6 +312,69 @@ TEST(ResponseBody, BinaryInGzipIsGuardedDecoded) {
   }
 }
 
+// A gRPC length-prefixed message (flag 0, big-endian length).
+std::string grpc_message(std::string_view payload) {
+  std::string m(1, '\0');
+  for (int shift = 24; shift >= 0; shift -= 8)
+    m += static_cast<char>((payload.size() >> shift) & 0xff);
+  return m.append(payload);
+}
+
+TEST(ResponsePlan, GrpcTypesAreBinaryAndFramed) {
+  for (std::string_view ct : {"application/grpc", "Application/GRPC+proto", "application/grpc+json",
+                              "application/grpc-web", "application/grpc-web+proto; x=1"}) {
+    const auto plan = plan_for(ct, "");
+    EXPECT_EQ(plan.treatment, body_treatment::pass) << ct;
+    EXPECT_TRUE(plan.media.grpc) << ct;
+  }
+  for (std::string_view ct : {"application/grpc-web-text", "application/grpcx",
+                              "application/octet-stream", "application/json"})
+    EXPECT_FALSE(plan_for(ct, "").media.grpc) << ct;
+}
+
+TEST(ResponseBody, GrpcMessagesPassUnchanged) {
+  auto literals = engine::build({}, {{"api", std::string(kSecret)}});
+  ASSERT_TRUE(literals.errors.empty());
+  const std::string body_bytes = grpc_message("\x0a\x05hello") + grpc_message("") +
+                                 grpc_message(std::string(70000, '\x7f')) +
+                                 grpc_message("sk-live-RESPONSE") + grpc_message("BODY");
+  for (std::size_t piece : {1u, 2u, 5u, 6u, 4096u, 100000u}) {
+    response_body body(literals.compiled, plan_for("application/grpc", ""), 0, "", kResponseBytes);
+    EXPECT_EQ(run(body, body_bytes, piece), body_bytes) << piece;
+  }
+}
+
+TEST(ResponseBody, ASecretSplitAcrossGrpcMessagesFails) {
+  // A client reading the call's messages can join them: the guard reads the payloads joined.
+  auto literals = engine::build({}, {{"api", std::string(kSecret)}});
+  ASSERT_TRUE(literals.errors.empty());
+  for (std::size_t cut : {std::size_t{1}, std::size_t{10}, kSecret.size() - 1}) {
+    const std::string split =
+        grpc_message(std::string("\x0a\x20 field ") + std::string(kSecret.substr(0, cut))) +
+        grpc_message("") + grpc_message(std::string(kSecret.substr(cut)) + " rest");
+    for (std::string_view ct : {"application/grpc", "application/grpc-web+proto"}) {
+      for (std::size_t piece : {1u, 3u, 7u, 4096u}) {
+        response_body body(literals.compiled, plan_for(ct, ""), 0, "", kResponseBytes);
+        std::string released;
+        bool ok = true;
+        for (std::size_t i = 0; ok && i < split.size(); i += piece)
+          ok = body.write(std::string_view(split).substr(i, piece), released);
+        if (ok) ok = body.finish(released);
+        EXPECT_FALSE(ok) << ct << " cut " << cut << " piece " << piece;
+        EXPECT_TRUE(body.unredactable());
+        EXPECT_EQ(released.find(kSecret.substr(0, std::max<std::size_t>(cut, 1))),
+                  std::string::npos)
+            << ct << " cut " << cut << " piece " << piece;
+      }
+    }
+    // The same bytes labelled as a plain octet stream are not gRPC to any client: the five
+    // bytes between the halves keep them apart there.
+    response_body other(literals.compiled, plan_for("application/octet-stream", ""), 0, "",
+                        kResponseBytes);
+    EXPECT_EQ(run(other, split, 4096), split);
+  }
+}
+
 TEST(RuleEngines, EveryRedactingRuleRedactsEverySecretAndBasicForm) {
   ::setenv("AIRLOCK_TEST_RE_A", "first-secret-value-aaaa", 1);
   ::setenv("AIRLOCK_TEST_RE_B", "second-secret-value-bbbb", 1);
