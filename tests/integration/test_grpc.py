@@ -4,13 +4,16 @@ are `/package.Service/Method`. A refused call is answered as gRPC (HTTP 200, tra
 grpc-status 7 PERMISSION_DENIED for a 403, 8 RESOURCE_EXHAUSTED for a 429, grpc-message the
 reason), so the client library shows a status, not a transport error.
 
-Allowed calls go on to the origin over HTTP/2 (it picks h2 in ALPN): GrpcCallsCase runs a
+Allowed calls go on to the origin over HTTP/2 (it picks h2 in ALPN): GrpcServerCase runs a
 grpcio server on 127.0.0.1 with a certificate from the test CA, and a unary and a
 bidirectional-streaming call reach it through the proxy with a header the rule injects (the
 server refuses a call without it; the client never had it), their trailers (grpc-status and the
-server's own metadata) coming back.
+server's own metadata) coming back. GrpcRedactionCase injects a secret instead, and the
+server streams it back, whole or split across two messages: the call fails, the secret never
+reaches the client.
 """
 
+import json
 import queue
 import unittest
 from concurrent import futures
@@ -18,7 +21,7 @@ from concurrent import futures
 import grpc
 
 from harness.base import ProxyTestCase
-from harness.proxy import make_policy, origin_rule
+from harness.proxy import Airlock, make_policy, origin_rule
 from harness.tls_support import AirlockCA, InspectedOriginCase, OriginCerts
 
 
@@ -90,7 +93,8 @@ class GrpcServer:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         handler = grpc.method_handlers_generic_handler("airlock.test.Echo", {
             "Allowed": grpc.unary_unary_rpc_method_handler(self.unary),
-            "Chat": grpc.stream_stream_rpc_method_handler(self.chat)})
+            "Chat": grpc.stream_stream_rpc_method_handler(self.chat),
+            "Key": grpc.unary_stream_rpc_method_handler(self.key)})
         self.server.add_generic_rpc_handlers((handler,))
         self.port = self.server.add_secure_port(
             "127.0.0.1:0", grpc.ssl_server_credentials([(key_pem, cert_pem)]))
@@ -114,11 +118,23 @@ class GrpcServer:
         for r in requests:
             yield b"echo:" + r
 
+    def key(self, request, context):
+        """A debug endpoint that streams the call's x-api-key back: whole, or cut at the byte
+        the request names, its halves in two messages."""
+        value = dict(context.invocation_metadata()).get("x-api-key", "").encode()
+        cut = int(request.decode() or 0)
+        if cut:
+            yield b"key:" + value[:cut]
+            yield value[cut:]
+        else:
+            yield b"key:" + value
+
     def stop(self):
         self.server.stop(None).wait()
 
 
-class GrpcCallsCase(ProxyTestCase):
+class GrpcServerCase(ProxyTestCase):
+    """The proxy and GrpcServer (grpcup.test, intercepted); no tests of its own."""
     admin = False
 
     @classmethod
@@ -135,6 +151,17 @@ class GrpcCallsCase(ProxyTestCase):
         cls.certs.cleanup()
         cls.ica.cleanup()
 
+    def channel(self):
+        channel = grpc.secure_channel(
+            "grpcup.test:%d" % self.grpc.port,
+            grpc.ssl_channel_credentials(root_certificates=self.ca_pem),
+            options=[("grpc.http_proxy", "http://127.0.0.1:%d" % self.port),
+                     ("grpc.enable_http_proxy", 1)])
+        self.addCleanup(channel.close)
+        return channel
+
+
+class GrpcCallsCase(GrpcServerCase):
     @classmethod
     def policy(cls):
         return make_policy([
@@ -146,15 +173,6 @@ class GrpcCallsCase(ProxyTestCase):
              "dlp": {"action": "block"}},
         ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
                 "upstream_ca": cls.certs.ca_cert})
-
-    def channel(self):
-        channel = grpc.secure_channel(
-            "grpcup.test:%d" % self.grpc.port,
-            grpc.ssl_channel_credentials(root_certificates=self.ca_pem),
-            options=[("grpc.http_proxy", "http://127.0.0.1:%d" % self.port),
-                     ("grpc.enable_http_proxy", 1)])
-        self.addCleanup(channel.close)
-        return channel
 
     def test_unary_call_with_injected_credential_and_trailers(self):
         mark = self.proxy.audit_mark()
@@ -227,6 +245,49 @@ class GrpcCallsCase(ProxyTestCase):
         with self.assertRaises(grpc.RpcError) as caught:
             list(chat(iter([b"\x0a\x02ok", message]), timeout=20))
         self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+
+
+class GrpcRedactionCase(GrpcServerCase):
+    """The rule injects a secret as x-api-key: the call's answer never carries it back, whole
+    or split across two of its messages (a gRPC client collecting the messages can join them);
+    the call fails instead, and the audit record says why."""
+    SECRET = "grpc-AIRLOCKTEST-0123456789-abcdef"
+    ENV = "AIRLOCK_ITEST_SECRET_GRPC_KEY"
+
+    @classmethod
+    def _new_proxy(cls):
+        return Airlock(cls.policy(), threads=cls.threads, args=cls.proxy_args,
+                       name=cls.__name__, env_extra={cls.ENV: cls.SECRET})
+
+    @classmethod
+    def policy(cls):
+        return make_policy([
+            origin_rule(cls.origin.port),
+            {"name": "grpc-key", "hosts": ["grpcup.test"], "addresses": ["127.0.0.1"],
+             "allow_cidrs": ["127.0.0.1/32"], "ports": [cls.grpc.port], "inspect": True,
+             "methods": ["POST"], "paths": [r"^/airlock\.test\.Echo/Key$"],
+             "inject": {"headers": {"X-Api-Key": "${secrets.grpc_key}"}}},
+        ], tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key,
+                "upstream_ca": cls.certs.ca_cert},
+            secrets={"grpc_key": {"env": cls.ENV}})
+
+    def test_the_injected_key_never_comes_back(self):
+        stub = self.channel().unary_stream("/airlock.test.Echo/Key")
+        for cut in (0, 1, 12, len(self.SECRET) - 1):
+            with self.subTest(cut=cut):
+                mark = self.proxy.audit_mark()
+                got = []
+                with self.assertRaises(grpc.RpcError) as caught:
+                    for m in stub(str(cut).encode(), timeout=20):
+                        got.append(m)
+                self.assertNotEqual(caught.exception.code(), grpc.StatusCode.OK)
+                joined = b"".join(got)
+                self.assertNotIn(self.SECRET[:max(cut, 12)].encode(), joined, got)
+                rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Echo/Key",
+                                            reason="unredactable_response")
+                self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+                self.assertIn("binary", rec["detail"])
+                self.assertNotIn(self.SECRET[:12], json.dumps(rec))
 
 
 if __name__ == "__main__":
