@@ -4,8 +4,8 @@ counts (two Content-Encoding lines, two Content-Type lines), a transfer coding o
 chunked is refused, a binary body in gzip is guarded decoded, the parts of a head a client
 can read (Content-Type, field names, the reason phrase) are redacted, a charset the
 redactors cannot read is refused whatever its spelling, text that sniffs as UTF-16 is
-refused whatever its label, gRPC compression is refused, a value split across gRPC messages is
-refused, and a cut at max_bytes never
+refused whatever its label, gRPC compression is refused, a value split across gRPC messages or
+written in UTF-16 or UTF-32 is caught, and a cut at max_bytes never
 releases the first part of a value, nor does a secret streamed in pieces across server-sent
 events reach the client joined.
 """
@@ -183,6 +183,30 @@ class RedactionEvasionTest(SecretsCase):
         m, path = self.serve(lambda req: req.send(200, body=clean, ctype="application/grpc"))
         r = self.get(path)
         self.assertEqual((r.status, r.body), (200, clean), r)
+
+    def test_a_value_in_utf16_or_utf32_is_caught(self):
+        # An echo that writes the header out wide: in a binary body (a Windows tool's strings)
+        # the body is cut before it; in text past the first KiB (where no sniffing looks) it is
+        # redacted, so a client that drops the NUL bytes finds nothing.
+        for codec in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
+            with self.subTest(codec=codec):
+                m, path = self.serve(lambda req, c=codec: req.send(
+                    200, body=b"MZ\x90\x00" + req.header("X-Api-Key").encode(c) + b"\x00" * 64,
+                    ctype="application/octet-stream"))
+                r = self.get(path)
+                self.assertFalse(r.status == 200 and r.complete, "delivered whole: %r" % r)
+                self.assertNotIn(SECRET[:12].encode(codec), r.body)
+                rec = self.audit_for(m)
+                self.assertEqual(rec["reason"], "unredactable_response", rec)
+
+                m, path = self.serve(lambda req, c=codec: req.send(
+                    200, body=b"x" * 2048 + req.header("X-Api-Key").encode(c) + b" end\n",
+                    ctype="text/plain"))
+                r = self.get(path)
+                self.assertEqual(r.status, 200, r)
+                self.assertNotIn(SECRET[:12].encode(codec), r.body)
+                self.assertIn(R_SECRET.encode(), r.body)
+                self.assertTrue(r.body.endswith(b" end\n"), r.body[-40:])
 
     def test_a_value_percent_encoded_twice_is_redacted(self):
         # An origin that puts the request's URL into a redirect's query encodes it twice.

@@ -137,6 +137,8 @@ build_result engine::build(std::vector<redactor_spec> redactors,
       ok = ok && add_spelling(spelling, true);
     for (const std::string& spelling : secret_hex_base32_spellings(s.value))
       ok = ok && add_spelling(spelling, true);
+    for (const std::string& spelling : secret_wide_spellings(s.value))
+      ok = ok && add_spelling(spelling, true);
   }
 
   for (redactor_spec& r : redactors) {

@@ -151,6 +151,22 @@ std::vector<std::string> secret_hex_base32_spellings(std::string_view value) {
   return out;
 }
 
+std::vector<std::string> secret_wide_spellings(std::string_view value) {
+  if (value.size() < 2 ||
+      std::any_of(value.begin(), value.end(), [](char c) { return (c & 0x80) != 0; }))
+    return {};
+  std::vector<std::string> out;
+  for (std::size_t nuls : {1, 3}) {
+    std::string wide(1, value[0]);
+    for (char ch : value.substr(1)) {
+      wide.append(nuls, '\0');
+      wide += ch;
+    }
+    out.push_back(std::move(wide));
+  }
+  return out;
+}
+
 std::vector<std::string> secret_spellings(std::string_view value) {
   std::vector<std::string> out{std::string(value)};
   auto add = [&](std::string s) {

@@ -30,4 +30,10 @@ std::vector<std::string> secret_base64_spellings(std::string_view value);
 // shorter than kMinBase64Value, for the same reason.
 std::vector<std::string> secret_hex_base32_spellings(std::string_view value);
 
+// UTF-16 and UTF-32 of an ASCII value, in either byte order: its bytes with one NUL byte
+// between them (UTF-16) or three (UTF-32), which both orders contain (a Windows binary's
+// strings, a body a client reads with its NUL bytes dropped). None when a byte is over 0x7f
+// (its wide form is not byte-wise).
+std::vector<std::string> secret_wide_spellings(std::string_view value);
+
 }  // namespace airlock::filters::redaction

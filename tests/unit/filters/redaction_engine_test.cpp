@@ -168,6 +168,36 @@ TEST(RedactionEngine, SecretsInHexAndBase32) {
   EXPECT_TRUE(secret_hex_base32_spellings("short-val").empty());
 }
 
+TEST(RedactionEngine, SecretsInUtf16AndUtf32) {
+  // A value written out wide, either byte order (a client that drops the NUL bytes, or decodes
+  // the text, reads it back).
+  const std::string value = "tok-Ab3+dEf/GhI=jKl0123456789zz";
+  auto r = engine::build({}, {{"api", value}});
+  ASSERT_TRUE(r.errors.empty());
+  for (std::size_t width : {2u, 4u}) {
+    for (bool big_endian : {false, true}) {
+      std::string wide;
+      for (char ch : "key=" + value + ";") {
+        std::string unit(width, '\0');
+        unit[big_endian ? width - 1 : 0] = ch;
+        wide += unit;
+      }
+      const std::string out = r.compiled->redact("\x01\x02" + wide);
+      EXPECT_NE(out.find("[REDACTED:secret:api]"), std::string::npos) << width << big_endian;
+      EXPECT_EQ(out.find(std::string("t\0o\0k", 5)), std::string::npos);
+    }
+  }
+  const auto known = secret_wide_spellings("ab1");
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_EQ(known[0], std::string("a\0b\0"
+                                  "1",
+                                  5));
+  EXPECT_EQ(known[1], std::string("a\0\0\0b\0\0\0"
+                                  "1",
+                                  9));
+  EXPECT_TRUE(secret_wide_spellings("caf\xc3\xa9-value").empty());
+}
+
 TEST(RedactionEngine, SecretsEncodedTwiceOrAsAPathSegment) {
   const std::string value = "tok-Ab3+dEf/GhI=jKl0123456789zz";
   auto r = engine::build({}, {{"api", value}});
