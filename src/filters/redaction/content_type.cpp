@@ -71,12 +71,15 @@ body_class classify_content_type(std::string_view content_type) noexcept {
   const std::string_view charset = charset_of(params);
   const bool readable = charset.empty() || ascii_compatible(charset);
 
-  // application/grpc, application/grpc+CODEC, application/grpc-web(+CODEC): the same framing
-  // (application/grpc-web-text is base64 text, read as such).
+  // application/grpc, application/grpc+CODEC, application/grpc-web(+CODEC), and the Connect
+  // protocol's streams (application/connect+CODEC): the same five-byte envelope. (gRPC-Web's
+  // -text variant is base64 of it: guarded as opaque binary, its messages not joined.)
   for (std::string_view g : {"application/grpc", "application/grpc-web"})
     if (iequals(media, g) ||
         (istarts_with(media, g) && media.size() > g.size() && media[g.size()] == '+'))
       return {body_kind::binary, framing::none, true};
+  if (istarts_with(media, "application/connect+") && media.size() > 20)
+    return {body_kind::binary, framing::none, true};
 
   const body_kind text = readable ? body_kind::text : body_kind::unsupported;
   if (iequals(media, "text/event-stream")) return {text, framing::events};

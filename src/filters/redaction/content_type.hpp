@@ -23,8 +23,9 @@ enum class body_kind {
 struct body_class {
   body_kind kind = body_kind::binary;
   framing frame = framing::none;  // for text: events for text/event-stream, lines for NDJSON
-  // gRPC's length-prefixed messages (application/grpc, grpc+proto, grpc+json, gRPC-Web): binary
-  // whatever the codec, since a redaction would change a message's length under its prefix.
+  // gRPC's length-prefixed messages (application/grpc, grpc+proto, grpc+json, gRPC-Web, and
+  // Connect's streams, application/connect+proto or +json): binary whatever the codec, since a
+  // redaction would change a message's length under its prefix.
   bool grpc = false;
 };
 

@@ -48,6 +48,13 @@ bool escape_layer::read_code_point(char32_t cp, std::uint64_t from, escape_layer
   return true;
 }
 
+bool escape_layer::read_escaped(char32_t cp, std::uint64_t from, escape_layer* next) {
+  // JSON's \u0000 and JavaScript's \x00 are a NUL to their parsers (RFC 8259 section 7), where
+  // an HTML reference to 0 is U+FFFD: a value written out in UTF-16 inside a JSON string reads
+  // as its bytes with NULs between them.
+  return cp == 0 ? read(0, from, next) : read_code_point(cp, from, next);
+}
+
 std::uint64_t escape_layer::hold_from(std::uint64_t end) const noexcept {
   std::uint64_t from = end;
   if (mode_ != mode::text || high_ != 0) from = std::min(from, escape_at_);
@@ -122,7 +129,7 @@ bool escape_layer::take_hex(unsigned char c, std::uint64_t at, escape_layer* nex
   }
   if (mode_ == mode::js_braces && c == '}' && digits_ > 0) {
     mode_ = mode::text;
-    return read_code_point(value_, escape_at_, next);
+    return read_escaped(value_, escape_at_, next);
   }
   const int v = hex_value(c);
   if (v < 0) {  // a parser refuses it: what follows is read as written
@@ -140,7 +147,7 @@ bool escape_layer::take_hex(unsigned char c, std::uint64_t at, escape_layer* nex
   const bool js = mode_ == mode::js_hex;
   mode_ = mode::text;
   const char32_t cp = value_;
-  if (js) return read_code_point(cp, escape_at_, next);
+  if (js) return read_escaped(cp, escape_at_, next);
   if (cp >= 0xD800 && cp < 0xDC00) {                  // its low half follows as another \u escape
     if (!flush_high(escape_at_, next)) return false;  // (two high halves: the first alone)
     high_ = cp;
@@ -151,7 +158,7 @@ bool escape_layer::take_hex(unsigned char c, std::uint64_t at, escape_layer* nex
     high_ = 0;
     return read_code_point(whole, escape_at_, next);
   }
-  return read_code_point(cp, escape_at_, next);
+  return read_escaped(cp, escape_at_, next);
 }
 
 bool escape_layer::take_percent(unsigned char c, std::uint64_t at, escape_layer* next) {

@@ -58,6 +58,8 @@ class escape_layer {
   // A pending high surrogate read as U+FFFD (none: nothing).
   bool flush_high(std::uint64_t from, escape_layer* next);
   bool read_code_point(char32_t cp, std::uint64_t from, escape_layer* next);
+  // A code point from a JSON or JavaScript escape (0 is a NUL there).
+  bool read_escaped(char32_t cp, std::uint64_t from, escape_layer* next);
   bool take_backslash(unsigned char c, std::uint64_t at, escape_layer* next);
   bool take_hex(unsigned char c, std::uint64_t at, escape_layer* next);
   bool take_name(unsigned char c, std::uint64_t at, escape_layer* next);

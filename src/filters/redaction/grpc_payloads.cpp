@@ -56,4 +56,29 @@ void grpc_payloads::finish(std::string& out) {
   prefixes_.clear();
 }
 
+void grpc_reading::write(std::string_view piece, std::uint64_t raw_released, std::string& out) {
+  payload_.clear();
+  released_.clear();
+  payloads_.split(piece, payload_);
+  stream_.write(payload_, released_);
+  payloads_.rejoin(released_, held_);
+  release(raw_released, out);
+}
+
+void grpc_reading::finish(std::string& out) {
+  released_.clear();
+  stream_.finish(released_);
+  payloads_.rejoin(released_, held_);
+  payloads_.finish(held_);
+  release(UINT64_MAX, out);
+}
+
+void grpc_reading::release(std::uint64_t up_to, std::string& out) {
+  const auto n = static_cast<std::size_t>(
+      std::min<std::uint64_t>(held_.size(), up_to - std::min(up_to, sent_)));
+  out.append(held_, 0, n);
+  held_.erase(0, n);
+  sent_ += n;
+}
+
 }  // namespace airlock::filters::redaction

@@ -58,6 +58,8 @@ double byte_cost(unsigned char c) {
     case '@':
     case '+':
       return 0.5;
+    case '\0':
+      return 300;  // binary data's commonest byte, and every other byte of UTF-16 text
     default:
       return 1;
   }

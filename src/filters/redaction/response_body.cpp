@@ -60,7 +60,7 @@ response_body::response_body(std::shared_ptr<const engine> e, const response_pla
       marker_(std::move(marker)),
       response_bytes_(response_bytes) {
   guard_ = plan.treatment == body_treatment::pass;
-  if (guard_ && plan.media.grpc) grpc_.emplace();
+  if (guard_ && plan.media.grpc) grpc_.emplace(e);
   if (!guard_ && plan.media.frame != framing::none) events_.emplace(*e, plan.media.frame);
   if (!guard_) escapes_.emplace(*e);
   // A text body not labelled as an event stream may still be one to its client (the model
@@ -196,11 +196,12 @@ bool response_body::guard_decoded(std::string_view bytes, std::string& out) {
     stream_.write(bytes, redacted_);
     return guarded(out);
   }
-  grpc_payload_.clear();
-  grpc_released_.clear();
-  grpc_->split(bytes, grpc_payload_);
-  stream_.write(grpc_payload_, grpc_released_);
-  grpc_->rejoin(grpc_released_, redacted_);
+  // Read twice: the bytes as they came (only how many are released counts: in a body that
+  // passes they are the bytes themselves), and the payloads joined, which hands them on.
+  raw_scratch_.clear();
+  stream_.write(bytes, raw_scratch_);
+  raw_released_ += raw_scratch_.size();
+  grpc_->write(bytes, raw_released_, redacted_);
   return guarded(out);
 }
 
@@ -243,7 +244,7 @@ bool response_body::looks_like_ascii_text(std::string_view bytes) {
 }
 
 bool response_body::guarded(std::string& out) {
-  if (stream_.redactions() > 0) {
+  if (stream_.redactions() > 0 || (grpc_ && grpc_->found())) {
     error_ = "a secret in a body that is not redacted (binary content)";
     unredactable_ = true;
     redacted_.clear();
@@ -264,9 +265,8 @@ bool response_body::finish(std::string& out) {
   // the first part of a value the cut falls into, and is dropped. Whatever it released was
   // read with its whole context, and covers at least max_bytes of the text.
   if (!read_enough_ && grpc_) {
-    grpc_released_.clear();
-    stream_.finish(grpc_released_);
-    grpc_->rejoin(grpc_released_, redacted_);
+    raw_scratch_.clear();
+    stream_.finish(raw_scratch_);
     grpc_->finish(redacted_);
   } else if (!read_enough_) {
     stream_.finish(redacted_);

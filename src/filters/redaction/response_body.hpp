@@ -126,9 +126,9 @@ class response_body {
   std::string sniff_;                     // its first kSniffEvents bytes
   std::string undecided_;                 // redacted text held while undecided
   std::shared_ptr<const engine> engine_;  // for the event guard, until decided
-  std::optional<grpc_payloads> grpc_;     // binary gRPC: guarded with its messages joined
-  std::string grpc_payload_;              // (scratch for each write)
-  std::string grpc_released_;
+  std::optional<grpc_reading> grpc_;      // binary gRPC: also read with its messages joined
+  std::string raw_scratch_;               // (what stream_ releases of a gRPC body: counted)
+  std::uint64_t raw_released_ = 0;
   std::optional<decoder> decoder_;
   std::optional<encoder> encoder_;
   bool flush_each_ = false;  // event streams: every write's output decodes on its own

@@ -99,6 +99,34 @@ TEST(redaction_escape_guard, ASecretAfterALoneHighSurrogateIsCut) {
   }
 }
 
+TEST(redaction_escape_guard, AWideSecretBehindJsonNulEscapesIsCut) {
+  // UTF-16 written into a JSON string: every other byte \u0000 (or JavaScript's \x00, \u{0}),
+  // which a JSON client reads as a NUL, not as U+FFFD as an HTML reference to 0 is read.
+  const auto e = secret_engine();
+  for (std::string_view nul : {"\\u0000", "\\x00", "\\u{0}"}) {
+    std::string text = "{\"v\":\"";
+    for (char ch : kSecret) {
+      text += ch;
+      text += nul;
+    }
+    text += "\"}";
+    for (std::size_t step : {1u, 5u, 4096u}) {
+      std::string out;
+      EXPECT_FALSE(run(*e, text, step, out)) << nul << " " << step;
+      EXPECT_EQ(out.find(kSecret.substr(0, 1)), std::string::npos) << nul << " " << step;
+    }
+  }
+  // An HTML reference to 0 is U+FFFD: no NUL, no secret.
+  std::string html;
+  for (char ch : kSecret.substr(0, 20)) {
+    html += ch;
+    html += "&#0;";
+  }
+  std::string out;
+  EXPECT_TRUE(run(*e, html, 4096, out));
+  EXPECT_EQ(out, html);
+}
+
 TEST(redaction_escape_guard, NamedReferencesToItsPunctuationAreReadToo) {
   // "&sol;" is "/", "&plus;" "+", "&equals;" "=", "&lowbar;" "_" (WHATWG HTML 13.5); the
   // legacy "&amp" needs no ';' and is read at the front of longer letters ("&ampx").

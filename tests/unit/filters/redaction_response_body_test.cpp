@@ -321,14 +321,16 @@ std::string grpc_message(std::string_view payload) {
 }
 
 TEST(ResponsePlan, GrpcTypesAreBinaryAndFramed) {
-  for (std::string_view ct : {"application/grpc", "Application/GRPC+proto", "application/grpc+json",
-                              "application/grpc-web", "application/grpc-web+proto; x=1"}) {
+  for (std::string_view ct :
+       {"application/grpc", "Application/GRPC+proto", "application/grpc+json",
+        "application/grpc-web", "application/grpc-web+proto; x=1", "application/connect+json"}) {
     const auto plan = plan_for(ct, "");
     EXPECT_EQ(plan.treatment, body_treatment::pass) << ct;
     EXPECT_TRUE(plan.media.grpc) << ct;
   }
-  for (std::string_view ct : {"application/grpc-web-text", "application/grpcx",
-                              "application/octet-stream", "application/json"})
+  for (std::string_view ct :
+       {"application/grpc-web-text", "application/grpcx", "application/connect+",
+        "application/octet-stream", "application/json"})
     EXPECT_FALSE(plan_for(ct, "").media.grpc) << ct;
 }
 
@@ -372,6 +374,36 @@ TEST(ResponseBody, ASecretSplitAcrossGrpcMessagesFails) {
     response_body other(literals.compiled, plan_for("application/octet-stream", ""), 0, "",
                         kResponseBytes);
     EXPECT_EQ(run(other, split, 4096), split);
+  }
+}
+
+TEST(ResponseBody, AGrpcBodyIsAlsoReadAsItCame) {
+  // A reader that is no gRPC client (curl) reads the bytes as they came: a value whose first
+  // byte is a prefix's length byte, or that runs into a trailing partial prefix, is there.
+  auto literals = engine::build({}, {{"api", std::string(kSecret)}});
+  ASSERT_TRUE(literals.errors.empty());
+  const auto first = static_cast<unsigned char>(kSecret[0]);  // 's': a length of 115
+  std::string payload = std::string(kSecret.substr(1));
+  payload.resize(first, '.');
+  const std::string in_prefix = std::string(4, '\0') + kSecret[0] + payload;
+  // A message, then bytes that frame as a prefix and one payload byte of a message cut short.
+  const std::string at_end = grpc_message("ok") + std::string(kSecret.substr(0, 4)) + '\0' + 'z';
+  for (const std::string& body : {in_prefix, grpc_message("ok") + std::string(kSecret)}) {
+    for (std::size_t piece : {1u, 7u, 4096u}) {
+      response_body b(literals.compiled, plan_for("application/grpc", ""), 0, "", kResponseBytes);
+      std::string released;
+      bool ok = true;
+      for (std::size_t i = 0; ok && i < body.size(); i += piece)
+        ok = b.write(std::string_view(body).substr(i, piece), released);
+      if (ok) ok = b.finish(released);
+      EXPECT_FALSE(ok) << piece;
+      EXPECT_EQ(released.find(kSecret.substr(1, 10)), std::string::npos) << piece;
+    }
+  }
+  // Neither reading finds anything: the body passes as it came, a message cut short included.
+  for (std::size_t piece : {1u, 3u, 4096u}) {
+    response_body b(literals.compiled, plan_for("application/grpc", ""), 0, "", kResponseBytes);
+    EXPECT_EQ(run(b, at_end, piece), at_end) << piece;
   }
 }
 
