@@ -80,12 +80,18 @@ class TunnelConcurrencyCase(InspectedOriginCase):
         # `narrow` rule's, and that rule allows one at a time.
         m = marker()
         a, b = self.tunnel("narrow.test"), self.tunnel("narrow.test")
+        mark = self.proxy.audit_mark()
         held = self.slow(a, m + "-a")
         refused = b.request("/slow/1?m=%s-b" % m)
         self.assert_refused(b, refused, "narrow")
         self.assertEqual(self.good.seen(m + "-b"), [])
         (r,) = a.wait(held)
         self.assertEqual(r["headers"][":status"], "200", r)
+        # The slot is free once the exchange has ended, which its record follows (the client
+        # may read the answer's last frame a moment before, and tunnel b may be served by
+        # another worker thread meanwhile).
+        self.assertIsNotNone(self.proxy.wait_audit(
+            after=mark, path="/slow/%d" % int(env.t(6) * 1000), rule="narrow", status=200))
         (r,) = b.wait(b.request("/slow/1?m=%s-c" % m))
         self.assertEqual(r["headers"][":status"], "200", r)
         rec = self.proxy.wait_audit(path="/slow/1", reason="concurrency_limited")
