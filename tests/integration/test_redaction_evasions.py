@@ -149,14 +149,18 @@ class RedactionEvasionTest(SecretsCase):
 
     def test_grpc_compression_is_refused(self):
         for lines in ([("grpc-encoding", "gzip")],
-                      [("grpc-encoding", "identity"), ("grpc-encoding", "gzip")]):
+                      [("grpc-encoding", "identity"), ("grpc-encoding", "gzip")],
+                      [("connect-content-encoding", "gzip")]):
             with self.subTest(lines=lines):
-                m, path = self.serve(lambda req, h=lines: req.send(
-                    200, h, body=b"\x01\x00\x00\x00\x05zzzzz", ctype="application/grpc"))
+                ctype = ("application/connect+proto" if lines[0][0].startswith("connect")
+                         else "application/grpc")
+                m, path = self.serve(lambda req, h=lines, t=ctype: req.send(
+                    200, h, body=b"\x01\x00\x00\x00\x05zzzzz", ctype=t))
                 self.assert_refused(self.get(path), m)
         seen = [x for x in self.echo.requests if x["path"] == path]
-        self.assertEqual([v for k, v in seen[0]["headers"] if k.lower() == "grpc-accept-encoding"],
-                         ["identity"])
+        for name in ("grpc-accept-encoding", "connect-accept-encoding"):
+            self.assertEqual([v for k, v in seen[0]["headers"] if k.lower() == name],
+                             ["identity"], name)
 
     def test_a_value_split_across_grpc_messages_is_refused(self):
         # A gRPC client reads a call's messages one after another and can join them: the five

@@ -281,7 +281,8 @@ class dlp_filter final : public filter {
     // take application/octet-stream or no type at all), so a label must not open a way past.
     const bool grpc_coded = redaction::grpc_compressed(*ex.request);
     if (coding == redaction::content_coding::unsupported || grpc_coded)
-      return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding)"
+      return unreadable(ex, grpc_coded ? "gRPC messages compressed (grpc-encoding or "
+                                         "connect-content-encoding)"
                                        : "a request body in a content coding DLP cannot read");
     if (coding != redaction::content_coding::identity)
       coded_.emplace(*rule_->scan, coding);

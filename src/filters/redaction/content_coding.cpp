@@ -41,7 +41,8 @@ content_coding parse_content_encoding(const boost::beast::http::fields& head) {
 
 bool grpc_compressed(const boost::beast::http::fields& head) {
   for (const auto& f : head)
-    if (iequals(f.name_string(), "grpc-encoding") &&
+    if ((iequals(f.name_string(), "grpc-encoding") ||
+         iequals(f.name_string(), "connect-content-encoding")) &&
         !iequals(core::trim_ows(f.value()), "identity"))
       return true;
   return false;

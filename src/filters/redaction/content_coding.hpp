@@ -23,8 +23,9 @@ content_coding parse_content_encoding(std::string_view value) noexcept;
 // values joined by commas (RFC 9110 section 5.3); reading only the first would miss a coding.
 content_coding parse_content_encoding(const boost::beast::http::fields& head);
 
-// Whether a head says its gRPC messages are compressed: a grpc-encoding line other than
-// "identity", any of them (gRPC implementations differ in which line they take).
+// Whether a head says its gRPC messages are compressed: a grpc-encoding (or Connect's
+// connect-content-encoding) line other than "identity", any of them (implementations differ in
+// which line they take).
 bool grpc_compressed(const boost::beast::http::fields& head);
 
 std::string_view to_string(content_coding c) noexcept;

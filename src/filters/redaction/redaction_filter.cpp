@@ -29,8 +29,10 @@ class redaction_filter final : public filter {
     if (engine_) {
       narrow_accept_encoding(*ex.request);
       ask_for_whole_representation(*ex.request);
-      // gRPC compresses messages inside the body (grpc-encoding), out of the guard's sight.
+      // gRPC and Connect's streams compress messages inside the body (grpc-encoding,
+      // connect-content-encoding), out of the guard's sight.
       ex.request->set("grpc-accept-encoding", "identity");
+      ex.request->set("connect-accept-encoding", "identity");
     }
     return verdict::next();
   }
@@ -131,7 +133,8 @@ class redaction_filter final : public filter {
   static std::optional<std::string> unreadable_head(const http::response_header<>& res) {
     if (res.result() == http::status::partial_content)
       return "origin sent part of a representation (206)";
-    if (grpc_compressed(res)) return "its gRPC messages are compressed (grpc-encoding)";
+    if (grpc_compressed(res))
+      return "its gRPC messages are compressed (grpc-encoding or connect-content-encoding)";
     return std::nullopt;
   }
   verdict refuse(const exchange& ex, std::string_view why) const {

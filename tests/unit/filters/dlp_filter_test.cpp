@@ -499,6 +499,13 @@ TEST_F(dlp_test, CodedRequestBodiesAreReadDecodedOrRefused) {
     EXPECT_TRUE(ch.request_head().refused()) << type;
   }
   {
+    // Connect's streams compress their messages under connect-content-encoding.
+    auto& ex = post("evil.example.com", "", 0, "application/connect+proto");
+    req_.set("connect-content-encoding", "gzip");
+    chain ch(pipeline_->factories(), ex);
+    EXPECT_TRUE(ch.request_head().refused());
+  }
+  {
     auto& ex2 = post("evil.example.com", "", 0, "application/grpc+proto");
     req_.set("grpc-encoding", "identity");
     chain ch2(pipeline_->factories(), ex2);
