@@ -1,6 +1,7 @@
 #include "filters/dlp/protobuf_view.hpp"
 
 #include "filters/redaction/content_type.hpp"
+#include "filters/redaction/grpc_payloads.hpp"
 
 #include "core/ascii.hpp"
 #include "core/str_cat.hpp"
@@ -83,15 +84,13 @@ std::optional<std::string> grpc_messages::add(std::string_view piece,
   if (failed_) return std::nullopt;  // said once
   while (!piece.empty()) {
     if (!in_message_) {
-      const std::size_t take = std::min<std::size_t>(5 - head_.size(), piece.size());
+      using redaction::kGrpcPrefixBytes;
+      const std::size_t take = std::min<std::size_t>(kGrpcPrefixBytes - head_.size(), piece.size());
       head_.append(piece.substr(0, take));
       piece.remove_prefix(take);
-      if (head_.size() < 5) break;
+      if (head_.size() < kGrpcPrefixBytes) break;
       const auto flag = static_cast<unsigned char>(head_[0]);
-      need_ = (std::uint64_t{static_cast<unsigned char>(head_[1])} << 24) |
-              (std::uint64_t{static_cast<unsigned char>(head_[2])} << 16) |
-              (std::uint64_t{static_cast<unsigned char>(head_[3])} << 8) |
-              std::uint64_t{static_cast<unsigned char>(head_[4])};
+      need_ = redaction::grpc_message_length(head_);
       head_.clear();
       // gRPC-Web's trailers frame (0x80) is the server's; a client's would be nonsense, but
       // its bytes are read as any message's.

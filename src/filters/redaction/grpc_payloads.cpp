@@ -15,17 +15,14 @@ void grpc_payloads::split(std::string_view piece, std::string& payload) {
       continue;
     }
     // A prefix, perhaps split across pieces: its bytes are kept where it stands.
-    const std::size_t take = std::min<std::size_t>(5 - head_.size(), piece.size());
+    const std::size_t take = std::min<std::size_t>(kGrpcPrefixBytes - head_.size(), piece.size());
     if (prefixes_.empty() || prefixes_.back().at != payload_in_)
       prefixes_.push_back({payload_in_, {}});
     prefixes_.back().bytes.append(piece.substr(0, take));
     head_.append(piece.substr(0, take));
     piece.remove_prefix(take);
-    if (head_.size() < 5) break;
-    left_ = (std::uint64_t{static_cast<unsigned char>(head_[1])} << 24) |
-            (std::uint64_t{static_cast<unsigned char>(head_[2])} << 16) |
-            (std::uint64_t{static_cast<unsigned char>(head_[3])} << 8) |
-            std::uint64_t{static_cast<unsigned char>(head_[4])};
+    if (head_.size() < kGrpcPrefixBytes) break;
+    left_ = grpc_message_length(head_);
     head_.clear();
   }
 }

@@ -20,6 +20,15 @@
 
 namespace airlock::filters::redaction {
 
+// The five bytes of a message's prefix: the message length it gives (bytes 1 to 4, big-endian).
+inline constexpr std::size_t kGrpcPrefixBytes = 5;
+inline std::uint64_t grpc_message_length(std::string_view prefix) noexcept {
+  std::uint64_t n = 0;
+  for (std::size_t i = 1; i < kGrpcPrefixBytes; ++i)
+    n = n << 8 | static_cast<unsigned char>(prefix[i]);
+  return n;
+}
+
 class grpc_payloads {
  public:
   // Appends the message payload bytes of `piece` (the body as it came, in order) to `payload`
