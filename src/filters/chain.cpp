@@ -26,9 +26,17 @@ chain::~chain() {
     (*it)->~filter();
 }
 
+void chain::answered() {
+  if (answered_) return;
+  answered_ = true;
+  for (filter* f : filters_)
+    f->on_answered(ex_);
+}
+
 void chain::end() {
   if (ended_) return;
   ended_ = true;
+  answered();
   for (filter* f : filters_)
     f->on_end(ex_);
   // Last, for what the session wrote itself after the head hooks (a tunnel's SNI refused, an
@@ -57,6 +65,7 @@ verdict chain::apply(verdict v) {
       rec.answer = v.answer;
       rec.refuse(v.reason, v.detail);
       scrub();
+      answered();
       // The session answers from the record; the verdict keeps only what the record says.
       v.detail = rec.detail;
       v.answer = rec.answer;
@@ -65,6 +74,7 @@ verdict chain::apply(verdict v) {
       rec.failed_upstream(v.reason);
       rec.detail = v.detail;
       scrub();
+      answered();
       v.detail = rec.detail;
       return v;
   }

@@ -63,6 +63,10 @@ class chain {
   // reverse); stops at the first that does not pass (recorded, as for a body).
   verdict trailers(boost::beast::http::fields& fields, bool response);
 
+  // Calls every filter's on_answered (once; apply() calls it for a refusal or failure the chain
+  // records, end() if nobody did): the session calls it as the origin's answer has been read
+  // whole, before the last of it is written to the client.
+  void answered();
   // Calls every filter's on_end (once; the destructor calls it if nobody did).
   void end();
 
@@ -80,6 +84,7 @@ class chain {
   std::pmr::monotonic_buffer_resource arena_;
   std::pmr::vector<filter*> filters_;
   std::size_t next_head_ = 0;  // the next filter whose request head hook runs
+  bool answered_ = false;
   bool ended_ = false;
   std::string scratch_[2];  // between transforming response filters
 };

@@ -202,6 +202,9 @@ boost::asio::awaitable<forward_result> relay_response(
   // the whole body is already here.
   const bool whole_body_here =
       res_p->content_length() && up_buffer.size() >= *res_p->content_length();
+  // (The answer is whole once its head is: what the exchange held for the origin goes back
+  // before the client can have it, chain::answered.)
+  if (no_body) chain.answered();
   if (no_body || (!res_p->is_done() && (filtered ? !whole_body_here : up_buffer.size() == 0))) {
     // Nothing of the body is here yet (or there is none): send the head now, so a client of a
     // slow stream sees it at once.
@@ -221,7 +224,7 @@ boost::asio::awaitable<forward_result> relay_response(
                                          limits.idle_timeout, download, chain);
     else
       body = co_await h1::relay_body(w, upstream, up_buffer, *res_p, client, res_sr,
-                                     limits.idle_timeout, download);
+                                     limits.idle_timeout, download, nullptr, &chain);
     rec.bytes_out = body.bytes_written;
     if (body.read_ec) {
       // Cut off: the client sees an incomplete response (the connection ends abortively, before

@@ -95,13 +95,15 @@ boost::asio::awaitable<boost::system::error_code> read_some_body(
 }
 
 // Relays a body as it is. `observer` (may be null): a request body's chain, shown every piece
-// before it is written; a refusal stops the relay before that piece.
+// before it is written; a refusal stops the relay before that piece. `answered` (may be null):
+// a response's chain, told when the body has been read whole, before its last write.
 template <bool IsRequest, class ReadStream, class WriteStream>
 boost::asio::awaitable<relay_result> relay_body(
     worker& w, ReadStream& from, boost::beast::flat_buffer& from_buffer,
     http::parser<IsRequest, http::buffer_body>& parser, WriteStream& to,
     http::serializer<IsRequest, http::buffer_body>& sr, std::chrono::milliseconds idle_timeout,
-    const byte_throttle& throttle, filters::chain* observer = nullptr) {
+    const byte_throttle& throttle, filters::chain* observer = nullptr,
+    filters::chain* answered = nullptr) {
   relay_result result;
   // A message not chunked whose head is not out yet (the usual answer with a Content-Length):
   // its head and body pieces go out as they are, without the serializer (h1_write.hpp); the
@@ -152,6 +154,7 @@ boost::asio::awaitable<relay_result> relay_body(
       b.size = 0;
       b.more = false;
     }
+    if (answered && parser.is_done()) answered->answered();
     // The first write carries the head too (one send for a small message).
     set_timeout(to, idle_timeout);
     boost::system::error_code ec;
@@ -237,6 +240,7 @@ boost::asio::awaitable<relay_result> relay_filtered(
     result.stopped = true;
     co_return result;
   }
+  chain.answered();
   result.bytes_written += out.size();
   result.write_ec = co_await write_body_piece(to, sr, b, out, false, idle_timeout);
   co_return result;

@@ -126,6 +126,7 @@ asio::awaitable<bool> forward_h1_over_h2(session_context& s, tls_client& client,
   if (chunked) res.chunked(true);
   res.version(fp.version >= 11 ? 11 : 10);
   res.keep_alive(keep_alive);
+  if (!body) chain.answered();
   {
     http::response_serializer<http::buffer_body> sr{res};
     set_timeout(client, limits.idle_timeout);
@@ -158,6 +159,7 @@ asio::awaitable<bool> forward_h1_over_h2(session_context& s, tls_client& client,
       if (enough) last = true;
       data = out;
     }
+    if (last) chain.answered();
     if (co_await write_piece(client, data, chunked, limits.idle_timeout)) co_return false;
     rec.bytes_out += data.size();
     call->consume(piece.size());

@@ -167,6 +167,7 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
       ex.response_has_body && chain.response_body_use() != filters::body_use::none;
   h2_response_head head{status, h2_response_fields(res)};
   if (ex.response_reframed) h2_drop_field(head.fields, "content-length");
+  if (!ex.response_has_body) chain.answered();
   if (!filtered || !ex.response_has_body) {
     if (!head.submit(c, ss, rec, ex.response_has_body)) co_return true;
   }
@@ -214,6 +215,7 @@ asio::awaitable<bool> relay_response(h2_connection& c, h2_stream_state& ss, filt
     }
     if (!head.sent && piece.empty() && !last) continue;  // the head waits with the first bytes
     if (!head.sent && !head.submit(c, ss, rec, true)) co_return true;
+    if (last) chain.answered();
     if (last && upstream_keep_alive && res_p->is_done() && up_buffer.size() == 0)
       give_back(c, ss, up);
     const bool pushed = co_await h2_push_output(c, ss, piece, last, limits.idle_timeout);

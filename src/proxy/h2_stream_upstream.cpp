@@ -161,6 +161,7 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
   // status in the head; an answer with trailers needs the body path even when it is empty.
   const bool body_follows =
       ex.response_has_body && !(st.body_done && st.body.empty() && st.trailers.empty());
+  if (!body_follows) chain.answered();
   if (!filtered || !body_follows) {
     if (!head.submit(c, ss, rec, body_follows) || !body_follows) co_return;
   }
@@ -194,6 +195,7 @@ asio::awaitable<void> relay_answer(h2_connection& c, h2_stream_state& ss, filter
       continue;  // nothing released yet: the head waits with it
     }
     if (!head.sent && !head.submit(c, ss, rec, true)) co_return;
+    if (last) chain.answered();
     const bool pushed = co_await h2_push_output(c, ss, data, last, limits.idle_timeout);
     rec.bytes_out = ss.stream->out_total;  // what the codec took, not what was queued
     call.consume(piece.size());

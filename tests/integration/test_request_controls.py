@@ -13,6 +13,7 @@ import unittest
 
 from harness import clients, env
 from harness.base import ProxyTestCase, marker
+from harness.contention import busy_cpus
 from harness.ops_admin import admin_call
 from harness.origin import RawOrigin
 from harness.proxy import make_policy, origin_rule, sha256_hex, tunnel_rule
@@ -544,3 +545,46 @@ class InspectedControlsTest(InterceptionCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConcurrencyHandOverTest(ControlsTestCase):
+    """An agent under `concurrent: 1` that asks again the moment it has read an answer, on a new
+    connection each time (a client without a connection pool): the slot is free by then. It
+    goes back before the answer's last byte is written (chain::answered); freed after that
+    write, a request accepted by the other worker thread in between was refused 429."""
+
+    ROUNDS = 150
+
+    @classmethod
+    def policy(cls):
+        p = cls.origin.port
+        return make_policy(
+            [origin_rule(p)],
+            agents={"default": {"rules": ["origin"], "rate": {"concurrent": 1}}})
+
+    def assert_each_finds_the_slot_free(self, path, method="GET"):
+        refused = []
+        # Busy CPUs: the proxy's worker is preempted between its last write and the exchange's
+        # end often enough that a slot freed only then shows within these rounds.
+        with busy_cpus():
+            for i in range(self.ROUNDS):
+                client = self.raw()
+                self.addCleanup(client.close)
+                client.send(self.request(method, self.url(path)))
+                [r] = client.read_responses(1, head_request=(0,) if method == "HEAD" else ())
+                if r.status != 200:
+                    refused.append((i, r.status, r.header("X-Airlock-Reason")))
+        self.assertEqual(refused, [], "%s %s: refused right after the previous answer"
+                         % (method, path))
+
+    def test_small_answer(self):
+        self.assert_each_finds_the_slot_free("/echo/again")
+
+    def test_answer_written_in_several_sends(self):
+        self.assert_each_finds_the_slot_free("/bytes/400000")
+
+    def test_chunked_answer(self):
+        self.assert_each_finds_the_slot_free("/chunked/100000")
+
+    def test_answer_without_body(self):
+        self.assert_each_finds_the_slot_free("/bytes/10", method="HEAD")

@@ -60,6 +60,13 @@ class rate_limit_filter final : public filter {
     return v;
   }
 
+  // The `concurrent` slots go back before the answer's last byte reaches the client: one that
+  // asks again at once, on another connection, must find them free.
+  void on_answered(exchange&) override {
+    admission_.agent_slot.reset();
+    admission_.rule_slot.reset();
+  }
+
   void on_end(exchange& ex) override {
     // The circuit breaker counts what the agent got wrong and what failed for it; not its own
     // suspension (which would keep it suspended) nor an operator's stop.

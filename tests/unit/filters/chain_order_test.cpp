@@ -229,6 +229,74 @@ TEST(Chain, EndRunsOnceAndAFailureIsAnUpstreamError) {
   EXPECT_EQ(r.decision(), "error");
 }
 
+// Logs on_answered and on_end, and refuses its head when told to.
+class answer_watch final : public filter {
+ public:
+  answer_watch(script& s, bool refuse) : s_(s), refuse_(refuse) {}
+  verdict on_request_head(exchange&) override {
+    return refuse_ ? verdict::refuse(core::errc::host_denied, "no") : verdict::next();
+  }
+  void on_answered(exchange&) override { s_.calls.push_back("answered"); }
+  void on_end(exchange&) override { s_.calls.push_back("end"); }
+
+ private:
+  script& s_;
+  bool refuse_;
+};
+
+class answer_watch_factory final : public filter_factory {
+ public:
+  answer_watch_factory(script& s, bool refuse) : s_(s), refuse_(refuse) {}
+  filter* create(const exchange&, std::pmr::memory_resource& arena) const override {
+    return make<answer_watch>(arena, s_, refuse_);
+  }
+
+ private:
+  script& s_;
+  bool refuse_;
+};
+
+TEST(Chain, AnsweredRunsOnceBeforeTheEndAndAtTheEndWhenNobodyCalledIt) {
+  for (const bool call_it : {true, false}) {
+    script s;
+    factory_list f;
+    f.push_back(std::make_unique<answer_watch_factory>(s, false));
+    exchange ex;
+    {
+      chain c(f, ex);
+      ASSERT_TRUE(c.request_head().passes());
+      if (call_it) {
+        c.answered();
+        c.answered();
+        EXPECT_EQ(s.calls, (std::vector<std::string>{"answered"}));
+      }
+      EXPECT_EQ(s.calls.size(), call_it ? 1u : 0u);
+    }
+    EXPECT_EQ(s.calls, (std::vector<std::string>{"answered", "end"})) << call_it;
+  }
+}
+
+TEST(Chain, ARefusalTheChainRecordsIsAnsweredAtOnceAReportedOneIsNot) {
+  script s;
+  factory_list f;
+  f.push_back(std::make_unique<answer_watch_factory>(s, true));
+  exchange ex;
+  chain c(f, ex);
+  EXPECT_TRUE(c.request_head().refused());
+  EXPECT_EQ(s.calls, (std::vector<std::string>{"answered"}));
+
+  script reported;
+  factory_list g;
+  g.push_back(std::make_unique<scripted_factory>(
+      reported, "r", verdict::violation(core::errc::rate_limited, "over")));
+  g.push_back(std::make_unique<answer_watch_factory>(reported, false));
+  exchange rex;
+  rex.report_mode = true;
+  chain rc(g, rex);
+  EXPECT_TRUE(rc.request_head().passes());
+  EXPECT_EQ(reported.calls, (std::vector<std::string>{"r.head"}));
+}
+
 // Stands for DLP: rewrites what the record repeats, and logs when it is asked to.
 class scrubbing final : public filter {
  public:

@@ -203,6 +203,26 @@ TEST_F(pipeline_test, RateLimitsRefuseWithRetryAfterOnceTheBurstIsSpent) {
   EXPECT_NE(ex.record.detail.find("requests_per_second"), std::string::npos);
 }
 
+TEST_F(pipeline_test, AConcurrentSlotGoesBackWhenTheAnswerIsWholeBeforeTheExchangeEnds) {
+  load(kRules, ", rate: {concurrent: 1}");
+  auto& first = request(http::verb::get, "other.example.com", "/");
+  const auto first_owned = std::move(ex_);
+  chain held(pipeline_->factories(), first);
+  ASSERT_TRUE(held.request_head().passes()) << first.record.detail;
+  {
+    auto& ex = request(http::verb::get, "other.example.com", "/");
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused());
+    EXPECT_EQ(ex.record.reason, core::errc::concurrency_limited);
+  }
+  // The origin's answer read whole: its last bytes are still to be written, the exchange and
+  // its chain live on, the slot is free.
+  held.answered();
+  auto& ex = request(http::verb::get, "other.example.com", "/");
+  chain c(pipeline_->factories(), ex);
+  EXPECT_TRUE(c.request_head().passes()) << ex.record.detail;
+}
+
 TEST_F(pipeline_test, ReportModeIsAppliedOnceForTheDecisionAndTheChecks) {
   load(kRules);
   auto& ex = request(http::verb::get, "report.example.com", "/elsewhere?x=1");
