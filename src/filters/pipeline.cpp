@@ -11,6 +11,7 @@
 #include "filters/rate_limit/rate_limit_filter.hpp"
 #include "filters/rate_limit/registry.hpp"
 #include "filters/redaction/redaction_filter.hpp"
+#include "filters/redaction/retired_secrets.hpp"
 #include "filters/redaction/rule_engines.hpp"
 #include "filters/validation/validation_filter.hpp"
 #include "policy/snapshot.hpp"
@@ -20,7 +21,10 @@ namespace airlock::filters {
 pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> snapshot,
                                        lasting_state& state) {
   build_result out;
-  auto engines = redaction::rule_engines::build(*snapshot);
+  const auto retired =
+      state.retired ? state.retired->carry(*snapshot, redaction::retired_secrets::clock::now())
+                    : std::vector<redaction::literal_secret>{};
+  auto engines = redaction::rule_engines::build(*snapshot, {}, retired);
   if (!engines.engines) {
     std::string error = "redaction: ";
     for (const auto& e : engines.errors)

@@ -39,12 +39,16 @@ class plan;
 namespace approval {
 class registry;
 }
+namespace redaction {
+class retired_secrets;
+}
 
 // State that outlives snapshots (bucket levels, breakers, the kill switch): kept by the server
 // and bound to each new snapshot.
 struct lasting_state {
   rate_limit::registry* rates = nullptr;
-  approval::registry* approvals = nullptr;  // held requests and grants; null: nothing is held
+  approval::registry* approvals = nullptr;        // held requests and grants; null: nothing is held
+  redaction::retired_secrets* retired = nullptr;  // rotated-out values; null: none kept
 };
 
 class pipeline {

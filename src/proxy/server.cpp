@@ -249,7 +249,7 @@ std::shared_ptr<const active_policy> server::build_active(
     }
   }
   // The filters, bound to the rate-limit state that outlives snapshots.
-  filters::lasting_state lasting{&rates_, &approvals_};
+  filters::lasting_state lasting{&rates_, &approvals_, &retired_};
   auto built = filters::pipeline::build(std::move(snapshot), lasting);
   if (!built.built) {
     error.clear();

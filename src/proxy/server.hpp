@@ -9,6 +9,7 @@
 #include "filters/approval/registry.hpp"
 #include "filters/rate_limit/fleet_control.hpp"
 #include "filters/rate_limit/registry.hpp"
+#include "filters/redaction/retired_secrets.hpp"
 #include "policy/loader.hpp"
 #include "proxy/worker.hpp"
 
@@ -109,6 +110,8 @@ class server {
   filters::rate_limit::registry rates_;
   // Held requests outlive snapshots too; before workers_, so destroyed after their sessions.
   filters::approval::registry approvals_;
+  // Values reloads rotated out, still redacted for a while (retired_secrets.hpp).
+  filters::redaction::retired_secrets retired_;
   // state: redis: stops, resumes and breaker trips shared with the other replicas. After
   // rates_, so destroyed before it.
   std::unique_ptr<filters::rate_limit::fleet_control> fleet_;

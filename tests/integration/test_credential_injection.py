@@ -683,8 +683,21 @@ class SecretRotationTest(SecretsCase):
         return make_policy(
             [origin_rule(cls.origin.port),
              cls.echo_rule(cls.echo.port, "rot", ["rot.test"],
+                           inject={"headers": {"X-Key": "${secrets.file_key}"}}),
+             # An origin that still sends the old value back (a cache, a key listing).
+             cls.echo_rule(cls.origin.port, "stale", ["stale.test"],
                            inject={"headers": {"X-Key": "${secrets.file_key}"}})],
             secrets={"file_key": cls.secret_decl("file_key")})
+
+    def stale_answer(self):
+        """What the agent reads from an origin whose answer quotes the secret's first value."""
+        self.origin.fallback = ("old key: %s\n" % self.OLD).encode()
+        try:
+            r = self.curl(self.url("/keys-%s" % marker(), host="stale.test"))
+        finally:
+            self.origin.fallback = None
+        self.assertEqual(r.status, 200, r)
+        return r.body
 
     def fetch(self):
         m = marker()
@@ -696,6 +709,7 @@ class SecretRotationTest(SecretsCase):
     def test_rotation_on_reload(self):
         seen, r = self.fetch()
         self.assertEqual(seen, [self.OLD])
+        self.assertEqual(self.stale_answer(), b"old key: [REDACTED:secret:file_key]\n")
         self.assertEqual(header_values(r.json()["headers"], "X-Key"),
                          ["[REDACTED:secret:file_key]"])
         path = self.secret_files["file_key"]
@@ -717,6 +731,9 @@ class SecretRotationTest(SecretsCase):
             time.sleep(0.1)
         self.assertEqual(header_values(r.json()["headers"], "X-Key"),
                          ["[REDACTED:secret:file_key]"])
+        # The old value may still be valid at its provider: an origin that sends it back
+        # after the rotation has it redacted as before (retired_secrets.hpp).
+        self.assertEqual(self.stale_answer(), b"old key: [REDACTED:secret:file_key]\n")
         self.assert_no_secret(self.proxy.stderr(), "stderr")
 
 

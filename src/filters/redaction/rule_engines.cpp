@@ -24,11 +24,13 @@ std::string basic_label(const policy::compiled_injection& inject,
 }  // namespace
 
 rule_engines::build_result rule_engines::build(const policy::snapshot& snapshot,
-                                               const engine_options& opts) {
+                                               const engine_options& opts,
+                                               std::span<const literal_secret> retired) {
   build_result out;
   auto result = std::make_shared<rule_engines>();
   const auto custom = custom_redactors(snapshot);
-  const auto secrets = literal_secrets(snapshot);
+  auto secrets = literal_secrets(snapshot);
+  secrets.insert(secrets.end(), retired.begin(), retired.end());
   if (!secrets.empty()) {
     auto built = engine::build({}, secrets, opts);
     for (auto& e : built.errors)

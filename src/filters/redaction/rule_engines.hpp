@@ -5,8 +5,9 @@
 // a rule that neither redacts nor injects).
 //
 // Every engine redacts every secret of the policy, whatever the rule lists: a secret never goes
-// back to the agent. A rule that sends Basic credentials also redacts their base64 form (an
-// origin that echoes Authorization would otherwise hand it back encoded).
+// back to the agent; nor does a value a reload rotated out (retired_secrets.hpp). A rule that sends
+// Basic credentials also redacts their base64 form (an origin that echoes Authorization would
+// otherwise hand it back encoded).
 //
 // @par Thread Safety
 // Immutable after build; engines are shared by all workers.
@@ -15,6 +16,7 @@
 #include "policy/snapshot.hpp"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +25,9 @@ namespace airlock::filters::redaction {
 class rule_engines {
  public:
   struct build_result;
-  static build_result build(const policy::snapshot& snapshot, const engine_options& opts = {});
+  // `retired`: values a reload replaced (retired_secrets), redacted as the policy's own are.
+  static build_result build(const policy::snapshot& snapshot, const engine_options& opts = {},
+                            std::span<const literal_secret> retired = {});
 
   // The engine for a rule (compiled_rule::index), or null when the rule neither redacts nor
   // injects.

@@ -18,6 +18,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/field_escapes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/field_readings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/grpc_payloads.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/retired_secrets.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_relax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/prefilter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/secret_automaton.cpp
