@@ -11,7 +11,7 @@ SPIN = "import time\nend = time.monotonic() + %f\nwhile time.monotonic() < end:\
 
 
 @contextlib.contextmanager
-def busy_cpus(count=4, seconds=120.0):
+def busy_cpus(count=2, seconds=120.0):
     """`count` processes that spin for at most `seconds` while the block runs."""
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN % seconds])
                 for _ in range(count)]
