@@ -7,9 +7,12 @@ than 64, another charset) is withheld and recorded: never passed on unread."""
 
 import json
 import os
+import queue
 import subprocess
 import threading
+import time
 import unittest
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import env
@@ -82,6 +85,68 @@ class HostileHandler(BaseHTTPRequestHandler):
         self.answer(200, json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}).encode())
 
 
+def answer_to(server, msg):
+    """A hostile server's JSON-RPC answer to `msg` (bytes), or None for a notification."""
+    method, mid = msg.get("method"), msg.get("id")
+    if mid is None:
+        return None
+    if method == "tools/list":
+        return listing("plain", mid)[0]
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}
+    else:
+        server.calls.append(msg["params"]["name"])
+        result = {"content": [{"type": "text", "text": "called " + msg["params"]["name"]}]}
+    return json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}).encode()
+
+
+class LegacySseHandler(BaseHTTPRequestHandler):
+    """The older HTTP+SSE transport (MCP 2024-11-05): GET /sse opens the server's stream, whose
+    first event (`endpoint`) says where to POST; each POST is answered 202 and its JSON-RPC
+    answer goes out on the stream. The stream ends when the client goes, or after a minute."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        session = queue.Queue()
+        key = str(id(session))
+        self.server.sessions[key] = session
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.write(b"event: endpoint\ndata: /messages?session=%s\n\n" % key.encode())
+            self.wfile.flush()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    message = session.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                self.wfile.write(b"event: message\ndata: " + message + b"\n\n")
+                self.wfile.flush()
+        except OSError:
+            pass  # the client went
+        finally:
+            self.server.sessions.pop(key, None)
+
+    def do_POST(self):
+        key = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["session"][0]
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        answer = answer_to(self.server, msg)
+        if answer is not None:
+            self.server.sessions[key].put(answer)
+
+
 class McpHostileListingTest(ProxyTestCase):
     @classmethod
     def extra_setup(cls):
@@ -94,11 +159,18 @@ class McpHostileListingTest(ProxyTestCase):
         cls.server.calls = []
         threading.Thread(target=cls.server.serve_forever, kwargs={"poll_interval": 0.05},
                          daemon=True).start()
+        cls.legacy = ThreadingHTTPServer(("127.0.0.1", 0), LegacySseHandler)
+        cls.legacy.daemon_threads = True
+        cls.legacy.calls = []
+        cls.legacy.sessions = {}
+        threading.Thread(target=cls.legacy.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
 
     @classmethod
     def extra_teardown(cls):
-        cls.server.shutdown()
-        cls.server.server_close()
+        for server in (cls.server, cls.legacy):
+            server.shutdown()
+            server.server_close()
         cls.ica.cleanup()
 
     @classmethod
@@ -109,11 +181,14 @@ class McpHostileListingTest(ProxyTestCase):
                "tools": {"echo": None, "notes": None}}
         return make_policy([tunnel_rule(cls.server.server_address[1], name="mcp-" + v,
                                         hosts=["%s.mcp.test" % v], inspect=True, mcp=mcp)
-                            for v in VARIANTS],
+                            for v in VARIANTS] +
+                           [tunnel_rule(cls.legacy.server_address[1], name="mcp-legacy",
+                                        hosts=["legacy.mcp.test"], inspect=True, mcp=mcp)],
                            tls={"ca_cert": cls.ica.cert, "ca_key": cls.ica.key})
 
-    def client(self, variant, *steps):
-        url = "http://%s.mcp.test:%d/%s/mcp" % (variant, self.server.server_address[1], variant)
+    def client(self, variant, *steps, url=None):
+        url = url or "http://%s.mcp.test:%d/%s/mcp" % (variant, self.server.server_address[1],
+                                                       variant)
         out = subprocess.run(["node", os.path.join(MCP_DIR, "client.js"), str(self.proxy.port),
                               url] + [json.dumps(s) for s in steps],
                              capture_output=True, text=True, timeout=env.t(60), cwd=MCP_DIR)
@@ -137,6 +212,26 @@ class McpHostileListingTest(ProxyTestCase):
                 self.assertIn({"class": "mcp-tool-injection", "location": "mcp-tools-list",
                                "action": "drop"}, rec.get("dlp", []), rec)
         self.assertNotIn("notes", self.server.calls)
+
+    def test_listings_on_the_older_transports_stream_are_filtered(self):
+        # Every answer comes on the GET stream (the POSTs get 202): the listing there is
+        # filtered as a POST's answer is, and the poisoned tool's call refused.
+        url = "http://legacy.mcp.test:%d/sse" % self.legacy.server_address[1]
+        mark = self.proxy.audit_mark()
+        listed, call = self.client("legacy", {"list": True},
+                                   {"call": "notes", "args": {"topic": "x"}}, url=url)
+        self.assertIn("ok", listed, listed)
+        self.assertEqual([t["name"] for t in listed["ok"]["tools"]], ["echo"], listed)
+        self.assertNotIn("ok", call, call)
+        self.assertNotIn("notes", self.legacy.calls)
+        # The stream's record, written when the client closed it, says what was dropped.
+        rec = self.proxy.wait_audit(after=mark, host="legacy.mcp.test", method="GET", path="/sse")
+        self.assertIsNotNone(rec)
+        self.assertIn({"class": "mcp-tool-injection", "location": "mcp-tools-list",
+                       "action": "drop"}, rec.get("dlp", []), rec)
+        refused = self.proxy.wait_audit(after=mark, host="legacy.mcp.test", method="POST",
+                                        reason="mcp_tool_denied")
+        self.assertIsNotNone(refused)
 
     def test_unreadable_answers_are_withheld(self):
         for variant, why in (("dupkey", "not strict JSON (duplicate key)"),

@@ -343,6 +343,7 @@ bool listing_stream::filter_into(std::string_view message, std::string& out,
 }
 
 bool listing_stream::feed(std::string_view piece, bool last, std::string& out) {
+  if (mode_ == mode::empty) return piece.empty();
   if (mode_ == mode::json) {
     held_.append(piece);
     if (held_.size() > policy_.max_response_bytes) return false;
@@ -354,7 +355,10 @@ bool listing_stream::feed(std::string_view piece, bool last, std::string& out) {
   bool ok = true;
   const auto on_event = [&](const sse_event& ev) {
     if (!ok) return;
-    ok = ev.data.empty() ? (out.append(ev.raw), true) : filter_into(ev.data, out, &ev);
+    const bool not_a_message =
+        from_ == source::server_stream && !ev.type.empty() && ev.type != "message";
+    ok = ev.data.empty() || not_a_message ? (out.append(ev.raw), true)
+                                          : filter_into(ev.data, out, &ev);
   };
   const bool read = sse_.feed(piece, on_event);
   if (!read || !ok) return false;

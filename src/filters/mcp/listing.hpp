@@ -119,21 +119,37 @@ listing_result filter_listing(std::string_view message, std::span<const listing_
 // event (each held up to the same limit), listing answers filtered, every other event passed
 // as it completes. A message withheld (listing_result::withhold) is replaced by JSON-RPC errors
 // (kListingWithheld) for the listing requests not answered yet, or dropped when all were.
+//
+// On the server's own stream (a GET: `source::server_stream`, no listing requests of its own) an
+// event whose type is neither absent nor "message" passes as it is: clients read only those as
+// JSON-RPC (the older transport's "endpoint" event carries a URL), and a withheld message is
+// dropped (what it answered is not known here).
 class listing_stream {
  public:
+  enum class source : std::uint8_t { post_answer, server_stream };
   listing_stream(const policy::compiled_mcp& policy, std::size_t rule, tool_memory& memory,
-                 std::vector<listing_request> requests)
+                 std::vector<listing_request> requests, source from = source::post_answer)
       : policy_(policy),
         rule_(rule),
         memory_(memory),
         requests_(std::move(requests)),
         answered_(requests_.size(), false),
-        sse_(policy.max_response_bytes) {}
+        from_(from),
+        sse_(policy.max_response_bytes) {
+    if (from == source::server_stream) {
+      // Every kind of listing, by its array only (no id: "" answers none), each answered
+      // already: a withheld message leaves no error to send in its place.
+      requests_ = {{"", list_kind::tools}, {"", list_kind::resources}, {"", list_kind::prompts}};
+      answered_.assign(requests_.size(), true);
+    }
+  }
 
   // From the response's Content-Type (media_type.hpp): whether this body is read at all
   // (application/json or text/event-stream).
   bool start(const media_type& type);
   bool start(std::string_view content_type);
+  // An answer that says it is empty (Content-Length: 0): any byte of it fails feed().
+  void start_empty() { mode_ = mode::empty; }
   // One piece of the body; what may go on is appended to `out`. False: over the limit (or an
   // answer that could not be read), nothing more may be sent.
   bool feed(std::string_view piece, bool last, std::string& out);
@@ -152,7 +168,8 @@ class listing_stream {
   tool_memory& memory_;
   std::vector<listing_request> requests_;
   std::vector<bool> answered_;  // by requests_ index
-  enum class mode { off, json, sse } mode_ = mode::off;
+  source from_;
+  enum class mode { off, json, sse, empty } mode_ = mode::off;
   std::string held_;
   sse_reader sse_;
   std::vector<dropped_tool> dropped_;

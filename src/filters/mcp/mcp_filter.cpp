@@ -29,6 +29,18 @@ class mcp_filter final : public filter {
     if (ex.rule == nullptr || ex.rule->index >= plan_.rules.size() ||
         !plan_.rules[ex.rule->index].active)
       return verdict::next();
+    if (ex.request->method() == http::verb::get) {
+      // The server's own stream: the older HTTP+SSE transport answers every request there,
+      // and streamable HTTP replays answers on a GET that resumes a stream (Last-Event-ID). Its
+      // listings are filtered as a POST's answer is, whatever they answer.
+      policy_ = &ex.rule->mcp;
+      if (policy_->filter_lists) {
+        stream_.emplace(*policy_, ex.rule->index, *plan_.memory, std::vector<listing_request>{},
+                        listing_stream::source::server_stream);
+        server_stream_ = true;
+      }
+      return verdict::next();
+    }
     if (ex.request->method() != http::verb::post) return verdict::next();
     rule_ = &plan_.rules[ex.rule->index];
     policy_ = &ex.rule->mcp;
@@ -123,6 +135,20 @@ class mcp_filter final : public filter {
     if (!stream_ || !ex.response_has_body) return verdict::next();
     auto& res = *ex.response;
     const body_reading head = read_body_head(res);
+    const bool event_stream = head.type && head.type->is("text", "event-stream");
+    // Nothing a client reads as the server's messages: a GET's answer that is not an event
+    // stream (a client reads no other).
+    if (server_stream_ && !event_stream) {
+      stream_.reset();
+      return verdict::next();
+    }
+    // An empty answer (the older transport's 202 to a POST, whose answer comes on the GET
+    // stream): held to being empty, whatever its type.
+    if (!server_stream_ && res[http::field::content_length] == "0") {
+      stream_->start_empty();
+      reading_ = true;
+      return verdict::next();
+    }
     const bool success = res.result_int() / 100 == 2;
     const bool listing_type = head.type && (head.type->is("application", "json") ||
                                             head.type->is("text", "event-stream"));
@@ -162,9 +188,15 @@ class mcp_filter final : public filter {
     return verdict::next();
   }
 
+  // A stream cut before its end (the agent closed the server's GET stream) is recorded too.
+  void on_end(exchange& ex) override {
+    if (reading_ && !recorded_) record_dropped(ex);
+  }
+
   // Changed and poisoned tools go into the record as findings (location mcp-tools-list), and
   // their names into the detail.
-  void record_dropped(exchange& ex) const {
+  void record_dropped(exchange& ex) {
+    recorded_ = true;
     std::string names;
     for (const auto& d : stream_->dropped()) {
       if (!d.taints && !d.kept) continue;
@@ -218,6 +250,8 @@ class mcp_filter final : public filter {
   const policy::compiled_mcp* policy_ = nullptr;
   std::vector<listing_request> listings_;  // the body's listing requests
   std::optional<listing_stream> stream_;   // their answer, when the body went on
+  bool server_stream_ = false;             // a GET: the server's own stream
+  bool recorded_ = false;                  // record_dropped ran
   bool reading_ = false;
 };
 

@@ -1,5 +1,6 @@
 // The reference SDK's MCP client for test_mcp_sdk.py, through the proxy: argv is the proxy's
-// port, the server's URL, then steps as JSON ({"call": name, "args": {...}} or {"list": true}).
+// port, the server's URL (streamable HTTP, or the older HTTP+SSE transport for a URL ending in
+// /sse), then steps as JSON ({"call": name, "args": {...}} or {"list": true}).
 // Node's fetch ignores HTTP_PROXY, so the transport gets a fetch whose undici Agent opens each
 // connection with CONNECT through the proxy (plain HTTP inside the tunnel, as undici's own
 // ProxyAgent does). Prints one JSON list: {"ok": result} or {"error": {code, message}} per step.
@@ -9,6 +10,7 @@ if (!globalThis.crypto) globalThis.crypto = require('node:crypto').webcrypto;
 const net = require('node:net');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { SSEClientTransport } = require('@modelcontextprotocol/sdk/client/sse.js');
 
 const [proxyPort, serverUrl, ...steps] = process.argv.slice(2);
 
@@ -41,7 +43,11 @@ function connectThroughProxy(opts, cb) {
   const Agent = globalThis[Symbol.for('undici.globalDispatcher.1')].constructor;
   const dispatcher = new Agent({ connect: connectThroughProxy });
   const proxiedFetch = (url, init) => fetch(url, { ...init, dispatcher });
-  const transport = new StreamableHTTPClientTransport(new URL(serverUrl), { fetch: proxiedFetch });
+  // A URL ending in /sse: the older HTTP+SSE transport (answers come on the GET stream).
+  const url = new URL(serverUrl);
+  const transport = url.pathname.endsWith('/sse')
+    ? new SSEClientTransport(url, { fetch: proxiedFetch })
+    : new StreamableHTTPClientTransport(url, { fetch: proxiedFetch });
   const client = new Client({ name: 'airlock-test-client', version: '1.0.0' });
   const out = [];
   try {

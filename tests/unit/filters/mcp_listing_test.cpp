@@ -224,6 +224,35 @@ TEST(mcp_listing, StreamsJsonAndSse) {
   EXPECT_FALSE(other.start("application/json; charset"));
 }
 
+// The server's own stream (a GET): every event a client reads as a message is filtered though no
+// request of this exchange asked, the older transport's endpoint event passes as it is, an
+// unreadable message is dropped; and an answer that says it is empty stays empty.
+TEST(mcp_listing, TheServersOwnStreamAndEmptyAnswers) {
+  const auto p = listing_policy();
+  tool_memory memory;
+  listing_stream s(p, 0, memory, {}, listing_stream::source::server_stream);
+  ASSERT_TRUE(s.start("text/event-stream"));
+  const std::string endpoint = "event: endpoint\ndata: /messages?session=1\n\n";
+  const std::string other = "event: note\ndata: {\"a\":1,\"a\":2}\n\n";
+  std::string out;
+  ASSERT_TRUE(s.feed(endpoint + other + "data: " + tools_answer("Gets the weather.") +
+                         "\n\nevent: message\ndata: {\"id\":7,\"id\":7}\n\n",
+                     false, out));
+  EXPECT_EQ(out.find(endpoint + other), 0u) << out;
+  EXPECT_NE(out.find("\"echo\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("delete_repository"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"id\":7"), std::string::npos) << out;
+  EXPECT_EQ(s.withheld().size(), 1u);
+  EXPECT_TRUE(memory.tainted(0, "notes"));
+
+  listing_stream empty(p, 0, memory, {{"4", list_kind::tools}});
+  empty.start_empty();
+  out.clear();
+  EXPECT_TRUE(empty.feed({}, true, out));
+  EXPECT_FALSE(empty.feed(tools_answer("Gets the weather."), true, out));
+  EXPECT_TRUE(out.empty());
+}
+
 // A hostile server chooses the bytes of its answer: whatever a client could take for the
 // listing is filtered as one, and what cannot be read is withheld, never passed unread.
 TEST(mcp_listing, AnswersAClientTakesForTheListingAreFiltered) {
