@@ -17,10 +17,12 @@ chain::chain(std::span<const std::unique_ptr<filter_factory>> factories, exchang
   filters_.reserve(factories.size());
   for (const auto& f : factories)
     if (filter* made = f->create(ex, arena_)) filters_.push_back(made);
+  ex_.record.chain = this;
 }
 
 chain::~chain() {
   end();
+  ex_.record.chain = nullptr;
   // The arena frees the memory; the filters' destructors run here.
   for (auto it = filters_.rbegin(); it != filters_.rend(); ++it)
     (*it)->~filter();

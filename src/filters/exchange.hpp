@@ -37,6 +37,8 @@ struct compiled_rule;
 
 namespace airlock::filters {
 
+class chain;
+
 // A refusal answered in the protocol the client speaks instead of the proxy's text answer (a
 // JSON-RPC error object for an MCP call, filters/mcp): status, content type and body. The
 // Proxy-Status and X-Airlock-Reason headers are still sent. It goes to the client only, never
@@ -145,6 +147,11 @@ struct exchange_record {
            : reason == core::errc::ok ? "allow"
                                       : "deny";
   }
+
+  // The exchange's chain while it lives (set and cleared by the chain): the proxy's own answer
+  // from this record tells it first (chain::answered), so that what the exchange held for the
+  // origin (a `concurrent` slot) is free before the client can have the answer. Not recorded.
+  filters::chain* chain = nullptr;
 };
 
 struct exchange {

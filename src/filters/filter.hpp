@@ -174,10 +174,11 @@ class filter {
     return verdict::next();
   }
   // The origin's answer has been read whole, or the proxy answers instead (a refusal the chain
-  // recorded): the exchange needs nothing more of the origin, and the last of the answer is about
-  // to reach the client, who may ask again at once on another connection. What an exchange holds
-  // for the origin's sake (a `concurrent` slot) goes back here rather than at on_end, which runs
-  // only after that last write. At most once (on_end calls it when nothing did); no I/O.
+  // recorded, or an answer the session writes from the record): the exchange needs nothing more
+  // of the origin, and the last of the answer is about to reach the client, who may ask again
+  // at once on another connection. What an exchange holds for the origin's sake (a `concurrent`
+  // slot) goes back here rather than at on_end, which runs only after that last write. At most
+  // once (on_end calls it when nothing did); no I/O.
   virtual void on_answered(exchange&) {}
   // The exchange is over (answered, failed or refused) and about to be recorded.
   virtual void on_end(exchange&) {}

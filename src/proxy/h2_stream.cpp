@@ -151,6 +151,7 @@ void h2_note_request_cut(h2_connection& c, const h2_stream_state& ss,
 // The proxy's own answer (the refusal or failure in the record) on this stream.
 asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
                                 filters::exchange_record& rec, std::chrono::milliseconds idle) {
+  if (rec.chain) rec.chain->answered();
   const bool grpc = ss.grpc;
   if (ss.stream->closed || c.closing()) {
     rec.status = 0;  // the stream is gone: the client got its reset, not an answer
@@ -190,6 +191,7 @@ asio::awaitable<void> h2_cut_answer(h2_connection& c, h2_stream_state& ss,
                                     filters::exchange_record& rec, const h2_response_head& head,
                                     std::chrono::milliseconds idle) {
   if (!head.sent) co_return co_await h2_answer(c, ss, rec, idle);
+  if (rec.chain) rec.chain->answered();
   c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
   c.kick();
 }

@@ -6,6 +6,7 @@
 
 #include "core/saturating_steady.hpp"
 #include "core/str_cat.hpp"
+#include "filters/chain.hpp"
 #include "filters/exchange.hpp"
 #include "proxy/answer.hpp"
 
@@ -45,6 +46,7 @@ void clear_timeout(Stream& s) {
 template <class Client>
 boost::asio::awaitable<bool> send_answer(Client& client, filters::exchange_record& rec,
                                          unsigned version, bool keep_alive) {
+  if (rec.chain) rec.chain->answered();
   auto res = rec.answer_status != 0
                  ? make_endpoint_answer(rec.answer_status, rec.answer_body, version, keep_alive)
                  : make_answer(rec.reason, rec.detail, version, keep_alive);

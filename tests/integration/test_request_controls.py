@@ -556,13 +556,17 @@ class ConcurrencyHandOverTest(ControlsTestCase):
     ROUNDS = 150
 
     @classmethod
+    def extra_setup(cls):
+        cls.closed = clients.closed_port()
+
+    @classmethod
     def policy(cls):
         p = cls.origin.port
         return make_policy(
-            [origin_rule(p)],
-            agents={"default": {"rules": ["origin"], "rate": {"concurrent": 1}}})
+            [origin_rule(p), origin_rule(cls.closed, name="closed", hosts=["closed.test"])],
+            agents={"default": {"rules": ["origin", "closed"], "rate": {"concurrent": 1}}})
 
-    def assert_each_finds_the_slot_free(self, path, method="GET"):
+    def assert_each_finds_the_slot_free(self, url, method="GET", status=200):
         refused = []
         # Busy CPUs: the proxy's worker is preempted between its last write and the exchange's
         # end often enough that a slot freed only then shows within these rounds.
@@ -570,21 +574,27 @@ class ConcurrencyHandOverTest(ControlsTestCase):
             for i in range(self.ROUNDS):
                 client = self.raw()
                 self.addCleanup(client.close)
-                client.send(self.request(method, self.url(path)))
+                client.send(self.request(method, url))
                 [r] = client.read_responses(1, head_request=(0,) if method == "HEAD" else ())
-                if r.status != 200:
+                if r.status != status:
                     refused.append((i, r.status, r.header("X-Airlock-Reason")))
         self.assertEqual(refused, [], "%s %s: refused right after the previous answer"
-                         % (method, path))
+                         % (method, url))
 
     def test_small_answer(self):
-        self.assert_each_finds_the_slot_free("/echo/again")
+        self.assert_each_finds_the_slot_free(self.url("/echo/again"))
 
     def test_answer_written_in_several_sends(self):
-        self.assert_each_finds_the_slot_free("/bytes/400000")
+        self.assert_each_finds_the_slot_free(self.url("/bytes/400000"))
 
     def test_chunked_answer(self):
-        self.assert_each_finds_the_slot_free("/chunked/100000")
+        self.assert_each_finds_the_slot_free(self.url("/chunked/100000"))
 
     def test_answer_without_body(self):
-        self.assert_each_finds_the_slot_free("/bytes/10", method="HEAD")
+        self.assert_each_finds_the_slot_free(self.url("/bytes/10"), method="HEAD")
+
+    def test_proxys_own_answer_to_an_upstream_failure(self):
+        # Nothing listens there: each answer is the proxy's 502 connect_refused, written from the
+        # record (send_answer tells the chain first).
+        self.assert_each_finds_the_slot_free(
+            "http://closed.test:%d/echo/down" % self.closed, status=502)
