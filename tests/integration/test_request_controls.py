@@ -13,7 +13,6 @@ import unittest
 
 from harness import clients, env
 from harness.base import ProxyTestCase, marker
-from harness.contention import busy_cpus
 from harness.ops_admin import admin_call
 from harness.origin import RawOrigin
 from harness.proxy import make_policy, origin_rule, sha256_hex, tunnel_rule
@@ -545,56 +544,3 @@ class InspectedControlsTest(InterceptionCase):
 
 if __name__ == "__main__":
     unittest.main()
-
-
-class ConcurrencyHandOverTest(ControlsTestCase):
-    """An agent under `concurrent: 1` that asks again the moment it has read an answer, on a new
-    connection each time (a client without a connection pool): the slot is free by then. It
-    goes back before the answer's last byte is written (chain::answered); freed after that
-    write, a request accepted by the other worker thread in between was refused 429."""
-
-    ROUNDS = 150
-
-    @classmethod
-    def extra_setup(cls):
-        cls.closed = clients.closed_port()
-
-    @classmethod
-    def policy(cls):
-        p = cls.origin.port
-        return make_policy(
-            [origin_rule(p), origin_rule(cls.closed, name="closed", hosts=["closed.test"])],
-            agents={"default": {"rules": ["origin", "closed"], "rate": {"concurrent": 1}}})
-
-    def assert_each_finds_the_slot_free(self, url, method="GET", status=200):
-        refused = []
-        # Busy CPUs: the proxy's worker is preempted between its last write and the exchange's
-        # end often enough that a slot freed only then shows within these rounds.
-        with busy_cpus():
-            for i in range(self.ROUNDS):
-                client = self.raw()
-                self.addCleanup(client.close)
-                client.send(self.request(method, url))
-                [r] = client.read_responses(1, head_request=(0,) if method == "HEAD" else ())
-                if r.status != status:
-                    refused.append((i, r.status, r.header("X-Airlock-Reason")))
-        self.assertEqual(refused, [], "%s %s: refused right after the previous answer"
-                         % (method, url))
-
-    def test_small_answer(self):
-        self.assert_each_finds_the_slot_free(self.url("/echo/again"))
-
-    def test_answer_written_in_several_sends(self):
-        self.assert_each_finds_the_slot_free(self.url("/bytes/400000"))
-
-    def test_chunked_answer(self):
-        self.assert_each_finds_the_slot_free(self.url("/chunked/100000"))
-
-    def test_answer_without_body(self):
-        self.assert_each_finds_the_slot_free(self.url("/bytes/10"), method="HEAD")
-
-    def test_proxys_own_answer_to_an_upstream_failure(self):
-        # Nothing listens there: each answer is the proxy's 502 connect_refused, written from the
-        # record (send_answer tells the chain first).
-        self.assert_each_finds_the_slot_free(
-            "http://closed.test:%d/echo/down" % self.closed, status=502)
