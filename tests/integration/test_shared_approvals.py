@@ -32,6 +32,16 @@ class FleetApprovalTest(FleetCase):
 
     def setUp(self):
         super().setUp()
+        # The store answering (super) is not yet every replica listening on its decision
+        # channel again after a test stopped the store: a decision sent meanwhile is lost (and
+        # its decider answers 504), so wait for a subscriber on each.
+        channels = ["%sapprovals:to:%s" % (self.key_prefix, self.replica(p))
+                    for p in self.proxies]
+
+        def subscribed():
+            counts = self.redis.call("PUBSUB", "NUMSUB", *channels)[1::2]
+            return all(int(n) >= 1 for n in counts)
+        self.wait_for(subscribed, "every replica listens for decisions")
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
         self.addCleanup(self.pool.shutdown, wait=True)
 
