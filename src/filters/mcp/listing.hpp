@@ -127,22 +127,26 @@ listing_result filter_listing(std::string_view message, std::span<const listing_
 class listing_stream {
  public:
   enum class source : std::uint8_t { post_answer, server_stream };
+  // The answer to a POST whose listing requests are `requests`.
   listing_stream(const policy::compiled_mcp& policy, std::size_t rule, tool_memory& memory,
-                 std::vector<listing_request> requests, source from = source::post_answer)
+                 std::vector<listing_request> requests)
       : policy_(policy),
         rule_(rule),
         memory_(memory),
         requests_(std::move(requests)),
         answered_(requests_.size(), false),
-        from_(from),
-        sse_(policy.max_response_bytes) {
-    if (from == source::server_stream) {
-      // Every kind of listing, by its array only (no id: "" answers none), each answered
-      // already: a withheld message leaves no error to send in its place.
-      requests_ = {{"", list_kind::tools}, {"", list_kind::resources}, {"", list_kind::prompts}};
-      answered_.assign(requests_.size(), true);
-    }
+        from_(source::post_answer),
+        sse_(policy.max_response_bytes) {}
+  // The server's own stream: every kind of listing, by its array only (no id: "" answers none),
+  // each answered already, so that a withheld message leaves no error to send in its place.
+  listing_stream(const policy::compiled_mcp& policy, std::size_t rule, tool_memory& memory, source)
+      : listing_stream(
+            policy, rule, memory,
+            {{"", list_kind::tools}, {"", list_kind::resources}, {"", list_kind::prompts}}) {
+    from_ = source::server_stream;
+    answered_.assign(requests_.size(), true);
   }
+  bool server_stream() const noexcept { return from_ == source::server_stream; }
 
   // From the response's Content-Type (media_type.hpp): whether this body is read at all
   // (application/json or text/event-stream).

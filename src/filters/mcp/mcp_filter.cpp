@@ -34,11 +34,9 @@ class mcp_filter final : public filter {
       // and streamable HTTP replays answers on a GET that resumes a stream (Last-Event-ID). Its
       // listings are filtered as a POST's answer is, whatever they answer.
       policy_ = &ex.rule->mcp;
-      if (policy_->filter_lists) {
-        stream_.emplace(*policy_, ex.rule->index, *plan_.memory, std::vector<listing_request>{},
+      if (policy_->filter_lists)
+        stream_.emplace(*policy_, ex.rule->index, *plan_.memory,
                         listing_stream::source::server_stream);
-        server_stream_ = true;
-      }
       return verdict::next();
     }
     if (ex.request->method() != http::verb::post) return verdict::next();
@@ -138,13 +136,14 @@ class mcp_filter final : public filter {
     const bool event_stream = head.type && head.type->is("text", "event-stream");
     // Nothing a client reads as the server's messages: a GET's answer that is not an event
     // stream (a client reads no other).
-    if (server_stream_ && !event_stream) {
+    const bool server_stream = stream_->server_stream();
+    if (server_stream && !event_stream) {
       stream_.reset();
       return verdict::next();
     }
     // An empty answer (the older transport's 202 to a POST, whose answer comes on the GET
     // stream): held to being empty, whatever its type.
-    if (!server_stream_ && res[http::field::content_length] == "0") {
+    if (!server_stream && res[http::field::content_length] == "0") {
       stream_->start_empty();
       reading_ = true;
       return verdict::next();
@@ -250,7 +249,6 @@ class mcp_filter final : public filter {
   const policy::compiled_mcp* policy_ = nullptr;
   std::vector<listing_request> listings_;  // the body's listing requests
   std::optional<listing_stream> stream_;   // their answer, when the body went on
-  bool server_stream_ = false;             // a GET: the server's own stream
   bool recorded_ = false;                  // record_dropped ran
   bool reading_ = false;
 };

@@ -15,13 +15,13 @@ std::vector<literal_secret> retired_secrets::carry(const policy::snapshot& next,
   };
   // What the last policy held and this one does not: retired now, newest first.
   std::vector<value> newly;
-  for (auto& v : current_)
-    if (!in_next(v.bytes)) newly.push_back({std::move(v.name), std::move(v.bytes), now});
+  for (auto& [name, bytes] : current_)
+    if (!in_next(bytes)) newly.push_back({std::move(name), std::move(bytes), now});
   retired_.insert(retired_.begin(), std::make_move_iterator(newly.begin()),
                   std::make_move_iterator(newly.end()));
   current_.clear();
   for (const auto& s : next.secrets())
-    current_.push_back({s.name, s.value, now});
+    current_.emplace_back(s.name, s.value);
   // Dropped: a value in force again (rotated back), one past `keep`, a copy of a newer
   // retirement, and each name's values beyond `per_secret`.
   std::vector<value> kept;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace airlock::policy {
@@ -42,8 +43,8 @@ class retired_secrets {
     clock::time_point retired;
   };
   std::mutex mu_;
-  std::vector<value> current_;
-  std::vector<value> retired_;  // newest first
+  std::vector<std::pair<std::string, policy::secret_value>> current_;  // name, value
+  std::vector<value> retired_;                                         // newest first
 };
 
 }  // namespace airlock::filters::redaction

@@ -230,7 +230,7 @@ TEST(mcp_listing, StreamsJsonAndSse) {
 TEST(mcp_listing, TheServersOwnStreamAndEmptyAnswers) {
   const auto p = listing_policy();
   tool_memory memory;
-  listing_stream s(p, 0, memory, {}, listing_stream::source::server_stream);
+  listing_stream s(p, 0, memory, listing_stream::source::server_stream);
   ASSERT_TRUE(s.start("text/event-stream"));
   const std::string endpoint = "event: endpoint\ndata: /messages?session=1\n\n";
   const std::string other = "event: note\ndata: {\"a\":1,\"a\":2}\n\n";
