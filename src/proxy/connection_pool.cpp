@@ -9,8 +9,8 @@
 namespace airlock::proxy {
 namespace {
 
-boost::asio::ip::tcp::socket& socket_of(boost::asio::ip::tcp::socket& s) {
-  return s;
+boost::asio::ip::tcp::socket& socket_of(plain_upstream_ptr& s) {
+  return s->stream.socket();
 }
 boost::asio::ip::tcp::socket& socket_of(tls_upstream& s) {
   return s.socket();
@@ -23,6 +23,13 @@ bool still_usable(boost::asio::ip::tcp::socket& s) {
   char byte;
   ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+bool is_open(plain_upstream_ptr& s) {
+  return s && s->stream.socket().is_open();
+}
+bool is_open(tls_upstream& s) {
+  return s.socket().is_open();
 }
 
 template <class Connection>
@@ -65,7 +72,7 @@ template <class Connection>
 void idle_pool<Connection>::put(const std::string& key, Connection connection,
                                 const boost::asio::ip::tcp::endpoint& peer,
                                 std::shared_ptr<const void> owner) {
-  if (!socket_of(connection).is_open()) return;
+  if (!is_open(connection)) return;
   auto now = std::chrono::steady_clock::now();
   if (now - last_sweep_ > options_.max_idle) evict_expired(now);
   auto& list = idle_[key];
@@ -111,7 +118,7 @@ void idle_pool<Connection>::clear() {
   total_ = 0;
 }
 
-template class idle_pool<boost::asio::ip::tcp::socket>;
+template class idle_pool<plain_upstream_ptr>;
 template class idle_pool<tls_upstream>;
 
 }  // namespace airlock::proxy

@@ -9,6 +9,7 @@
 #include "tls/socket_stream.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
@@ -23,6 +24,19 @@
 namespace airlock::proxy {
 
 using tls_upstream = tls::socket_stream<boost::beast::tcp_stream>;
+
+// A plain upstream connection as an exchange uses it: Beast's stream around the socket and the
+// buffer its responses are read into. They wait in the pool together, behind one pointer, so
+// that an exchange on a pooled connection makes neither again: a tcp_stream is a shared
+// state with three timers, built (and, when moved, built again: Beast's move constructor leaves
+// the source as if new) for every request when only the socket was pooled. The buffer is empty
+// whenever the connection is put back (a reusable connection has nothing unread).
+struct plain_upstream {
+  explicit plain_upstream(const boost::asio::any_io_executor& ex) : stream(ex) {}
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buffer;
+};
+using plain_upstream_ptr = std::unique_ptr<plain_upstream>;
 
 template <class Connection>
 class idle_pool {
@@ -71,12 +85,12 @@ class idle_pool {
 };
 
 // Plain HTTP upstream connections, keyed host:port.
-using connection_pool = idle_pool<boost::asio::ip::tcp::socket>;
+using connection_pool = idle_pool<plain_upstream_ptr>;
 // Verified TLS upstream connections of intercepted tunnels that spoke HTTP/1.1, keyed by
 // tls_pool_key and owned by their interception.
 using tls_connection_pool = idle_pool<tls_upstream>;
 
-extern template class idle_pool<boost::asio::ip::tcp::socket>;
+extern template class idle_pool<plain_upstream_ptr>;
 extern template class idle_pool<tls_upstream>;
 
 // The TLS pool's key: the name the origin's certificate was verified for (also the SNI), the

@@ -18,21 +18,21 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
   auto& rec = ex.record;
   const auto ur = upstream_for(ex.target, *ex.rule, limits, s.w.shared().own_guard.get());
   const std::string pool_key = core::str_cat(ex.target.host.text, ':', ex.target.port);
-  beast::tcp_stream upstream(s.client.get_executor());
-  beast::flat_buffer up_buffer;
+  plain_upstream_ptr up;
   bool reused = false;
   asio::ip::tcp::endpoint peer;
   forward_result result;
   for (int attempt = 0; attempt < 2; ++attempt) {
     connect_outcome outcome;
     if (attempt == 0) {
-      if (auto ep = take_pooled(upstream, s.w.pool(), pool_key, snap.guard(), ur)) {
+      if (auto ep = take_pooled(up, s.w.pool(), pool_key, snap.guard(), ur)) {
         reused = true;
         outcome.endpoint = *ep;
       }
       if (s.w.shared().metrics) s.w.shared().metrics->pool_reuse(reused);
     }
-    if (!reused || attempt > 0) outcome = co_await connect_upstream(upstream, snap.guard(), ur);
+    if (!up) up = std::make_unique<plain_upstream>(s.client.get_executor());
+    if (!reused || attempt > 0) outcome = co_await connect_upstream(up->stream, snap.guard(), ur);
     if (outcome.error != errc::ok) {
       rec.connect_failed(outcome.error);
       rec.refuse(outcome.error, outcome.detail);
@@ -42,18 +42,19 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
     peer = outcome.endpoint;
     rec.connect_time = outcome.connect_time;
     fp.retry_if_stale = attempt == 0 && reused && !ex.has_body;
-    s.entry->upstream = &upstream.socket();
+    s.entry->upstream = &up->stream.socket();
     result =
-        co_await forward(s.w, s.client, s.buffer, upstream, up_buffer, req_p, chain, limits, fp);
+        co_await forward(s.w, s.client, s.buffer, up->stream, up->buffer, req_p, chain, limits, fp);
     s.entry->upstream = nullptr;
     if (result.cut) s.response_cut = true;
     if (!result.stale_connection) break;
-    upstream.close();
-    up_buffer.clear();
+    up->stream.close();
+    up->buffer.clear();
   }
   if (result.upstream_reusable && !s.w.shared().draining.load()) {
-    upstream.expires_never();
-    s.w.pool().put(pool_key, std::move(upstream.socket()), peer);
+    up->stream.expires_never();
+    h1::release_large_buffer(up->buffer);
+    s.w.pool().put(pool_key, std::move(up), peer);
   }
   co_return result.client_continues;
 }

@@ -57,6 +57,12 @@ void prepare_piece(http::parser<IsRequest, http::buffer_body>& parser, char* buf
 // by default (limits.header_bytes).
 inline constexpr std::size_t max_unended_body_line = 64 * 1024;
 
+// A connection left idle keeps no large read buffer: once empty, one grown past 16 KiB (a body
+// was read into it) is freed, and the next read starts small again.
+inline void release_large_buffer(boost::beast::flat_buffer& buffer) {
+  if (buffer.size() == 0 && buffer.capacity() > 16 * 1024) buffer.shrink_to_fit();
+}
+
 // http::async_read_some(from, buffer, parser) for a body, with two differences: a chunked body's
 // bytes that would trip Beast 1.81's assertion in parse_chunk_header (net::chunk_put_must_wait)
 // are not handed to the parser until more have arrived (at the end of the stream they are
@@ -174,7 +180,7 @@ boost::asio::awaitable<relay_result> relay_body(
       co_return result;
     }
   } while (!parser.is_done() || !sent_last);
-  if (from_buffer.size() == 0 && from_buffer.capacity() > 16 * 1024) from_buffer.shrink_to_fit();
+  release_large_buffer(from_buffer);
   co_return result;
 }
 

@@ -198,7 +198,7 @@ upstream_request upstream_for(const net::authority& target, const policy::compil
   return ur;
 }
 
-std::optional<tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream, connection_pool& pool,
+std::optional<tcp::endpoint> take_pooled(plain_upstream_ptr& upstream, connection_pool& pool,
                                          const std::string& pool_key,
                                          const net::address_guard& guard,
                                          const upstream_request& request) {
@@ -208,9 +208,9 @@ std::optional<tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream, conne
   // The address is checked again: the policy (its guard, the rule's pins) may have changed since
   // the connection was made. (The pool remembers it; asked of the kernel only if it does not.)
   boost::system::error_code ec;
-  if (ep.port() == 0) ep = pooled->remote_endpoint(ec);
+  if (ep.port() == 0) ep = (*pooled)->stream.socket().remote_endpoint(ec);
   if (ec || !still_allowed(ep, guard, request)) return std::nullopt;
-  stream.socket() = std::move(*pooled);
+  upstream = std::move(*pooled);
   return ep;
 }
 

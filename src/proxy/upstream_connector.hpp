@@ -58,10 +58,10 @@ upstream_request upstream_for(const net::authority& target, const policy::compil
                               const policy::model::limits& limits, const net::address_guard* own);
 
 // For plain HTTP, first: an idle pooled connection to the same host:port whose address still
-// passes the guard, the proxy's own endpoints and the request's pins, moved into `stream` (its
+// passes the guard, the proxy's own endpoints and the request's pins, moved into `upstream` (its
 // endpoint returned); nullopt when there is none, and then connect_upstream is the way. (Not a
 // coroutine: taking from the pool never waits.)
-std::optional<boost::asio::ip::tcp::endpoint> take_pooled(boost::beast::tcp_stream& stream,
+std::optional<boost::asio::ip::tcp::endpoint> take_pooled(plain_upstream_ptr& upstream,
                                                           connection_pool& pool,
                                                           const std::string& pool_key,
                                                           const net::address_guard& guard,

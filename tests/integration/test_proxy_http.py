@@ -204,6 +204,31 @@ class AllowedRequestsTest(ProxyTestCase):
                          "new upstream connections for sequential requests: %d"
                          % (self.origin.accepted - before))
 
+    def test_pooled_upstream_carries_requests_after_large_bodies(self):
+        # A pooled connection waits with its read buffer (the one a large body grew is freed
+        # first): each exchange after a large answer, sized or chunked, on the same upstream
+        # connection, gets its own answer whole and nothing of the one before.
+        self.curl(self.url("/conn-id"))
+        before = self.origin.accepted
+        c = self.raw()
+        self.addCleanup(c.close)
+        asks = [("/bytes/300000", pattern_bytes(300000)), ("/conn-id", None),
+                ("/chunked/200000", pattern_bytes(200000)), ("/bytes/7", pattern_bytes(7)),
+                ("/conn-id", None)]
+        ids = []
+        for n, (path, want) in enumerate(asks):
+            c.send(self.request("GET", self.url(path)))
+            rs = c.read_responses(n + 1)
+            self.assertEqual(len(rs), n + 1, (path, rs))
+            r = rs[n]
+            self.assertEqual(r.status, 200, (path, r))
+            if want is None:
+                ids.append(r.body)
+            else:
+                self.assertEqual(r.body, want, path)
+        self.assertEqual(ids[0], ids[1], "the pooled connection was not the one reused")
+        self.assertEqual(self.origin.accepted - before, 0)
+
     def test_hop_by_hop_headers_removed_and_host_rewritten(self):
         auth = "Basic " + __import__("base64").b64encode(
             ("coder:" + self.token).encode()).decode()
