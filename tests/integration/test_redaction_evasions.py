@@ -396,6 +396,35 @@ class RedactionEvasionTest(SecretsCase):
                 self.assertEqual(rec["reason"], "unredactable_response", rec)
                 self.assert_audit_clean(rec)
 
+    def test_an_encoded_secret_wrapped_across_lines_is_not_delivered(self):
+        # MIME writes base64 76 characters a line (RFC 2045), PEM 64, `xxd -p` hex 60; their
+        # decoders skip the breaks, so the value is read across them. 30 bytes before it put a
+        # break inside its spelling in each.
+        data = b"x" * 30 + SECRET.encode() + b" end"
+        b64, hexed = base64.b64encode(data).decode(), data.hex()
+
+        def wrap(text, width, line_break):
+            return line_break.join(text[i:i + width] for i in range(0, len(text), width))
+        # The encoded form of the value's first six bytes (30 bytes are 40 base64 characters).
+        cases = {
+            "mime": (wrap(b64, 76, "\r\n"), b64[40:48]),
+            "pem": (wrap(b64, 64, "\n"), b64[40:48]),
+            "json-pem": ('{"pem": "%s"}' % wrap(b64, 64, "\\n"), b64[40:48]),
+            "xxd": (wrap(hexed, 60, "\n"), hexed[60:72]),
+        }
+        for name, (text, start) in cases.items():
+            with self.subTest(name=name):
+                m, path = self.serve(lambda req, t=text: req.send(
+                    200, body=t.encode(), ctype="text/plain"))
+                r = self.get(path)
+                # What came through, its breaks removed as the agent's decoder does, does not
+                # begin the value.
+                unwrapped = r.body.replace(b"\r", b"").replace(b"\n", b"").replace(b"\\n", b"")
+                self.assertNotIn(start.encode(), unwrapped)
+                rec = self.audit_for(m)
+                self.assertEqual(rec["reason"], "unredactable_response", rec)
+                self.assert_audit_clean(rec)
+
     def test_interleaved_choices_and_a_mislabelled_stream_do_not_hide_a_split_secret(self):
         a, b = SECRET[:12], SECRET[12:]
         def choice(i, text):

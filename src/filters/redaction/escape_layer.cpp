@@ -16,6 +16,21 @@ int hex_value(unsigned char c) noexcept {
 
 }  // namespace
 
+bool encoded_text_character(unsigned char c) noexcept {
+  return core::is_alnum(static_cast<char>(c)) || c == '+' || c == '/' || c == '-' || c == '_';
+}
+
+bool escape_layer::skips_line_break(unsigned char c) noexcept {
+  // One break (LF, CRLF or CR) right after a character of the base64, base64url, base32 or hex
+  // alphabets: MIME wraps base64 at 76 characters (RFC 2045 section 6.8, whose decoders skip
+  // the breaks), PEM at 64 (RFC 7468), xxd -p hex at 60. A blank line, or a break after other
+  // text, is read as written.
+  if ((c != '\n' && c != '\r') || !encoded_text_character(last_)) return false;
+  if (line_break_ != 0 && !(line_break_ == '\r' && c == '\n')) return false;
+  line_break_ = c;
+  return true;
+}
+
 bool escape_layer::flush_high(std::uint64_t from, escape_layer* next) {
   if (high_ == 0) return true;
   high_ = 0;
@@ -26,6 +41,10 @@ bool escape_layer::read(unsigned char c, std::uint64_t from, escape_layer* next)
   // A high surrogate that this byte does not complete stands alone: it comes first (a
   // client's string holds it, and the byte right after it).
   if (!flush_high(from, next)) return false;
+  // (A break this layer skips is still part of the text the next one decodes.)
+  if (skips_line_break(c)) return next == nullptr || next->take(c, from, nullptr);
+  last_ = c;
+  line_break_ = 0;
   origin_[decoded_ % reach_] = from;
   ++decoded_;
   if (starts_.advance(st_, c)) return false;
@@ -33,6 +52,9 @@ bool escape_layer::read(unsigned char c, std::uint64_t from, escape_layer* next)
 }
 
 bool escape_layer::read_plain(unsigned char c, std::uint64_t at, escape_layer* next) {
+  if (skips_line_break(c)) return next == nullptr || next->read_plain(c, at, nullptr);
+  last_ = c;
+  line_break_ = 0;
   origin_[decoded_ % reach_] = at;
   ++decoded_;
   if (starts_.advance(st_, c)) return false;

@@ -4,7 +4,9 @@
 // decodes through the secrets' spellings. The guard stacks two: the second reads what the
 // first decodes, so a value escaped twice over (Go's JSON writes '&' as \u0026, so HTML inside
 // JSON reads "\u0026#115;"; a URL inside a URL "%2573"; JSON inside a JSON string "\\u0073")
-// is read as the client that decodes both layers reads it.
+// is read as the client that decodes both layers reads it. A line break that wraps encoded
+// text (base64 as MIME and PEM write it, hex as xxd -p does) is read as nothing, as the
+// decoder of that text reads it, so a spelling the wrap cuts in two is read whole.
 //
 // @par Thread Safety
 // Owned by one guard.
@@ -17,6 +19,10 @@
 #include <vector>
 
 namespace airlock::filters::redaction {
+
+// A character of the base64, base64url, base32 or hex alphabets (not base64's '=' padding, after
+// which an encoded text ends): a line break right after one may wrap encoded text.
+bool encoded_text_character(unsigned char c) noexcept;
 
 class escape_layer {
  public:
@@ -55,6 +61,9 @@ class escape_layer {
   };
 
   bool read(unsigned char c, std::uint64_t from, escape_layer* next);
+  // Whether decoded byte `c` is a line break inside encoded text, read as nothing (a decoder
+  // skips it); notes the break when it is.
+  bool skips_line_break(unsigned char c) noexcept;
   // A pending high surrogate read as U+FFFD (none: nothing).
   bool flush_high(std::uint64_t from, escape_layer* next);
   bool read_code_point(char32_t cp, std::uint64_t from, escape_layer* next);
@@ -76,10 +85,12 @@ class escape_layer {
   std::uint32_t value_ = 0;      // its digits so far
   std::size_t digits_ = 0;
   bool hex_ = false;
-  char pct_first_ = 0;  // a percent escape's first digit
-  char32_t high_ = 0;   // a JSON high surrogate waiting for its low half
-  std::string utf8_;    // a decoded code point's bytes (kept: no allocation per escape)
-  std::string name_;    // a named reference's name so far
+  char pct_first_ = 0;            // a percent escape's first digit
+  char32_t high_ = 0;             // a JSON high surrogate waiting for its low half
+  unsigned char last_ = 0;        // the last decoded byte read
+  unsigned char line_break_ = 0;  // the break skipped since last_ ('\r', '\n'; 0: none)
+  std::string utf8_;              // a decoded code point's bytes (kept: no allocation per escape)
+  std::string name_;              // a named reference's name so far
   bool too_long_ = false;
 };
 

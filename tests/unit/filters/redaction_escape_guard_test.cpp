@@ -3,16 +3,19 @@
 #include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/html_reference.hpp"
 #include "filters/redaction/response_body.hpp"
+#include "policy/token.hpp"
 
 #include <boost/beast/http/fields.hpp>
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
-// A secret behind JSON escapes, HTML character references or percent-encoding
-// (escape_guard.hpp): the body is cut before any of it goes on, whatever the pieces; text that
-// only starts like a secret, or has no escapes, passes unchanged.
+// A secret behind JSON escapes, HTML character references, percent-encoding or the line breaks
+// that wrap encoded text (escape_guard.hpp): the body is cut before any of it goes on, whatever
+// the pieces; text that only starts like a secret, or has no escapes, passes unchanged.
 namespace airlock::filters::redaction {
 namespace {
 
@@ -157,6 +160,73 @@ TEST(redaction_escape_guard, AReferenceOfEndlessDigitsIsCut) {
   const std::string zeros = "ok &#" + std::string(kMaxReferenceDigits + 1, '0') + "115;";
   EXPECT_FALSE(run(*e, zeros, 512, out));
   EXPECT_LT(out.size(), 4096u);  // (what came before the reference at most)
+}
+
+// `text` with `line_break` after every `width` characters, as an encoder wraps its output.
+std::string wrapped(std::string_view text, std::size_t width, std::string_view line_break) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); i += width) {
+    if (i > 0) out += line_break;
+    out += text.substr(i, width);
+  }
+  return out;
+}
+
+std::string hex(std::string_view in) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char c : in) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+TEST(redaction_escape_guard, AnEncodedSecretThatALineWrapCutsIsCut) {
+  // MIME wraps base64 at 76 characters with CRLF (RFC 2045 section 6.8), PEM at 64 with LF,
+  // `xxd -p` hex at 60; a decoder skips the breaks, so the spelling is read across them. Every
+  // offset of the value in the encoded data, so every split of its spelling.
+  const auto e = secret_engine();
+  const std::string s(kSecret);
+  std::vector<std::pair<std::string, std::string>> bodies;
+  for (std::size_t lead = 0; lead < 40; ++lead) {
+    const std::string data = std::string(lead, 'x') + s + " trailing data";
+    const std::string b64 = policy::base64_encode(data);
+    bodies.emplace_back(wrapped(b64, 76, "\r\n"), "MIME, lead " + std::to_string(lead));
+    bodies.emplace_back(wrapped(b64, 64, "\n"), "PEM, lead " + std::to_string(lead));
+    bodies.emplace_back(wrapped(hex(data), 60, "\n"), "xxd -p, lead " + std::to_string(lead));
+    // In a JSON string the breaks are escapes of their own: "MIIB...\nAbC..."
+    bodies.emplace_back("{\"pem\":\"" + wrapped(b64, 64, "\\n") + "\"}",
+                        "JSON, lead " + std::to_string(lead));
+  }
+  for (const auto& [body, what] : bodies) {
+    for (std::size_t step : {1u, 7u, 4096u}) {
+      std::string out;
+      EXPECT_FALSE(run(*e, body, step, out)) << what << " " << step;
+      EXPECT_EQ(out.find(s.substr(0, 4)), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(redaction_escape_guard, OnlyABreakInsideEncodedTextIsReadAsNothing) {
+  // A blank line ends a MIME part: the halves of a spelling on either side of one are not
+  // joined. Wrapped encoded data without the secret, and text with line breaks, pass unchanged.
+  const auto e = secret_engine();
+  const std::string b64 = policy::base64_encode(std::string(kSecret));
+  const std::string half_a = b64.substr(0, 30), half_b = b64.substr(30);
+  const std::string texts[] = {
+      half_a + "\n\n" + half_b,
+      half_a + "\r\n\r\n" + half_b,
+      wrapped(policy::base64_encode(std::string(300, 'q') + "other data"), 76, "\r\n"),
+      "line one\nline two\r\n{\"a\": 1}\n",
+  };
+  for (const auto& text : texts) {
+    for (std::size_t step : {1u, 3u, 4096u}) {
+      std::string out;
+      EXPECT_TRUE(run(*e, text, step, out)) << text;
+      EXPECT_EQ(out, text) << text << " " << step;
+    }
+  }
 }
 
 TEST(redaction_escape_guard, TextThatOnlyStartsLikeASecretPassesUnchanged) {
