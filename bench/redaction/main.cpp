@@ -1,5 +1,5 @@
-// airlock_redaction_bench [--mib N] [--chunk KIB] [--dense] [--events] [--no-guard]
-//                         [--repeat N] [--json]
+// airlock_redaction_bench [--mib N] [--chunk KIB] [--dense] [--events] [--wrapped]
+//                         [--no-guard] [--repeat N] [--json]
 //
 // Generates a realistic JSON body (an API listing of records: ids, timestamps, UUIDs, prices,
 // prose, URLs) of N MiB (default 100) with a few secrets sprinkled in, then streams it through
@@ -7,7 +7,9 @@
 // core). --dense puts an e-mail address and a phone number in every record (a user directory:
 // the worst realistic case); --events frames the body as server-sent events, which also go
 // through the event guard as in the proxy (event_guard.hpp), and every body through the
-// escape guard (escape_guard.hpp); --no-guard: the stream alone, to compare. --repeat times
+// escape guard (escape_guard.hpp); --wrapped makes the body the listing's base64 as MIME writes
+// it (76 columns, CRLF; no secret planted: the escape guard reads every line break of it, its
+// worst realistic case); --no-guard: the stream alone, to compare. --repeat times
 // that many passes over the same body (each a fresh stream). After the timed passes, one
 // untimed pass keeps the whole output and checks that none of the planted secrets is left in
 // it; the exit status is 1 when one is. --json prints one JSON object instead of the text
@@ -17,6 +19,7 @@
 #include "filters/redaction/escape_guard.hpp"
 #include "filters/redaction/event_guard.hpp"
 #include "filters/redaction/stream.hpp"
+#include "policy/token.hpp"
 
 #include <boost/json.hpp>
 
@@ -59,7 +62,8 @@ const char* const kSecrets[] = {
 };
 constexpr std::size_t kSecretKinds = sizeof kSecrets / sizeof *kSecrets;
 
-std::string make_body(std::size_t target, bool dense, bool events, std::size_t& planted) {
+std::string make_body(std::size_t target, bool dense, bool events, bool plant,
+                      std::size_t& planted) {
   std::mt19937_64 rng(42);
   auto word = [&] { return kWords[rng() % (sizeof kWords / sizeof *kWords)]; };
   auto hex = [&](int n) {
@@ -92,7 +96,7 @@ std::string make_body(std::size_t target, bool dense, bool events, std::size_t& 
       rec += ",\"email\":\"user" + std::to_string(id) + "@example.org\",\"phone\":\"+1 415 555 " +
              std::to_string(1000 + id % 9000) + "\"";
     since_secret += rec.size();
-    if (since_secret > 1000000) {  // about one secret per MB
+    if (plant && since_secret > 1000000) {  // about one secret per MB
       rec += ",\"note\":\"token ";
       rec += kSecrets[planted % kSecretKinds];
       rec += " leaked\"";
@@ -185,6 +189,18 @@ std::vector<std::string> leaked_secrets(const rd::build_result& built, const std
   return leaked;
 }
 
+// The listing's base64 in 76-character lines (RFC 2045 section 6.8), none of the secrets in it.
+std::string make_wrapped_body(std::size_t target, bool dense) {
+  std::size_t planted = 0;
+  const std::string b64 =
+      airlock::policy::base64_encode(make_body(target / 78 * 57, dense, false, false, planted));
+  std::string body;
+  body.reserve(b64.size() + b64.size() / 38);
+  for (std::size_t i = 0; i < b64.size(); i += 76)
+    (body += std::string_view(b64).substr(i, 76)) += "\r\n";
+  return body;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -195,7 +211,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::size_t mib = 100, chunk_kib = 64, repeat = 1;
-  bool dense = false, events = false, json = false, with_guard = true;
+  bool dense = false, events = false, wrapped = false, json = false, with_guard = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--mib") && i + 1 < argc) {
       mib = std::strtoul(argv[++i], nullptr, 10);
@@ -207,6 +223,8 @@ int main(int argc, char** argv) {
       dense = true;
     } else if (!std::strcmp(argv[i], "--events")) {
       events = true;
+    } else if (!std::strcmp(argv[i], "--wrapped")) {
+      wrapped = true;
     } else if (!std::strcmp(argv[i], "--no-guard")) {
       with_guard = false;
     } else if (!std::strcmp(argv[i], "--json")) {
@@ -214,13 +232,13 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--mib N] [--chunk KIB] [--dense] [--events] [--no-guard] [--repeat N] "
-          "[--json]\n",
+          "usage: %s [--mib N] [--chunk KIB] [--dense] [--events] [--wrapped] [--no-guard] "
+          "[--repeat N] [--json]\n",
           argv[0]);
       return 2;
     }
   }
-  if (mib == 0 || chunk_kib == 0 || repeat == 0 || repeat > 100) return 2;
+  if (mib == 0 || chunk_kib == 0 || repeat == 0 || repeat > 100 || (wrapped && events)) return 2;
 
   auto built = rd::engine::build(rd::all_builtin_redactors(), {{"bench", kLiteralSecret}});
   if (!built.compiled) {
@@ -229,7 +247,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::size_t planted = 0;
-  const std::string body = make_body(mib << 20, dense, events, planted);
+  const std::string body = wrapped ? make_wrapped_body(mib << 20, dense)
+                                   : make_body(mib << 20, dense, events, true, planted);
   const std::size_t chunk = chunk_kib << 10;
   const rd::framing frame = events ? rd::framing::events : rd::framing::none;
 
@@ -296,7 +315,10 @@ int main(int argc, char** argv) {
   }
 
   std::printf("body: %.1f MiB %s%s, %zu KiB chunks, %zu secrets planted\n",
-              double(body.size()) / (1 << 20), events ? "server-sent events" : "JSON",
+              double(body.size()) / (1 << 20),
+              wrapped  ? "base64 of JSON, 76 columns"
+              : events ? "server-sent events"
+                       : "JSON",
               dense ? " (dense: e-mail and phone in every record)" : "", chunk_kib, planted);
   std::printf("patterns: %zu (full built-in library + 1 literal secret), overlap %zu\n",
               built.compiled->pattern_count(), built.compiled->overlap());
