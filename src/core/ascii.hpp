@@ -30,6 +30,13 @@ constexpr bool is_alnum(char c) noexcept {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+// A byte of base64's or base64url's alphabet (RFC 4648 sections 4 and 5), '=' padding aside;
+// base32's and hex's are inside it. Text of these bytes may be encoded data (wrapped in lines,
+// split in tokens), which the DLP scanner and the redaction guard read as such.
+constexpr bool is_base64_byte(char c) noexcept {
+  return is_alnum(c) || c == '+' || c == '/' || c == '-' || c == '_';
+}
+
 // ASCII case-insensitive equality.
 inline bool iequals(std::string_view a, std::string_view b) noexcept {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),

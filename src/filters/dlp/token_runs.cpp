@@ -1,5 +1,7 @@
 #include "filters/dlp/token_runs.hpp"
 
+#include "core/ascii.hpp"
+
 #include <array>
 
 namespace airlock::filters::dlp::detail {
@@ -11,8 +13,7 @@ enum byte_class : unsigned char { token = 1, hex_digit = 2, base64 = 4 };
 constexpr std::array<unsigned char, 256> make_classes() {
   std::array<unsigned char, 256> t{};
   for (int c = 0; c < 256; ++c) {
-    const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    const bool b64 = alnum || c == '+' || c == '/' || c == '_' || c == '-';
+    const bool b64 = core::is_base64_byte(static_cast<char>(c));
     unsigned char v = 0;
     if (b64 || c == ':') v |= token;
     if (b64) v |= base64;

@@ -1,6 +1,8 @@
 // A secret behind escapes (escape_guard.hpp).
 #include "filters/redaction/escape_guard.hpp"
 
+#include "core/ascii.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -39,7 +41,7 @@ std::uint64_t escape_guard::find_escape(char c, std::uint64_t from, std::uint64_
     const unsigned char before = at > pending_at_
                                      ? static_cast<unsigned char>(pending_[at - pending_at_ - 1])
                                      : released_last_;
-    if (!line_break || encoded_text_character(before)) return at;
+    if (!line_break || core::is_base64_byte(static_cast<char>(before))) return at;
     from = at + 1;
   }
   return end;

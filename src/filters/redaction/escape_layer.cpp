@@ -16,16 +16,12 @@ int hex_value(unsigned char c) noexcept {
 
 }  // namespace
 
-bool encoded_text_character(unsigned char c) noexcept {
-  return core::is_alnum(static_cast<char>(c)) || c == '+' || c == '/' || c == '-' || c == '_';
-}
-
 bool escape_layer::skips_line_break(unsigned char c) noexcept {
   // One break (LF, CRLF or CR) right after a character of the base64, base64url, base32 or hex
-  // alphabets: MIME wraps base64 at 76 characters (RFC 2045 section 6.8, whose decoders skip
-  // the breaks), PEM at 64 (RFC 7468), xxd -p hex at 60. A blank line, or a break after other
-  // text, is read as written.
-  if ((c != '\n' && c != '\r') || !encoded_text_character(last_)) return false;
+  // alphabets (core::is_base64_byte; not after '=' padding, which ends encoded text): MIME wraps
+  // base64 at 76 characters (RFC 2045 section 6.8, whose decoders skip the breaks), PEM at 64 (RFC
+  // 7468), xxd -p hex at 60. A blank line, or a break after other text, is read as written.
+  if ((c != '\n' && c != '\r') || !core::is_base64_byte(static_cast<char>(last_))) return false;
   if (line_break_ != 0 && !(line_break_ == '\r' && c == '\n')) return false;
   line_break_ = c;
   return true;

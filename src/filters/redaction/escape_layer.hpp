@@ -20,10 +20,6 @@
 
 namespace airlock::filters::redaction {
 
-// A character of the base64, base64url, base32 or hex alphabets (not base64's '=' padding, after
-// which an encoded text ends): a line break right after one may wrap encoded text.
-bool encoded_text_character(unsigned char c) noexcept;
-
 class escape_layer {
  public:
   escape_layer(const secret_automaton& starts, std::size_t reach)
