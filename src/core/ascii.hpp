@@ -4,6 +4,7 @@
 // on purpose: HTTP tokens are ASCII whatever the process's locale says.
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,15 @@ constexpr bool is_alnum(char c) noexcept {
 // split in tokens), which the DLP scanner and the redaction guard read as such.
 constexpr bool is_base64_byte(char c) noexcept {
   return is_alnum(c) || c == '+' || c == '/' || c == '-' || c == '_';
+}
+
+// Encoded text wrapped in lines may be indented after each break: a PEM or base64 in a YAML
+// block scalar, in a config or source file. Readers of wrapped data read up to this many spaces
+// or tabs after a break as part of the break, as the decoder that is handed the lines reads
+// them; bounded, so that a break and endless blanks after it hold nothing back.
+inline constexpr std::size_t kMaxWrapIndent = 64;
+constexpr bool is_indent_byte(char c) noexcept {
+  return c == ' ' || c == '\t';
 }
 
 // ASCII case-insensitive equality.

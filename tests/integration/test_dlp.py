@@ -284,8 +284,10 @@ class DlpTest(ProxyTestCase):
     def test_encodings_a_shell_writes(self):
         # What an agent's shell makes of ~/.aws/credentials on its way out, with the tools
         # themselves: `base64` wraps at 76 columns, `xxd -p` at 60, `xxd` and `hexdump -C`
-        # dump 16 bytes a line, and each cuts the key id (bytes 49..69) in two; `gzip | base64`; the wrapped base64 inside a JSON string
-        # (each line break written "\n"); JSON's "\u0041"; a GIF signature in front.
+        # dump 16 bytes a line, and each cuts the key id (bytes 49..69) in two; the wrapped
+        # lines indented (pasted into a YAML block scalar or a tab-indented file); `gzip |
+        # base64`; the wrapped base64 inside a JSON string (each line break written "\n");
+        # JSON's "\u0041"; a GIF signature in front.
         creds = ("[default]\nregion = eu-west-1\naws_access_key_id = %s\n"
                  "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n" % AWS).encode()
 
@@ -298,6 +300,8 @@ class DlpTest(ProxyTestCase):
         bodies = {
             "base64": wrapped,
             "xxd -p": shell("xxd -p"),
+            "base64 in YAML": b"credentials: |\n" + shell("base64 | sed 's/^/    /'"),
+            "xxd -p, tabbed": shell("xxd -p | sed 's/^/\t/'"),
             "xxd": shell("xxd"),
             "hexdump -C": shell("hexdump -C"),
             "gzip | base64": shell("gzip -c | base64"),

@@ -13,6 +13,7 @@ events reach the client joined.
 import base64
 import gzip
 import json
+import re
 import urllib.parse
 
 from harness.base import marker
@@ -411,15 +412,18 @@ class RedactionEvasionTest(SecretsCase):
             "pem": (wrap(b64, 64, "\n"), b64[40:48]),
             "json-pem": ('{"pem": "%s"}' % wrap(b64, 64, "\\n"), b64[40:48]),
             "xxd": (wrap(hexed, 60, "\n"), hexed[60:72]),
+            # Indented after each break: a PEM in a YAML block scalar, hex in a tabbed file.
+            "yaml-pem": ("tls:\n  key: |\n    %s\n" % wrap(b64, 64, "\n    "), b64[40:48]),
+            "tabbed-xxd": ("\t" + wrap(hexed, 60, "\r\n\t"), hexed[60:72]),
         }
         for name, (text, start) in cases.items():
             with self.subTest(name=name):
                 m, path = self.serve(lambda req, t=text: req.send(
                     200, body=t.encode(), ctype="text/plain"))
                 r = self.get(path)
-                # What came through, its breaks removed as the agent's decoder does, does not
-                # begin the value.
-                unwrapped = r.body.replace(b"\r", b"").replace(b"\n", b"").replace(b"\\n", b"")
+                # What came through, its breaks and indentation removed as the agent's decoder
+                # does, does not begin the value.
+                unwrapped = re.sub(rb"\\n|[\r\n \t]", b"", r.body)
                 self.assertNotIn(start.encode(), unwrapped)
                 rec = self.audit_for(m)
                 self.assertEqual(rec["reason"], "unredactable_response", rec)

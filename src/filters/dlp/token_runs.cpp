@@ -2,6 +2,7 @@
 
 #include "core/ascii.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace airlock::filters::dlp::detail {
@@ -36,11 +37,19 @@ bool json_letter_escape(std::string_view text, std::size_t i) noexcept {
 
 std::size_t line_break(std::string_view text, std::size_t i) noexcept {
   const std::string_view rest = text.substr(i < text.size() ? i : text.size());
-  if (rest.starts_with('\n')) return 1;
-  if (rest.starts_with("\r\n")) return 2;
-  if (rest.starts_with("\\n")) return 2;
-  if (rest.starts_with("\\r\\n")) return 4;
-  return 0;
+  std::size_t n = 0;
+  if (rest.starts_with('\n'))
+    n = 1;
+  else if (rest.starts_with("\r\n") || rest.starts_with("\\n"))
+    n = 2;
+  else if (rest.starts_with("\\r\\n"))
+    n = 4;
+  if (n == 0) return 0;
+  // With the next line's indentation (a PEM in a YAML block scalar).
+  const std::size_t most = std::min(rest.size(), n + core::kMaxWrapIndent);
+  while (n < most && core::is_indent_byte(rest[n]))
+    ++n;
+  return n;
 }
 
 bool next_token(std::string_view text, std::size_t from, token_span& t) noexcept {

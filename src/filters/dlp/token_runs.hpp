@@ -8,7 +8,8 @@
 // in lines (`xxd -p`), and base64 wrapped at a fixed width (`base64` at 76 columns, PEM at 64,
 // MIME with CRLF). Each line or group alone decodes to a piece of what was encoded, so a secret
 // across a gap is seen only joined. A gap is one space (hex only) or one line break, also as
-// JSON writes one inside a string ("\n", "\r\n" with backslashes).
+// JSON writes one inside a string ("\n", "\r\n" with backslashes), with the indentation of
+// the line after it (up to core::kMaxWrapIndent spaces or tabs: a PEM in a YAML block scalar).
 //
 // @par Thread Safety
 // One run_joiner per reading of a text, one thread.
@@ -23,7 +24,8 @@ namespace airlock::filters::dlp::detail {
 inline constexpr std::size_t kMinToken = 16;  // shorter tokens and runs are not worth decoding
 inline constexpr std::size_t kMaxToken = 64 * 1024;
 
-// The line break at `i`: "\n", "\r\n", or JSON's escaped "\\n" or "\\r\\n": its length, or 0.
+// The line break at `i`: "\n", "\r\n", or JSON's escaped "\\n" or "\\r\\n", and the
+// indentation after it: its length, or 0.
 std::size_t line_break(std::string_view text, std::size_t i) noexcept;
 
 // One token of `text`, found by next_token().

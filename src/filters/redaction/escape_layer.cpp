@@ -20,9 +20,16 @@ bool escape_layer::skips_line_break(unsigned char c) noexcept {
   // One break (LF, CRLF or CR) right after a character of the base64, base64url, base32 or hex
   // alphabets (core::is_base64_byte; not after '=' padding, which ends encoded text): MIME wraps
   // base64 at 76 characters (RFC 2045 section 6.8, whose decoders skip the breaks), PEM at 64 (RFC
-  // 7468), xxd -p hex at 60. A blank line, or a break after other text, is read as written.
+  // 7468), xxd -p hex at 60. With the indentation after it, up to core::kMaxWrapIndent spaces or
+  // tabs: a PEM in a YAML block scalar. A blank line, or a break after other text, is read as
+  // written.
+  if (line_break_ != 0 && core::is_indent_byte(static_cast<char>(c))) {
+    if (indent_ == core::kMaxWrapIndent) return false;
+    ++indent_;
+    return true;
+  }
   if ((c != '\n' && c != '\r') || !core::is_base64_byte(static_cast<char>(last_))) return false;
-  if (line_break_ != 0 && !(line_break_ == '\r' && c == '\n')) return false;
+  if (line_break_ != 0 && !(line_break_ == '\r' && c == '\n' && indent_ == 0)) return false;
   line_break_ = c;
   return true;
 }
@@ -41,6 +48,7 @@ bool escape_layer::read(unsigned char c, std::uint64_t from, escape_layer* next)
   if (skips_line_break(c)) return next == nullptr || next->take(c, from, nullptr);
   last_ = c;
   line_break_ = 0;
+  indent_ = 0;
   origin_[decoded_ % reach_] = from;
   ++decoded_;
   if (starts_.advance(st_, c)) return false;
@@ -51,6 +59,7 @@ bool escape_layer::read_plain(unsigned char c, std::uint64_t at, escape_layer* n
   if (skips_line_break(c)) return next == nullptr || next->read_plain(c, at, nullptr);
   last_ = c;
   line_break_ = 0;
+  indent_ = 0;
   origin_[decoded_ % reach_] = at;
   ++decoded_;
   if (starts_.advance(st_, c)) return false;

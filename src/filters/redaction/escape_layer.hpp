@@ -5,8 +5,9 @@
 // first decodes, so a value escaped twice over (Go's JSON writes '&' as \u0026, so HTML inside
 // JSON reads "\u0026#115;"; a URL inside a URL "%2573"; JSON inside a JSON string "\\u0073")
 // is read as the client that decodes both layers reads it. A line break that wraps encoded
-// text (base64 as MIME and PEM write it, hex as xxd -p does) is read as nothing, as the
-// decoder of that text reads it, so a spelling the wrap cuts in two is read whole.
+// text (base64 as MIME and PEM write it, hex as xxd -p does), with the next line's indentation,
+// is read as nothing, as the decoder of that text reads it, so a spelling the wrap cuts in two
+// is read whole.
 //
 // @par Thread Safety
 // Owned by one guard.
@@ -85,6 +86,7 @@ class escape_layer {
   char32_t high_ = 0;             // a JSON high surrogate waiting for its low half
   unsigned char last_ = 0;        // the last decoded byte read
   unsigned char line_break_ = 0;  // the break skipped since last_ ('\r', '\n'; 0: none)
+  std::size_t indent_ = 0;        // the blanks skipped after it
   std::string utf8_;              // a decoded code point's bytes (kept: no allocation per escape)
   std::string name_;              // a named reference's name so far
   bool too_long_ = false;

@@ -2,6 +2,7 @@
 // get a key past the scanner would try next: each is an encoding the receiving end undoes with
 // a standard tool (`base64 -d`, `xxd -r -p`, `gunzip`, any JSON parser), so each must be read
 // through. And the ordinary text those readings must not turn into findings.
+#include "core/ascii.hpp"
 #include "filters/dlp/decode.hpp"
 #include "filters/dlp/escapes.hpp"
 #include "filters/dlp/injection.hpp"
@@ -79,6 +80,7 @@ TEST(DlpEvasion, HexPairsWithSpacesAndXxdGroups) {
   EXPECT_TRUE(finds("k=" + hex(key, " ", 2) + "&x=1", "aws-access-key"));  // xxd: "414b 4941"
   // `xxd -p`: 30 bytes a line; the key id across the second line break.
   EXPECT_TRUE(finds(wrap(hex(kCredentials, ""), 60, "\n"), "aws-access-key"));
+  EXPECT_TRUE(finds(wrap(hex(kCredentials, ""), 60, "\n    "), "aws-access-key"));  // indented
 }
 
 TEST(DlpEvasion, OneEqualsSignTooManyAfterHex) {
@@ -98,6 +100,13 @@ TEST(DlpEvasion, Base64WrappedInLines) {
   EXPECT_TRUE(finds("{\"file\": \"" + wrap(b64, 76, "\\n") + "\"}", "aws-access-key"));
   // Words on the lines around it do not end the run early.
   EXPECT_TRUE(finds("upload:\n" + lf76 + "\nthanks", "aws-access-key"));
+  // Indented after each break: a YAML block scalar, a tab-indented file, a JSON string.
+  EXPECT_TRUE(finds("file: |\n  " + wrap(b64, 64, "\n  ") + "\n", "aws-access-key"));
+  EXPECT_TRUE(finds("\t" + wrap(b64, 76, "\r\n\t"), "aws-access-key"));
+  EXPECT_TRUE(finds("{\"file\": \"" + wrap(b64, 76, "\\n    ") + "\"}", "aws-access-key"));
+  // More indentation than a wrap has is no wrap: each line is read alone.
+  const std::string deep = "\n" + std::string(core::kMaxWrapIndent + 1, ' ');
+  EXPECT_FALSE(finds(wrap(b64, 76, deep), "aws-access-key"));
 }
 
 TEST(DlpEvasion, JsonEscapes) {

@@ -1,3 +1,4 @@
+#include "core/ascii.hpp"
 #include "filters/redaction/builtin.hpp"
 #include "filters/redaction/engine.hpp"
 #include "filters/redaction/escape_guard.hpp"
@@ -198,6 +199,11 @@ TEST(redaction_escape_guard, AnEncodedSecretThatALineWrapCutsIsCut) {
     // In a JSON string the breaks are escapes of their own: "MIIB...\nAbC..."
     bodies.emplace_back("{\"pem\":\"" + wrapped(b64, 64, "\\n") + "\"}",
                         "JSON, lead " + std::to_string(lead));
+    // Indented after each break: a PEM in a YAML block scalar, base64 in a tab-indented file.
+    bodies.emplace_back("tls:\n  key: |\n    " + wrapped(b64, 64, "\n    ") + "\n",
+                        "YAML, lead " + std::to_string(lead));
+    bodies.emplace_back("\t\t" + wrapped(hex(data), 60, "\r\n\t\t"),
+                        "tabs, lead " + std::to_string(lead));
   }
   for (const auto& [body, what] : bodies) {
     for (std::size_t step : {1u, 7u, 4096u}) {
@@ -210,13 +216,17 @@ TEST(redaction_escape_guard, AnEncodedSecretThatALineWrapCutsIsCut) {
 
 TEST(redaction_escape_guard, OnlyABreakInsideEncodedTextIsReadAsNothing) {
   // A blank line ends a MIME part: the halves of a spelling on either side of one are not
-  // joined. Wrapped encoded data without the secret, and text with line breaks, pass unchanged.
+  // joined, nor across a break after other text or more indentation than the guard reads.
+  // Wrapped encoded data without the secret, and text with line breaks, pass unchanged.
   const auto e = secret_engine();
   const std::string b64 = policy::base64_encode(std::string(kSecret));
   const std::string half_a = b64.substr(0, 30), half_b = b64.substr(30);
   const std::string texts[] = {
       half_a + "\n\n" + half_b,
       half_a + "\r\n\r\n" + half_b,
+      half_a + "\n  \n  " + half_b,  // a blank line of blanks
+      half_a + " \n" + half_b,       // a break after other text
+      half_a + "\n" + std::string(core::kMaxWrapIndent + 1, ' ') + half_b,  // past the bound
       wrapped(policy::base64_encode(std::string(300, 'q') + "other data"), 76, "\r\n"),
       "line one\nline two\r\n{\"a\": 1}\n",
   };
