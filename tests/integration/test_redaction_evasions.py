@@ -251,11 +251,14 @@ class RedactionEvasionTest(SecretsCase):
                     self.assertNotIn(SECRET[:6].encode(), text)
 
     def test_a_value_the_origin_returns_in_hex_or_base32_is_redacted(self):
-        # A debug endpoint that dumps a header in hex (either case), or hands it back in
-        # base32 alone or inside a longer encoded blob at each of base32's five offsets.
+        # A debug endpoint that dumps a header in hex (either case; also a separator between
+        # the bytes, as bytes.hex(sep) writes it), or hands it back in base32 alone or inside a
+        # longer encoded blob at each of base32's five offsets.
         def fn(req):
             key = req.header("X-Api-Key").encode()
             blobs = [key.hex(), key.hex().upper(), (b"x-api-key: " + key).hex()]
+            blobs += [(b"x-api-key: " + key).hex(sep) for sep in (" ", ":", "-")]
+            blobs.append(key.hex(":").upper())
             for lead in (b"", b"a", b"ab", b"abc", b"abcd"):
                 enc = base64.b32encode(lead + key + b"\n").decode()
                 blobs += [enc, enc.lower()]
@@ -266,6 +269,7 @@ class RedactionEvasionTest(SecretsCase):
         for blob in r.json()["blobs"]:
             self.assertIn(R_SECRET, blob)
         self.assertNotIn(SECRET.encode().hex(), r.body.decode().lower())
+        self.assertNotIn(SECRET.encode().hex(":"), r.body.decode().lower())
 
     # -- the head -----------------------------------------------------------------------------
 

@@ -119,13 +119,18 @@ std::vector<std::string> secret_hex_base32_spellings(std::string_view value) {
     out.push_back(std::move(enc));
     if (lower != out.back()) out.push_back(std::move(lower));
   };
-  std::string hex;
-  for (char ch : value) {
-    const auto c = static_cast<unsigned char>(ch);
-    hex += "0123456789ABCDEF"[c >> 4];
-    hex += "0123456789ABCDEF"[c & 0xf];
+  // Hex, and hex with one separator between the bytes, as one line writes it: Python's
+  // bytes.hex(' ') and hex(':'), Go's "% x", colon-separated fingerprints, dashed dumps.
+  for (const char separator : {'\0', ' ', ':', '-'}) {
+    std::string hex;
+    for (char ch : value) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (separator != '\0' && !hex.empty()) hex += separator;
+      hex += "0123456789ABCDEF"[c >> 4];
+      hex += "0123456789ABCDEF"[c & 0xf];
+    }
+    both_cases(std::move(hex));
   }
-  both_cases(std::move(hex));
   // Base32: 5 bits a character, the quantum 5 bytes (8 characters, '=' padded).
   static constexpr char kBase32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
   auto base32 = [](std::string_view in) {

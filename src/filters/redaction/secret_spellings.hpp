@@ -24,7 +24,8 @@ std::vector<std::string> secret_spellings(std::string_view value);
 inline constexpr std::size_t kMinBase64Value = 12;
 std::vector<std::string> secret_base64_spellings(std::string_view value);
 
-// Hex (either case, as xxd -p, od and most debug dumps write bytes) and base32 (RFC 4648
+// Hex (either case, as xxd -p, od and most debug dumps write bytes; also with one space, ':' or
+// '-' between the bytes, as one line of Python's bytes.hex(sep) or Go's "% x") and base32 (RFC 4648
 // section 6, either case: TOTP seeds, some tokens) of `value`, in a longer encoded text too (at
 // each of base32's five offsets, the characters only the value's bits decide); none for a value
 // shorter than kMinBase64Value, for the same reason.

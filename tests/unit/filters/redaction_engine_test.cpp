@@ -145,6 +145,18 @@ TEST(RedactionEngine, SecretsInHexAndBase32) {
     const std::string out = r.compiled->redact(dump);
     EXPECT_NE(out.find("[REDACTED:secret:api]"), std::string::npos) << out;
   }
+  // One separator between the bytes, as Python's bytes.hex(' ') or hex(':') and Go's "% x"
+  // write them on one line; what is left of the dump around the value is only its neighbours.
+  for (const char separator : {' ', ':', '-'}) {
+    std::string spaced;
+    for (std::size_t i = 0; i < hex.size(); i += 2)
+      spaced.append(i > 0 ? 1 : 0, separator).append(hex, i, 2);
+    for (const std::string& dump : {spaced, core::upper(spaced)}) {
+      const std::string out = r.compiled->redact(dump);
+      EXPECT_NE(out.find("[REDACTED:secret:api]"), std::string::npos) << out;
+      EXPECT_LE(out.size(), std::string("[REDACTED:secret:api]").size() + 3 * 13) << out;
+    }
+  }
   static constexpr char kBase32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
   for (std::size_t lead = 0; lead < 5; ++lead) {
     // Base32 of `lead` bytes, the value and a tail, by the book (RFC 4648 section 6).
