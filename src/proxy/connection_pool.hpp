@@ -35,6 +35,7 @@ struct plain_upstream {
   explicit plain_upstream(const boost::asio::any_io_executor& ex) : stream(ex) {}
   boost::beast::tcp_stream stream;
   boost::beast::flat_buffer buffer;
+  std::string peer_text;  // the origin's address as the audit record writes it, once per connect
 };
 using plain_upstream_ptr = std::unique_ptr<plain_upstream>;
 

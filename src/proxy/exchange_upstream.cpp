@@ -32,13 +32,16 @@ asio::awaitable<bool> forward_plain(session_context& s, filters::exchange& ex,
       if (s.w.shared().metrics) s.w.shared().metrics->pool_reuse(reused);
     }
     if (!up) up = std::make_unique<plain_upstream>(s.client.get_executor());
-    if (!reused || attempt > 0) outcome = co_await connect_upstream(up->stream, snap.guard(), ur);
+    if (!reused || attempt > 0) {
+      outcome = co_await connect_upstream(up->stream, snap.guard(), ur);
+      if (outcome.error == errc::ok) up->peer_text = to_string(outcome.endpoint);
+    }
     if (outcome.error != errc::ok) {
       rec.connect_failed(outcome.error);
       rec.refuse(outcome.error, outcome.detail);
       co_return co_await send_answer(s.client, rec, fp.version, keep_after_refusal);
     }
-    rec.upstream = to_string(outcome.endpoint);
+    rec.upstream = up->peer_text;
     peer = outcome.endpoint;
     rec.connect_time = outcome.connect_time;
     fp.retry_if_stale = attempt == 0 && reused && !ex.has_body;
