@@ -64,6 +64,18 @@ std::optional<refusal> parse_connect_target(std::string_view target, filters::ex
                  false};
 }
 
+// Why a scheme is refused. Only a scheme a client may really send a proxy is named: any other
+// is the agent's own text, which this refusal comes before DLP could read (a key written as the
+// scheme would be repeated in the answer, its Proxy-Status and the audit record).
+std::string unsupported_scheme_detail(std::string_view scheme) {
+  static constexpr std::string_view known[] = {"https", "ws",   "wss",  "ftp",   "ftps",
+                                               "sftp",  "file", "data", "gopher"};
+  for (const auto name : known)
+    if (iequals(scheme, name))
+      return core::str_cat("scheme '", name, "' is not proxied; use CONNECT for https");
+  return "the scheme is not proxied: only http:// URLs, and CONNECT for https";
+}
+
 // An absolute http:// URL at the proxy port.
 std::optional<refusal> parse_absolute_target(std::string_view target, filters::exchange& ex) {
   if (!target.empty() && target.front() == '/')
@@ -77,11 +89,8 @@ std::optional<refusal> parse_absolute_target(std::string_view target, filters::e
   }
   auto scheme_end = target.find("://");
   if (scheme_end != std::string_view::npos && !iequals(target.substr(0, scheme_end), "http"))
-    return refusal{
-        errc::unsupported_scheme,
-        core::str_cat("scheme '", target.substr(0, std::min<std::size_t>(scheme_end, 20)),
-                      "' is not proxied; use CONNECT for https"),
-        true};
+    return refusal{errc::unsupported_scheme,
+                   unsupported_scheme_detail(target.substr(0, scheme_end)), true};
   if (has_bad_port(target))
     return refusal{errc::bad_port, "port must be a number from 1 to 65535", true};
   return refusal{errc::bad_request, "malformed request target", true};

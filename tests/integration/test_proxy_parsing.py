@@ -2,6 +2,7 @@
 CONNECT authorities, and junk. Each refusal is a 400 with its reason (RFC 9209 token
 http_request_error), and the proxy keeps serving afterwards."""
 
+import json
 import unittest
 
 from harness import clients, env
@@ -39,8 +40,24 @@ class TargetFormTest(ProxyTestCase):
     def test_other_schemes(self):
         for scheme in ("ftp", "ws", "file", "gopher"):
             with self.subTest(scheme=scheme):
-                self.expect("GET %s://origin.test:%d/echo/MARK HTTP/1.1"
-                            % (scheme, self.origin.port), ["unsupported_scheme"])
+                r = self.expect("GET %s://origin.test:%d/echo/MARK HTTP/1.1"
+                                % (scheme, self.origin.port), ["unsupported_scheme"])
+                self.assertIn(b"scheme '%s'" % scheme.encode(), r.body)
+
+    def test_a_scheme_of_the_agents_own_text_is_not_repeated(self):
+        # Refused before DLP reads anything: a key written as the scheme must not come back in
+        # the answer or its Proxy-Status, nor be written to the audit record.
+        key = "AKIAIOSFODNN7EXAMPLE"
+        for scheme in (key, key.lower(), "x" + key):
+            with self.subTest(scheme=scheme):
+                mark = self.proxy.audit_mark()
+                r = self.expect("GET %s://origin.test:%d/echo/MARK HTTP/1.1"
+                                % (scheme, self.origin.port), ["unsupported_scheme"])
+                rec = self.proxy.wait_audit(after=mark, reason="unsupported_scheme")
+                self.assertIsNotNone(rec)
+                for text in (r.body.decode(), r.header("Proxy-Status"), json.dumps(rec)):
+                    self.assertNotIn(key[4:12].lower(), text.lower())
+                self.assertIn(b"only http:// URLs", r.body)
 
     def test_origin_form_at_proxy_port(self):
         r = self.expect("GET /echo/MARK HTTP/1.1", ["origin_form"])
