@@ -16,7 +16,7 @@ int hex_value(unsigned char c) noexcept {
 
 }  // namespace
 
-bool escape_layer::skips_line_break(unsigned char c) noexcept {
+bool escape_layer::skips_wrap(unsigned char c) noexcept {
   // One break (LF, CRLF or CR) right after a character of the base64, base64url, base32 or hex
   // alphabets (core::is_base64_byte; not after '=' padding, which ends encoded text): MIME wraps
   // base64 at 76 characters (RFC 2045 section 6.8, whose decoders skip the breaks), PEM at 64 (RFC
@@ -45,7 +45,7 @@ bool escape_layer::read(unsigned char c, std::uint64_t from, escape_layer* next)
   // client's string holds it, and the byte right after it).
   if (!flush_high(from, next)) return false;
   // (A break this layer skips is still part of the text the next one decodes.)
-  if (skips_line_break(c)) return next == nullptr || next->take(c, from, nullptr);
+  if (skips_wrap(c)) return next == nullptr || next->take(c, from, nullptr);
   last_ = c;
   line_break_ = 0;
   indent_ = 0;
@@ -56,7 +56,7 @@ bool escape_layer::read(unsigned char c, std::uint64_t from, escape_layer* next)
 }
 
 bool escape_layer::read_plain(unsigned char c, std::uint64_t at, escape_layer* next) {
-  if (skips_line_break(c)) return next == nullptr || next->read_plain(c, at, nullptr);
+  if (skips_wrap(c)) return next == nullptr || next->read_plain(c, at, nullptr);
   last_ = c;
   line_break_ = 0;
   indent_ = 0;

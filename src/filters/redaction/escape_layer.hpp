@@ -58,9 +58,9 @@ class escape_layer {
   };
 
   bool read(unsigned char c, std::uint64_t from, escape_layer* next);
-  // Whether decoded byte `c` is a line break inside encoded text, read as nothing (a decoder
-  // skips it); notes the break when it is.
-  bool skips_line_break(unsigned char c) noexcept;
+  // Whether decoded byte `c` wraps encoded text (a line break inside it, or the indentation
+  // after one), read as nothing as a decoder skips it; notes it when it does.
+  bool skips_wrap(unsigned char c) noexcept;
   // A pending high surrogate read as U+FFFD (none: nothing).
   bool flush_high(std::uint64_t from, escape_layer* next);
   bool read_code_point(char32_t cp, std::uint64_t from, escape_layer* next);

@@ -121,11 +121,11 @@ std::vector<std::string> secret_hex_base32_spellings(std::string_view value) {
   };
   // Hex, and hex with one separator between the bytes, as one line writes it: Python's
   // bytes.hex(' ') and hex(':'), Go's "% x", colon-separated fingerprints, dashed dumps.
-  for (const char separator : {'\0', ' ', ':', '-'}) {
+  for (const std::string_view separator : {"", " ", ":", "-"}) {
     std::string hex;
     for (char ch : value) {
       const auto c = static_cast<unsigned char>(ch);
-      if (separator != '\0' && !hex.empty()) hex += separator;
+      if (!hex.empty()) hex += separator;
       hex += "0123456789ABCDEF"[c >> 4];
       hex += "0123456789ABCDEF"[c & 0xf];
     }
