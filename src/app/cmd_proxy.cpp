@@ -24,6 +24,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -326,6 +327,12 @@ int cmd_proxy(args a) {
   };
   signals.async_wait(on_signal);
   main_ioc.run();
+  // Stopping already: another SIGTERM (an orchestrator's, a supervisor's repeat) must not end
+  // the process by the default action while it tears down, turning a clean exit into death by
+  // signal. Asio puts the default action back when the set lets go of its signals.
+  signals.clear();
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP})
+    std::signal(sig, SIG_IGN);
   if (stopper.joinable()) stopper.join();
   audit->flush();
   AIRLOCK_LOG(info, "proxy", "stopped");

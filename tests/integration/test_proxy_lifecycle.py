@@ -186,6 +186,24 @@ class LifecycleTest(unittest.TestCase):
             codes.append(proxy.stop(timeout=env.t(15)))
         self.assertEqual(codes, [0] * 5)
 
+    def test_sigterm_again_while_stopping_still_exits_0(self):
+        # A supervisor that repeats SIGTERM (or a test that stops a proxy already draining):
+        # the repeats must not end the process by the signal's default action as it tears
+        # down. Every 5 ms from the first signal until it exits, with a request in flight.
+        proxy = self.start()
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=self.get(proxy, "/slow/300")))
+        t.start()
+        self.assertTrue(self.origin.wait_seen("/slow/300", timeout=env.t(5), complete=False))
+        deadline = time.monotonic() + env.t(15)
+        while proxy.proc.poll() is None and time.monotonic() < deadline:
+            proxy.send_signal(signal.SIGTERM)
+            time.sleep(0.005)
+        t.join(env.t(15))
+        self.assertEqual(proxy.stop(timeout=env.t(15)), 0, proxy.stderr()[-3000:])
+        self.assertEqual(result["r"].status, 200, "the in-flight request was cut")
+        self.assert_clean(proxy)
+
     def test_sigint(self):
         proxy = self.start()
         self.assertEqual(self.get(proxy, "/echo").status, 200)
