@@ -7,10 +7,16 @@
 //   payload bytes however the body is cut, and the payload released in any other cuts and
 //   rejoined with the prefixes is the body again, byte for byte;
 // - a field built from the input, the key at its start, is on a line of its own in the layout
-//   of a message that carries it, whatever precedes it there.
+//   of a message that carries it, whatever precedes it there;
+// - protobuf_texts leaves its output as it was when it says the input is no message, and every
+//   text it gives is a part of the input;
+// - grpc_response_scan (DLP's reading of gRPC and protobuf answers; JSON or protobuf codec,
+//   messages gzip-compressed or not, as the seed says) passes the body on byte for byte however
+//   it is cut, and finds the same first thing in it.
 //
 // Input: 8 bytes seed the split points; the rest is the body.
 
+#include "filters/dlp/grpc_response_scan.hpp"
 #include "filters/dlp/protobuf_view.hpp"
 #include "filters/redaction/grpc_payloads.hpp"
 #include "fuzz_input.hpp"
@@ -91,6 +97,38 @@ void guard_properties(std::string_view body, std::uint64_t seed) {
   if (rejoined != body) fail("the body rejoined is not the body");
 }
 
+void texts_properties(std::string_view body) {
+  std::vector<filters::dlp::protobuf_text> texts{{"kept", "kept"}};
+  const bool message = filters::dlp::protobuf_texts(body, texts);
+  if (!message && texts.size() != 1) fail("a failed reading changed its output");
+  for (std::size_t i = 1; i < texts.size(); ++i)
+    if (texts[i].text.data() < body.data() ||
+        texts[i].text.data() + texts[i].text.size() > body.data() + body.size())
+      fail("a text is not a part of the input");
+}
+
+void answer_properties(std::string_view body, std::uint64_t seed) {
+  using scan = filters::dlp::grpc_response_scan;
+  const auto framing = (seed & 1) != 0 ? scan::framing::unframed : scan::framing::grpc;
+  const auto codec = (seed & 2) != 0 ? scan::codec::json : scan::codec::protobuf;
+  const auto coding = (seed & 4) != 0 ? filters::redaction::content_coding::gzip
+                                      : filters::redaction::content_coding::identity;
+  scan whole_scan(framing, codec, 1 << 16, coding), cut_scan(framing, codec, 1 << 16, coding);
+  std::string whole, cut;
+  const auto whole_found = whole_scan.write(body, true, whole);
+  std::optional<std::string_view> cut_found;
+  std::size_t at = 0;
+  const auto points = split_points(body.size(), seed >> 3);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto f = cut_scan.write(body.substr(at, points[i] - at), i + 1 == points.size(), cut);
+    if (f && !cut_found) cut_found = f;
+    at = points[i];
+  }
+  if (points.empty()) cut_found = cut_scan.write({}, true, cut);
+  if (whole != body || cut != body) fail("the answer did not pass byte for byte");
+  if (whole_found != cut_found) fail("what was found depends on the cuts");
+}
+
 }  // namespace
 }  // namespace airlock::fuzz
 
@@ -100,5 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   airlock::fuzz::layout_properties(in);
   airlock::fuzz::framing_properties(in, seed);
   airlock::fuzz::guard_properties(in, seed);
+  airlock::fuzz::texts_properties(in);
+  airlock::fuzz::answer_properties(in, seed);
   return 0;
 }

@@ -47,6 +47,8 @@ constexpr std::array<errc_info, static_cast<std::size_t>(errc::count_)> table{{
     {403, "http_request_denied", "dlp_blocked", "the request carries a secret or sensitive data"},
     {403, "http_request_denied", "hostname_exfiltration", "the host name carries data-like labels"},
     {403, "http_request_denied", "host_blocklisted", "the host is on the blocklist"},
+    {403, "http_request_denied", "injection_blocked",
+     "the answer carries a prompt injection, or cannot be read for one"},
     {403, "http_request_denied", "mcp_method_denied", "the JSON-RPC method is not allowed"},
     {403, "http_request_denied", "mcp_tool_denied", "the MCP tool is not allowed"},
     {403, "http_request_denied", "mcp_params_denied", "the MCP tool's arguments are not allowed"},

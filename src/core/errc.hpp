@@ -44,6 +44,7 @@ enum class errc {
   dlp_blocked,            // 403: the request carries a secret or sensitive data (DLP finding)
   hostname_exfiltration,  // 403: a host name with data-like labels (encoded, high-entropy)
   host_blocklisted,       // 403: the host is on the policy's blocklist
+  injection_blocked,      // 403: the answer carries a prompt injection (DLP `responses: block`)
   // MCP / JSON-RPC tool calls (issue 22; answered as JSON-RPC errors where the call has an id)
   mcp_method_denied,  // 403: a JSON-RPC method the rule's `mcp.methods` does not list
   mcp_tool_denied,    // 403: a tools/call of a tool the rule's `mcp.tools` does not list

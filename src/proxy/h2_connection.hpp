@@ -162,7 +162,8 @@ struct h2_response_head {
 };
 // Ends an answer the filters or the origin cut: before its head went, the proxy's answer (the
 // failure in the record: 502 and why, or a gRPC status); after it, a reset, so that the client
-// sees the response incomplete (RFC 9113 section 8.1). (h2_stream.cpp)
+// sees the response incomplete (RFC 9113 section 8.1), or for a gRPC call trailers with the
+// status and reason (the call fails, and says why). (h2_stream.cpp)
 boost::asio::awaitable<void> h2_cut_answer(h2_connection& c, h2_stream_state& ss,
                                            filters::exchange_record& rec,
                                            const h2_response_head& head,

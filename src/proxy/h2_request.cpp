@@ -128,8 +128,12 @@ bool is_grpc(const http::fields& request) {
          type.starts_with("application/grpc;");
 }
 
-h2::header_list grpc_answer_fields(const http::fields& answer, unsigned status,
-                                   std::string_view message) {
+h2::header_list grpc_answer_fields(const http::response<http::string_body>& answer,
+                                   bool content_type) {
+  const unsigned status = answer.result_int();
+  std::string_view message = answer.body();
+  while (!message.empty() && message.back() == '\n')
+    message.remove_suffix(1);
   // https://github.com/grpc/grpc/blob/master/doc/statuscodes.md
   const char* code = status == 403                                     ? "7"
                      : status == 429 || status == 413 || status == 431 ? "8"
@@ -148,9 +152,10 @@ h2::header_list grpc_answer_fields(const http::fields& answer, unsigned status,
       encoded += static_cast<char>(ch);
     }
   }
-  h2::header_list out{{"content-type", "application/grpc"},
-                      {"grpc-status", code},
-                      {"grpc-message", std::move(encoded)}};
+  h2::header_list out;
+  if (content_type) out.emplace_back("content-type", "application/grpc");
+  out.emplace_back("grpc-status", code);
+  out.emplace_back("grpc-message", std::move(encoded));
   for (const auto& f : answer) {
     auto name = core::lower(f.name_string());
     if (name == "proxy-status" || name == "x-airlock-reason" || name == "retry-after")

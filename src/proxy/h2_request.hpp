@@ -12,6 +12,7 @@
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include <optional>
 #include <string>
@@ -42,12 +43,13 @@ void h2_drop_field(h2::header_list& fields, std::string_view name);
 // subtype: the gRPC over HTTP/2 protocol).
 bool is_grpc(const http::fields& request);
 
-// The proxy's own answer (`status`, its fields, its one-line reason) as a gRPC client reads
-// it: HTTP 200 with a trailers-only response, grpc-status from the HTTP status (403
-// PERMISSION_DENIED, 429/413/431 RESOURCE_EXHAUSTED, 407 UNAUTHENTICATED, 502/503/504
-// UNAVAILABLE, anything else INTERNAL) and grpc-message the reason, percent-encoded; the
-// Proxy-Status and X-Airlock-Reason fields are kept.
-h2::header_list grpc_answer_fields(const http::fields& answer, unsigned status,
-                                   std::string_view message);
+// The proxy's own answer (its status, fields and one-line reason) as a gRPC client reads it:
+// grpc-status from the HTTP status (403 PERMISSION_DENIED, 429/413/431 RESOURCE_EXHAUSTED, 407
+// UNAUTHENTICATED, 502/503/504 UNAVAILABLE, anything else INTERNAL) and grpc-message the
+// reason, percent-encoded; the Proxy-Status and X-Airlock-Reason fields are kept. With
+// `content_type`, the head of a trailers-only response (HTTP 200); without, the trailers that
+// end an answer already under way.
+h2::header_list grpc_answer_fields(const http::response<http::string_body>& answer,
+                                   bool content_type = true);
 
 }  // namespace airlock::proxy

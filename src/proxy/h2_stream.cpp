@@ -162,10 +162,7 @@ asio::awaitable<void> h2_answer(h2_connection& c, h2_stream_state& ss,
   rec.status = res.result_int();
   if (grpc) {
     // A gRPC client shows a status, not a transport error: trailers-only, HTTP 200.
-    auto line = res.body();
-    while (!line.empty() && line.back() == '\n')
-      line.pop_back();
-    c.codec().submit_response(*ss.stream, 200, grpc_answer_fields(res, rec.status, line), false);
+    c.codec().submit_response(*ss.stream, 200, grpc_answer_fields(res), false);
     rec.status = 200;
     c.kick();
     co_return;
@@ -192,6 +189,14 @@ asio::awaitable<void> h2_cut_answer(h2_connection& c, h2_stream_state& ss,
                                     std::chrono::milliseconds idle) {
   if (!head.sent) co_return co_await h2_answer(c, ss, rec, idle);
   if (rec.chain) rec.chain->answered();
+  if (ss.grpc && !ss.stream->closed && !c.closing()) {
+    // A gRPC answer under way ends with trailers that say why (grpc-status, grpc-message): a
+    // client shows them as the call's status, where a reset reads as INTERNAL and nothing more.
+    ss.stream->out_trailers =
+        grpc_answer_fields(make_answer(rec.reason, rec.detail, 11, true), false);
+    co_await h2_push_output(c, ss, {}, true, idle);
+    co_return;
+  }
   c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);
   c.kick();
 }

@@ -28,6 +28,9 @@ filters::exchange_record::websocket_summary& summary_of(filters::exchange& ex) {
 
 }  // namespace
 
+// What a side is told that did not cause the end.
+constexpr std::string_view kClosedByProxy = "closed by the proxy";
+
 std::string refusal_close_reason(const filters::exchange_record& rec) {
   std::string why = core::str_cat(core::name(rec.reason), ": ", rec.detail);
   // close_payload cuts at a character boundary; the detail names no request value.
@@ -71,8 +74,12 @@ void websocket_conversation::on_event(message_from from, ws::event& e, output& o
                            close ? std::string_view(e.reason) : std::string_view(e.payload)};
   if ((!close || !e.reason.empty()) && !chain_.message(m).passes()) {
     summary_.refused_from = side(from);
+    // The agent learns why, whichever side's message was refused; the origin only that the
+    // proxy ended the connection.
+    const std::string why = refusal_close_reason(chain_.ex().record);
+    const bool from_client = from == message_from::client;
     return end(from, ws::close_code::policy_violation, ws::close_code::policy_violation,
-               refusal_close_reason(chain_.ex().record), out);
+               from_client ? why : kClosedByProxy, from_client ? kClosedByProxy : why, out);
   }
   if (close) return pass_close(from, e, out);
   if (e.what == kind::message)
@@ -107,11 +114,12 @@ void websocket_conversation::protocol_error(message_from from, const ws::event& 
     rec.failed_upstream(too_big ? core::errc::response_too_large : core::errc::upstream_error);
     rec.detail = detail;
   }
-  end(from, e.code, ws::close_code::going_away, e.reason, out);
+  end(from, e.code, ws::close_code::going_away, e.reason, kClosedByProxy, out);
 }
 
 void websocket_conversation::end(message_from from, std::uint16_t sender_code,
-                                 std::uint16_t other_code, std::string_view reason, output& out) {
+                                 std::uint16_t other_code, std::string_view sender_reason,
+                                 std::string_view other_reason, output& out) {
   ended_ = true;
   // During a closing handshake the record keeps the first Close; the proxy's close is then the
   // answer to it. (The sender here is never the side that closed first: nothing of that side
@@ -127,13 +135,12 @@ void websocket_conversation::end(message_from from, std::uint16_t sender_code,
   // A side that already got a Close gets no second one (RFC 6455 section 5.5.1: one Close, then
   // nothing).
   if (!got_close_[index(from)])
-    out.to_sender += ws::encode_frame(ws::opcode::close, ws::close_payload(sender_code, reason),
-                                      sender_is_client ? false : to_origin_masked);
-  // The other side learns only that the proxy ended the connection, not why.
+    out.to_sender +=
+        ws::encode_frame(ws::opcode::close, ws::close_payload(sender_code, sender_reason),
+                         sender_is_client ? false : to_origin_masked);
   if (!got_close_[index(other(from))])
-    out.to_other +=
-        ws::encode_frame(ws::opcode::close, ws::close_payload(other_code, "closed by the proxy"),
-                         sender_is_client ? to_origin_masked : false);
+    out.to_other += ws::encode_frame(ws::opcode::close, ws::close_payload(other_code, other_reason),
+                                     sender_is_client ? to_origin_masked : false);
   got_close_[0] = got_close_[1] = true;
 }
 

@@ -65,8 +65,10 @@ class websocket_conversation {
  private:
   void on_event(filters::message_from from, websocket::event& e, output& out);
   void pass_close(filters::message_from from, const websocket::event& e, output& out);
+  // Ends the connection: a Close with `sender_code` and `sender_reason` to the side whose
+  // frame ended it, one with `other_code` and `other_reason` to the other side.
   void end(filters::message_from from, std::uint16_t sender_code, std::uint16_t other_code,
-           std::string_view reason, output& out);
+           std::string_view sender_reason, std::string_view other_reason, output& out);
   void protocol_error(filters::message_from from, const websocket::event& e, output& out);
 
   filters::chain& chain_;

@@ -81,24 +81,28 @@ class GrpcRefusalCase(InspectedOriginCase):
 
 class GrpcServer:
     """A grpcio server with TLS on 127.0.0.1 (port 0): /airlock.test.Echo/Allowed (unary) and
-    /airlock.test.Echo/Chat (bidirectional), raw bytes, both insisting on the injected header."""
+    /airlock.test.Echo/Chat (bidirectional), raw bytes, both insisting on the injected header.
+    A subclass serves other methods (SERVICE, methods())."""
+    SERVICE = "airlock.test.Echo"
 
-    def __init__(self, pair):
+    def __init__(self, pair, **server_args):
         cert, key = pair
         with open(cert, "rb") as f:
             cert_pem = f.read()
         with open(key, "rb") as f:
             key_pem = f.read()
         self.metadata = []
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        handler = grpc.method_handlers_generic_handler("airlock.test.Echo", {
-            "Allowed": grpc.unary_unary_rpc_method_handler(self.unary),
-            "Chat": grpc.stream_stream_rpc_method_handler(self.chat),
-            "Key": grpc.unary_stream_rpc_method_handler(self.key)})
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), **server_args)
+        handler = grpc.method_handlers_generic_handler(self.SERVICE, self.methods())
         self.server.add_generic_rpc_handlers((handler,))
         self.port = self.server.add_secure_port(
             "127.0.0.1:0", grpc.ssl_server_credentials([(key_pem, cert_pem)]))
         self.server.start()
+
+    def methods(self):
+        return {"Allowed": grpc.unary_unary_rpc_method_handler(self.unary),
+                "Chat": grpc.stream_stream_rpc_method_handler(self.chat),
+                "Key": grpc.unary_stream_rpc_method_handler(self.key)}
 
     def check(self, context):
         md = dict(context.invocation_metadata())
@@ -134,14 +138,15 @@ class GrpcServer:
 
 
 class GrpcServerCase(ProxyTestCase):
-    """The proxy and GrpcServer (grpcup.test, intercepted); no tests of its own."""
+    """The proxy and a GrpcServer (`server`: grpcup.test, intercepted); no tests of its own."""
     admin = False
+    server = GrpcServer
 
     @classmethod
     def extra_setup(cls):
         cls.ica = AirlockCA()
         cls.certs = OriginCerts(names=("grpcup.test",))
-        cls.grpc = GrpcServer(cls.certs.good)
+        cls.grpc = cls.server(cls.certs.good)
         with open(cls.ica.cert, "rb") as f:
             cls.ca_pem = f.read()
 

@@ -6,10 +6,9 @@
 #include "filters/dlp/carry.hpp"
 #include "filters/dlp/coded_body.hpp"
 #include "filters/dlp/head_places.hpp"
-#include "filters/dlp/injection.hpp"
 #include "filters/dlp/protobuf_view.hpp"
 #include "filters/dlp/record_scrub.hpp"
-#include "filters/dlp/response_scan.hpp"
+#include "filters/dlp/response_reading.hpp"
 #include "filters/dlp/scanner.hpp"
 #include "filters/redaction/content_coding.hpp"
 #include "filters/redaction/content_type.hpp"
@@ -56,8 +55,9 @@ class dlp_filter final : public filter {
     if (rule_ != nullptr) {
       // A literal secret longer than the short carry is still read whole past the budget.
       const std::size_t longest = rule_->scan->engine().secret_starts().longest();
-      for (auto* w : {&window_, &client_carry_, &origin_carry_, &proto_carry_})
+      for (auto* w : {&window_, &client_carry_, &proto_carry_})
         w->reach(longest);
+      if (rule_->config->responses != response_action::off) responses_.emplace(*rule_->config);
     }
     const auto& host = ex.target.host;
     if (blocklisted(plan_.blocklist, host.text))
@@ -184,81 +184,24 @@ class dlp_filter final : public filter {
       }
       return act(ex, found, outside_whole_body(rule_->config->action));  // never rewritten
     }
-    // The origin's text messages joined, a close's reason (text too) alone.
-    const bool close = m.opcode == 8;
-    if (!scans_responses() || !(m.text() || close)) return verdict::next();
-    const auto found = find_injection(close ? m.payload : origin_carry_.add(m.payload));
-    if (!close) origin_carry_.trim();
-    if (!found) return verdict::next();
-    const response_action action = rule_->config->responses;
-    const std::string_view done = action == response_action::block      ? "block"
-                                  : action == response_action::annotate ? "annotate"
-                                                                        : "report";
-    const bool seen = std::any_of(ex.record.dlp.begin(), ex.record.dlp.end(), [&](const auto& r) {
-      return r.cls == *found && r.location == "message";
-    });
-    if (!seen) ex.record.dlp.push_back({*found, "message", done});
-    if (action != response_action::block) return verdict::next();
-    return verdict::violation(core::errc::dlp_blocked,
-                              core::str_cat("dlp: prompt injection (", *found, ") in a message"));
+    return responses_ ? responses_->on_origin_message(ex, m) : verdict::next();
   }
 
  private:
-  // --- responses: prompt injection in text bodies (response_scan.hpp) ---
+  // --- responses: read for prompt injection (response_reading.hpp) ---
 
   verdict on_forward(exchange& ex) override {
-    // Scanned responses are read more cheaply without a content coding (one that comes anyway
-    // is decoded for reading, or withheld under block when the proxy cannot read it).
-    // And whole: an instruction split between two ranges would not be seen in either.
-    if (scans_responses()) {
-      ex.request->set(http::field::accept_encoding, "identity");
-      redaction::ask_for_whole_representation(*ex.request);
-    }
+    if (responses_) responses_->ask_readable(ex);
     return verdict::next();
   }
-
   verdict on_response_head(exchange& ex) override {
-    if (!scans_responses() || !ex.response_has_body) return verdict::next();
-    auto& res = *ex.response;
-    // Text as redaction tells it (an untyped body is text); several Content-Type lines or a
-    // charset it cannot read make the body unreadable, like a coding it cannot decode.
-    const auto type = redaction::sole_content_type(res);
-    const auto media = type ? redaction::classify_content_type(*type)
-                            : redaction::body_class{redaction::body_kind::unsupported};
-    const auto kind = media.kind;
-    if (kind == redaction::body_kind::binary) return verdict::next();
-    const response_action action = rule_->config->responses;
-    const auto coding = kind == redaction::body_kind::unsupported
-                            ? redaction::content_coding::unsupported
-                            : redaction::parse_content_encoding(res);
-    if (coding == redaction::content_coding::unsupported) {
-      // Nothing the proxy can read. Under block it is withheld (fail closed), and the marker
-      // that replaces it is plain text; otherwise it passes, recorded as unread.
-      if (action != response_action::block) {
-        ex.record.dlp.push_back({kUnreadableCoding, "response", "report"});
-        return verdict::next();
-      }
-      // The marker line that will replace it is UTF-8 plain text.
-      res.erase(http::field::content_encoding);
-      res.set(http::field::content_type, "text/plain; charset=utf-8");
-    }
-    scan_.emplace(action, rule_->config->max_body_bytes, coding,
-                  media.frame == redaction::framing::events);
-    res.erase(http::field::content_length);  // a withheld or annotated body changes length
-    ex.response_reframed = true;
-    return verdict::next();
+    return responses_ ? responses_->on_response_head(ex) : verdict::next();
   }
-
   body_use response_body_use(const exchange&) const override {
-    return scan_ ? body_use::transform : body_use::none;
+    return responses_ && responses_->transforms() ? body_use::transform : body_use::none;
   }
-
   verdict on_response_body(exchange& ex, body_chunk& chunk) override {
-    const bool judged = scan_->found().has_value();
-    scan_->write(chunk.data, chunk.last, *chunk.out, chunk.enough);
-    if (!judged && scan_->found())
-      ex.record.dlp.push_back({scan_->found()->cls, "response", scan_->found()->action});
-    return verdict::next();
+    return responses_->on_response_body(ex, chunk);
   }
 
   // A request body in a content coding is read decoded, as the origin will read it: gzip and
@@ -366,19 +309,15 @@ class dlp_filter final : public filter {
     return verdict::next();
   }
 
-  bool scans_responses() const {
-    return rule_ != nullptr && rule_->config->responses != response_action::off;
-  }
-
   const dlp_plan& plan_;
   const dlp_plan::rule_plan* rule_ = nullptr;
   record_scrub_state scrubbed_;  // what of the record was read for secrets already
   scan_window window_;
-  scan_window client_carry_, origin_carry_;  // WebSocket messages, each direction's
-  std::optional<response_scan> scan_;        // a text response read for prompt injection
-  std::optional<coded_body> coded_;          // a request body in gzip or deflate
-  std::optional<protobuf_reader> proto_;     // a gRPC or protobuf request body
-  scan_window proto_carry_;                  // its messages' fields, joined
+  scan_window client_carry_;                   // WebSocket messages from the agent
+  std::optional<response_reading> responses_;  // with `responses` set
+  std::optional<coded_body> coded_;            // a request body in gzip or deflate
+  std::optional<protobuf_reader> proto_;       // a gRPC or protobuf request body
+  scan_window proto_carry_;                    // its messages' fields, joined
 };
 
 }  // namespace

@@ -9,8 +9,10 @@
 //   - the body: held whole up to the rule's max_body_bytes (a finding refuses it before any
 //     byte goes on), streamed above that: each piece read before it goes on, after a carry of
 //     the ones before it so that a secret split across pieces is still found.
-//   - with `responses` set, a text response: held up to max_body_bytes and judged for prompt
-//     injection (injection.hpp), then withheld behind a marker line, passed, or annotated.
+//   - with `responses` set, the answer read for prompt injection (response_reading.hpp): a
+//     text body held up to max_body_bytes and judged, then withheld behind a marker line,
+//     passed or annotated; a gRPC or protobuf answer message by message, and the origin's
+//     WebSocket messages, refused (injection_blocked) under block.
 // Each finding goes into the record (class, location, action). Action block: 403 dlp_blocked
 // with the classes in Proxy-Status (a violation: mode report records it instead); report: the
 // request goes on.

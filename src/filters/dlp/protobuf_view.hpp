@@ -33,6 +33,19 @@ inline constexpr int kProtobufDepth = 8;
 bool protobuf_strings(std::string_view message, std::string& out, int depth = 0,
                       std::string* joined = nullptr);
 
+// One string of a message as a client that knows the schema reads it: the field path (field
+// numbers from the top, "1.2.1") and the bytes. Every length-delimited field that reads as text
+// (no control byte but tab, CR and LF) or does not parse as a message is one, and every one that
+// parses as a message is read into (to kProtobufDepth): text that happens to parse as a
+// message is read both ways, a message whose bytes are all printable too.
+struct protobuf_text {
+  std::string path;
+  std::string_view text;
+};
+// Appends the strings of `message` to `out`; false (and `out` as it was) when it is not a
+// well-formed message. The views point into `message`.
+bool protobuf_texts(std::string_view message, std::vector<protobuf_text>& out);
+
 // The media types whose bodies are protobuf messages: gRPC's (framed) and protobuf's own.
 enum class protobuf_body { none, grpc, message };
 protobuf_body protobuf_body_of(std::string_view content_type);

@@ -27,6 +27,7 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/coded_body.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/escapes.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/grpc_response_scan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seed_phrase.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scanner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_runs.cpp
@@ -36,4 +37,5 @@ list(APPEND AIRLOCK_FILTER_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/head_places.cpp
   ${CMAKE_CURRENT_LIST_DIR}/protobuf_view.cpp
   ${CMAKE_CURRENT_LIST_DIR}/record_scrub.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/response_reading.cpp
   ${CMAKE_CURRENT_LIST_DIR}/response_scan.cpp)

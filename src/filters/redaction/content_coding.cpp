@@ -48,6 +48,18 @@ bool grpc_compressed(const boost::beast::http::fields& head) {
   return false;
 }
 
+content_coding grpc_message_coding(const boost::beast::http::fields& head) {
+  std::string joined;
+  for (const auto& f : head) {
+    if (!iequals(f.name_string(), "grpc-encoding") &&
+        !iequals(f.name_string(), "connect-content-encoding"))
+      continue;
+    if (!joined.empty()) joined += ',';
+    joined += f.value();
+  }
+  return parse_content_encoding(std::string_view(joined));  // two codings: "stacked"
+}
+
 std::string_view to_string(content_coding c) noexcept {
   switch (c) {
     case content_coding::identity:

@@ -27,6 +27,10 @@ content_coding parse_content_encoding(const boost::beast::http::fields& head);
 // connect-content-encoding) line other than "identity", any of them (implementations differ in
 // which line they take).
 bool grpc_compressed(const boost::beast::http::fields& head);
+// The coding of the messages whose compressed flag is set: identity when the head names none,
+// gzip or deflate (zlib, as gRPC's "deflate" is), unsupported for any other (snappy, zstd) or
+// for two different ones.
+content_coding grpc_message_coding(const boost::beast::http::fields& head);
 
 std::string_view to_string(content_coding c) noexcept;
 

@@ -53,6 +53,7 @@ REASONS = {
     "dlp_blocked": (403, "http_request_denied"),
     "hostname_exfiltration": (403, "http_request_denied"),
     "host_blocklisted": (403, "http_request_denied"),
+    "injection_blocked": (403, "http_request_denied"),
     "mcp_method_denied": (403, "http_request_denied"),
     "mcp_tool_denied": (403, "http_request_denied"),
     "mcp_params_denied": (403, "http_request_denied"),

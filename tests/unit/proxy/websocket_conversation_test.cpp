@@ -24,7 +24,7 @@ class word_filter final : public filters::filter {
   filters::verdict on_message(filters::exchange&, const filters::message& m) override {
     opcodes_seen.push_back(m.opcode);
     if (m.payload.find("forbidden") != std::string_view::npos)
-      return filters::verdict::refuse(core::errc::placeholder_refused, "a forbidden word");
+      return filters::verdict::refuse(core::errc::placeholder_refused, "a word not allowed");
     return filters::verdict::next();
   }
 };
@@ -248,6 +248,12 @@ TEST(WebsocketConversation, ACloseReasonIsCheckedAsATextMessage) {
     ASSERT_EQ(other.size(), 1u);
     EXPECT_EQ(other[0].code, 1008);
     EXPECT_EQ(other[0].reason.find("forbidden"), std::string::npos);
+    // The agent is told why (its own close, or the origin's); the origin never is.
+    const auto to_agent = client ? frames(out.to_sender, ws::sender::server).at(0) : other[0];
+    EXPECT_NE(to_agent.reason.find("placeholder_refused"), std::string::npos);
+    if (client) {
+      EXPECT_EQ(other[0].reason, "closed by the proxy");
+    }
     EXPECT_EQ(f.ex.record.reason, core::errc::placeholder_refused);
     EXPECT_EQ(f.ex.record.websocket->refused_from, client ? "client" : "origin");
   }
