@@ -32,7 +32,7 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
     out.errors.push_back(std::move(error));
     return out;
   }
-  auto dlp_plan = dlp::dlp_plan::build(*snapshot);
+  auto dlp_plan = dlp::dlp_plan::build(*snapshot, retired);
   if (!dlp_plan.plan) {
     for (auto& e : dlp_plan.errors)
       out.errors.push_back(std::move(e));

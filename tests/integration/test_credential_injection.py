@@ -686,7 +686,9 @@ class SecretRotationTest(SecretsCase):
                            inject={"headers": {"X-Key": "${secrets.file_key}"}}),
              # An origin that still sends the old value back (a cache, a key listing).
              cls.echo_rule(cls.origin.port, "stale", ["stale.test"],
-                           inject={"headers": {"X-Key": "${secrets.file_key}"}})],
+                           inject={"headers": {"X-Key": "${secrets.file_key}"}}),
+             # Where an agent that learnt a value might send it: DLP refuses it.
+             cls.echo_rule(cls.echo.port, "out", ["out.test"], dlp={"action": "block"})],
             secrets={"file_key": cls.secret_decl("file_key")})
 
     def stale_answer(self):
@@ -734,6 +736,16 @@ class SecretRotationTest(SecretsCase):
         # The old value may still be valid at its provider: an origin that sends it back
         # after the rotation has it redacted as before (retired_secrets.hpp).
         self.assertEqual(self.stale_answer(), b"old key: [REDACTED:secret:file_key]\n")
+        # Nor may a request carry it out, as it may not carry the new one.
+        for value in (self.NEW, self.OLD):
+            m = marker()
+            r = self.curl(self.echo.url("/echo/out-%s" % m, "out.test"),
+                          args=["-H", "X-Note: %s" % value])
+            self.assertEqual(r.status, 403, value)
+            self.assertEqual(r.header("X-Airlock-Reason"), "dlp_blocked", value)
+            rec = self.assert_audit(path=lambda v, m=m: v is not None and m in v)
+            self.assertEqual([d["class"] for d in rec["dlp"]], ["secret:file_key"], rec)
+            self.assertNotIn(m.encode(), self.echo.all_received_bytes())
         self.assert_no_secret(self.proxy.stderr(), "stderr")
 
 

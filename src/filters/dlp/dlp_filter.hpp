@@ -18,9 +18,11 @@
 // request goes on.
 
 #include "filters/filter.hpp"
+#include "filters/redaction/redactor.hpp"
 #include "policy/dlp.hpp"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,9 +36,11 @@ class scanner;
 struct scanner_config;
 
 // What a scanner for `cfg` (null: the default classes) reads under `snapshot`: its classes, and
-// the policy's custom redactors, secrets and placeholders.
+// the policy's custom redactors, secrets and placeholders, and the `retired` values of its
+// secrets (redaction/retired_secrets.hpp: a rotated credential may stay valid at its provider).
 scanner_config scanner_config_for(const policy::snapshot& snapshot,
-                                  const policy::model::dlp_config* cfg);
+                                  const policy::model::dlp_config* cfg,
+                                  std::span<const redaction::literal_secret> retired = {});
 
 // The scanners of one snapshot: one per distinct class list, and each rule's effective
 // configuration (its own `dlp`, else the policy-wide one, else none).
@@ -57,7 +61,8 @@ struct dlp_plan {
     std::shared_ptr<const dlp_plan> plan;
     std::vector<std::string> errors;
   };
-  static build_result build(const policy::snapshot& snapshot);
+  static build_result build(const policy::snapshot& snapshot,
+                            std::span<const redaction::literal_secret> retired = {});
 };
 
 class dlp_factory final : public filter_factory {

@@ -24,7 +24,8 @@ bool blocklisted(const std::vector<policy::model::blocked_host>& list, std::stri
   return false;
 }
 
-scanner_config scanner_config_for(const policy::snapshot& snapshot, const dlp_config* cfg) {
+scanner_config scanner_config_for(const policy::snapshot& snapshot, const dlp_config* cfg,
+                                  std::span<const redaction::literal_secret> retired) {
   scanner_config out;
   if (cfg != nullptr) {
     out.classes = cfg->classes;
@@ -33,12 +34,14 @@ scanner_config scanner_config_for(const policy::snapshot& snapshot, const dlp_co
   for (const auto& r : snapshot.redactors())
     out.custom.push_back(redaction::custom_redactor(r.name, r.pattern, r.replacement));
   out.secrets = redaction::literal_secrets(snapshot);
+  out.secrets.insert(out.secrets.end(), retired.begin(), retired.end());
   for (const auto& s : snapshot.secrets())
     out.placeholders.push_back(s.placeholder);
   return out;
 }
 
-dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot) {
+dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot,
+                                       std::span<const redaction::literal_secret> retired) {
   build_result out;
   auto plan = std::make_shared<dlp_plan>();
   plan->blocklist = snapshot.model().blocklist;
@@ -53,7 +56,7 @@ dlp_plan::build_result dlp_plan::build(const policy::snapshot& snapshot) {
       key += core::str_cat(",", c);
     auto& scan = by_classes[key];
     if (!scan) {
-      auto built = scanner::build(scanner_config_for(snapshot, cfg));
+      auto built = scanner::build(scanner_config_for(snapshot, cfg, retired));
       for (auto& e : built.errors)
         out.errors.push_back(core::str_cat(owner, ": ", e));
       if (!built.built) return {};

@@ -3,6 +3,7 @@
 #include "filters/chain.hpp"
 #include "filters/pipeline.hpp"
 #include "filters/rate_limit/registry.hpp"
+#include "filters/redaction/retired_secrets.hpp"
 #include "policy/loader.hpp"
 #include "policy/snapshot.hpp"
 
@@ -10,6 +11,8 @@
 #include <boost/beast/http/message.hpp>
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 // The DLP filter in the real chain of a policy, on hand-built exchanges (no sockets): the
 // `dlp` keys, each action, each location, the blocklist and host-name checks.
@@ -21,12 +24,12 @@ constexpr const char* kAws = "AKIAIOSFODNN7EXAMPLE";
 
 class dlp_test : public ::testing::Test {
  protected:
-  void load(const std::string& yaml) {
+  void load(const std::string& yaml, redaction::retired_secrets* retired = nullptr) {
     auto r = policy::load_string(yaml, "dlp.yaml");
     for (const auto& e : r.errors)
       ADD_FAILURE() << e.to_string();
     ASSERT_TRUE(r.policy);
-    lasting_state state{&rates_};
+    lasting_state state{&rates_, nullptr, retired};
     auto built = pipeline::build(r.policy, state);
     for (const auto& e : built.errors)
       ADD_FAILURE() << e;
@@ -111,6 +114,37 @@ TEST_F(dlp_test, BlocksAFindingInEachPlace) {
     EXPECT_EQ(ex.record.dlp[0].cls, "github-token");
     EXPECT_EQ(ex.record.dlp[0].location, "cookie");
   }
+}
+
+// A secret's value a reload replaced may still be valid at its provider: a request that carries
+// it is refused for a day after, as one carrying the current value is.
+TEST_F(dlp_test, ARotatedSecretsOldValueIsStillRefused) {
+  constexpr const char* kOld = "rot-DLPTEST-old-value-1111111111";
+  constexpr const char* kNew = "rot-DLPTEST-new-value-2222222222";
+  const std::string policy = std::string(kPolicy) + R"(
+secrets:
+  rotated: {env: AIRLOCK_UT_DLP_ROTATED, hosts: [api.example.com]}
+)";
+  redaction::retired_secrets retired;
+  ::setenv("AIRLOCK_UT_DLP_ROTATED", kOld, 1);
+  load(policy, &retired);
+  ::setenv("AIRLOCK_UT_DLP_ROTATED", kNew, 1);
+  load(policy, &retired);
+  for (const char* value : {kNew, kOld}) {
+    auto& ex = request(http::verb::get, "evil.example.com", "/");
+    req_.set("X-Note", value);
+    chain c(pipeline_->factories(), ex);
+    EXPECT_TRUE(c.request_head().refused()) << value;
+    ASSERT_EQ(ex.record.dlp.size(), 1u) << value;
+    EXPECT_EQ(ex.record.dlp[0].cls, "secret:rotated");
+    EXPECT_EQ(ex.record.detail.find(value), std::string::npos) << "the value leaked";
+  }
+  load(policy);  // without the values kept (a first load), only the current one is known
+  ::unsetenv("AIRLOCK_UT_DLP_ROTATED");
+  auto& ex = request(http::verb::get, "evil.example.com", "/");
+  req_.set("X-Note", kOld);
+  chain c(pipeline_->factories(), ex);
+  EXPECT_FALSE(c.request_head().refused());
 }
 
 TEST_F(dlp_test, BodiesWholeAndStreamed) {
