@@ -38,7 +38,7 @@ pipeline::build_result pipeline::build(std::shared_ptr<const policy::snapshot> s
       out.errors.push_back(std::move(e));
     return out;
   }
-  auto mcp_plan = mcp::mcp_plan::build(*snapshot, *dlp_plan.plan);
+  auto mcp_plan = mcp::mcp_plan::build(*snapshot, *dlp_plan.plan, retired);
   if (!mcp_plan.plan) {
     for (auto& e : mcp_plan.errors)
       out.errors.push_back(std::move(e));

@@ -255,7 +255,8 @@ class mcp_filter final : public filter {
 
 }  // namespace
 
-mcp_plan::build_result mcp_plan::build(const policy::snapshot& snapshot, const dlp::dlp_plan& dlp) {
+mcp_plan::build_result mcp_plan::build(const policy::snapshot& snapshot, const dlp::dlp_plan& dlp,
+                                       std::span<const redaction::literal_secret> retired) {
   build_result out;
   auto plan = std::make_shared<mcp_plan>();
   plan->memory = std::make_shared<tool_memory>();
@@ -280,7 +281,7 @@ mcp_plan::build_result mcp_plan::build(const policy::snapshot& snapshot, const d
       rp.block = own->config->action == dlp_action::block;
     } else if (rule.mcp.scan_arguments) {
       if (!fallback) {
-        auto built = dlp::scanner::build(dlp::scanner_config_for(snapshot, nullptr));
+        auto built = dlp::scanner::build(dlp::scanner_config_for(snapshot, nullptr, retired));
         for (auto& e : built.errors)
           out.errors.push_back(core::str_cat("mcp: ", e));
         if (!built.built) return out;

@@ -21,8 +21,10 @@
 // airlock_mcp_calls_total. Report mode (applied by the chain) lets refusals through, recorded.
 
 #include "filters/filter.hpp"
+#include "filters/redaction/redactor.hpp"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,7 +65,10 @@ struct mcp_plan {
     std::shared_ptr<const mcp_plan> plan;
     std::vector<std::string> errors;
   };
-  static build_result build(const policy::snapshot& snapshot, const dlp::dlp_plan& dlp);
+  // `retired`: rotated-out secret values (redaction/retired_secrets.hpp), refused in arguments
+  // as the current ones are.
+  static build_result build(const policy::snapshot& snapshot, const dlp::dlp_plan& dlp,
+                            std::span<const redaction::literal_secret> retired = {});
 };
 
 class mcp_factory final : public filter_factory {

@@ -2,6 +2,7 @@
 #include "filters/chain.hpp"
 #include "filters/pipeline.hpp"
 #include "filters/rate_limit/registry.hpp"
+#include "filters/redaction/retired_secrets.hpp"
 #include "policy/loader.hpp"
 #include "policy/snapshot.hpp"
 
@@ -9,6 +10,8 @@
 #include <boost/beast/http/message.hpp>
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include <string>
 #include <utility>
@@ -48,12 +51,14 @@ rules:
 
 class mcp_test : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto r = policy::load_string(kPolicy, "mcp.yaml");
+  void SetUp() override { load(kPolicy); }
+
+  void load(const std::string& yaml, redaction::retired_secrets* retired = nullptr) {
+    auto r = policy::load_string(yaml, "mcp.yaml");
     for (const auto& e : r.errors)
       ADD_FAILURE() << e.to_string();
     ASSERT_TRUE(r.policy);
-    lasting_state state{&rates_};
+    lasting_state state{&rates_, nullptr, retired};
     auto built = pipeline::build(r.policy, state);
     for (const auto& e : built.errors)
       ADD_FAILURE() << e;
@@ -152,6 +157,26 @@ TEST_F(mcp_test, RefusalsAreJsonRpcErrors) {
   EXPECT_EQ(ex().record.mcp[0].tool, "other");
   post(R"({"jsonrpc":"2.0","id":9,"method":"x/custom"})");
   EXPECT_EQ(ex().record.mcp[0].method, "other");
+}
+
+// A secret's value a reload replaced is refused in a call's arguments as the current one is
+// (the rule reads them with the default DLP classes: it has no `dlp` of its own).
+TEST_F(mcp_test, ARotatedSecretsOldValueInArgumentsIsRefused) {
+  constexpr const char* kOld = "rot-MCPTEST-old-value-1111111111";
+  const std::string policy = std::string(kPolicy) + R"(
+secrets:
+  rotated: {env: AIRLOCK_UT_MCP_ROTATED, hosts: [api.example.com]}
+)";
+  redaction::retired_secrets retired;
+  ::setenv("AIRLOCK_UT_MCP_ROTATED", kOld, 1);
+  load(policy, &retired);
+  ::setenv("AIRLOCK_UT_MCP_ROTATED", "rot-MCPTEST-new-value-2222222222", 1);
+  load(policy, &retired);
+  ::unsetenv("AIRLOCK_UT_MCP_ROTATED");
+  EXPECT_FALSE(post(call("echo", std::string(R"({"text":"key )") + kOld + R"("})")));
+  EXPECT_EQ(ex().record.reason, core::errc::dlp_blocked);
+  ASSERT_EQ(ex().record.dlp.size(), 1u);
+  EXPECT_EQ(ex().record.dlp[0].cls, "secret:rotated");
 }
 
 TEST_F(mcp_test, OneRefusedCallRefusesTheBatch) {
