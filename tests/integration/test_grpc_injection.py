@@ -53,7 +53,7 @@ def words(text):
 class ModelServer(GrpcServer):
     """/airlock.test.Model/Generate and .../Reported (server streaming): the request names the
     answer: b"clean", b"words" (PHRASE a word per message), b"whole" (a clean message, then
-    PHRASE in one)."""
+    PHRASE in one), b"big" (a message of 2 MiB, over DLP's 1 MiB bound, then PHRASE)."""
     SERVICE = "airlock.test.Model"
 
     def methods(self):
@@ -66,6 +66,8 @@ class ModelServer(GrpcServer):
             parts = ["The weather", " is fine", " all day."]
         elif request == b"words":
             parts = words(PHRASE)
+        elif request == b"big":
+            parts = ["x" * (2 << 20), PHRASE]
         else:
             parts = ["Here is the page:", " " + PHRASE]
         for p in parts:
@@ -132,6 +134,19 @@ class GrpcInjectionCase(GrpcServerCase):
                                     reason="injection_blocked")
         self.assertIsNotNone(rec, self.proxy.audit()[-3:])
         self.assertEqual(rec["dlp"][0]["class"], "instruction-override", rec)
+
+    def test_a_message_over_the_bound_passes_and_the_next_is_read(self):
+        # Read to max_body_bytes (1 MiB) and passed whole, not refused as unreadable; the
+        # message after it is read again.
+        mark = self.proxy.audit_mark()
+        got, code, details = self.call("Generate", b"big")
+        self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED, details)
+        self.assertTrue(got == [chunk("x" * (2 << 20))],
+                        "got %d messages of %s bytes" % (len(got), [len(m) for m in got]))
+        self.assertIn("prompt injection (instruction-override)", details)
+        rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Model/Generate",
+                                    reason="injection_blocked")
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
 
     def test_report_passes_the_answer_and_records_the_finding(self):
         mark = self.proxy.audit_mark()

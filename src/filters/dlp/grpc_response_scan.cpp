@@ -77,15 +77,22 @@ std::optional<std::string_view> grpc_response_scan::write(std::string_view piece
 // `out`. Sets unread_ on a message that cannot be read (and leaves the piece's rest untaken).
 std::optional<std::string_view> grpc_response_scan::take(std::string_view& piece,
                                                          std::string& out) {
-  const auto unreadable = [&]() -> std::optional<std::string_view> {
-    unread_ = true;
-    return kUnreadableCoding;
-  };
-  if (framing_ == framing::unframed) {
-    if (frame_.size() + piece.size() > max_) return unreadable();
-    frame_.append(piece);
-    piece = {};
+  if (skip_ > 0) {  // the unread rest of a message over the bound
+    const std::size_t n = std::min<std::uint64_t>(skip_, piece.size());
+    out.append(piece.substr(0, n));
+    piece.remove_prefix(n);
+    skip_ -= n;
     return std::nullopt;
+  }
+  if (framing_ == framing::unframed) {
+    const std::size_t n = std::min<std::uint64_t>(max_ - frame_.size(), piece.size());
+    frame_.append(piece.substr(0, n));
+    piece.remove_prefix(n);
+    if (piece.empty()) return std::nullopt;
+    // Over the bound: its first max_ bytes read as they are, as a text body's are; the rest
+    // passes as it comes.
+    unread_ = true;
+    return find_injection(frame_);
   }
   if (frame_.size() < kGrpcPrefixBytes) {
     const std::size_t n = std::min(kGrpcPrefixBytes - frame_.size(), piece.size());
@@ -93,13 +100,27 @@ std::optional<std::string_view> grpc_response_scan::take(std::string_view& piece
     piece.remove_prefix(n);
     if (frame_.size() < kGrpcPrefixBytes) return std::nullopt;
     need_ = redaction::grpc_message_length(frame_);
-    if (need_ > max_ || ((frame_[0] & kCompressed) != 0 && !inflatable())) return unreadable();
+    if ((frame_[0] & kCompressed) != 0 && (need_ > max_ || !inflatable())) {
+      unread_ = true;
+      return kUnreadableCoding;
+    }
   }
+  // A message over the bound is held to it only.
+  const std::uint64_t held = std::min(need_, max_);
   const std::size_t n =
-      std::min<std::uint64_t>(need_ - (frame_.size() - kGrpcPrefixBytes), piece.size());
+      std::min<std::uint64_t>(held - (frame_.size() - kGrpcPrefixBytes), piece.size());
   frame_.append(piece.substr(0, n));
   piece.remove_prefix(n);
-  if (frame_.size() - kGrpcPrefixBytes < need_) return std::nullopt;
+  if (frame_.size() - kGrpcPrefixBytes < held) return std::nullopt;
+  if (held < need_) {
+    // Its first max_ bytes read as they are (its fields cannot be parsed from a part), the
+    // rest passed unread; the messages after it are read again.
+    const auto found = find_injection(std::string_view(frame_).substr(kGrpcPrefixBytes));
+    out.append(frame_);
+    frame_.clear();
+    skip_ = need_ - held;
+    return found;
+  }
   const std::string_view message = std::string_view(frame_).substr(kGrpcPrefixBytes);
   const auto flags = static_cast<unsigned char>(frame_[0]);
   const auto found =
@@ -114,22 +135,23 @@ bool grpc_response_scan::inflatable() const noexcept {
          compressed_ == redaction::content_coding::deflate;
 }
 
-// A message with the compressed flag, inflated (at most max_ bytes of it) and read; a coding
-// that cannot be read or data that does not inflate whole leave the rest unread.
+// A message with the compressed flag, inflated and read; one that inflates past max_ bytes is
+// read to there, as they are, as an uncompressed one over the bound is. A coding that cannot be
+// read, or data that does not inflate whole, leave the rest unread.
 std::optional<std::string_view> grpc_response_scan::read_compressed(std::string_view message,
                                                                     unsigned char flags) {
   redaction::decoder inflater(compressed_);
   std::string text;
   for (;;) {
-    const auto st = inflater.decode(message, text, max_ + 1 - text.size());
-    if (st == redaction::decoder::status::output_full && text.size() <= max_) continue;
-    if (st == redaction::decoder::status::error || text.size() > max_ || !inflater.complete()) {
+    const auto st = inflater.decode(message, text, max_ - text.size());
+    if (st == redaction::decoder::status::output_full && text.size() < max_) continue;
+    if (st == redaction::decoder::status::output_full) return find_injection(text);
+    if (st == redaction::decoder::status::error || !inflater.complete()) {
       unread_ = true;
       return kUnreadableCoding;
     }
-    break;
+    return read(text, flags);
   }
-  return read(text, flags);
 }
 
 // One whole message: its bytes, then its strings joined with the same paths' before them.

@@ -16,12 +16,17 @@
 // phrase streamed a word per message is whole only there. Each path keeps the last kCarry
 // bytes of its text (carry.hpp); at most kMaxPaths paths (the rest share the last).
 //
+// A message over `max_message` bytes (an unframed body likewise) is held to that bound only:
+// its first bytes are read as they are and the rest passes unread, as a text body past
+// max_body_bytes does; the messages after it are read again.
+//
 // A message with the compressed flag is inflated for reading (grpc-encoding gzip or deflate;
 // a gRPC server may compress whatever the client's grpc-accept-encoding said, as grpcio's
-// does) and passes as it came. Not readable, and so a finding of kUnreadableCoding: a
-// compressed message in a coding the proxy cannot read or that does not inflate whole, a
-// message (or its text inflated) or an unframed body over `max_message` bytes. After it nothing
-// more is read: under `block` the answer is refused, otherwise the rest passes as it comes.
+// does; one that inflates past the bound is read to it) and passes as it came. Not readable,
+// and so a finding of kUnreadableCoding: a compressed message in a coding the proxy cannot
+// read, that does not inflate whole, or whose compressed bytes are over `max_message`. After
+// it nothing more is read: under `block` the answer is refused, otherwise the rest passes as
+// it comes.
 //
 // @par Thread Safety
 // One per response body, one thread.
@@ -75,6 +80,7 @@ class grpc_response_scan {
   bool unread_ = false;  // what comes passes unread
   std::string frame_;    // the message being received, its 5-byte prefix first (gRPC)
   std::uint64_t need_ = 0;
+  std::uint64_t skip_ = 0;  // bytes of a message over the bound that pass unread
   std::map<std::string, scan_window, std::less<>> joined_;  // per field path
   std::map<std::string, std::string, std::less<>> texts_;   // (one message's, scratch)
 };

@@ -93,8 +93,8 @@ verdict response_reading::message_finding(exchange& ex, std::string_view cls) {
   if (!block) return verdict::next();
   if (cls == kUnreadableCoding)
     return verdict::violation(core::errc::injection_blocked,
-                              "dlp: unreadable-coding (gRPC or protobuf messages in a coding DLP "
-                              "cannot read, or one over dlp.max_body_bytes)");
+                              "dlp: unreadable-coding (gRPC or protobuf messages compressed in a "
+                              "coding DLP cannot read, or past dlp.max_body_bytes)");
   return verdict::violation(
       core::errc::injection_blocked,
       core::str_cat("dlp: prompt injection (", cls, ") in a gRPC or protobuf message"));

@@ -163,16 +163,35 @@ TEST(DlpGrpcResponseScan, ConnectEndOfStreamAndWebTrailersAreRead) {
             std::vector<std::string_view>{"instruction-override"});
 }
 
-TEST(DlpGrpcResponseScan, CompressedWithNoCodingOrOversizedAreUnreadableThenPassUnread) {
+TEST(DlpGrpcResponseScan, CompressedWithNoCodingIsUnreadableThenPassesUnread) {
   const std::string clean = frame(chunk("fine"));
   const std::string compressed = frame(chunk("zzz"), '\x01') + frame(chunk(kPhrase));
   auto r = feed(grpc_response_scan(framing::grpc, codec::protobuf, 1 << 20), clean + compressed, 4);
   EXPECT_EQ(r.found, std::vector<std::string_view>{kUnreadableCoding});
   EXPECT_EQ(r.out, clean + compressed);  // after it, nothing more is read
+}
+
+TEST(DlpGrpcResponseScan, AMessageOverTheBoundIsReadToItThenTheNextOnesAgain) {
+  const std::string clean = frame(chunk("fine"));
   const std::string big = frame(chunk(std::string(200, 'a')));
-  r = feed(grpc_response_scan(framing::grpc, codec::protobuf, 100), clean + big, 16);
-  EXPECT_EQ(r.found, std::vector<std::string_view>{kUnreadableCoding});
-  EXPECT_EQ(r.out, clean + big);
+  for (std::size_t step : {1u, 16u, 1000u}) {
+    SCOPED_TRACE(step);
+    // Passed whole, nothing found, and the message after it is read.
+    auto r = feed(grpc_response_scan(framing::grpc, codec::protobuf, 100),
+                  clean + big + frame(chunk(kPhrase)), step);
+    EXPECT_EQ(r.found, std::vector<std::string_view>{"instruction-override"});
+    EXPECT_EQ(r.out, clean + big + frame(chunk(kPhrase)));
+    r = feed(grpc_response_scan(framing::grpc, codec::protobuf, 100), clean + big + clean, step);
+    EXPECT_TRUE(r.found.empty());
+    EXPECT_EQ(r.out, clean + big + clean);
+    // Its first bytes are read (as they are); what comes past the bound is not.
+    const std::string early = frame(chunk(std::string(kPhrase) + std::string(200, 'a')));
+    EXPECT_EQ(feed(grpc_response_scan(framing::grpc, codec::protobuf, 100), early, step).found,
+              std::vector<std::string_view>{"instruction-override"});
+    const std::string late = frame(chunk(std::string(200, 'a') + std::string(kPhrase)));
+    EXPECT_TRUE(
+        feed(grpc_response_scan(framing::grpc, codec::protobuf, 100), late, step).found.empty());
+  }
 }
 
 std::string gzip(std::string_view text) {
@@ -195,7 +214,7 @@ TEST(DlpGrpcResponseScan, CompressedMessagesAreInflatedForReadingAndPassAsTheyCa
   EXPECT_EQ(r.out, clean + frame(chunk("plain")) + bad);
   r = feed(scan(1 << 20), clean, 6);
   EXPECT_TRUE(r.found.empty());
-  // Corrupt, cut short, or inflating past the bound: unreadable, and the rest passes unread.
+  // Corrupt or cut short: unreadable, and the rest passes unread.
   std::string corrupt = gzip(chunk(kPhrase));
   corrupt[12] ^= 0x55;
   EXPECT_EQ(feed(scan(1 << 20), frame(corrupt, '\x01') + bad, 7).found,
@@ -203,10 +222,15 @@ TEST(DlpGrpcResponseScan, CompressedMessagesAreInflatedForReadingAndPassAsTheyCa
   const std::string cut = gzip(chunk(kPhrase));
   EXPECT_EQ(feed(scan(1 << 20), frame(cut.substr(0, cut.size() - 6), '\x01'), 7).found,
             std::vector<std::string_view>{kUnreadableCoding});
+  // Inflating past the bound (a bomb, or just a large message): read to the bound, passed,
+  // and the next message read; the phrase early in such a message is found.
   const std::string bomb = frame(gzip(std::string(100000, 'a')), '\x01');
   r = feed(scan(1000), bomb + bad, 64);
-  EXPECT_EQ(r.found, std::vector<std::string_view>{kUnreadableCoding});
+  EXPECT_EQ(r.found, std::vector<std::string_view>{"instruction-override"});
   EXPECT_EQ(r.out, bomb + bad);
+  const std::string early = frame(gzip(std::string(kPhrase) + std::string(100000, 'a')), '\x01');
+  EXPECT_EQ(feed(scan(1000), early, 64).found,
+            std::vector<std::string_view>{"instruction-override"});
   // A coding the proxy cannot inflate (snappy): unreadable.
   EXPECT_EQ(
       feed(grpc_response_scan(framing::grpc, codec::protobuf, 1 << 20, content_coding::unsupported),
@@ -231,9 +255,14 @@ TEST(DlpGrpcResponseScan, AnUnframedProtobufBodyIsReadWholeAtItsEnd) {
   EXPECT_EQ(out, "");
   EXPECT_EQ(scan.write(body.substr(10), true, out), "instruction-override");
   EXPECT_EQ(out, body);
-  const auto over = feed(grpc_response_scan(framing::unframed, codec::protobuf, 50), body, 8);
-  EXPECT_EQ(over.found, std::vector<std::string_view>{kUnreadableCoding});
+  // Over the bound: its first bytes read as they are, the rest passed unread.
+  auto over = feed(grpc_response_scan(framing::unframed, codec::protobuf, 50), body, 8);
+  EXPECT_TRUE(over.found.empty());
   EXPECT_EQ(over.out, body);
+  const std::string early = chunk(kPhrase) + chunk(std::string(200, 'a'));
+  over = feed(grpc_response_scan(framing::unframed, codec::protobuf, 90), early, 8);
+  EXPECT_EQ(over.found, std::vector<std::string_view>{"instruction-override"});
+  EXPECT_EQ(over.out, early);
 }
 
 TEST(DlpGrpcResponseScan, ManyPathsShareTheLastOne) {
