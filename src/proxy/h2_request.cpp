@@ -122,10 +122,14 @@ void h2_drop_field(h2::header_list& fields, std::string_view name) {
       fields.end());
 }
 
-bool is_grpc(const http::fields& request) {
-  const auto type = core::lower(request[http::field::content_type]);
+bool is_grpc_type(std::string_view content_type) {
+  const auto type = core::lower(content_type);
   return type == "application/grpc" || type.starts_with("application/grpc+") ||
          type.starts_with("application/grpc;");
+}
+
+bool is_grpc(const http::fields& request) {
+  return is_grpc_type(request[http::field::content_type]);
 }
 
 h2::header_list grpc_answer_fields(const http::response<http::string_body>& answer,

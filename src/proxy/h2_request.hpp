@@ -42,6 +42,7 @@ void h2_drop_field(h2::header_list& fields, std::string_view name);
 // Whether the request is a gRPC call (content-type application/grpc, with or without a
 // subtype: the gRPC over HTTP/2 protocol).
 bool is_grpc(const http::fields& request);
+bool is_grpc_type(std::string_view content_type);
 
 // The proxy's own answer (its status, fields and one-line reason) as a gRPC client reads it:
 // grpc-status from the HTTP status (403 PERMISSION_DENIED, 429/413/431 RESOURCE_EXHAUSTED, 407

@@ -184,17 +184,31 @@ bool h2_response_head::submit(h2_connection& c, h2_stream_state& ss, filters::ex
   return true;
 }
 
+namespace {
+// The call is gRPC and so is its answer (200, a gRPC Content-Type): what was sent of it is
+// whole messages or part of one, which trailers with a status end as a failed call. Any other
+// answer cut is reset, so that the client sees it incomplete.
+bool grpc_answer_under_way(const h2_stream_state& ss, const h2_response_head& head) {
+  if (!ss.grpc || head.status != 200) return false;
+  for (const auto& [name, value] : head.fields)
+    if (name == "content-type") return is_grpc_type(value);
+  return false;
+}
+}  // namespace
+
 asio::awaitable<void> h2_cut_answer(h2_connection& c, h2_stream_state& ss,
                                     filters::exchange_record& rec, const h2_response_head& head,
                                     std::chrono::milliseconds idle) {
   if (!head.sent) co_return co_await h2_answer(c, ss, rec, idle);
   if (rec.chain) rec.chain->answered();
-  if (ss.grpc && !ss.stream->closed && !c.closing()) {
+  if (grpc_answer_under_way(ss, head) && !ss.stream->closed && !c.closing()) {
     // A gRPC answer under way ends with trailers that say why (grpc-status, grpc-message): a
     // client shows them as the call's status, where a reset reads as INTERNAL and nothing more.
     ss.stream->out_trailers =
         grpc_answer_fields(make_answer(rec.reason, rec.detail, 11, true), false);
-    co_await h2_push_output(c, ss, {}, true, idle);
+    const bool pushed = co_await h2_push_output(c, ss, std::string_view(), true, idle);
+    if (!pushed) h2_note_undelivered(c, ss, rec);
+    rec.bytes_out = ss.stream->out_total;
     co_return;
   }
   c.codec().reset(*ss.stream, NGHTTP2_INTERNAL_ERROR);

@@ -6,8 +6,9 @@
 // (filters::chain::message) before anything of it is forwarded, re-framed (masked towards the
 // origin, unmasked towards the client; never compressed, which RFC 7692 section 6 allows).
 //
-// A refused message never reaches the other side: the sender gets close 1008 with a short
-// reason, the other side close 1008 too, and the relay ends. A frame that breaks the protocol
+// A refused message never reaches the other side: both sides get close 1008, the agent's with
+// a short reason whichever side sent it, the origin's only "closed by the proxy"; the relay
+// ends. A frame that breaks the protocol
 // gets its close code (1002, 1007, 1009) to the side that sent it and 1001 to the other.
 //
 // Close frames pass through (their reasons checked). Once a side has sent its Close, what it

@@ -13,6 +13,7 @@ same five-byte envelope) over plain HTTP/1.1 to curl.
 
 import functools
 import json
+import time
 import unittest
 
 import grpc
@@ -53,7 +54,11 @@ def words(text):
 class ModelServer(GrpcServer):
     """/airlock.test.Model/Generate and .../Reported (server streaming): the request names the
     answer: b"clean", b"words" (PHRASE a word per message), b"whole" (a clean message, then
-    PHRASE in one), b"big" (a message of 2 MiB, over DLP's 1 MiB bound, then PHRASE)."""
+    PHRASE in one), b"big" (a message of 2 MiB, over DLP's 1 MiB bound, then PHRASE),
+    b"status" (the call fails at once with PHRASE as its status message: a trailers-only
+    answer), b"late-status" (a clean message, then that failure, in the trailers). Messages
+    go 50 ms apart, so that each reaches the proxy in a read of its own (the one that arrives
+    with a refused message is not delivered either)."""
     SERVICE = "airlock.test.Model"
 
     def methods(self):
@@ -68,15 +73,20 @@ class ModelServer(GrpcServer):
             parts = words(PHRASE)
         elif request == b"big":
             parts = ["x" * (2 << 20), PHRASE]
+        elif request in (b"status", b"late-status"):
+            parts = ["Looking it up."] if request == b"late-status" else []
         else:
             parts = ["Here is the page:", " " + PHRASE]
-        for p in parts:
+        for i, p in enumerate(parts):
+            if i:
+                time.sleep(0.05)
             yield chunk(p)
+        if request in (b"status", b"late-status"):
+            time.sleep(0.05)
+            context.abort(grpc.StatusCode.NOT_FOUND, PHRASE)
 
 
 class GrpcInjectionCase(GrpcServerCase):
-    # The server compresses its messages for a client that accepts gzip (grpcio's does): the
-    # proxy asks for identity, so they come readable.
     server = ModelServer
 
     @classmethod
@@ -115,9 +125,12 @@ class GrpcInjectionCase(GrpcServerCase):
     def test_a_phrase_streamed_a_word_per_message_ends_the_call(self):
         mark = self.proxy.audit_mark()
         got, code, details = self.call("Generate", b"words")
-        self.assertNotEqual(code, grpc.StatusCode.OK, got)
+        # The call fails with the reason (trailers after the words that went on, not a reset).
+        self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED, details)
+        self.assertIn("prompt injection (instruction-override)", details)
         self.assertTrue(got, "the words before the phrase was whole went on")
         self.assertNotIn(COMPLETING_WORD, b"".join(got))
+        self.assertEqual(got, [chunk(w) for w in words(PHRASE)][:len(got)])
         rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Model/Generate",
                                     reason="injection_blocked")
         self.assertIsNotNone(rec, self.proxy.audit()[-3:])
@@ -127,8 +140,8 @@ class GrpcInjectionCase(GrpcServerCase):
 
     def test_a_phrase_in_a_later_message_never_arrives(self):
         mark = self.proxy.audit_mark()
-        got, code, _ = self.call("Generate", b"whole")
-        self.assertNotEqual(code, grpc.StatusCode.OK)
+        got, code, details = self.call("Generate", b"whole")
+        self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED, details)
         self.assertEqual(got, [chunk("Here is the page:")])
         rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Model/Generate",
                                     reason="injection_blocked")
@@ -147,6 +160,31 @@ class GrpcInjectionCase(GrpcServerCase):
         rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Model/Generate",
                                     reason="injection_blocked")
         self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+
+    def test_a_status_message_is_read(self):
+        # grpc-message is what a client shows as the call's error: an origin's phrase there,
+        # in a trailers-only answer or in the trailers after a message, is refused too.
+        for request, before in ((b"status", []), (b"late-status", [chunk("Looking it up.")])):
+            with self.subTest(request=request):
+                mark = self.proxy.audit_mark()
+                got, code, details = self.call("Generate", request)
+                self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED, details)
+                self.assertNotIn("Ignore all", details)
+                self.assertEqual(got, before)
+                rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Model/Generate",
+                                            reason="injection_blocked")
+                self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+                self.assertEqual(rec["dlp"], [{"class": "instruction-override",
+                                               "location": "trailer", "action": "block"}])
+        # Under report the status goes on as the origin sent it, recorded.
+        mark = self.proxy.audit_mark()
+        got, code, details = self.call("Reported", b"status")
+        self.assertEqual(code, grpc.StatusCode.NOT_FOUND, details)
+        self.assertEqual(details, PHRASE)
+        rec = self.proxy.wait_audit(after=mark, path="/airlock.test.Model/Reported")
+        self.assertIsNotNone(rec, self.proxy.audit()[-3:])
+        self.assertEqual(rec["dlp"], [{"class": "instruction-override", "location": "trailer",
+                                       "action": "report"}])
 
     def test_report_passes_the_answer_and_records_the_finding(self):
         mark = self.proxy.audit_mark()

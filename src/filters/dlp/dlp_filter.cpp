@@ -147,9 +147,11 @@ class dlp_filter final : public filter {
   }
 
   // Request trailers (HTTP/2; an HTTP/1.1 client's are dropped) are read as header fields are,
-  // names (also upper-cased) and values: a refusal ends the stream before they are sent on.
+  // names (also upper-cased) and values: a refusal ends the stream before they are sent on. A
+  // gRPC answer's trailers are read for prompt injection (response_reading.hpp).
   verdict on_trailers(exchange& ex, http::fields& fields, bool response) override {
-    if (response || rule_ == nullptr) return verdict::next();
+    if (response) return responses_ ? responses_->on_grpc_status(ex, fields) : verdict::next();
+    if (rule_ == nullptr) return verdict::next();
     findings found;
     std::vector<scanner::piece> pieces;
     std::deque<std::string> readings;

@@ -157,8 +157,8 @@ std::optional<std::string_view> grpc_response_scan::read_compressed(std::string_
 // One whole message: its bytes, then its strings joined with the same paths' before them.
 std::optional<std::string_view> grpc_response_scan::read(std::string_view message,
                                                          unsigned char flags) {
-  if (auto cls = find_injection(message)) return cls;
-  if ((flags & kWebTrailers) != 0) return std::nullopt;  // header lines: read as they are
+  auto found = find_injection(message);
+  if ((flags & kWebTrailers) != 0) return found;  // header lines: read as they are
   texts_.clear();
   if (codec_ == codec::json || (flags & kConnectEnd) != 0) {
     redaction::for_each_event_string(
@@ -170,9 +170,13 @@ std::optional<std::string_view> grpc_response_scan::read(std::string_view messag
     for (const auto& s : strings)
       bounded_slot(texts_, s.path, kMaxPaths) += s.text;
   }
-  for (const auto& [path, text] : texts_)
-    if (auto cls = read_joined(path, text)) return cls;
-  return std::nullopt;
+  // Every path joined, whatever was found already: the joins must hold this message's text
+  // for the ones after it (report goes on reading).
+  for (const auto& [path, text] : texts_) {
+    const auto cls = read_joined(path, text);
+    if (cls && !found) found = cls;
+  }
+  return found;
 }
 
 std::optional<std::string_view> grpc_response_scan::read_joined(std::string_view path,

@@ -1,6 +1,8 @@
 #include "filters/dlp/response_reading.hpp"
 
+#include "core/ascii.hpp"
 #include "core/str_cat.hpp"
+#include "filters/dlp/decode.hpp"
 #include "filters/dlp/injection.hpp"
 #include "filters/redaction/content_coding.hpp"
 #include "filters/redaction/content_type.hpp"
@@ -40,8 +42,11 @@ void response_reading::ask_readable(exchange& ex) const {
 }
 
 verdict response_reading::on_response_head(exchange& ex) {
-  if (!ex.response_has_body) return verdict::next();
   auto& res = *ex.response;
+  // A trailers-only gRPC answer (an error, most often) has its status in the head.
+  if (res.find("grpc-status") != res.end())
+    if (auto v = on_grpc_status(ex, res); !v.passes()) return v;
+  if (!ex.response_has_body) return verdict::next();
   // Text as redaction tells it (an untyped body is text); several Content-Type lines or a
   // charset it cannot read make the body unreadable, like a coding it cannot decode.
   const auto type = redaction::sole_content_type(res);
@@ -74,23 +79,32 @@ verdict response_reading::on_response_head(exchange& ex) {
 // in a message: `block` refuses the answer, anything else records it.
 verdict response_reading::read_messages(exchange& ex, std::string_view type) {
   const auto& res = *ex.response;
-  const auto compressed = redaction::grpc_message_coding(res);
-  messages_ = grpc_response_scan::for_type(type, config_.max_body_bytes, compressed);
+  // (A grpc-encoding the proxy cannot inflate makes only a message with the compressed flag
+  // unreadable: the head names the coding whether or not any message uses it.)
+  messages_ = grpc_response_scan::for_type(type, config_.max_body_bytes,
+                                           redaction::grpc_message_coding(res));
   if (!messages_) return verdict::next();
-  // A content coding on the whole (ask_readable asked for identity), or messages in one the
-  // proxy cannot inflate: not read.
-  if (compressed == redaction::content_coding::unsupported ||
-      redaction::parse_content_encoding(res) != redaction::content_coding::identity) {
+  // A content coding on the whole (ask_readable asked for identity): not read.
+  if (redaction::parse_content_encoding(res) != redaction::content_coding::identity) {
     messages_.reset();
-    return message_finding(ex, kUnreadableCoding);
+    return message_finding(ex, kUnreadableCoding, "response");
   }
   return verdict::next();
 }
 
-verdict response_reading::message_finding(exchange& ex, std::string_view cls) {
+// A message cannot be annotated: under annotate a finding is recorded as what was done, report.
+verdict response_reading::message_finding(exchange& ex, std::string_view cls,
+                                          std::string_view location) {
   const bool block = config_.responses == response_action::block;
-  record_once(ex, cls, "response", block ? "block" : "report");
+  record_once(ex, cls, location, block ? "block" : "report");
   if (!block) return verdict::next();
+  if (location == "trailer")
+    return verdict::violation(
+        core::errc::injection_blocked,
+        core::str_cat("dlp: prompt injection (", cls, ") in the answer's gRPC status"));
+  if (location == "message")
+    return verdict::violation(core::errc::injection_blocked,
+                              core::str_cat("dlp: prompt injection (", cls, ") in a message"));
   if (cls == kUnreadableCoding)
     return verdict::violation(core::errc::injection_blocked,
                               "dlp: unreadable-coding (gRPC or protobuf messages compressed in a "
@@ -103,7 +117,7 @@ verdict response_reading::message_finding(exchange& ex, std::string_view cls) {
 verdict response_reading::on_response_body(exchange& ex, body_chunk& chunk) {
   if (messages_) {
     const auto found = messages_->write(chunk.data, chunk.last, *chunk.out);
-    return found ? message_finding(ex, *found) : verdict::next();
+    return found ? message_finding(ex, *found, "response") : verdict::next();
   }
   const bool judged = text_->found().has_value();
   text_->write(chunk.data, chunk.last, *chunk.out, chunk.enough);
@@ -120,15 +134,22 @@ verdict response_reading::on_origin_message(exchange& ex, const message& m) {
   if (!(m.text() || close)) return verdict::next();
   const auto found = find_injection(close ? m.payload : origin_carry_.add(m.payload));
   if (!close) origin_carry_.trim();
-  if (!found) return verdict::next();
-  const response_action action = config_.responses;
-  record_once(ex, *found, "message",
-              action == response_action::block      ? "block"
-              : action == response_action::annotate ? "annotate"
-                                                    : "report");
-  if (action != response_action::block) return verdict::next();
-  return verdict::violation(core::errc::injection_blocked,
-                            core::str_cat("dlp: prompt injection (", *found, ") in a message"));
+  return found ? message_finding(ex, *found, "message") : verdict::next();
+}
+
+// gRPC's status message (grpc-message, percent-encoded: PROTOCOL-HTTP2.md), which a client
+// shows as the call's error, and the other trailing metadata, as they are: in the trailers or,
+// for a trailers-only answer, in the head.
+verdict response_reading::on_grpc_status(exchange& ex, const http::fields& fields) {
+  const auto type = redaction::sole_content_type(*ex.response);
+  if (!type || !redaction::classify_content_type(*type).grpc) return verdict::next();
+  for (const auto& f : fields) {
+    auto found = find_injection(f.value());
+    if (!found && core::iequals(f.name_string(), "grpc-message"))
+      found = find_injection(percent_decode(f.value(), false));
+    if (found) return message_finding(ex, *found, "trailer");
+  }
+  return verdict::next();
 }
 
 }  // namespace airlock::filters::dlp

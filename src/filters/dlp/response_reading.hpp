@@ -34,10 +34,12 @@ class response_reading {
   bool transforms() const noexcept { return text_.has_value() || messages_.has_value(); }
   verdict on_response_body(exchange& ex, body_chunk& chunk);
   verdict on_origin_message(exchange& ex, const message& m);
+  // A gRPC answer's trailers, or the head of one that is trailers only (grpc-status there).
+  verdict on_grpc_status(exchange& ex, const boost::beast::http::fields& fields);
 
  private:
   verdict read_messages(exchange& ex, std::string_view type);
-  verdict message_finding(exchange& ex, std::string_view cls);
+  verdict message_finding(exchange& ex, std::string_view cls, std::string_view location);
 
   const policy::model::dlp_config& config_;
   std::optional<response_scan> text_;           // a text body
